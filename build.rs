@@ -1,0 +1,39 @@
+//! Compiles the protobuf schema with a pure-Rust compiler (no `protoc`) and
+//! generates the C header with cbindgen.
+//!
+//! The header is written to `$OUT_DIR/sicore.h`; the committed copy in
+//! `include/sicore.h` is compared against it by `tests/header_fresh.rs`.
+//! Set `SICORE_UPDATE_HEADER=1` to refresh the committed copy.
+
+use std::path::PathBuf;
+
+fn main() {
+    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out_dir = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+
+    println!("cargo:rerun-if-changed=proto/si.proto");
+    println!("cargo:rerun-if-changed=proto/sicore.proto");
+    println!("cargo:rerun-if-changed=src/ffi");
+    println!("cargo:rerun-if-changed=cbindgen.toml");
+    println!("cargo:rerun-if-env-changed=SICORE_UPDATE_HEADER");
+
+    let descriptors = protox::compile(["si.proto", "sicore.proto"], ["proto"])
+        .expect("proto/ files must compile");
+    prost_build::Config::new()
+        .compile_fds(descriptors)
+        .expect("generating Rust code from the protobuf descriptors");
+
+    let config = cbindgen::Config::from_file(manifest_dir.join("cbindgen.toml"))
+        .expect("cbindgen.toml must parse");
+    let header = out_dir.join("sicore.h");
+    cbindgen::Builder::new()
+        .with_crate(&manifest_dir)
+        .with_config(config)
+        .generate()
+        .expect("cbindgen must generate the C header")
+        .write_to_file(&header);
+    if std::env::var_os("SICORE_UPDATE_HEADER").is_some() {
+        std::fs::copy(&header, manifest_dir.join("include/sicore.h"))
+            .expect("copying the header to include/");
+    }
+}

@@ -1,0 +1,1 @@
+//! Configuration: the v0.12 `queues.yaml` schema, validation, checksum and loading.

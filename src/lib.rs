@@ -1,0 +1,29 @@
+//! # sicore
+//!
+//! A scheduler core that speaks the YuniKorn scheduler interface (SI) v0.12
+//! and embeds in any resource manager (RM) in-process.
+//!
+//! * Rust programs use [`api::SchedulerApi`] and [`api::ResourceManagerCallback`]
+//!   directly through [`Scheduler`].
+//! * C, C++, Go and Python programs use the C ABI in [`ffi`], described by the
+//!   generated header `include/sicore.h`.
+//!
+//! Inside, one core thread owns all scheduling state ([`scheduler`]); the RM
+//! proxy ([`rmproxy`]) decodes and validates requests on the caller's thread,
+//! queues them to the core, and delivers outcomes to the RM's callbacks from
+//! library-owned threads.
+
+pub mod api;
+pub mod config;
+pub mod error;
+pub mod ffi;
+pub mod options;
+pub mod proto;
+pub mod rmproxy;
+pub mod scheduler;
+pub mod security;
+
+
+
+
+

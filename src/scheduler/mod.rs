@@ -1,0 +1,2 @@
+//! The scheduling core.
+pub mod placement;

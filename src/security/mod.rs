@@ -1,0 +1,1 @@
+//! Users, groups and ACLs.
