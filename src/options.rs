@@ -1,1 +1,111 @@
-//! Options.
+//! Scheduler options: the decoded form of `sicore.v1.SchedulerOptions`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::proto::sicore::v1::SchedulerOptions;
+
+/// Longest sleep of an idle scheduling loop (YuniKorn v1.0's cadence).
+pub const DEFAULT_SCHEDULING_INTERVAL: Duration = Duration::from_millis(100);
+/// Period of event flushes (the reference's publisher period).
+pub const DEFAULT_EVENT_FLUSH_INTERVAL: Duration = Duration::from_secs(2);
+/// Age an ask must reach before it may reserve a node.
+pub const DEFAULT_RESERVATION_DELAY: Duration = Duration::from_secs(2);
+/// `Starting` -> `Running` without a second allocation.
+pub const DEFAULT_APP_START_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// `Completing` -> `Completed` when nothing new arrives.
+pub const DEFAULT_APP_COMPLETING_TIMEOUT: Duration = Duration::from_secs(30);
+/// `Completed`/`Failed` -> `Expired`.
+pub const DEFAULT_APP_TERMINATED_TIMEOUT: Duration = Duration::from_secs(3 * 24 * 3600);
+/// Period of the outstanding-request check.
+pub const DEFAULT_OUTSTANDING_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Options of one scheduler instance, with defaults applied.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Directory of `<policyGroup>.yaml` files; empty means the reference's search.
+    pub config_dir: String,
+    /// In-memory configuration text per policy group; wins over files.
+    pub policy_configs: HashMap<String, String>,
+    /// Longest sleep of an idle scheduling loop.
+    pub scheduling_interval: Duration,
+    /// Period of event flushes to `SendEvent`.
+    pub event_flush_interval: Duration,
+    /// Most verbose level the library logs at.
+    pub log_level: log::LevelFilter,
+    /// Age an ask must reach before it may reserve a node.
+    pub reservation_delay: Duration,
+    /// Reservations switched off.
+    pub disable_reservation: bool,
+    /// `Starting` -> `Running` timeout.
+    pub app_start_timeout: Duration,
+    /// `Completing` -> `Completed` timeout.
+    pub app_completing_timeout: Duration,
+    /// `Completed`/`Failed` -> `Expired` timeout.
+    pub app_terminated_timeout: Duration,
+    /// Event system switched off.
+    pub disable_events: bool,
+    /// Period of the outstanding-request check.
+    pub outstanding_check_interval: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::from_proto(SchedulerOptions::default()).expect("defaults are valid")
+    }
+}
+
+fn millis_or(value: u64, default: Duration) -> Duration {
+    if value == 0 {
+        default
+    } else {
+        Duration::from_millis(value)
+    }
+}
+
+/// Parses a log level name as the contract spells them.
+pub fn parse_log_level(level: &str) -> Result<log::LevelFilter, Error> {
+    match level.to_ascii_lowercase().as_str() {
+        "" | "info" => Ok(log::LevelFilter::Info),
+        "error" => Ok(log::LevelFilter::Error),
+        "warn" | "warning" => Ok(log::LevelFilter::Warn),
+        "debug" => Ok(log::LevelFilter::Debug),
+        "trace" => Ok(log::LevelFilter::Trace),
+        "off" => Ok(log::LevelFilter::Off),
+        other => Err(Error::invalid(format!(
+            "SchedulerOptions.log_level: unknown level '{other}', expected error|warn|info|debug|trace"
+        ))),
+    }
+}
+
+impl Options {
+    /// Applies defaults to a decoded `SchedulerOptions`.
+    pub fn from_proto(p: SchedulerOptions) -> Result<Self, Error> {
+        Ok(Options {
+            config_dir: p.config_dir,
+            policy_configs: p.policy_configs,
+            scheduling_interval: millis_or(p.scheduling_interval_ms, DEFAULT_SCHEDULING_INTERVAL),
+            event_flush_interval: millis_or(p.event_flush_interval_ms, DEFAULT_EVENT_FLUSH_INTERVAL),
+            log_level: parse_log_level(&p.log_level)?,
+            reservation_delay: p
+                .reservation_delay_ms
+                .map_or(DEFAULT_RESERVATION_DELAY, Duration::from_millis),
+            disable_reservation: p.disable_reservation,
+            app_start_timeout: p
+                .app_start_timeout_ms
+                .map_or(DEFAULT_APP_START_TIMEOUT, Duration::from_millis),
+            app_completing_timeout: p
+                .app_completing_timeout_ms
+                .map_or(DEFAULT_APP_COMPLETING_TIMEOUT, Duration::from_millis),
+            app_terminated_timeout: p
+                .app_terminated_timeout_ms
+                .map_or(DEFAULT_APP_TERMINATED_TIMEOUT, Duration::from_millis),
+            disable_events: p.disable_events,
+            outstanding_check_interval: millis_or(
+                p.outstanding_check_interval_ms,
+                DEFAULT_OUTSTANDING_CHECK_INTERVAL,
+            ),
+        })
+    }
+}

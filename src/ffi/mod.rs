@@ -1,1 +1,95 @@
-//! C ABI.
+//! The C ABI: `extern "C"` functions, `#[repr(C)]` types and nothing else.
+//!
+//! This layer only translates: it checks pointers and UTF-8, decodes
+//! protobuf bytes into the prost types, calls the Rust API
+//! ([`crate::api::SchedulerApi`]) and turns results into status codes and
+//! owned messages. Every entry point is a panic boundary ([`boundary`]).
+//! The generated header `include/sicore.h` is the C user's reference.
+
+#![allow(non_camel_case_types)]
+
+mod buffer;
+mod callbacks;
+mod logger;
+mod scheduler;
+
+pub use buffer::*;
+pub use callbacks::*;
+pub use logger::*;
+pub use scheduler::*;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::error::{Error, Status};
+
+/// Result of every fallible call. Non-zero values come with a message in
+/// the call's `error_out` buffer when one is given.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum sicore_status {
+    /// Success.
+    SICORE_OK = 0,
+    /// A null pointer, bad UTF-8, or a missing required field.
+    SICORE_INVALID_ARGUMENT = 1,
+    /// The bytes are not a valid encoding of the expected message.
+    SICORE_DECODE_ERROR = 2,
+    /// Understood and refused: bad configuration, unknown rmID, ...
+    SICORE_REJECTED = 3,
+    /// The scheduler is shutting down or shut down.
+    SICORE_STOPPED = 4,
+    /// A synchronous call made from inside a callback.
+    SICORE_WOULD_DEADLOCK = 5,
+    /// A bug: a panic was caught at the boundary.
+    SICORE_INTERNAL = 6,
+}
+
+impl From<Status> for sicore_status {
+    fn from(s: Status) -> Self {
+        match s {
+            Status::InvalidArgument => sicore_status::SICORE_INVALID_ARGUMENT,
+            Status::DecodeError => sicore_status::SICORE_DECODE_ERROR,
+            Status::Rejected => sicore_status::SICORE_REJECTED,
+            Status::Stopped => sicore_status::SICORE_STOPPED,
+            Status::WouldDeadlock => sicore_status::SICORE_WOULD_DEADLOCK,
+            Status::Internal => sicore_status::SICORE_INTERNAL,
+        }
+    }
+}
+
+/// Text of a caught panic payload.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs the body of an entry point: clears `error_out`, catches panics and
+/// writes the message of a failure into `error_out` (when non-null).
+pub(crate) fn boundary(
+    error_out: *mut sicore_buffer,
+    body: impl FnOnce() -> Result<(), Error>,
+) -> sicore_status {
+    // SAFETY: the caller passes either null or a pointer to writable
+    // storage for one sicore_buffer, as every entry point documents.
+    let error_out = unsafe { error_out.as_mut() };
+    let error_out = error_out.map(|e| {
+        *e = sicore_buffer::empty();
+        e
+    });
+    let result = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|p| {
+        Err(Error::new(
+            Status::Internal,
+            format!("internal error (panic): {}", panic_message(&*p)),
+        ))
+    });
+    match result {
+        Ok(()) => sicore_status::SICORE_OK,
+        Err(e) => {
+            if let Some(out) = error_out {
+                *out = sicore_buffer::from_vec(e.message.into_bytes());
+            }
+            e.status.into()
+        }
+    }
+}

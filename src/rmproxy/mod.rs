@@ -1,1 +1,224 @@
-//! RM proxy.
+//! The RM proxy: the [`SchedulerApi`] implementation.
+//!
+//! Requests are validated on the caller's thread and queued, in call order,
+//! to the core thread. Outcomes come back through the dispatcher thread
+//! ([`dispatch`]), except `Predicates` and `ReSyncSchedulerCache`, which the
+//! core calls synchronously from its own thread.
+
+pub mod dispatch;
+mod validate;
+
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, unbounded, Sender};
+use parking_lot::{Mutex, RwLock};
+
+use crate::api::{ResourceManagerCallback, SchedulerApi};
+use crate::error::{Error, Status};
+use crate::options::Options;
+use crate::proto::si::v1 as si;
+use crate::scheduler::core::{Command, Core};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The id of the scheduler that owns the current thread (0: not a
+    /// library thread). Not error state: it only detects re-entrant
+    /// synchronous calls that would wait on the thread making them.
+    static OWNER: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A running scheduler instance: a core thread and a dispatcher thread.
+///
+/// Dropping it stops both threads (see [`Scheduler::close`]).
+pub struct Scheduler {
+    id: u64,
+    tx: Sender<Command>,
+    registered: RwLock<HashSet<String>>,
+    stopped: AtomicBool,
+    dispatcher_stopping: Arc<AtomicBool>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Scheduler {
+    /// Starts a scheduler with the given options.
+    pub fn new(options: Options) -> Result<Self, Error> {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = unbounded::<Command>();
+        let (out_tx, out_rx) = unbounded();
+        let dispatcher_stopping = Arc::new(AtomicBool::new(false));
+        let spawn_err = |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
+        let core = Core::new(options, out_tx);
+        let core_thread = std::thread::Builder::new()
+            .name(format!("sicore-core-{id}"))
+            .spawn(move || {
+                OWNER.with(|o| o.set(id));
+                core.run(rx);
+            })
+            .map_err(spawn_err)?;
+        let stopping = dispatcher_stopping.clone();
+        let dispatcher = std::thread::Builder::new()
+            .name(format!("sicore-dispatch-{id}"))
+            .spawn(move || {
+                OWNER.with(|o| o.set(id));
+                dispatch::run(out_rx, stopping);
+            })
+            .map_err(spawn_err)?;
+        Ok(Scheduler {
+            id,
+            tx,
+            registered: RwLock::new(HashSet::new()),
+            stopped: AtomicBool::new(false),
+            dispatcher_stopping,
+            threads: Mutex::new(vec![core_thread, dispatcher]),
+        })
+    }
+
+    /// Whether the calling thread is one of this scheduler's own threads,
+    /// i.e. the call comes from inside one of its callbacks.
+    fn on_own_thread(&self) -> bool {
+        OWNER.with(|o| o.get()) == self.id
+    }
+
+    fn refuse_sync(&self, what: &str) -> Result<(), Error> {
+        if self.on_own_thread() {
+            return Err(Error::new(
+                Status::WouldDeadlock,
+                format!("{what} is synchronous and cannot be called from inside a callback of the same scheduler"),
+            ));
+        }
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Error::stopped());
+        }
+        Ok(())
+    }
+
+    fn send(&self, cmd: Command) -> Result<(), Error> {
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Error::stopped());
+        }
+        self.tx.send(cmd).map_err(|_| Error::stopped())
+    }
+
+    fn call<T>(&self, make: impl FnOnce(Sender<T>) -> Command) -> Result<T, Error> {
+        let (reply, answer) = bounded(1);
+        self.send(make(reply))?;
+        answer.recv().map_err(|_| Error::stopped())
+    }
+
+    fn check_registered(&self, rm_id: &str, what: &str) -> Result<(), Error> {
+        if self.registered.read().contains(rm_id) {
+            Ok(())
+        } else {
+            Err(Error::rejected(format!(
+                "received {what}, but RmID=\"{rm_id}\" not registered"
+            )))
+        }
+    }
+
+    /// The whole scheduler state as JSON (see the README for the fields).
+    pub fn state_dump(&self) -> Result<String, Error> {
+        self.refuse_sync("state dump")?;
+        self.call(Command::Dump)
+    }
+
+    /// Stops the scheduler: pending work is abandoned, both threads are
+    /// joined, and every callback object is dropped, so no callback runs
+    /// after this returns. Calling it again does nothing.
+    pub fn close(&self) -> Result<(), Error> {
+        if self.on_own_thread() {
+            return Err(Error::new(
+                Status::WouldDeadlock,
+                "the scheduler cannot be freed from inside one of its own callbacks",
+            ));
+        }
+        if self.stopped.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        self.dispatcher_stopping.store(true, Ordering::Release);
+        let _ = self.tx.send(Command::Shutdown);
+        for t in self.threads.lock().drain(..) {
+            if t.join().is_err() {
+                log::error!("a sicore thread ended with a panic");
+            }
+        }
+        self.registered.write().clear();
+        Ok(())
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            log::error!("scheduler dropped on its own thread: {e}; threads left running");
+        }
+    }
+}
+
+impl SchedulerApi for Scheduler {
+    fn register_resource_manager(
+        &self,
+        request: si::RegisterResourceManagerRequest,
+        callback: Arc<dyn ResourceManagerCallback>,
+    ) -> Result<si::RegisterResourceManagerResponse, Error> {
+        self.refuse_sync("RegisterResourceManager")?;
+        validate::register(&request)?;
+        let rm_id = request.rm_id.clone();
+        // No lock is held across the call: the core may run callbacks that
+        // call back into this scheduler while it works. Updates made during
+        // a re-registration are queued behind it and see the new state.
+        let result = self.call(|reply| Command::Register {
+            rm_id: request.rm_id,
+            policy_group: request.policy_group,
+            callback,
+            reply,
+        });
+        let mut registered = self.registered.write();
+        match result {
+            Ok(Ok(())) => {
+                registered.insert(rm_id);
+                Ok(si::RegisterResourceManagerResponse {})
+            }
+            // A failed registration leaves the RM unregistered (spec 1.2).
+            Ok(Err(e)) | Err(e) => {
+                registered.remove(&rm_id);
+                Err(e)
+            }
+        }
+    }
+
+    fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {
+        self.check_registered(&request.rm_id, "AllocationRequest")?;
+        validate::allocation(&request)?;
+        self.send(Command::Allocation(request))
+    }
+
+    fn update_application(&self, request: si::ApplicationRequest) -> Result<(), Error> {
+        self.check_registered(&request.rm_id, "ApplicationRequest")?;
+        validate::application(&request)?;
+        self.send(Command::Application(request))
+    }
+
+    fn update_node(&self, request: si::NodeRequest) -> Result<(), Error> {
+        self.check_registered(&request.rm_id, "NodeRequest")?;
+        validate::node(&request)?;
+        self.send(Command::Node(request))
+    }
+
+    fn update_configuration(&self, cluster_id: &str) -> Result<(), Error> {
+        self.refuse_sync("UpdateConfiguration")?;
+        if !self.registered.read().contains(cluster_id) {
+            return Err(Error::rejected(format!(
+                "failed to reload configuration, because RM {cluster_id} is unknown to the scheduler"
+            )));
+        }
+        self.call(|reply| Command::Reload {
+            rm_id: cluster_id.to_string(),
+            reply,
+        })?
+    }
+}

@@ -1,0 +1,188 @@
+//! The RM's callback table and its adapter to [`ResourceManagerCallback`].
+
+use std::ffi::c_void;
+
+use prost::Message;
+
+use crate::api::ResourceManagerCallback;
+use crate::proto::si::v1 as si;
+use crate::proto::sicore::v1 as sicore;
+
+/// Where a callback puts its answer: an error reason, or for
+/// `update_configuration` an encoded `si.v1.UpdateConfigurationResponse`.
+/// Valid only during the one callback it is passed to; set it with
+/// `sicore_reply_set`.
+pub struct sicore_reply {
+    data: Option<Vec<u8>>,
+}
+
+/// Stores `len` bytes at `data` (copied) as the callback's answer. A later
+/// call replaces an earlier one. NULL `reply` is ignored; NULL `data` with
+/// `len` 0 sets an empty answer.
+#[no_mangle]
+pub extern "C" fn sicore_reply_set(reply: *mut sicore_reply, data: *const u8, len: usize) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `reply` is null or the pointer the library passed to the
+        // running callback, valid until that callback returns.
+        let Some(reply) = (unsafe { reply.as_mut() }) else {
+            return;
+        };
+        if let Ok(bytes) = super::buffer::borrow_bytes(data, len, "data", true) {
+            reply.data = Some(bytes.to_vec());
+        }
+    }));
+}
+
+/// A callback that reports success (0) or failure (non-zero, with a
+/// reason set through `sicore_reply_set`).
+pub type sicore_status_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *const u8, len: usize, error: *mut sicore_reply) -> i32>;
+
+/// A callback with nothing to report back.
+pub type sicore_notify_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *const u8, len: usize)>;
+
+/// A callback that answers through `response`.
+pub type sicore_answer_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *const u8, len: usize, response: *mut sicore_reply)>;
+
+/// The RM's callbacks. The table is copied at registration; a NULL function
+/// means "not implemented": the core acts as if it succeeded (for
+/// `predicates`: every node fits) and never calls it. Messages are borrowed
+/// for the duration of the call. Callbacks run on library threads, possibly
+/// concurrently with each other, and must be thread-safe.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct sicore_callbacks {
+    /// Passed back to every callback and to `release`.
+    pub user_data: *mut c_void,
+    /// `si.v1.AllocationResponse`: new, released and rejected allocations and asks.
+    pub update_allocation: sicore_status_callback,
+    /// `si.v1.ApplicationResponse`: accepted, rejected and updated applications.
+    pub update_application: sicore_status_callback,
+    /// `si.v1.NodeResponse`: accepted and rejected nodes.
+    pub update_node: sicore_status_callback,
+    /// `si.v1.PredicatesArgs`: return 0 when the ask may run on the node.
+    pub predicates: sicore_status_callback,
+    /// `si.v1.ReSyncSchedulerCacheArgs`: assumed and forgotten allocations.
+    pub resync_scheduler_cache: sicore_status_callback,
+    /// `sicore.v1.EventRecords`: one batch of events.
+    pub send_event: sicore_notify_callback,
+    /// `si.v1.UpdateContainerSchedulingStateRequest`.
+    pub update_container_scheduling_state: sicore_notify_callback,
+    /// `si.v1.UpdateConfigurationRequest`; answer with an encoded
+    /// `si.v1.UpdateConfigurationResponse` (no answer = failure).
+    pub update_configuration: sicore_answer_callback,
+    /// Called once when the library is done with `user_data`. Nullable.
+    pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
+}
+
+/// A registered callback table. Dropping it calls `release`.
+pub(crate) struct CallbackTable(sicore_callbacks);
+
+// SAFETY: the contract requires the RM's callbacks and user_data to be
+// usable from any thread, concurrently; the table itself is immutable.
+unsafe impl Send for CallbackTable {}
+// SAFETY: as above; nothing in the table is mutated after registration.
+unsafe impl Sync for CallbackTable {}
+
+impl CallbackTable {
+    pub(crate) fn new(table: sicore_callbacks) -> Self {
+        CallbackTable(table)
+    }
+
+    fn status_call(&self, f: sicore_status_callback, msg: &impl Message, what: &str) -> Result<(), String> {
+        let Some(f) = f else {
+            return Ok(());
+        };
+        let bytes = msg.encode_to_vec();
+        let mut reply = sicore_reply { data: None };
+        // SAFETY: a non-null function pointer registered by the RM, called
+        // with its own user_data, a message valid for the call and a reply
+        // slot valid for the call, as the header documents.
+        let rc = unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len(), &mut reply) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(match reply.data {
+                Some(d) if !d.is_empty() => String::from_utf8_lossy(&d).into_owned(),
+                _ => format!("{what} callback returned {rc}"),
+            })
+        }
+    }
+
+    fn notify_call(&self, f: sicore_notify_callback, msg: &impl Message) {
+        if let Some(f) = f {
+            let bytes = msg.encode_to_vec();
+            // SAFETY: as in `status_call`.
+            unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len()) };
+        }
+    }
+}
+
+impl Drop for CallbackTable {
+    fn drop(&mut self) {
+        if let Some(release) = self.0.release {
+            // SAFETY: called exactly once, when the last reference to the
+            // table goes away; the RM owns user_data and frees it here.
+            unsafe { release(self.0.user_data) };
+        }
+    }
+}
+
+impl ResourceManagerCallback for CallbackTable {
+    fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
+        self.status_call(self.0.update_allocation, r, "update_allocation")
+    }
+
+    fn update_application(&self, r: &si::ApplicationResponse) -> Result<(), String> {
+        self.status_call(self.0.update_application, r, "update_application")
+    }
+
+    fn update_node(&self, r: &si::NodeResponse) -> Result<(), String> {
+        self.status_call(self.0.update_node, r, "update_node")
+    }
+
+    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        self.status_call(self.0.predicates, args, "predicates")
+    }
+
+    fn has_predicates(&self) -> bool {
+        self.0.predicates.is_some()
+    }
+
+    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        self.status_call(self.0.resync_scheduler_cache, args, "resync_scheduler_cache")
+    }
+
+    fn send_event(&self, events: &[si::EventRecord]) {
+        let batch = sicore::EventRecords {
+            events: events.to_vec(),
+        };
+        self.notify_call(self.0.send_event, &batch);
+    }
+
+    fn update_container_scheduling_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
+        self.notify_call(self.0.update_container_scheduling_state, r);
+    }
+
+    fn update_configuration(&self, r: &si::UpdateConfigurationRequest) -> si::UpdateConfigurationResponse {
+        let failed = |reason: &str| si::UpdateConfigurationResponse {
+            success: false,
+            old_config: String::new(),
+            reason: reason.into(),
+        };
+        let Some(f) = self.0.update_configuration else {
+            return failed("update_configuration is not implemented by the resource manager");
+        };
+        let bytes = r.encode_to_vec();
+        let mut reply = sicore_reply { data: None };
+        // SAFETY: as in `status_call`.
+        unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len(), &mut reply) };
+        match reply.data {
+            None => failed("the resource manager gave no answer"),
+            Some(d) => si::UpdateConfigurationResponse::decode(d.as_slice())
+                .unwrap_or_else(|e| failed(&format!("undecodable UpdateConfigurationResponse: {e}"))),
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Lifecycle and SchedulerAPI entry points.
+
+use std::sync::Arc;
+
+use super::buffer::{borrow_str, decode, sicore_buffer};
+use super::callbacks::{sicore_callbacks, CallbackTable};
+use super::{boundary, sicore_status};
+use crate::api::SchedulerApi;
+use crate::error::{Error, Status};
+use crate::options::Options;
+use crate::proto::si::v1 as si;
+use crate::proto::sicore::v1 as sicore;
+use crate::rmproxy::Scheduler;
+
+/// A scheduler instance. Opaque; create with `sicore_new`, destroy with
+/// `sicore_free`.
+pub struct sicore_scheduler {
+    inner: Scheduler,
+}
+
+fn scheduler<'a>(s: *const sicore_scheduler) -> Result<&'a Scheduler, Error> {
+    // SAFETY: the caller passes null or a pointer returned by `sicore_new`
+    // and not yet freed (use after free is undefined, as documented).
+    unsafe { s.as_ref() }
+        .map(|s| &s.inner)
+        .ok_or_else(|| Error::invalid("scheduler is a null pointer"))
+}
+
+/// The library version, a static NUL-terminated string. Never free it.
+#[no_mangle]
+pub extern "C" fn sicore_version() -> *const std::ffi::c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Creates a scheduler and starts its threads.
+///
+/// `options` is an encoded `sicore.v1.SchedulerOptions`; NULL with length 0
+/// means all defaults. On success `*out` receives the scheduler, which the
+/// caller owns and frees with `sicore_free`. `error_out` (nullable)
+/// receives the reason of a failure.
+#[no_mangle]
+pub extern "C" fn sicore_new(
+    options: *const u8,
+    options_len: usize,
+    out: *mut *mut sicore_scheduler,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        if out.is_null() {
+            return Err(Error::invalid("out is a null pointer"));
+        }
+        let opts: sicore::SchedulerOptions = if options.is_null() && options_len == 0 {
+            Default::default()
+        } else {
+            decode(options, options_len, "options (sicore.v1.SchedulerOptions)")?
+        };
+        let opts = Options::from_proto(opts)?;
+        super::logger::set_library_level(opts.log_level);
+        let boxed = Box::new(sicore_scheduler {
+            inner: Scheduler::new(opts)?,
+        });
+        // SAFETY: `out` was checked non-null; the caller provides storage
+        // for one pointer.
+        unsafe { *out = Box::into_raw(boxed) };
+        Ok(())
+    })
+}
+
+/// Stops the scheduler and frees it: pending work is abandoned, internal
+/// threads are joined, each registered callback table's `release` is
+/// called once, and no callback runs after this returns. NULL is a no-op.
+/// Called from inside one of the scheduler's own callbacks it frees nothing
+/// and logs an error.
+#[no_mangle]
+pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
+    if s.is_null() {
+        return;
+    }
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: a pointer from `sicore_new`, not yet freed.
+        let sched = unsafe { &*s };
+        match sched.inner.close() {
+            Err(e) if e.status == Status::WouldDeadlock => {
+                log::error!("sicore_free: {}", e.message);
+                false
+            }
+            _ => true,
+        }
+    }));
+    if let Ok(true) = result {
+        // SAFETY: the pointer came from Box::into_raw in `sicore_new`, the
+        // scheduler is closed, and the caller gives up the pointer.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            drop(unsafe { Box::from_raw(s) })
+        }));
+    }
+}
+
+/// Registers (or re-registers, resetting its state) a resource manager.
+///
+/// `request` is an encoded `si.v1.RegisterResourceManagerRequest`;
+/// `callbacks` is copied. Synchronous: loads the policy group's
+/// configuration and returns `SICORE_REJECTED` with the reason when it is
+/// missing or invalid. On success `response_out` (nullable) receives an
+/// encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback
+/// this returns `SICORE_WOULD_DEADLOCK`.
+#[no_mangle]
+pub extern "C" fn sicore_register_resource_manager(
+    s: *mut sicore_scheduler,
+    request: *const u8,
+    request_len: usize,
+    callbacks: *const sicore_callbacks,
+    response_out: *mut sicore_buffer,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        let sched = scheduler(s)?;
+        // SAFETY: null or a pointer to a callback table valid for this call;
+        // it is copied before the call returns.
+        let table = unsafe { callbacks.as_ref() }
+            .copied()
+            .ok_or_else(|| Error::invalid("callbacks is a null pointer"))?;
+        let req: si::RegisterResourceManagerRequest =
+            decode(request, request_len, "request (si.v1.RegisterResourceManagerRequest)")?;
+        let resp = sched.register_resource_manager(req, Arc::new(CallbackTable::new(table)))?;
+        // SAFETY: null or writable storage for one sicore_buffer.
+        if let Some(out) = unsafe { response_out.as_mut() } {
+            *out = sicore_buffer::from_vec(prost::Message::encode_to_vec(&resp));
+        }
+        Ok(())
+    })
+}
+
+/// Queues an encoded `si.v1.AllocationRequest`: asks to add or update, asks
+/// and allocations to release. Decoded and checked on this thread (a
+/// malformed buffer or an unregistered rmID fails here); the outcome
+/// reaches the RM's callbacks. Safe to call from inside a callback.
+#[no_mangle]
+pub extern "C" fn sicore_update_allocation(
+    s: *mut sicore_scheduler,
+    request: *const u8,
+    request_len: usize,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        let sched = scheduler(s)?;
+        sched.update_allocation(decode(request, request_len, "request (si.v1.AllocationRequest)")?)
+    })
+}
+
+/// Queues an encoded `si.v1.ApplicationRequest`: applications to add and
+/// remove. Asynchronous like `sicore_update_allocation`.
+#[no_mangle]
+pub extern "C" fn sicore_update_application(
+    s: *mut sicore_scheduler,
+    request: *const u8,
+    request_len: usize,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        let sched = scheduler(s)?;
+        sched.update_application(decode(request, request_len, "request (si.v1.ApplicationRequest)")?)
+    })
+}
+
+/// Queues an encoded `si.v1.NodeRequest`: nodes to create, update, drain
+/// or remove. Asynchronous like `sicore_update_allocation`.
+#[no_mangle]
+pub extern "C" fn sicore_update_node(
+    s: *mut sicore_scheduler,
+    request: *const u8,
+    request_len: usize,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        let sched = scheduler(s)?;
+        sched.update_node(decode(request, request_len, "request (si.v1.NodeRequest)")?)
+    })
+}
+
+/// Re-reads the configuration of the RM `cluster_id` (UTF-8, the rmID
+/// used at registration) and applies it. Synchronous: an invalid
+/// configuration returns `SICORE_REJECTED` and the old one stays in force.
+/// From inside a callback this returns `SICORE_WOULD_DEADLOCK`.
+#[no_mangle]
+pub extern "C" fn sicore_update_configuration(
+    s: *mut sicore_scheduler,
+    cluster_id: *const u8,
+    cluster_id_len: usize,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        let sched = scheduler(s)?;
+        sched.update_configuration(borrow_str(cluster_id, cluster_id_len, "cluster_id")?)
+    })
+}
+
+/// Writes the scheduler's state as UTF-8 JSON into `json_out` (owned by
+/// the caller; free with `sicore_buffer_free`). Field names are documented
+/// in the README. From inside a callback this returns
+/// `SICORE_WOULD_DEADLOCK`.
+#[no_mangle]
+pub extern "C" fn sicore_state_dump(
+    s: *mut sicore_scheduler,
+    json_out: *mut sicore_buffer,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        let sched = scheduler(s)?;
+        if json_out.is_null() {
+            return Err(Error::invalid("json_out is a null pointer"));
+        }
+        let json = sched.state_dump()?;
+        // SAFETY: checked non-null; writable storage for one sicore_buffer.
+        unsafe { *json_out = sicore_buffer::from_vec(json.into_bytes()) };
+        Ok(())
+    })
+}

@@ -1,0 +1,61 @@
+//! Shape checks made on the caller's thread before a request is queued: a
+//! request missing a required field is refused whole, and nothing of it is
+//! applied.
+
+use crate::error::Error;
+use crate::proto::si::v1 as si;
+
+fn require(value: &str, what: impl FnOnce() -> String) -> Result<(), Error> {
+    if value.is_empty() {
+        Err(Error::invalid(format!("{} must not be empty", what())))
+    } else {
+        Ok(())
+    }
+}
+
+/// RegisterResourceManagerRequest: rmID and policyGroup are required.
+pub fn register(r: &si::RegisterResourceManagerRequest) -> Result<(), Error> {
+    require(&r.rm_id, || "RegisterResourceManagerRequest.rmID".into())?;
+    require(&r.policy_group, || "RegisterResourceManagerRequest.policyGroup".into())
+}
+
+/// AllocationRequest: every ask names its key and application; every
+/// release names its application.
+pub fn allocation(r: &si::AllocationRequest) -> Result<(), Error> {
+    for (i, a) in r.asks.iter().enumerate() {
+        require(&a.allocation_key, || format!("AllocationRequest.asks[{i}].allocationKey"))?;
+        require(&a.application_id, || format!("AllocationRequest.asks[{i}].applicationID"))?;
+    }
+    if let Some(rel) = &r.releases {
+        for (i, a) in rel.allocations_to_release.iter().enumerate() {
+            require(&a.application_id, || {
+                format!("AllocationRequest.releases.allocationsToRelease[{i}].applicationID")
+            })?;
+        }
+        for (i, a) in rel.allocation_asks_to_release.iter().enumerate() {
+            require(&a.application_id, || {
+                format!("AllocationRequest.releases.allocationAsksToRelease[{i}].applicationID")
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// ApplicationRequest: every entry names its application.
+pub fn application(r: &si::ApplicationRequest) -> Result<(), Error> {
+    for (i, a) in r.new.iter().enumerate() {
+        require(&a.application_id, || format!("ApplicationRequest.new[{i}].applicationID"))?;
+    }
+    for (i, a) in r.remove.iter().enumerate() {
+        require(&a.application_id, || format!("ApplicationRequest.remove[{i}].applicationID"))?;
+    }
+    Ok(())
+}
+
+/// NodeRequest: every node has an id.
+pub fn node(r: &si::NodeRequest) -> Result<(), Error> {
+    for (i, n) in r.nodes.iter().enumerate() {
+        require(&n.node_id, || format!("NodeRequest.nodes[{i}].nodeID"))?;
+    }
+    Ok(())
+}

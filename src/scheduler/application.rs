@@ -1,0 +1,216 @@
+//! Applications, their asks and their state machine (spec 6 and 7).
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::queue::QueueId;
+use super::resource::Resource;
+use crate::security::UserGroup;
+
+/// Tag that pins an ask to one node.
+pub const TAG_REQUIRED_NODE: &str = "yunikorn.apache.org/requiredNode";
+/// Application tag that skips the `Starting` wait.
+pub const TAG_STATEAWARE_DISABLE: &str = "application.stateaware.disable";
+
+/// Application states, with the exact strings the RM sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AppState {
+    /// Added, no asks yet.
+    New,
+    /// Has asks, nothing allocated.
+    Accepted,
+    /// First allocation made.
+    Starting,
+    /// Running.
+    Running,
+    /// Never entered: rejections happen before the app exists.
+    Rejected,
+    /// Idle; completes when the completing timer fires.
+    Completing,
+    /// Done; has left the partition.
+    Completed,
+    /// Failing.
+    Failing,
+    /// Failed; has left the partition.
+    Failed,
+    /// Completed or failed long ago.
+    Expired,
+    /// Gang placeholders timed out (soft style).
+    Resuming,
+}
+
+impl AppState {
+    /// The state's wire string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppState::New => "New",
+            AppState::Accepted => "Accepted",
+            AppState::Starting => "Starting",
+            AppState::Running => "Running",
+            AppState::Rejected => "Rejected",
+            AppState::Completing => "Completing",
+            AppState::Completed => "Completed",
+            AppState::Failing => "Failing",
+            AppState::Failed => "Failed",
+            AppState::Expired => "Expired",
+            AppState::Resuming => "Resuming",
+        }
+    }
+}
+
+/// Events that drive the state machine; their names are the default
+/// messages reported with a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppEvent {
+    /// Progress: an ask arrived or an allocation was made.
+    Run,
+    /// The application went idle.
+    Complete,
+    /// The application failed.
+    Fail,
+    /// Termination history timeout.
+    Expire,
+    /// Soft gang timeout.
+    Resume,
+}
+
+impl AppEvent {
+    /// The event's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AppEvent::Run => "runApplication",
+            AppEvent::Complete => "completeApplication",
+            AppEvent::Fail => "failApplication",
+            AppEvent::Expire => "expireApplication",
+            AppEvent::Resume => "resumeApplication",
+        }
+    }
+}
+
+/// The target state of an event, or `None` if the transition is invalid.
+/// `Some(same)` for `Run` in `Running` is a silent no-op.
+pub fn transition(from: AppState, event: AppEvent) -> Option<AppState> {
+    use AppEvent as E;
+    use AppState as S;
+    match (event, from) {
+        (E::Run, S::New | S::Resuming) => Some(S::Accepted),
+        (E::Run, S::Accepted) => Some(S::Starting),
+        (E::Run, S::Starting | S::Completing | S::Running) => Some(S::Running),
+        (E::Complete, S::Accepted | S::Starting | S::Running) => Some(S::Completing),
+        (E::Complete, S::Completing) => Some(S::Completed),
+        (E::Fail, S::New | S::Accepted | S::Starting | S::Running) => Some(S::Failing),
+        (E::Fail, S::Failing) => Some(S::Failed),
+        (E::Resume, S::New | S::Accepted) => Some(S::Resuming),
+        (E::Expire, S::Completed | S::Failed) => Some(S::Expired),
+        _ => None,
+    }
+}
+
+/// An allocation ask.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// Key within the application.
+    pub key: Arc<str>,
+    /// Resource per allocation.
+    pub resource: Resource,
+    /// Allocations this ask may still produce.
+    pub pending_repeat: i32,
+    /// Higher goes first.
+    pub priority: i32,
+    /// Arrival order, for ties on priority.
+    pub seq: u64,
+    /// Arrival time.
+    pub created: Instant,
+    /// Tags, copied into allocations.
+    pub tags: HashMap<String, String>,
+    /// Gang task group.
+    pub task_group: String,
+    /// Whether this is a gang placeholder.
+    pub placeholder: bool,
+    /// Node the ask is pinned to, if any.
+    pub required_node: Option<String>,
+}
+
+impl Ask {
+    /// The ask's key in its application's order.
+    pub fn order_key(&self) -> AskOrderKey {
+        (Reverse(self.priority), self.seq, self.key.clone())
+    }
+}
+
+/// Priority descending, then arrival order.
+pub type AskOrderKey = (Reverse<i32>, u64, Arc<str>);
+
+/// An application in a partition.
+#[derive(Debug, Clone)]
+pub struct Application {
+    /// Id, unique among the partition's active applications.
+    pub id: Arc<str>,
+    /// Its leaf queue.
+    pub queue: QueueId,
+    /// Submitting user and groups.
+    pub user: UserGroup,
+    /// Tags (keys as sent).
+    pub tags: HashMap<String, String>,
+    /// Current state.
+    pub state: AppState,
+    /// Submission order (fifo key).
+    pub seq: u64,
+    /// Submission time.
+    pub submitted: Instant,
+    /// Asks by key.
+    pub asks: HashMap<Arc<str>, Ask>,
+    /// Asks with repeats left, in scheduling order.
+    pub ask_order: BTreeSet<AskOrderKey>,
+    /// Outstanding demand.
+    pub pending: Resource,
+    /// Sum of the application's allocations.
+    pub allocated: Resource,
+    /// UUIDs of its allocations.
+    pub allocations: BTreeSet<Arc<str>>,
+    /// Bumped on each state change so stale timers do nothing.
+    pub state_epoch: u64,
+    /// Gang placeholder total (stored for later use).
+    pub placeholder_ask: Option<Resource>,
+}
+
+impl Application {
+    /// Whether the application has demand the scheduler can act on.
+    pub fn has_pending(&self) -> bool {
+        !self.ask_order.is_empty()
+    }
+
+    /// Whether the stateaware wait is disabled by tag (any non-empty value).
+    pub fn stateaware_disabled(&self) -> bool {
+        self.tags
+            .iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case(TAG_STATEAWARE_DISABLE) && !v.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typical_life() {
+        let mut s = AppState::New;
+        for (e, want) in [
+            (AppEvent::Run, AppState::Accepted),
+            (AppEvent::Run, AppState::Starting),
+            (AppEvent::Run, AppState::Running),
+            (AppEvent::Complete, AppState::Completing),
+            (AppEvent::Run, AppState::Running),
+            (AppEvent::Complete, AppState::Completing),
+            (AppEvent::Complete, AppState::Completed),
+            (AppEvent::Expire, AppState::Expired),
+        ] {
+            s = transition(s, e).unwrap();
+            assert_eq!(s, want);
+        }
+        assert_eq!(transition(AppState::New, AppEvent::Complete), None);
+        assert_eq!(transition(AppState::Completed, AppEvent::Run), None);
+    }
+}

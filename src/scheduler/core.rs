@@ -1,0 +1,456 @@
+//! The core thread: owns every partition, applies RM requests in the order
+//! the RM made them, runs scheduling passes and fires timers.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use super::dump;
+use super::outcome::{AppTimer, OutMsg, Outcomes};
+use super::partition::{AppTimeouts, Partition};
+use crate::api::ResourceManagerCallback;
+use crate::config;
+use crate::error::Error;
+use crate::options::Options;
+use crate::proto::si::v1 as si;
+use crate::rmproxy::dispatch::Outbound;
+
+use si::node_info::ActionFromRm;
+
+/// Most allocations one partition makes before the core flushes them to
+/// the RM and looks at new requests again.
+pub const PASS_BUDGET: usize = 2048;
+
+/// A request for the core thread.
+pub enum Command {
+    /// RegisterResourceManager, already checked for shape.
+    Register {
+        /// RM id.
+        rm_id: String,
+        /// Policy group naming the configuration.
+        policy_group: String,
+        /// The RM's callbacks.
+        callback: Arc<dyn ResourceManagerCallback>,
+        /// Where the outcome goes.
+        reply: Sender<Result<(), Error>>,
+    },
+    /// UpdateAllocation.
+    Allocation(si::AllocationRequest),
+    /// UpdateApplication.
+    Application(si::ApplicationRequest),
+    /// UpdateNode.
+    Node(si::NodeRequest),
+    /// UpdateConfiguration(clusterID).
+    Reload {
+        /// RM id.
+        rm_id: String,
+        /// Where the outcome goes.
+        reply: Sender<Result<(), Error>>,
+    },
+    /// State dump as JSON.
+    Dump(Sender<String>),
+    /// Stop the thread.
+    Shutdown,
+}
+
+/// What the core keeps per registered RM.
+pub struct RmState {
+    /// The RM's callbacks.
+    pub callback: Arc<dyn ResourceManagerCallback>,
+    /// Policy group of the configuration.
+    pub policy_group: String,
+    /// Where the configuration came from.
+    pub config_source: String,
+    /// Checksum of the configuration in force.
+    pub checksum: String,
+    /// Internal names of its partitions.
+    pub partitions: Vec<String>,
+}
+
+/// The core's state. Only the core thread touches it.
+pub struct Core {
+    options: Options,
+    rms: BTreeMap<String, RmState>,
+    partitions: BTreeMap<String, Partition>,
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    timer_data: HashMap<u64, AppTimer>,
+    timer_seq: u64,
+    outcomes: HashMap<String, Outcomes>,
+    outbox: Sender<Outbound>,
+    started: Instant,
+}
+
+/// Normalises a partition name from the RM to the internal form (spec 1.5).
+pub fn internal_partition_name(rm_id: &str, name: &str) -> String {
+    if name.starts_with('[') {
+        name.to_string()
+    } else if name.is_empty() {
+        format!("[{rm_id}]default")
+    } else {
+        format!("[{rm_id}]{name}")
+    }
+}
+
+impl Core {
+    /// A core with no RM registered.
+    pub fn new(options: Options, outbox: Sender<Outbound>) -> Self {
+        Core {
+            options,
+            rms: BTreeMap::new(),
+            partitions: BTreeMap::new(),
+            timers: BinaryHeap::new(),
+            timer_data: HashMap::new(),
+            timer_seq: 0,
+            outcomes: HashMap::new(),
+            outbox,
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs until `Shutdown` or until every sender is gone.
+    pub fn run(mut self, inbox: Receiver<Command>) {
+        let mut work = false;
+        loop {
+            let wait = if work {
+                Duration::ZERO
+            } else {
+                let next_timer = self
+                    .timers
+                    .peek()
+                    .map(|Reverse((at, _))| at.saturating_duration_since(Instant::now()));
+                let idle = if self.has_pending() {
+                    self.options.scheduling_interval
+                } else {
+                    Duration::from_secs(3600)
+                };
+                next_timer.map_or(idle, |t| t.min(idle))
+            };
+            let first = match inbox.recv_timeout(wait) {
+                Ok(cmd) => Some(cmd),
+                Err(RecvTimeoutError::Timeout) => None,
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            let mut batch: Vec<Command> = first.into_iter().collect();
+            batch.extend(inbox.try_iter().take(1024));
+            let had_requests = !batch.is_empty();
+            for cmd in batch {
+                if matches!(cmd, Command::Shutdown) {
+                    return;
+                }
+                self.guarded("request", |core| core.handle(cmd));
+                self.flush();
+            }
+            self.guarded("timers", Core::fire_timers);
+            self.flush();
+            let mut made = 0;
+            if had_requests || work || self.has_pending() {
+                self.guarded("scheduling", |core| made = core.schedule());
+                self.flush();
+            }
+            work = made > 0;
+        }
+    }
+
+    /// Runs `f`, logging a panic instead of killing the core thread.
+    fn guarded(&mut self, what: &str, f: impl FnOnce(&mut Core)) {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(self))) {
+            let msg = p
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            log::error!("internal error while handling {what}: {msg}");
+        }
+    }
+
+    fn has_pending(&self) -> bool {
+        self.partitions.values().any(Partition::has_pending)
+    }
+
+    /// Delivers what the last step produced: `ReSyncSchedulerCache` first
+    /// (synchronously, as the reference does), then the messages in order.
+    fn flush(&mut self) {
+        for (rm_id, out) in std::mem::take(&mut self.outcomes) {
+            for t in out.timers {
+                self.timer_seq += 1;
+                self.timers.push(Reverse((t.at, self.timer_seq)));
+                self.timer_data.insert(self.timer_seq, t);
+            }
+            let Some(rm) = self.rms.get(&rm_id) else {
+                continue;
+            };
+            let cb = rm.callback.clone();
+            if !out.assumed.is_empty() || !out.forget.is_empty() {
+                let args = si::ReSyncSchedulerCacheArgs {
+                    assumed_allocations: out.assumed,
+                    forget_allocations: out.forget,
+                };
+                let r = catch_unwind(AssertUnwindSafe(|| cb.resync_scheduler_cache(&args)));
+                match r {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => log::warn!("ReSyncSchedulerCache failed for RM {rm_id}: {e}"),
+                    Err(_) => log::error!("ReSyncSchedulerCache panicked for RM {rm_id}"),
+                }
+            }
+            for msg in out.messages {
+                let _ = self.outbox.send(Outbound::Message(cb.clone(), msg));
+            }
+        }
+    }
+
+    fn fire_timers(&mut self) {
+        let now = Instant::now();
+        while let Some(Reverse((at, seq))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(t) = self.timer_data.remove(&seq) else {
+                continue;
+            };
+            if let Some(p) = self.partitions.get_mut(&t.partition) {
+                let out = self.outcomes.entry(p.rm_id.clone()).or_default();
+                p.on_timer(&t.app, t.epoch, out);
+            }
+        }
+    }
+
+    fn schedule(&mut self) -> usize {
+        let mut made = 0;
+        let names: Vec<String> = self.partitions.keys().cloned().collect();
+        for name in names {
+            let p = self.partitions.get_mut(&name).expect("listed");
+            let rm = p.rm_id.clone();
+            let cb = self.rms.get(&rm).map(|r| r.callback.clone());
+            let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+            made += p.schedule(cb.as_deref(), PASS_BUDGET, &mut out);
+            self.outcomes.insert(rm, out);
+        }
+        made
+    }
+
+    fn handle(&mut self, cmd: Command) {
+        match cmd {
+            Command::Register {
+                rm_id,
+                policy_group,
+                callback,
+                reply,
+            } => {
+                let _ = reply.send(self.register(&rm_id, &policy_group, callback));
+            }
+            Command::Reload { rm_id, reply } => {
+                let _ = reply.send(self.reload(&rm_id));
+            }
+            Command::Allocation(req) => self.allocation_request(req),
+            Command::Application(req) => self.application_request(req),
+            Command::Node(req) => self.node_request(req),
+            Command::Dump(reply) => {
+                let _ = reply.send(dump::render(&self.rms, &self.partitions, self.started));
+            }
+            Command::Shutdown => {}
+        }
+    }
+
+    fn timeouts(&self) -> AppTimeouts {
+        AppTimeouts {
+            start: self.options.app_start_timeout,
+            completing: self.options.app_completing_timeout,
+        }
+    }
+
+    fn remove_rm(&mut self, rm_id: &str) {
+        if let Some(rm) = self.rms.remove(rm_id) {
+            for p in rm.partitions {
+                self.partitions.remove(&p);
+            }
+        }
+        self.outcomes.remove(rm_id);
+    }
+
+    fn register(
+        &mut self,
+        rm_id: &str,
+        policy_group: &str,
+        callback: Arc<dyn ResourceManagerCallback>,
+    ) -> Result<(), Error> {
+        // Re-registration starts afresh (spec 1.4): the RM's old state goes
+        // first, so a failed re-registration leaves it unregistered.
+        self.remove_rm(rm_id);
+        let loaded = config::load(policy_group, &self.options.config_dir, &self.options.policy_configs)
+            .map_err(|e| {
+                Error::rejected(format!(
+                    "registration of RM {rm_id} failed: configuration for policy group '{policy_group}': {e}"
+                ))
+            })?;
+        let mut created = Vec::new();
+        for pc in &loaded.config.partitions {
+            let p = Partition::new(rm_id, pc, self.timeouts()).map_err(|e| {
+                Error::rejected(format!(
+                    "registration of RM {rm_id} failed: partition {}: {e}",
+                    pc.name
+                ))
+            })?;
+            created.push(p);
+        }
+        let names = created.iter().map(|p| p.internal_name.clone()).collect();
+        for p in created {
+            self.partitions.insert(p.internal_name.clone(), p);
+        }
+        log::info!(
+            "RM {rm_id} registered with policy group '{policy_group}' from {}",
+            loaded.source
+        );
+        self.rms.insert(
+            rm_id.to_string(),
+            RmState {
+                callback,
+                policy_group: policy_group.to_string(),
+                config_source: loaded.source,
+                checksum: loaded.config.checksum,
+                partitions: names,
+            },
+        );
+        Ok(())
+    }
+
+    fn reload(&mut self, rm_id: &str) -> Result<(), Error> {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return Err(Error::rejected(format!(
+                "failed to reload configuration, because RM {rm_id} is unknown to the scheduler"
+            )));
+        };
+        let loaded = config::load(&rm.policy_group, &self.options.config_dir, &self.options.policy_configs)
+            .map_err(|e| Error::rejected(format!("configuration reload for RM {rm_id} failed: {e}")))?;
+        super::reload::apply(self, rm_id, loaded)
+    }
+
+    fn allocation_request(&mut self, req: si::AllocationRequest) {
+        let rm = req.rm_id.clone();
+        let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+        let mut rejected = Vec::new();
+        for ask in &req.asks {
+            let pname = internal_partition_name(&rm, &ask.partition_name);
+            let result = match self.partitions.get_mut(&pname) {
+                None => Err(format!(
+                    "Failed to find partition {pname}, for application {} and allocation {}",
+                    ask.application_id, ask.allocation_key
+                )),
+                Some(p) => p.add_ask(ask, &mut out),
+            };
+            if let Err(reason) = result {
+                rejected.push(si::RejectedAllocationAsk {
+                    allocation_key: ask.allocation_key.clone(),
+                    application_id: ask.application_id.clone(),
+                    reason,
+                });
+            }
+        }
+        if !rejected.is_empty() {
+            out.new_allocation_message(si::AllocationResponse {
+                rejected,
+                ..Default::default()
+            });
+        }
+        if let Some(rel) = &req.releases {
+            for r in &rel.allocation_asks_to_release {
+                let pname = internal_partition_name(&rm, &r.partition_name);
+                if let Some(p) = self.partitions.get_mut(&pname) {
+                    p.release_asks(r, &mut out);
+                }
+            }
+            for r in &rel.allocations_to_release {
+                let pname = internal_partition_name(&rm, &r.partition_name);
+                if let Some(p) = self.partitions.get_mut(&pname) {
+                    p.release_allocations(r, &mut out);
+                }
+            }
+        }
+        self.outcomes.insert(rm, out);
+    }
+
+    fn application_request(&mut self, req: si::ApplicationRequest) {
+        let rm = req.rm_id.clone();
+        let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+        let mut response = si::ApplicationResponse::default();
+        for app in &req.new {
+            let pname = internal_partition_name(&rm, &app.partition_name);
+            let result = match self.partitions.get_mut(&pname) {
+                None => Err(format!(
+                    "Failed to add application {} to partition {pname}, partition doesn't exist",
+                    app.application_id
+                )),
+                Some(p) => p.add_application(app),
+            };
+            match result {
+                Ok(()) => response.accepted.push(si::AcceptedApplication {
+                    application_id: app.application_id.clone(),
+                }),
+                Err(reason) => response.rejected.push(si::RejectedApplication {
+                    application_id: app.application_id.clone(),
+                    reason,
+                }),
+            }
+        }
+        if !response.accepted.is_empty() || !response.rejected.is_empty() {
+            out.messages.push(OutMsg::Application(response));
+        }
+        for r in &req.remove {
+            let pname = internal_partition_name(&rm, &r.partition_name);
+            if let Some(p) = self.partitions.get_mut(&pname) {
+                p.remove_application(&r.application_id, &mut out);
+            }
+        }
+        self.outcomes.insert(rm, out);
+    }
+
+    fn node_request(&mut self, req: si::NodeRequest) {
+        let rm = req.rm_id.clone();
+        let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+        let mut response = si::NodeResponse::default();
+        for node in &req.nodes {
+            let pname = internal_partition_name(
+                &rm,
+                node.attributes
+                    .get(super::node::ATTR_PARTITION)
+                    .map_or("", String::as_str),
+            );
+            let p = self.partitions.get_mut(&pname);
+            if node.action == ActionFromRm::Create as i32 {
+                let result = match p {
+                    None => Err(format!(
+                        "Failed to find partition {pname} for new node {}",
+                        node.node_id
+                    )),
+                    Some(p) => p.add_node(node, &mut out),
+                };
+                match result {
+                    Ok(()) => response.accepted.push(si::AcceptedNode {
+                        node_id: node.node_id.clone(),
+                    }),
+                    Err(reason) => response.rejected.push(si::RejectedNode {
+                        node_id: node.node_id.clone(),
+                        reason,
+                    }),
+                }
+            } else if let Some(p) = p {
+                p.update_node(node, &mut out);
+            } else {
+                log::warn!("node {} names unknown partition {pname}; ignored", node.node_id);
+            }
+        }
+        if !response.accepted.is_empty() || !response.rejected.is_empty() {
+            out.messages.push(OutMsg::Node(response));
+        }
+        self.outcomes.insert(rm, out);
+    }
+
+    /// Mutable access for the reload module.
+    pub(super) fn parts_mut(&mut self) -> (&Options, &mut BTreeMap<String, RmState>, &mut BTreeMap<String, Partition>) {
+        (&self.options, &mut self.rms, &mut self.partitions)
+    }
+}

@@ -1,0 +1,312 @@
+//! The state dump: a JSON document for operators and tests, in the spirit
+//! of YuniKorn's `/ws/v1/fullstatedump`. The field names below are stable;
+//! they are documented in the README ("State dump").
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::application::AppState;
+use super::core::RmState;
+use super::partition::Partition;
+use super::queue::{QueueId, ROOT};
+use super::resource::Resource;
+
+type Res = BTreeMap<String, i64>;
+
+fn res(r: &Resource) -> Res {
+    r.to_named()
+}
+
+/// Top level.
+#[derive(Serialize)]
+pub struct StateDump {
+    /// Seconds since the scheduler started.
+    pub uptime_seconds: f64,
+    /// Registered RMs.
+    pub rms: Vec<RmDump>,
+    /// Partitions, by internal name order.
+    pub partitions: Vec<PartitionDump>,
+}
+
+/// One registered RM.
+#[derive(Serialize)]
+pub struct RmDump {
+    /// RM id.
+    pub rm_id: String,
+    /// Policy group.
+    pub policy_group: String,
+    /// Where the configuration came from.
+    pub config_source: String,
+    /// SHA-256 checksum of the configuration text.
+    pub config_checksum: String,
+}
+
+/// One partition.
+#[derive(Serialize)]
+pub struct PartitionDump {
+    /// Name as the RM uses it.
+    pub name: String,
+    /// RM that owns it.
+    pub rm_id: String,
+    /// Node sorting policy.
+    pub node_sort_policy: String,
+    /// Sum of node capacities.
+    pub total: Res,
+    /// Allocations made since creation.
+    pub allocation_count: u64,
+    /// Queue tree from root.
+    pub root: QueueDump,
+    /// Active applications, by id.
+    pub applications: Vec<AppDump>,
+    /// Recently terminated applications, oldest first.
+    pub completed_applications: Vec<FinishedDump>,
+    /// Nodes, by id.
+    pub nodes: Vec<NodeDump>,
+}
+
+/// One queue.
+#[derive(Serialize)]
+pub struct QueueDump {
+    /// Short name.
+    pub name: String,
+    /// Full path.
+    pub path: String,
+    /// Leaf or parent.
+    pub leaf: bool,
+    /// From configuration (false: created by placement).
+    pub managed: bool,
+    /// `Active` or `Draining`.
+    pub state: String,
+    /// Configured guarantee, if any.
+    pub guaranteed: Option<Res>,
+    /// Max (for root: the partition size), if any.
+    pub max: Option<Res>,
+    /// Allocated below this queue.
+    pub allocated: Res,
+    /// Outstanding demand below this queue.
+    pub pending: Res,
+    /// Applications directly in this leaf.
+    pub total_applications: usize,
+    /// Of those, the ones in `Running`.
+    pub running_applications: usize,
+    /// Application sort policy (leaves).
+    pub sort_policy: String,
+    /// Properties after inheritance.
+    pub properties: BTreeMap<String, String>,
+    /// Submit ACL as configured.
+    pub submit_acl: String,
+    /// Admin ACL as configured.
+    pub admin_acl: String,
+    /// Child queues by name.
+    pub children: Vec<QueueDump>,
+}
+
+/// One application.
+#[derive(Serialize)]
+pub struct AppDump {
+    /// Application id.
+    pub id: String,
+    /// Queue path.
+    pub queue: String,
+    /// State string.
+    pub state: String,
+    /// Submitting user.
+    pub user: String,
+    /// Its groups.
+    pub groups: Vec<String>,
+    /// Allocated resource.
+    pub allocated: Res,
+    /// Outstanding demand.
+    pub pending: Res,
+    /// Asks with allocations still to make.
+    pub pending_asks: Vec<AskDump>,
+    /// UUIDs of its allocations.
+    pub allocations: Vec<String>,
+}
+
+/// One ask.
+#[derive(Serialize)]
+pub struct AskDump {
+    /// Allocation key.
+    pub allocation_key: String,
+    /// Resource per allocation.
+    pub resource: Res,
+    /// Allocations still to make.
+    pub pending_repeat: i32,
+    /// Priority.
+    pub priority: i32,
+}
+
+/// A terminated application.
+#[derive(Serialize)]
+pub struct FinishedDump {
+    /// Application id.
+    pub id: String,
+    /// Queue path.
+    pub queue: String,
+    /// Final state.
+    pub state: String,
+    /// When it terminated, ns since the epoch.
+    pub finished_ns: i64,
+}
+
+/// One node.
+#[derive(Serialize)]
+pub struct NodeDump {
+    /// Node id.
+    pub id: String,
+    /// Schedulable capacity.
+    pub capacity: Res,
+    /// Allocated.
+    pub allocated: Res,
+    /// Occupied by things outside the scheduler.
+    pub occupied: Res,
+    /// `capacity - allocated - occupied`.
+    pub available: Res,
+    /// False while draining.
+    pub schedulable: bool,
+    /// Attributes.
+    pub attributes: BTreeMap<String, String>,
+    /// Allocations on the node.
+    pub allocations: Vec<AllocationDump>,
+}
+
+/// One allocation.
+#[derive(Serialize)]
+pub struct AllocationDump {
+    /// UUID.
+    pub uuid: String,
+    /// Allocation key.
+    pub allocation_key: String,
+    /// Application id.
+    pub application_id: String,
+    /// Resource held.
+    pub resource: Res,
+}
+
+fn queue_dump(p: &Partition, id: QueueId) -> QueueDump {
+    let q = p.queues.get(id);
+    let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.get(a)).collect();
+    QueueDump {
+        name: q.name.clone(),
+        path: q.path.clone(),
+        leaf: q.leaf,
+        managed: q.managed,
+        state: format!("{:?}", q.state),
+        guaranteed: q.guaranteed.as_ref().map(res),
+        max: q.max.as_ref().map(res),
+        allocated: res(&q.allocated),
+        pending: res(&q.pending),
+        total_applications: apps.len(),
+        running_applications: apps.iter().filter(|a| a.state == AppState::Running).count(),
+        sort_policy: q.sort_policy.name().to_string(),
+        properties: q.properties.clone(),
+        submit_acl: q.submit_acl.0.clone(),
+        admin_acl: q.admin_acl.0.clone(),
+        children: q.children.values().map(|c| queue_dump(p, *c)).collect(),
+    }
+}
+
+fn partition_dump(p: &Partition) -> PartitionDump {
+    let mut applications: Vec<AppDump> = p
+        .apps
+        .values()
+        .map(|a| {
+            let mut pending_asks: Vec<AskDump> = a
+                .ask_order
+                .iter()
+                .map(|k| {
+                    let ask = &a.asks[&k.2];
+                    AskDump {
+                        allocation_key: ask.key.to_string(),
+                        resource: res(&ask.resource),
+                        pending_repeat: ask.pending_repeat,
+                        priority: ask.priority,
+                    }
+                })
+                .collect();
+            pending_asks.truncate(1000);
+            AppDump {
+                id: a.id.to_string(),
+                queue: p.queues.get(a.queue).path.clone(),
+                state: a.state.as_str().to_string(),
+                user: a.user.user.clone(),
+                groups: a.user.groups.clone(),
+                allocated: res(&a.allocated),
+                pending: res(&a.pending),
+                pending_asks,
+                allocations: a.allocations.iter().map(|u| u.to_string()).collect(),
+            }
+        })
+        .collect();
+    applications.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut nodes: Vec<NodeDump> = p
+        .nodes
+        .values()
+        .map(|n| NodeDump {
+            id: n.id.to_string(),
+            capacity: res(&n.capacity),
+            allocated: res(&n.allocated),
+            occupied: res(&n.occupied),
+            available: res(&n.available),
+            schedulable: n.schedulable,
+            attributes: n.attributes.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            allocations: n
+                .allocations
+                .iter()
+                .filter_map(|u| p.allocations.get(u))
+                .map(|a| AllocationDump {
+                    uuid: a.uuid.to_string(),
+                    allocation_key: a.key.to_string(),
+                    application_id: a.app_id.to_string(),
+                    resource: res(&a.resource),
+                })
+                .collect(),
+        })
+        .collect();
+    nodes.sort_by(|a, b| a.id.cmp(&b.id));
+    PartitionDump {
+        name: p.name.clone(),
+        rm_id: p.rm_id.clone(),
+        node_sort_policy: p.node_policy.name().to_string(),
+        total: res(&p.total),
+        allocation_count: p.allocation_count,
+        root: queue_dump(p, ROOT),
+        applications,
+        completed_applications: p
+            .finished
+            .iter()
+            .map(|f| FinishedDump {
+                id: f.id.to_string(),
+                queue: f.queue.clone(),
+                state: f.state.as_str().to_string(),
+                finished_ns: f.finished_ns,
+            })
+            .collect(),
+        nodes,
+    }
+}
+
+/// Renders the whole state as JSON.
+pub fn render(
+    rms: &BTreeMap<String, RmState>,
+    partitions: &BTreeMap<String, Partition>,
+    started: Instant,
+) -> String {
+    let dump = StateDump {
+        uptime_seconds: started.elapsed().as_secs_f64(),
+        rms: rms
+            .iter()
+            .map(|(id, rm)| RmDump {
+                rm_id: id.clone(),
+                policy_group: rm.policy_group.clone(),
+                config_source: rm.config_source.clone(),
+                config_checksum: rm.checksum.clone(),
+            })
+            .collect(),
+        partitions: partitions.values().map(partition_dump).collect(),
+    };
+    serde_json::to_string_pretty(&dump).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}

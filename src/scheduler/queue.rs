@@ -1,0 +1,521 @@
+//! The queue tree of one partition: quotas, usage, ACLs and fair order.
+//!
+//! Queues live in an arena indexed by [`QueueId`]; a removed queue leaves an
+//! empty slot so ids held elsewhere never point at another queue.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::resource::{compare_shares, shares, Resource};
+use crate::config::{ChildTemplateConfig, QueueConfig};
+use crate::security::{Acl, UserGroup};
+
+/// Index of a queue in its tree's arena.
+pub type QueueId = usize;
+
+/// The property that selects a leaf's application order.
+pub const PROP_APP_SORT_POLICY: &str = "application.sort.policy";
+
+/// How a leaf queue orders its applications (spec 8.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppSortPolicy {
+    /// Oldest submission first.
+    Fifo,
+    /// Lowest usage relative to the queue's guarantee first.
+    Fair,
+    /// One application at a time out of `Accepted`, then fifo.
+    StateAware,
+}
+
+impl AppSortPolicy {
+    /// Absent, empty or unknown values mean fifo.
+    pub fn from_property(value: Option<&String>) -> Self {
+        match value.map(String::as_str) {
+            Some("fair") => AppSortPolicy::Fair,
+            Some("stateaware") => AppSortPolicy::StateAware,
+            _ => AppSortPolicy::Fifo,
+        }
+    }
+
+    /// The configured name.
+    pub fn name(self) -> &'static str {
+        match self {
+            AppSortPolicy::Fifo => "fifo",
+            AppSortPolicy::Fair => "fair",
+            AppSortPolicy::StateAware => "stateaware",
+        }
+    }
+}
+
+/// Queue lifecycle (spec 3.7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueState {
+    /// Schedules and accepts applications.
+    Active,
+    /// Removed from the config: runs what it has, then goes away.
+    Draining,
+}
+
+/// What dynamic children of a parent inherit.
+#[derive(Debug, Clone, Default)]
+pub struct ChildTemplate {
+    /// Properties given to dynamic leaves.
+    pub properties: BTreeMap<String, String>,
+    /// Guarantee given to dynamic leaves.
+    pub guaranteed: Option<Resource>,
+    /// Max given to dynamic leaves.
+    pub max: Option<Resource>,
+}
+
+/// One queue.
+#[derive(Debug, Clone)]
+pub struct Queue {
+    /// Lower-case name.
+    pub name: String,
+    /// Full dotted path from `root`.
+    pub path: String,
+    /// The parent, `None` for root.
+    pub parent: Option<QueueId>,
+    /// Children by name.
+    pub children: BTreeMap<String, QueueId>,
+    /// Leaves hold applications; parents hold queues.
+    pub leaf: bool,
+    /// From the configuration (as opposed to created by placement).
+    pub managed: bool,
+    /// Configured guarantee.
+    pub guaranteed: Option<Resource>,
+    /// Configured max; for root, the partition's total capacity.
+    pub max: Option<Resource>,
+    /// Sum of allocations below.
+    pub allocated: Resource,
+    /// Sum of outstanding ask demand below.
+    pub pending: Resource,
+    /// Properties after inheritance.
+    pub properties: BTreeMap<String, String>,
+    /// Submit ACL text and parsed form.
+    pub submit_acl: (String, Acl),
+    /// Admin ACL text and parsed form.
+    pub admin_acl: (String, Acl),
+    /// Application order of a leaf.
+    pub sort_policy: AppSortPolicy,
+    /// Template for dynamic children.
+    pub child_template: Option<ChildTemplate>,
+    /// Lifecycle state.
+    pub state: QueueState,
+    /// Configured application limit (0 = none).
+    pub max_applications: u64,
+    /// Applications of a leaf keyed by submission sequence.
+    pub apps: BTreeMap<u64, Arc<str>>,
+}
+
+fn positive(r: Option<&BTreeMap<String, i64>>) -> Result<Option<Resource>, String> {
+    match r {
+        None => Ok(None),
+        Some(m) => {
+            let r = Resource::from_pairs(m.iter().map(|(k, v)| (k.as_str(), *v)))?;
+            Ok(r.is_strictly_positive().then_some(r))
+        }
+    }
+}
+
+fn template_from(cfg: &ChildTemplateConfig) -> Result<Option<ChildTemplate>, String> {
+    let t = ChildTemplate {
+        properties: cfg
+            .properties
+            .iter()
+            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        guaranteed: positive(cfg.resources.guaranteed.as_ref())?,
+        max: positive(cfg.resources.max.as_ref())?,
+    };
+    let empty = t.properties.is_empty() && t.guaranteed.is_none() && t.max.is_none();
+    Ok((!empty).then_some(t))
+}
+
+impl Queue {
+    fn blank(name: &str, path: String, parent: Option<QueueId>, leaf: bool) -> Self {
+        Queue {
+            name: name.to_ascii_lowercase(),
+            path,
+            parent,
+            children: BTreeMap::new(),
+            leaf,
+            managed: false,
+            guaranteed: None,
+            max: None,
+            allocated: Resource::new(),
+            pending: Resource::new(),
+            properties: BTreeMap::new(),
+            submit_acl: (String::new(), Acl::default()),
+            admin_acl: (String::new(), Acl::default()),
+            sort_policy: AppSortPolicy::Fifo,
+            child_template: None,
+            state: QueueState::Active,
+            max_applications: 0,
+            apps: BTreeMap::new(),
+        }
+    }
+}
+
+/// The queue tree of a partition.
+#[derive(Debug, Clone)]
+pub struct QueueTree {
+    slots: Vec<Option<Queue>>,
+    by_path: HashMap<String, QueueId>,
+}
+
+/// The root's id.
+pub const ROOT: QueueId = 0;
+
+impl QueueTree {
+    /// Builds the managed tree from a validated root queue config.
+    pub fn from_config(root: &QueueConfig) -> Result<Self, String> {
+        let mut tree = QueueTree {
+            slots: Vec::new(),
+            by_path: HashMap::new(),
+        };
+        tree.add_managed(None, root)?;
+        Ok(tree)
+    }
+
+    fn add_managed(&mut self, parent: Option<QueueId>, cfg: &QueueConfig) -> Result<QueueId, String> {
+        let name = cfg.name.to_ascii_lowercase();
+        let path = match parent {
+            None => "root".to_string(),
+            Some(p) => format!("{}.{}", self.get(p).path, name),
+        };
+        let leaf = parent.is_some() && !cfg.parent && cfg.queues.is_empty();
+        let mut q = Queue::blank(&name, path.clone(), parent, leaf);
+        q.managed = true;
+        self.apply_config(&mut q, parent, cfg)?;
+        let id = self.slots.len();
+        self.slots.push(Some(q));
+        self.by_path.insert(path, id);
+        if let Some(p) = parent {
+            self.get_mut(p).children.insert(name, id);
+        }
+        for child in &cfg.queues {
+            self.add_managed(Some(id), child)?;
+        }
+        Ok(id)
+    }
+
+    fn apply_config(&self, q: &mut Queue, parent: Option<QueueId>, cfg: &QueueConfig) -> Result<(), String> {
+        let acl = |text: &str| {
+            Acl::parse(text)
+                .map(|a| (text.to_string(), a))
+                .map_err(|e| format!("configured queue creation failed: {e}"))
+        };
+        q.submit_acl = acl(&cfg.submit_acl)?;
+        q.admin_acl = acl(&cfg.admin_acl)?;
+        if parent.is_some() {
+            q.guaranteed = positive(cfg.resources.guaranteed.as_ref())?;
+            q.max = positive(cfg.resources.max.as_ref())?;
+        }
+        q.max_applications = cfg.max_applications;
+        let mut props = parent.map(|p| self.get(p).properties.clone()).unwrap_or_default();
+        props.extend(cfg.properties.iter().map(|(k, v)| (k.clone(), v.clone())));
+        q.properties = props;
+        q.sort_policy = AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
+        if !q.leaf {
+            q.child_template = match &cfg.child_template {
+                Some(t) => template_from(t)?,
+                None => parent.and_then(|p| self.get(p).child_template.clone()),
+            };
+        }
+        Ok(())
+    }
+
+    /// The queue with this id. Panics on a removed id: ids are only held
+    /// for live queues.
+    pub fn get(&self, id: QueueId) -> &Queue {
+        self.slots[id].as_ref().expect("live queue id")
+    }
+
+    /// Mutable access to a live queue.
+    pub fn get_mut(&mut self, id: QueueId) -> &mut Queue {
+        self.slots[id].as_mut().expect("live queue id")
+    }
+
+    /// Looks a queue up by full path, case-insensitively.
+    pub fn lookup(&self, path: &str) -> Option<QueueId> {
+        self.by_path.get(&path.to_ascii_lowercase()).copied()
+    }
+
+    /// Iterates over live queues.
+    pub fn iter(&self) -> impl Iterator<Item = (QueueId, &Queue)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, q)| q.as_ref().map(|q| (i, q)))
+    }
+
+    /// Submit access: any submit or admin ACL from the queue up to root.
+    pub fn can_submit(&self, id: QueueId, user: &UserGroup) -> bool {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get(c);
+            if q.submit_acl.1.allows(user) || q.admin_acl.1.allows(user) {
+                return true;
+            }
+            cur = q.parent;
+        }
+        false
+    }
+
+    /// Creates the missing levels of `path` as dynamic queues (spec 5.6) and
+    /// returns the leaf.
+    pub fn create_dynamic(&mut self, path: &str, user: &UserGroup) -> Result<QueueId, String> {
+        let path = path.to_ascii_lowercase();
+        if !path.starts_with("root.") {
+            return Err("illegal queue name passed in".into());
+        }
+        let parts: Vec<&str> = path.split('.').collect();
+        let mut existing = ROOT;
+        let mut depth = 1;
+        while depth < parts.len() {
+            match self.get(existing).children.get(parts[depth]) {
+                Some(c) => {
+                    existing = *c;
+                    depth += 1;
+                }
+                None => break,
+            }
+        }
+        if depth == parts.len() {
+            return Ok(existing);
+        }
+        let anc = self.get(existing);
+        if anc.leaf || !self.can_submit(existing, user) || anc.state == QueueState::Draining {
+            return Err(format!("cannot create queue below {}", anc.path));
+        }
+        for (i, name) in parts.iter().enumerate().skip(depth) {
+            if name.is_empty()
+                || name.len() > 64
+                || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                return Err(format!(
+                    "invalid queue name {name}, a name must only have alphanumeric characters, - or _, and be no longer than 64 characters"
+                ));
+            }
+            let leaf = i + 1 == parts.len();
+            let parent = self.get(existing);
+            let child_path = format!("{}.{}", parent.path, name);
+            let mut q = Queue::blank(name, child_path.clone(), Some(existing), leaf);
+            if leaf {
+                match &parent.child_template {
+                    Some(t) => {
+                        q.properties = t.properties.clone();
+                        q.guaranteed = t.guaranteed.clone();
+                        q.max = t.max.clone();
+                    }
+                    None => {
+                        if let Some(p) = parent.properties.get(PROP_APP_SORT_POLICY) {
+                            q.properties.insert(PROP_APP_SORT_POLICY.into(), p.clone());
+                        }
+                    }
+                }
+                q.sort_policy = AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
+            } else {
+                q.child_template = parent.child_template.clone();
+            }
+            let id = self.slots.len();
+            self.slots.push(Some(q));
+            self.by_path.insert(child_path, id);
+            self.get_mut(existing).children.insert((*name).to_string(), id);
+            existing = id;
+        }
+        Ok(existing)
+    }
+
+    /// Removes an empty dynamic or draining queue. Returns whether it went.
+    pub fn remove_if_unused(&mut self, id: QueueId) -> bool {
+        let q = self.get(id);
+        let removable = id != ROOT
+            && (!q.managed || q.state == QueueState::Draining)
+            && q.children.is_empty()
+            && q.apps.is_empty()
+            && q.allocated.is_zero();
+        if removable {
+            let q = self.slots[id].take().expect("live");
+            self.by_path.remove(&q.path);
+            if let Some(p) = q.parent {
+                self.get_mut(p).children.remove(&q.name);
+            }
+        }
+        removable
+    }
+
+    /// How much more the queue may allocate (spec 3.3); `None` = unlimited.
+    pub fn headroom(&self, id: QueueId) -> Option<Resource> {
+        let q = self.get(id);
+        let parent = q.parent.map(|p| self.headroom(p));
+        let own = q.max.as_ref().map(|m| m.sub(&q.allocated));
+        match (own, parent) {
+            // root, or no max and unlimited parent.
+            (own, None) => own,
+            (None, Some(ph)) => ph,
+            (Some(own), Some(None)) => Some(own),
+            (Some(mut own), Some(Some(ph))) => {
+                for (t, v) in ph.iter() {
+                    if own.lookup(t).is_none() {
+                        own.set(t, v);
+                    }
+                }
+                Some(own.min(&ph))
+            }
+        }
+    }
+
+    /// Whether adding `res` keeps every queue from `id` to root within its max.
+    pub fn fits_max_chain(&self, id: QueueId, res: &Resource) -> bool {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get(c);
+            if let Some(max) = &q.max {
+                if !q.allocated.add(res).fits_in_max_undef(max) {
+                    return false;
+                }
+            }
+            cur = q.parent;
+        }
+        true
+    }
+
+    /// Adds (or, negated, removes) allocated resource from the leaf up.
+    pub fn add_allocated(&mut self, id: QueueId, res: &Resource) {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get_mut(c);
+            q.allocated.add_assign(res);
+            cur = q.parent;
+        }
+    }
+
+    /// Subtracts allocated resource from the leaf up, clamped at zero.
+    pub fn sub_allocated(&mut self, id: QueueId, res: &Resource) {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get_mut(c);
+            q.allocated = q.allocated.sub_clamped(res);
+            cur = q.parent;
+        }
+    }
+
+    /// Adds pending demand from the leaf up.
+    pub fn add_pending(&mut self, id: QueueId, res: &Resource) {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get_mut(c);
+            q.pending.add_assign(res);
+            cur = q.parent;
+        }
+    }
+
+    /// Subtracts pending demand from the leaf up, clamped at zero.
+    pub fn sub_pending(&mut self, id: QueueId, res: &Resource) {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get_mut(c);
+            q.pending = q.pending.sub_clamped(res);
+            cur = q.parent;
+        }
+    }
+
+    /// Children with pending demand, in fair order (spec 3.6).
+    pub fn sorted_children(&self, id: QueueId) -> Vec<QueueId> {
+        let mut kids: Vec<(QueueId, smallvec::SmallVec<[f64; 4]>)> = self
+            .get(id)
+            .children
+            .values()
+            .filter(|c| self.get(**c).pending.is_strictly_positive())
+            .map(|c| {
+                let q = self.get(*c);
+                (*c, shares(&q.allocated, q.guaranteed.as_ref()))
+            })
+            .collect();
+        kids.sort_by(|(a, sa), (b, sb)| {
+            compare_shares(sa, sb).then_with(|| {
+                let (qa, qb) = (self.get(*a), self.get(*b));
+                if qa.pending.strictly_greater_than(&qb.pending) {
+                    std::cmp::Ordering::Less
+                } else if qb.pending.strictly_greater_than(&qa.pending) {
+                    std::cmp::Ordering::Greater
+                } else {
+                    qa.name.cmp(&qb.name)
+                }
+            })
+        });
+        kids.into_iter().map(|(c, _)| c).collect()
+    }
+}
+
+impl QueueTree {
+    /// Applies a new configuration to the live tree (spec 2.8): existing
+    /// queues take their new settings, new ones are created, and managed
+    /// queues missing from the config start draining. Usage is kept.
+    pub fn reconfigure(&mut self, root: &QueueConfig) -> Result<(), String> {
+        // Build the new settings on a scratch tree first so a bad queue
+        // leaves the live tree untouched.
+        QueueTree::from_config(root)?;
+        self.reconfigure_queue(ROOT, root)
+    }
+
+    fn reconfigure_queue(&mut self, id: QueueId, cfg: &QueueConfig) -> Result<(), String> {
+        let parent = self.get(id).parent;
+        let mut q = self.get(id).clone();
+        q.leaf = parent.is_some() && !cfg.parent && cfg.queues.is_empty() && q.children.is_empty();
+        q.managed = true;
+        q.state = QueueState::Active;
+        self.apply_config(&mut q, parent, cfg)?;
+        if parent.is_none() {
+            // Root's max is the partition size, never configured.
+            q.max = self.get(id).max.clone();
+        }
+        *self.get_mut(id) = q;
+        let mut seen = std::collections::HashSet::new();
+        for child in &cfg.queues {
+            let name = child.name.to_ascii_lowercase();
+            seen.insert(name.clone());
+            match self.get(id).children.get(&name).copied() {
+                Some(c) => self.reconfigure_queue(c, child)?,
+                None => {
+                    self.add_managed(Some(id), child)?;
+                }
+            }
+        }
+        let gone: Vec<QueueId> = self
+            .get(id)
+            .children
+            .iter()
+            .filter(|(n, _)| !seen.contains(*n))
+            .map(|(_, c)| *c)
+            .collect();
+        for c in gone {
+            self.mark_draining(c);
+        }
+        Ok(())
+    }
+
+    fn mark_draining(&mut self, id: QueueId) {
+        if !self.get(id).managed {
+            return;
+        }
+        self.get_mut(id).state = QueueState::Draining;
+        let kids: Vec<QueueId> = self.get(id).children.values().copied().collect();
+        for k in kids {
+            self.mark_draining(k);
+        }
+    }
+
+    /// Removes empty draining and dynamic queues, children first.
+    pub fn remove_unused(&mut self) {
+        let ids: Vec<QueueId> = self.iter().map(|(i, _)| i).collect();
+        for id in ids.into_iter().rev() {
+            if self.slots[id].is_some() {
+                self.remove_if_unused(id);
+            }
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! Resources: sparse maps from interned resource-type names to quantities.
+//!
+//! Names are interned once, at the boundary, into small integer ids, so the
+//! scheduling hot path compares integers and never hashes strings. A
+//! [`Resource`] keeps its entries sorted by id in an inline small vector:
+//! most resources have two or three types and never touch the heap.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::OnceLock;
+
+use parking_lot::RwLock;
+use smallvec::SmallVec;
+
+use crate::proto::si::v1 as si;
+
+/// An interned resource-type name.
+pub type ResId = u16;
+
+/// Upper bound on distinct resource-type names per process. Names are never
+/// freed, so an RM sending random names must not grow memory without bound.
+pub const MAX_RESOURCE_TYPES: usize = 4096;
+
+#[derive(Default)]
+struct Interner {
+    ids: HashMap<&'static str, ResId>,
+    names: Vec<&'static str>,
+}
+
+fn interner() -> &'static RwLock<Interner> {
+    static INTERNER: OnceLock<RwLock<Interner>> = OnceLock::new();
+    INTERNER.get_or_init(Default::default)
+}
+
+/// Returns the id of `name`, interning it on first sight.
+pub fn intern(name: &str) -> Result<ResId, String> {
+    if let Some(id) = interner().read().ids.get(name) {
+        return Ok(*id);
+    }
+    let mut w = interner().write();
+    if let Some(id) = w.ids.get(name) {
+        return Ok(*id);
+    }
+    if w.names.len() >= MAX_RESOURCE_TYPES {
+        return Err(format!(
+            "too many distinct resource types (limit {MAX_RESOURCE_TYPES}); refusing new type '{name}'"
+        ));
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    let id = w.names.len() as ResId;
+    w.names.push(leaked);
+    w.ids.insert(leaked, id);
+    Ok(id)
+}
+
+/// The name of an interned id.
+pub fn name_of(id: ResId) -> &'static str {
+    interner().read().names[id as usize]
+}
+
+/// A sparse resource: a missing type is a zero quantity.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Resource {
+    entries: SmallVec<[(ResId, i64); 4]>,
+}
+
+impl fmt::Debug for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut named: Vec<(&str, i64)> = self.iter().map(|(id, v)| (name_of(id), v)).collect();
+        named.sort_unstable();
+        write!(f, "map[")?;
+        for (i, (n, v)) in named.iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{n}:{v}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+impl Resource {
+    /// An empty (all-zero) resource.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds a resource from `(name, quantity)` pairs.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, i64)>) -> Result<Self, String> {
+        let mut r = Resource::new();
+        for (name, v) in pairs {
+            r.set(intern(name)?, v);
+        }
+        Ok(r)
+    }
+
+    /// Converts a wire resource, interning its names.
+    pub fn from_proto(p: &si::Resource) -> Result<Self, String> {
+        Self::from_pairs(p.resources.iter().map(|(k, q)| (k.as_str(), q.value)))
+    }
+
+    /// Converts an optional wire resource; `None` stays `None`.
+    pub fn from_proto_opt(p: Option<&si::Resource>) -> Result<Option<Self>, String> {
+        p.map(Self::from_proto).transpose()
+    }
+
+    /// The wire form.
+    pub fn to_proto(&self) -> si::Resource {
+        si::Resource {
+            resources: self
+                .iter()
+                .map(|(id, v)| (name_of(id).to_owned(), si::Quantity { value: v }))
+                .collect(),
+        }
+    }
+
+    /// `(name, quantity)` pairs sorted by name, for reports.
+    pub fn to_named(&self) -> std::collections::BTreeMap<String, i64> {
+        self.iter().map(|(id, v)| (name_of(id).to_owned(), v)).collect()
+    }
+
+    /// Iterates `(id, quantity)` in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (ResId, i64)> + '_ {
+        self.entries.iter().copied()
+    }
+
+    /// The quantity of a type (zero when missing).
+    pub fn get(&self, id: ResId) -> i64 {
+        self.lookup(id).unwrap_or(0)
+    }
+
+    /// The quantity of a type, or `None` when the type is missing.
+    pub fn lookup(&self, id: ResId) -> Option<i64> {
+        self.entries
+            .binary_search_by_key(&id, |e| e.0)
+            .ok()
+            .map(|i| self.entries[i].1)
+    }
+
+    /// Sets the quantity of a type.
+    pub fn set(&mut self, id: ResId, v: i64) {
+        match self.entries.binary_search_by_key(&id, |e| e.0) {
+            Ok(i) => self.entries[i].1 = v,
+            Err(i) => self.entries.insert(i, (id, v)),
+        }
+    }
+
+    /// True when every quantity is zero (or there are none).
+    pub fn is_zero(&self) -> bool {
+        self.entries.iter().all(|e| e.1 == 0)
+    }
+
+    /// At least one quantity above zero and none below.
+    pub fn is_strictly_positive(&self) -> bool {
+        self.entries.iter().any(|e| e.1 > 0) && self.entries.iter().all(|e| e.1 >= 0)
+    }
+
+    /// True when any quantity is negative.
+    pub fn has_negative(&self) -> bool {
+        self.entries.iter().any(|e| e.1 < 0)
+    }
+
+    fn merge(&self, other: &Resource, f: impl Fn(i64, i64) -> i64) -> Resource {
+        let (a, b) = (&self.entries, &other.entries);
+        let mut out = SmallVec::with_capacity(a.len().max(b.len()));
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
+                out.push((a[i].0, f(a[i].1, 0)));
+                i += 1;
+            } else if i == a.len() || b[j].0 < a[i].0 {
+                out.push((b[j].0, f(0, b[j].1)));
+                j += 1;
+            } else {
+                out.push((a[i].0, f(a[i].1, b[j].1)));
+                i += 1;
+                j += 1;
+            }
+        }
+        Resource { entries: out }
+    }
+
+    /// `self + other` per type, saturating.
+    pub fn add(&self, other: &Resource) -> Resource {
+        self.merge(other, i64::saturating_add)
+    }
+
+    /// `self - other` per type, saturating; results may be negative.
+    pub fn sub(&self, other: &Resource) -> Resource {
+        self.merge(other, i64::saturating_sub)
+    }
+
+    /// `self - other` with negative results clamped to zero.
+    pub fn sub_clamped(&self, other: &Resource) -> Resource {
+        self.merge(other, |a, b| a.saturating_sub(b).max(0))
+    }
+
+    /// In-place `self += other`.
+    pub fn add_assign(&mut self, other: &Resource) {
+        if other.entries.iter().all(|(id, _)| self.lookup(*id).is_some()) {
+            for (id, v) in other.iter() {
+                let i = self.entries.binary_search_by_key(&id, |e| e.0).unwrap();
+                self.entries[i].1 = self.entries[i].1.saturating_add(v);
+            }
+        } else {
+            *self = self.add(other);
+        }
+    }
+
+    /// In-place `self -= other`.
+    pub fn sub_assign(&mut self, other: &Resource) {
+        if other.entries.iter().all(|(id, _)| self.lookup(*id).is_some()) {
+            for (id, v) in other.iter() {
+                let i = self.entries.binary_search_by_key(&id, |e| e.0).unwrap();
+                self.entries[i].1 = self.entries[i].1.saturating_sub(v);
+            }
+        } else {
+            *self = self.sub(other);
+        }
+    }
+
+    /// `self * n` per type, saturating.
+    pub fn mul(&self, n: i64) -> Resource {
+        Resource {
+            entries: self.entries.iter().map(|(id, v)| (*id, v.saturating_mul(n))).collect(),
+        }
+    }
+
+    /// Strict fit: every type of `self` fits in `big`, where a type missing
+    /// from `big` is zero and negative quantities of `big` count as zero.
+    pub fn fits_in(&self, big: &Resource) -> bool {
+        self.iter().all(|(id, v)| v <= big.get(id).max(0))
+    }
+
+    /// Fit where types missing from `big` are unlimited (quota checks).
+    pub fn fits_in_max_undef(&self, big: &Resource) -> bool {
+        self.iter()
+            .all(|(id, v)| big.lookup(id).is_none_or(|b| v <= b.max(0)))
+    }
+
+    /// Per-type minimum where a missing type counts as zero.
+    pub fn min(&self, other: &Resource) -> Resource {
+        self.merge(other, i64::min)
+    }
+
+    /// `a > b` pointwise: every type `>=` and at least one differs.
+    pub fn strictly_greater_than(&self, other: &Resource) -> bool {
+        let d = self.sub(other);
+        d.entries.iter().all(|e| e.1 >= 0) && d.entries.iter().any(|e| e.1 > 0)
+    }
+}
+
+/// Fairness comparison (spec 14.5): the shares of `usage` relative to
+/// `reference`, largest first.
+pub fn shares(usage: &Resource, reference: Option<&Resource>) -> SmallVec<[f64; 4]> {
+    let mut out: SmallVec<[f64; 4]> = usage
+        .iter()
+        .map(|(id, u)| {
+            if u == 0 {
+                0.0
+            } else {
+                match reference.map(|g| g.get(id)) {
+                    Some(g) if g != 0 => u as f64 / g as f64,
+                    _ => u as f64,
+                }
+            }
+        })
+        .collect();
+    out.sort_unstable_by(|a, b| b.total_cmp(a));
+    out
+}
+
+/// Compares two share lists: dominant share first, leftovers by their sign.
+pub fn compare_shares(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for (x, y) in a.iter().zip(b.iter()) {
+        match x.total_cmp(y) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+    }
+    let rest_sign = |rest: &[f64]| {
+        rest.iter()
+            .find(|v| **v != 0.0)
+            .map_or(Ordering::Equal, |v| v.total_cmp(&0.0))
+    };
+    match a.len().cmp(&b.len()) {
+        Ordering::Greater => rest_sign(&a[b.len()..]),
+        Ordering::Less => rest_sign(&b[a.len()..]).reverse(),
+        Ordering::Equal => Ordering::Equal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(pairs: &[(&str, i64)]) -> Resource {
+        Resource::from_pairs(pairs.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn arithmetic_over_the_union_of_types() {
+        let a = r(&[("memory", 10), ("vcore", 2)]);
+        let b = r(&[("vcore", 3), ("gpu", 1)]);
+        assert_eq!(a.add(&b), r(&[("memory", 10), ("vcore", 5), ("gpu", 1)]));
+        assert_eq!(a.sub(&b), r(&[("memory", 10), ("vcore", -1), ("gpu", -1)]));
+        assert_eq!(a.sub_clamped(&b), r(&[("memory", 10), ("vcore", 0), ("gpu", 0)]));
+        let mut c = a.clone();
+        c.add_assign(&b);
+        c.sub_assign(&b);
+        assert_eq!(c, r(&[("memory", 10), ("vcore", 2), ("gpu", 0)]));
+        assert_eq!(r(&[("m", i64::MAX)]).add(&r(&[("m", 1)])), r(&[("m", i64::MAX)]));
+    }
+
+    #[test]
+    fn fit_rules() {
+        let ask = r(&[("memory", 10), ("gpu", 1)]);
+        let node = r(&[("memory", 100)]);
+        assert!(!ask.fits_in(&node), "strict fit: a missing type is zero");
+        assert!(ask.fits_in_max_undef(&node), "quota fit: a missing type is unlimited");
+        assert!(r(&[("memory", -5)]).fits_in(&r(&[])));
+        assert!(!r(&[("memory", 1)]).fits_in(&r(&[("memory", -5)])));
+    }
+
+    #[test]
+    fn share_comparison_uses_dominant_share() {
+        let g = r(&[("memory", 100), ("vcore", 10)]);
+        let a = shares(&r(&[("memory", 50), ("vcore", 1)]), Some(&g));
+        let b = shares(&r(&[("memory", 10), ("vcore", 6)]), Some(&g));
+        assert_eq!(compare_shares(&a, &b), std::cmp::Ordering::Less);
+        assert_eq!(compare_shares(&[0.5, 0.2], &[0.5]), std::cmp::Ordering::Greater);
+    }
+
+    #[test]
+    fn display_sorts_by_name() {
+        assert_eq!(r(&[("vcore", 1), ("memory", 2)]).to_string(), "map[memory:2 vcore:1]");
+    }
+}
