@@ -1,0 +1,860 @@
+use super::*;
+
+fn ok(text: &str) -> SchedulerConfig {
+    parse(text).unwrap_or_else(|e| panic!("expected valid config, got: {e}\n{text}"))
+}
+
+fn err(text: &str) -> String {
+    match parse(text) {
+        Ok(c) => panic!("expected an error, got {c:?}\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A single default partition with `body` indented under `queues:` of root.
+fn with_root(children: &str) -> String {
+    let mut s = String::from("partitions:\n  - name: default\n    queues:\n      - name: root\n");
+    if !children.is_empty() {
+        s.push_str("        queues:\n");
+        for line in children.lines() {
+            s.push_str("          ");
+            s.push_str(line);
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// A default partition with root and extra partition-level keys.
+fn with_partition(extra: &str) -> String {
+    let mut s = String::from("partitions:\n  - name: default\n    queues:\n      - name: root\n");
+    for line in extra.lines() {
+        s.push_str("    ");
+        s.push_str(line);
+        s.push('\n');
+    }
+    s
+}
+
+fn root(c: &SchedulerConfig) -> &QueueConfig {
+    &c.partitions[0].queues[0]
+}
+
+// ---- defaults and the embedded config ----
+
+#[test]
+fn default_config_parses() {
+    let c = ok(DEFAULT_CONFIG);
+    assert_eq!(c.partitions.len(), 1);
+    let p = &c.partitions[0];
+    assert_eq!(p.name, "default");
+    assert_eq!(p.queues.len(), 1);
+    assert_eq!(p.queues[0].name, "root");
+    assert!(p.queues[0].parent);
+    assert_eq!(p.queues[0].submit_acl, "*");
+    assert_eq!(p.placement_rules.len(), 1);
+    assert_eq!(p.placement_rules[0].name, "provided");
+    assert!(p.placement_rules[0].create);
+    assert_eq!(p.node_sort_policy.policy_type, "fair");
+    assert_eq!(
+        p.node_sort_policy.resource_weights,
+        default_resource_weights()
+    );
+    assert!(!p.preemption.enabled);
+    assert_eq!(c.checksum, checksum(DEFAULT_CONFIG));
+}
+
+#[test]
+fn full_example_parses() {
+    let text = r#"
+partitions:
+  - name: default
+    nodesortpolicy:
+      type: binpacking
+      resourceweights: {vcore: 2.0, memory: 1}
+    preemption:
+      enabled: true
+    placementrules:
+      - name: tag
+        value: namespace
+        create: true
+        parent:
+          name: fixed
+          value: tenants
+      - name: provided
+        create: false
+        filter:
+          type: deny
+          users: [bad]
+          groups: ["^x.*"]
+    limits:
+      - limit: partition cap
+        users: ["*"]
+        maxapplications: 10
+    queues:
+      - name: root
+        submitacl: "*"
+        properties:
+          application.sort.policy: fifo
+        queues:
+          - name: tenants
+            parent: true
+            childtemplate:
+              maxapplications: 3
+              properties: {application.sort.policy: fair}
+              resources:
+                max: {memory: 20000, vcore: "20000"}
+          - name: Batch
+            adminacl: "alice,bob ops"
+            maxapplications: 5
+            resources:
+              guaranteed: {memory: 4000, vcore: 4000}
+              max: {memory: 8000, vcore: 8000}
+            limits:
+              - limit: per user
+                users: [alice]
+                groups: [ops]
+                maxresources: {memory: 100}
+"#;
+    let c = ok(text);
+    let p = &c.partitions[0];
+    assert!(p.preemption.enabled);
+    assert_eq!(p.node_sort_policy.policy_type, "binpacking");
+    assert_eq!(p.node_sort_policy.resource_weights["vcore"], 2.0);
+    assert_eq!(p.node_sort_policy.resource_weights["memory"], 1.0);
+    assert_eq!(
+        p.placement_rules[0].parent.as_ref().unwrap().value,
+        "tenants"
+    );
+    assert_eq!(p.placement_rules[1].filter.filter_type, "deny");
+    assert_eq!(p.limits[0].max_applications, 10);
+    let r = &p.queues[0];
+    assert_eq!(r.properties["application.sort.policy"], "fifo");
+    let tenants = &r.queues[0];
+    assert!(tenants.parent);
+    let tpl = tenants.child_template.as_ref().unwrap();
+    assert_eq!(tpl.max_applications, 3);
+    assert_eq!(tpl.properties["application.sort.policy"], "fair");
+    assert_eq!(tpl.resources.max.as_ref().unwrap()["vcore"], 20000);
+    let batch = &r.queues[1];
+    assert_eq!(batch.name, "batch");
+    assert_eq!(batch.admin_acl, "alice,bob ops");
+    assert_eq!(batch.max_applications, 5);
+    assert_eq!(batch.resources.guaranteed.as_ref().unwrap()["memory"], 4000);
+    assert_eq!(batch.limits[0].max_resources["memory"], 100);
+    assert!(!batch.parent);
+    // the state dump can serialise the config
+    let json = serde_json::to_string(&c).unwrap();
+    assert!(json.contains("\"submitacl\":\"*\""));
+}
+
+#[test]
+fn no_partitions_rejected() {
+    assert_eq!(
+        err("partitions: []\n"),
+        "configuration has no partitions defined"
+    );
+    assert_eq!(
+        err("checksum: x\n"),
+        "configuration has no partitions defined"
+    );
+}
+
+// ---- strictness ----
+
+#[test]
+fn unknown_keys_rejected() {
+    for text in [
+        "partitions:\n  - name: default\n    queues: []\nextra: 1\n".to_string(),
+        with_partition("bogus: true"),
+        with_root("- name: a\n  colour: red"),
+        with_partition("placementrules:\n  - name: provided\n    creat: true"),
+        with_partition("preemption: {enabled: true, delay: 1}"),
+        with_partition("nodesortpolicy: {type: fair, weights: {}}"),
+        with_root("- name: a\n  resources: {min: {memory: 1}}"),
+        with_root("- name: a\n  parent: true\n  childtemplate: {foo: 1}"),
+        with_partition("limits:\n  - users: [a]\n    maxapplications: 1\n    extra: 2"),
+        with_partition(
+            "placementrules:\n  - name: provided\n    filter: {type: allow, people: [a]}",
+        ),
+    ] {
+        let e = err(&text);
+        assert!(e.contains("unknown field"), "{e}\n{text}");
+    }
+}
+
+#[test]
+fn keys_are_case_sensitive() {
+    let e = err("partitions:\n  - Name: default\n    queues: []\n");
+    assert!(e.contains("unknown field `Name`"), "{e}");
+}
+
+#[test]
+fn wrong_types_rejected() {
+    for text in [
+        "partitions:\n  - name: default\n    queues: x\n".to_string(),
+        with_root("- name: a\n  parent: maybe"),
+        with_root("- name: a\n  maxapplications: -1"),
+        with_root("- name: a\n  submitacl: [a]"),
+        with_root("- name: a\n  properties: {x: [1]}"),
+        with_partition("preemption: {enabled: 3}"),
+        with_partition("nodesortpolicy: {type: fair, resourceweights: {vcore: x}}"),
+    ] {
+        let e = err(&text);
+        assert!(
+            e.starts_with("failed to parse configuration"),
+            "{e}\n{text}"
+        );
+    }
+}
+
+#[test]
+fn quantities_are_plain_integers() {
+    // numbers and strings are both fine
+    let c = ok(&with_root(
+        "- name: a\n  resources: {max: {memory: \"1024\", vcore: 10}}",
+    ));
+    let max = root(&c).queues[0].resources.max.clone().unwrap();
+    assert_eq!(max["memory"], 1024);
+    assert_eq!(max["vcore"], 10);
+    // units, fractions and garbage are parse errors
+    for v in ["10Gi", "\"10Gi\"", "1.5", "\"1.5\"", "abc", "\"\""] {
+        let e = err(&with_root(&format!(
+            "- name: a\n  resources: {{max: {{memory: {v}}}}}"
+        )));
+        assert!(e.contains("resource quantity"), "{v}: {e}");
+    }
+    // negative values, as numbers or strings, anywhere quantities appear
+    for text in [
+        with_root("- name: a\n  resources: {guaranteed: {memory: -1}}"),
+        with_root("- name: a\n  resources: {max: {memory: \"-5\"}}"),
+        with_root("- name: a\n  parent: true\n  childtemplate: {resources: {max: {memory: -1}}}"),
+        with_partition("limits:\n  - users: [a]\n    maxresources: {memory: -3}"),
+    ] {
+        let e = err(&text);
+        assert!(e.contains("negative resources not permitted"), "{e}");
+    }
+    // child template values must be integers too
+    let e = err(&with_root(
+        "- name: a\n  parent: true\n  childtemplate: {resources: {guaranteed: {memory: 1Mi}}}",
+    ));
+    assert!(e.contains("invalid resource quantity '1Mi'"), "{e}");
+}
+
+#[test]
+fn property_scalars_taken_as_text() {
+    let c = ok(&with_root(
+        "- name: a\n  properties: {priority: 10, flag: true, s: text}",
+    ));
+    let props = &root(&c).queues[0].properties;
+    assert_eq!(props["priority"], "10");
+    assert_eq!(props["flag"], "true");
+    assert_eq!(props["s"], "text");
+}
+
+// ---- normalisation ----
+
+#[test]
+fn partition_names_normalised() {
+    for (given, want) in [
+        ("", "default"),
+        ("DEFAULT", "default"),
+        ("Default", "default"),
+        ("gpu", "gpu"),
+        ("GPU", "GPU"),
+    ] {
+        let c = ok(&format!(
+            "partitions:\n  - name: \"{given}\"\n    queues: []\n"
+        ));
+        assert_eq!(c.partitions[0].name, want);
+    }
+    // absent name
+    let c = ok("partitions:\n  - queues: []\n");
+    assert_eq!(c.partitions[0].name, "default");
+}
+
+#[test]
+fn duplicate_partition_names() {
+    assert_eq!(
+        err("partitions:\n  - name: default\n    queues: []\n  - name: DEFAULT\n    queues: []\n"),
+        "duplicate partition name found with name default"
+    );
+    assert_eq!(
+        err("partitions:\n  - name: gpu\n    queues: []\n  - name: GPU\n    queues: []\n"),
+        "duplicate partition name found with name GPU"
+    );
+    let c = ok("partitions:\n  - name: a\n    queues: []\n  - name: b\n    queues: []\n");
+    assert_eq!(c.partitions.len(), 2);
+}
+
+#[test]
+fn queue_config_must_be_set() {
+    assert_eq!(
+        err("partitions:\n  - name: default\n"),
+        "queue config is not set"
+    );
+    // an empty list is fine: a bare root is inserted
+    let c = ok("partitions:\n  - name: default\n    queues: []\n");
+    let r = root(&c);
+    assert_eq!(r.name, "root");
+    assert!(r.parent);
+    assert!(r.queues.is_empty());
+}
+
+#[test]
+fn root_inserted_or_recognised() {
+    // one non-root top-level queue: root inserted above it
+    let c = ok("partitions:\n  - queues:\n      - name: Batch\n");
+    let r = root(&c);
+    assert_eq!(r.name, "root");
+    assert!(r.parent);
+    assert_eq!(r.queues.len(), 1);
+    assert_eq!(r.queues[0].name, "batch");
+    // several top-level queues, even one named root: all become children
+    let c = ok("partitions:\n  - queues:\n      - name: a\n      - name: b\n");
+    assert_eq!(root(&c).queues.len(), 2);
+    let c = ok("partitions:\n  - queues:\n      - name: root\n      - name: b\n");
+    assert_eq!(root(&c).queues[0].name, "root");
+    // ROOT in any case is the root and is stored as `root`, forced parent
+    let c = ok("partitions:\n  - queues:\n      - name: ROOT\n        submitacl: '*'\n");
+    let r = root(&c);
+    assert_eq!(r.name, "root");
+    assert!(r.parent);
+    assert_eq!(r.submit_acl, "*");
+    assert_eq!(c.partitions[0].queues.len(), 1);
+}
+
+#[test]
+fn queue_names_stored_lower_case() {
+    let c = ok(&with_root("- name: Parent\n  queues:\n    - name: ChildQ"));
+    assert_eq!(root(&c).queues[0].name, "parent");
+    assert_eq!(root(&c).queues[0].queues[0].name, "childq");
+}
+
+#[test]
+fn root_must_not_have_resources() {
+    let msg = "root queue must not have resource limits set";
+    for res in [
+        "{max: {memory: 1}}",
+        "{guaranteed: {memory: 1}}",
+        "{max: {}}",
+        "{guaranteed: {}}",
+    ] {
+        let text =
+            format!("partitions:\n  - queues:\n      - name: root\n        resources: {res}\n");
+        assert_eq!(err(&text), msg, "{res}");
+    }
+    // resources key present but empty is fine
+    ok("partitions:\n  - queues:\n      - name: root\n        resources: {}\n");
+    // a non-root single top-level queue may have resources (root is inserted)
+    ok("partitions:\n  - queues:\n      - name: a\n        resources: {max: {memory: 1}}\n");
+}
+
+// ---- queue structure ----
+
+#[test]
+fn acl_validation() {
+    for acl in [
+        "",
+        "*",
+        " *",
+        "* ",
+        "alice",
+        "alice,bob dev",
+        " dev",
+        "alice ",
+    ] {
+        ok(&with_root(&format!(
+            "- name: a\n  submitacl: \"{acl}\"\n  adminacl: \"{acl}\""
+        )));
+    }
+    for (key, acl) in [
+        ("submitacl", "alice  dev"),
+        ("adminacl", "a b c"),
+        ("submitacl", "  dev"),
+    ] {
+        assert_eq!(
+            err(&with_root(&format!("- name: a\n  {key}: \"{acl}\""))),
+            format!("multiple spaces found in ACL: '{acl}'")
+        );
+    }
+    // root ACLs checked too
+    let e = err("partitions:\n  - queues:\n      - name: root\n        adminacl: 'x  y'\n");
+    assert_eq!(e, "multiple spaces found in ACL: 'x  y'");
+}
+
+#[test]
+fn child_names_validated() {
+    let long64 = "a".repeat(64);
+    let long65 = "a".repeat(65);
+    ok(&with_root(&format!("- name: {long64}\n- name: a-b_C9")));
+    for bad in ["a.b", long65.as_str(), "a b", "\"\"", "q@x"] {
+        let e = err(&with_root(&format!("- name: {bad}")));
+        let shown = bad.trim_matches('"');
+        assert_eq!(
+            e,
+            format!("invalid child name {shown}, a name must only have alphanumeric characters, - or _, and be no longer than 64 characters")
+        );
+    }
+    // deeper levels too
+    let e = err(&with_root("- name: p\n  queues:\n    - name: x.y"));
+    assert!(e.starts_with("invalid child name x.y,"), "{e}");
+    // a name-less queue is invalid
+    let e = err(&with_root("- parent: true"));
+    assert!(e.starts_with("invalid child name ,"), "{e}");
+}
+
+#[test]
+fn duplicate_child_names() {
+    assert_eq!(
+        err(&with_root("- name: a\n- name: A")),
+        "duplicate child name found with name A, level 1"
+    );
+    assert_eq!(
+        err(&with_root(
+            "- name: p\n  queues:\n    - name: x\n    - name: x"
+        )),
+        "duplicate child name found with name x, level 2"
+    );
+    // same name under different parents is fine
+    ok(&with_root(
+        "- name: p\n  queues:\n    - name: x\n- name: q\n  queues:\n    - name: x",
+    ));
+}
+
+// ---- queue resources ----
+
+#[test]
+fn guaranteed_must_fit_max() {
+    assert_eq!(
+        err(&with_root("- name: a\n  resources:\n    guaranteed: {memory: 10, vcore: 2}\n    max: {memory: 5}")),
+        "guaranteed resource map[memory:10 vcore:2] is larger than maximum resource map[memory:5] for queue a"
+    );
+    // types missing from max are unlimited
+    ok(&with_root(
+        "- name: a\n  resources:\n    guaranteed: {memory: 5, vcore: 2}\n    max: {memory: 5}",
+    ));
+}
+
+#[test]
+fn max_must_fit_parent_max() {
+    assert_eq!(
+        err(&with_root("- name: p\n  resources: {max: {memory: 10}}\n  queues:\n    - name: c\n      resources: {max: {memory: 11, vcore: 1}}")),
+        "max resource of parent map[memory:10] is smaller than maximum resource map[memory:11 vcore:1] for queue c"
+    );
+    ok(&with_root("- name: p\n  resources: {max: {memory: 10}}\n  queues:\n    - name: c\n      resources: {max: {memory: 10, vcore: 100}}"));
+    // the effective max is inherited through a level without max
+    let e = err(&with_root("- name: p\n  resources: {max: {memory: 10}}\n  queues:\n    - name: m\n      queues:\n        - name: c\n          resources: {max: {memory: 20}}"));
+    assert_eq!(
+        e,
+        "max resource of parent map[memory:10] is smaller than maximum resource map[memory:20] for queue c"
+    );
+    // effective max is the per-type minimum
+    let e = err(&with_root("- name: p\n  resources: {max: {memory: 10, vcore: 5}}\n  queues:\n    - name: m\n      resources: {max: {memory: 20, gpu: 1}}"));
+    assert!(
+        e.starts_with("max resource of parent map[memory:10 vcore:5]"),
+        "{e}"
+    );
+    let e = err(&with_root("- name: p\n  resources: {max: {memory: 10}}\n  queues:\n    - name: m\n      resources: {max: {vcore: 4}}\n      queues:\n        - name: c\n          resources: {max: {vcore: 5}}"));
+    assert_eq!(
+        e,
+        "max resource of parent map[memory:10 vcore:4] is smaller than maximum resource map[vcore:5] for queue c"
+    );
+}
+
+#[test]
+fn parent_guarantee_covers_children() {
+    assert_eq!(
+        err(&with_root("- name: p\n  resources: {guaranteed: {memory: 10}}\n  queues:\n    - name: a\n      resources: {guaranteed: {memory: 6}}\n    - name: b\n      resources: {guaranteed: {memory: 6}}")),
+        "guaranteed resource of parent map[memory:10] is smaller than sum of guaranteed resources map[memory:12] of the children for queue p"
+    );
+    // a child may not guarantee a type the parent does not
+    assert_eq!(
+        err(&with_root("- name: p\n  resources: {guaranteed: {memory: 10}}\n  queues:\n    - name: a\n      resources: {guaranteed: {vcore: 1}}")),
+        "guaranteed resource of parent map[memory:10] is smaller than sum of guaranteed resources map[vcore:1] of the children for queue p"
+    );
+    ok(&with_root("- name: p\n  resources: {guaranteed: {memory: 12, vcore: 1}}\n  queues:\n    - name: a\n      resources: {guaranteed: {memory: 6}}\n    - name: b\n      resources: {guaranteed: {memory: 6}}"));
+    // a parent without guarantee reports the children's sum upwards
+    assert_eq!(
+        err(&with_root("- name: top\n  resources: {guaranteed: {memory: 5}}\n  queues:\n    - name: mid\n      queues:\n        - name: a\n          resources: {guaranteed: {memory: 6}}")),
+        "guaranteed resource of parent map[memory:5] is smaller than sum of guaranteed resources map[memory:6] of the children for queue top"
+    );
+}
+
+#[test]
+fn max_covers_children_guarantees() {
+    assert_eq!(
+        err(&with_root("- name: p\n  resources: {max: {memory: 10}}\n  queues:\n    - name: a\n      resources: {guaranteed: {memory: 6}}\n    - name: b\n      resources: {guaranteed: {memory: 6}}")),
+        "max resource map[memory:10] is smaller than sum of guaranteed resources map[memory:12] of the children for queue p"
+    );
+    ok(&with_root("- name: p\n  resources: {max: {memory: 12}}\n  queues:\n    - name: a\n      resources: {guaranteed: {memory: 6, vcore: 100}}\n    - name: b\n      resources: {guaranteed: {memory: 6}}"));
+    // the inherited effective max is used (checked on the level above the leaf)
+    assert_eq!(
+        err(&with_root("- name: p\n  resources: {max: {memory: 10}}\n  queues:\n    - name: m\n      queues:\n        - name: a\n          resources: {guaranteed: {memory: 11}}")),
+        "max resource map[memory:10] is smaller than sum of guaranteed resources map[memory:11] of the children for queue m"
+    );
+}
+
+// ---- placement rules ----
+
+#[test]
+fn rule_names_validated() {
+    let e = err(&with_partition("placementrules:\n  - name: 1bad"));
+    assert_eq!(
+        e,
+        "invalid rule name 1bad, a name must be a valid identifier"
+    );
+    let e = err(&with_partition(
+        "placementrules:\n  - name: provided\n    parent:\n      name: bad-name",
+    ));
+    assert_eq!(
+        e,
+        "invalid rule name bad-name, a name must be a valid identifier"
+    );
+    let e = err(&with_partition("placementrules:\n  - create: true"));
+    assert_eq!(e, "invalid rule name , a name must be a valid identifier");
+    ok(&with_partition(
+        "placementrules:\n  - name: Provided\n  - name: USER",
+    ));
+}
+
+#[test]
+fn rule_build_errors() {
+    assert_eq!(
+        err(&with_partition("placementrules:\n  - name: bogus")),
+        "unknown rule name specified bogus, failing placement rule config"
+    );
+    assert_eq!(
+        err(&with_partition("placementrules:\n  - name: fixed")),
+        "a fixed queue rule must have a queue name set"
+    );
+    assert_eq!(
+        err(&with_partition("placementrules:\n  - name: tag")),
+        "a tag queue rule must have a tag name set"
+    );
+    let e = err(&with_partition(
+        "placementrules:\n  - name: fixed\n    value: root.a\n    parent: {name: user}",
+    ));
+    assert!(
+        e.starts_with(
+            "cannot have a fixed queue rule with qualified queue getName and a parent rule: "
+        ),
+        "{e}"
+    );
+    assert_eq!(
+        err(&with_partition(
+            "placementrules:\n  - name: user\n    parent: {name: nope}"
+        )),
+        "unknown rule name specified nope, failing placement rule config"
+    );
+    ok(&with_partition(
+        "placementrules:\n  - name: fixed\n    value: root.a\n  - name: tag\n    value: ns\n    parent: {name: fixed, value: x}",
+    ));
+}
+
+#[test]
+fn rule_filter_type_validated() {
+    for t in ["", "allow", "deny", "DENY", "Allow"] {
+        ok(&with_partition(&format!(
+            "placementrules:\n  - name: provided\n    filter: {{type: \"{t}\"}}"
+        )));
+    }
+    assert_eq!(
+        err(&with_partition(
+            "placementrules:\n  - name: provided\n    filter: {type: block}"
+        )),
+        "invalid rule filter type block, filter type  must be either '', allow or deny"
+    );
+    // parent rule filters too
+    let e = err(&with_partition(
+        "placementrules:\n  - name: provided\n    parent: {name: user, filter: {type: x}}",
+    ));
+    assert!(e.starts_with("invalid rule filter type x,"), "{e}");
+}
+
+#[test]
+fn rule_filter_lists_validated() {
+    for users in [
+        "[alice]",
+        "[\"^a.*$\"]",
+        "[\"a|b\"]",
+        "[1bad, alice]",
+        "[\"(x\", \"y\"]",
+    ] {
+        ok(&with_partition(&format!(
+            "placementrules:\n  - name: provided\n    filter: {{users: {users}}}"
+        )));
+    }
+    for (users, shown) in [
+        ("[1bad]", "[1bad]"),
+        ("[\"(a\"]", "[(a]"),
+        ("[\"a.b c\"]", "[a.b c]"),
+    ] {
+        assert_eq!(
+            err(&with_partition(&format!(
+                "placementrules:\n  - name: provided\n    filter: {{users: {users}}}"
+            ))),
+            format!("invalid rule filter user list is not a proper list or regexp: {shown}")
+        );
+    }
+    ok(&with_partition(
+        "placementrules:\n  - name: provided\n    filter: {groups: [\"^dev\"]}",
+    ));
+    ok(&with_partition(
+        "placementrules:\n  - name: provided\n    filter: {groups: [dev]}",
+    ));
+    assert_eq!(
+        err(&with_partition(
+            "placementrules:\n  - name: provided\n    filter: {groups: [a.b]}"
+        )),
+        "invalid rule filter group list is not a proper list or regexp: [a.b]"
+    );
+}
+
+// ---- limits ----
+
+#[test]
+fn limits_validated() {
+    let cases = [
+        (
+            "limits:\n  - limit: nobody\n    maxapplications: 1",
+            "empty user and group lists defined in limit 'nobody'",
+        ),
+        (
+            "limits:\n  - users: [1bad]\n    maxapplications: 1",
+            "invalid limit user name '1bad' in limit definition",
+        ),
+        (
+            "limits:\n  - groups: [a.b]\n    maxapplications: 1",
+            "invalid limit group name 'a.b' in limit definition",
+        ),
+        (
+            "limits:\n  - users: [alice, bob]",
+            "invalid resource combination for limit names '[alice bob]' all resource limits are null",
+        ),
+        (
+            "limits:\n  - users: [alice]\n    maxresources: {memory: 0}",
+            "invalid resource combination for limit names '[alice]' all resource limits are null",
+        ),
+    ];
+    for (limits, msg) in cases {
+        assert_eq!(err(&with_partition(limits)), msg, "partition {limits}");
+        // queue-level limits run the same checks
+        let indented: String = limits.lines().map(|l| format!("  {l}\n")).collect();
+        assert_eq!(
+            err(&with_root(&format!("- name: a\n{indented}"))),
+            msg,
+            "queue {limits}"
+        );
+    }
+    for limits in [
+        "limits:\n  - users: [\"*\"]\n    maxapplications: 1",
+        "limits:\n  - groups: [\"*\", dev]\n    maxresources: {memory: 1}",
+        "limits:\n  - users: [alice]\n    groups: [dev]\n    maxapplications: 2\n    maxresources: {vcore: 3}",
+    ] {
+        ok(&with_partition(limits));
+    }
+}
+
+// ---- node sort policy ----
+
+#[test]
+fn node_sort_policy_validated() {
+    for t in ["fair", "binpacking", ""] {
+        let c = ok(&with_partition(&format!(
+            "nodesortpolicy: {{type: \"{t}\"}}"
+        )));
+        let want = if t.is_empty() { "fair" } else { t };
+        assert_eq!(c.partitions[0].node_sort_policy.policy_type, want);
+    }
+    for t in ["Fair", "BINPACKING", "spread"] {
+        assert_eq!(
+            err(&with_partition(&format!("nodesortpolicy: {{type: {t}}}"))),
+            format!("undefined policy: {t}")
+        );
+    }
+    assert_eq!(
+        err(&with_partition(
+            "nodesortpolicy: {type: fair, resourceweights: {vcore: 1, memory: -0.5}}"
+        )),
+        "negative resource weight for memory is not allowed"
+    );
+    let c = ok(&with_partition(
+        "nodesortpolicy: {type: binpacking, resourceweights: {gpu: 0, vcore: 3}}",
+    ));
+    let w = &c.partitions[0].node_sort_policy.resource_weights;
+    assert_eq!(w.len(), 2);
+    assert_eq!(w["vcore"], 3.0);
+    // absent policy and empty weights give the defaults
+    let c = ok(&with_partition(
+        "nodesortpolicy: {type: binpacking, resourceweights: {}}",
+    ));
+    assert_eq!(
+        c.partitions[0].node_sort_policy.resource_weights,
+        default_resource_weights()
+    );
+    let c = ok(&with_partition(""));
+    assert_eq!(c.partitions[0].node_sort_policy.policy_type, "fair");
+}
+
+#[test]
+fn validation_order_queue_before_rules() {
+    // both a bad queue name and a bad rule: the queue error is reported
+    let text =
+        "partitions:\n  - placementrules:\n      - name: bogus\n    queues:\n      - name: a.b\n";
+    assert!(err(text).starts_with("invalid child name a.b"));
+}
+
+// ---- checksum ----
+
+const CK_TEXT: &str = "partitions:\n  - name: default\n    queues:\n      - name: root\n";
+
+#[test]
+fn checksum_known_value() {
+    // sha256 of CK_TEXT, computed independently with `sha256sum`
+    assert_eq!(
+        checksum(CK_TEXT),
+        "7E69FF74521039AF964530A80267552640AAE933FEC0A797D68C888142622944"
+    );
+    assert_eq!(
+        checksum(""),
+        "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855"
+    );
+    let c = ok(CK_TEXT);
+    assert_eq!(c.checksum, checksum(CK_TEXT));
+    assert_eq!(c.checksum.len(), 64);
+    assert!(c
+        .checksum
+        .chars()
+        .all(|ch| ch.is_ascii_digit() || ('A'..='F').contains(&ch)));
+}
+
+#[test]
+fn checksum_entry_removed() {
+    // `checksum: ABC` is deleted, its newline stays: sha256 of CK_TEXT + "\n"
+    let with = format!("{CK_TEXT}checksum: ABC\n");
+    assert_eq!(
+        checksum(&with),
+        "5872ABEB3C1AADC898819FDCCABCD2915A2989521B7248AE185EC44027A68C07"
+    );
+    // the stored value in the file does not matter, and parse overwrites it
+    let other = format!("{CK_TEXT}checksum: DEF\n");
+    assert_eq!(checksum(&other), checksum(&with));
+    assert_eq!(ok(&with).checksum, checksum(&with));
+    // the entry is cut to the marker plus 64 characters
+    let long = "A".repeat(70);
+    let text = format!("checksum: {long}\nx");
+    assert_eq!(strip_checksum(text.as_bytes()), b"AAAAAA\nx".to_vec());
+    // every occurrence of the (cut) entry is removed
+    let a64 = "A".repeat(64);
+    let text = format!("checksum: {a64}\nchecksum: {a64}\n");
+    assert_eq!(strip_checksum(text.as_bytes()), b"\n\n".to_vec());
+    // the entry runs to the end of the text (trailing newlines dropped)
+    let text = "checksum: X\na\n\n";
+    assert_eq!(strip_checksum(text.as_bytes()), b"\n\n".to_vec());
+    // no marker: text unchanged (the key without a space is not a marker)
+    assert_eq!(strip_checksum(b"checksum:X"), b"checksum:X".to_vec());
+    // changing anything else changes the checksum
+    assert_ne!(
+        checksum(CK_TEXT),
+        checksum(&CK_TEXT.replace("root", "ROOT"))
+    );
+}
+
+// ---- load ----
+
+fn temp_dir(tag: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sicore-config-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A policy group name that cannot exist in /etc/yunikorn or the cwd.
+const NO_SUCH_GROUP: &str = "sicore-test-no-such-policy-group-7f3a9c";
+
+#[test]
+fn load_in_memory_wins() {
+    let dir = temp_dir("mem");
+    std::fs::write(
+        dir.join("pg.yaml"),
+        "partitions:\n  - name: fromfile\n    queues: []\n",
+    )
+    .unwrap();
+    let mut mem = HashMap::new();
+    mem.insert(
+        "pg".to_string(),
+        "partitions:\n  - name: frommem\n    queues: []\n".to_string(),
+    );
+    let l = load("pg", dir.to_str().unwrap(), &mem).unwrap();
+    assert_eq!(l.source, "in-memory");
+    assert_eq!(l.config.partitions[0].name, "frommem");
+    assert_eq!(l.config.checksum, checksum(&l.text));
+    // another group does not use the in-memory text
+    std::fs::write(
+        dir.join("other.yaml"),
+        "partitions:\n  - name: other\n    queues: []\n",
+    )
+    .unwrap();
+    let l = load("other", dir.to_str().unwrap(), &mem).unwrap();
+    assert_eq!(l.config.partitions[0].name, "other");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn load_from_config_dir() {
+    let dir = temp_dir("dir");
+    let text = "partitions:\n  - name: fromfile\n    queues: []\n";
+    std::fs::write(dir.join("queues.yaml"), text).unwrap();
+    let l = load("queues", dir.to_str().unwrap(), &HashMap::new()).unwrap();
+    assert_eq!(l.source, dir.join("queues.yaml").display().to_string());
+    assert_eq!(l.text, text);
+    assert_eq!(l.config.partitions[0].name, "fromfile");
+    // an invalid file is an error, not a fallback
+    std::fs::write(dir.join("bad.yaml"), "partitions:\n  - name: x\n").unwrap();
+    assert_eq!(
+        load("bad", dir.to_str().unwrap(), &HashMap::new())
+            .unwrap_err()
+            .message,
+        "queue config is not set"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn load_missing_file_in_explicit_dir_is_error() {
+    let dir = temp_dir("missing");
+    let e = load(NO_SUCH_GROUP, dir.to_str().unwrap(), &HashMap::new()).unwrap_err();
+    let path = dir.join(format!("{NO_SUCH_GROUP}.yaml"));
+    assert!(
+        e.message.starts_with(&format!(
+            "failed to read configuration file {}",
+            path.display()
+        )),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn load_embedded_default_when_nothing_exists() {
+    let l = load(NO_SUCH_GROUP, "", &HashMap::new()).unwrap();
+    assert_eq!(l.source, "embedded default");
+    assert_eq!(l.text, DEFAULT_CONFIG);
+    assert_eq!(l.config, parse(DEFAULT_CONFIG).unwrap());
+}
+
+#[test]
+fn config_error_is_std_error() {
+    let e: Box<dyn std::error::Error> = Box::new(ConfigError::from("x".to_string()));
+    assert_eq!(e.to_string(), "x");
+}
+
+#[test]
+fn format_helpers() {
+    assert_eq!(format_resource(&BTreeMap::new()), "map[]");
+    let r = BTreeMap::from([("vcore".to_string(), 2), ("memory".to_string(), 10)]);
+    assert_eq!(format_resource(&r), "map[memory:10 vcore:2]");
+    assert!(is_valid_queue_name("a-B_9"));
+    assert!(!is_valid_queue_name("a.b"));
+}
