@@ -69,9 +69,10 @@ impl Outcomes {
 
     /// Reports an application state change.
     pub fn app_updated(&mut self, update: si::UpdatedApplication) {
-        self.messages.push(OutMsg::Application(si::ApplicationResponse {
-            updated: vec![update],
-            ..Default::default()
-        }));
+        self.messages
+            .push(OutMsg::Application(si::ApplicationResponse {
+                updated: vec![update],
+                ..Default::default()
+            }));
     }
 }

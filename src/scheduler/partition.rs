@@ -133,7 +133,9 @@ impl QueueView for TreeView<'_> {
         self.0.lookup(path).map(|id| self.0.get(id).leaf)
     }
     fn can_submit(&self, path: &str, user: &UserGroup) -> bool {
-        self.0.lookup(path).is_some_and(|id| self.0.can_submit(id, user))
+        self.0
+            .lookup(path)
+            .is_some_and(|id| self.0.can_submit(id, user))
     }
 }
 
@@ -252,7 +254,9 @@ impl Partition {
                 }
             }
         } else {
-            let placed = self.placement.place(app_id, requested, user, tags, &TreeView(&self.queues))?;
+            let placed =
+                self.placement
+                    .place(app_id, requested, user, tags, &TreeView(&self.queues))?;
             if self.queues.lookup(&placed).is_none() {
                 self.queues.create_dynamic(&placed, user).map_err(|e| {
                     log::info!("queue creation for {app_id} failed: {e}");
@@ -263,7 +267,9 @@ impl Partition {
         };
         match self.queues.lookup(&path) {
             Some(q) if self.queues.get(q).leaf && self.queues.can_submit(q, user) => Ok(q),
-            _ => Err(format!("failed to find queue {path} for application {app_id}")),
+            _ => Err(format!(
+                "failed to find queue {path} for application {app_id}"
+            )),
         }
     }
 
@@ -420,10 +426,14 @@ impl Partition {
         let app_id = ask.application_id.as_str();
         let key = ask.allocation_key.as_str();
         if !self.apps.contains_key(app_id) {
-            return Err(format!("failed to find application {app_id}, for allocation ask {key}"));
+            return Err(format!(
+                "failed to find application {app_id}, for allocation ask {key}"
+            ));
         }
         if key.is_empty() {
-            return Err(format!("invalid ask added to app {app_id}: empty allocation key"));
+            return Err(format!(
+                "invalid ask added to app {app_id}: empty allocation key"
+            ));
         }
         if ask.placeholder && ask.task_group_name.is_empty() {
             return Err(format!("ask cannot be nil when added to app {app_id}"));
@@ -574,7 +584,8 @@ impl Partition {
     /// Adds a node, recovering its existing allocations (spec 11.3).
     pub fn add_node(&mut self, info: &si::NodeInfo, out: &mut Outcomes) -> Result<(), String> {
         let node_id = info.node_id.as_str();
-        let wrap = |e: String| format!("Failure while adding new node, node rejected with error {e}");
+        let wrap =
+            |e: String| format!("Failure while adding new node, node rejected with error {e}");
         if node_id.is_empty() {
             return Err(wrap("node ID must not be empty".into()));
         }
@@ -584,8 +595,10 @@ impl Partition {
                 p = self.internal_name
             )));
         }
-        let capacity = Resource::from_proto_opt(info.schedulable_resource.as_ref())?.unwrap_or_default();
-        let occupied = Resource::from_proto_opt(info.occupied_resource.as_ref())?.unwrap_or_default();
+        let capacity =
+            Resource::from_proto_opt(info.schedulable_resource.as_ref())?.unwrap_or_default();
+        let occupied =
+            Resource::from_proto_opt(info.occupied_resource.as_ref())?.unwrap_or_default();
         if capacity.has_negative() || occupied.has_negative() {
             return Err(wrap(format!(
                 "node {node_id} reports a negative resource: schedulable {capacity}, occupied {occupied}"
@@ -607,14 +620,20 @@ impl Partition {
                 return Err(wrap(format!("failed to find node {}", a.node_id)));
             }
             if !self.apps.contains_key(a.application_id.as_str()) {
-                return Err(wrap(format!("failed to find application {}", a.application_id)));
+                return Err(wrap(format!(
+                    "failed to find application {}",
+                    a.application_id
+                )));
             }
             if self.allocations.contains_key(a.uuid.as_str()) {
                 return Err(wrap(format!("allocation {} already exists", a.uuid)));
             }
             let r = Resource::from_proto_opt(a.resource_per_alloc.as_ref())?.unwrap_or_default();
             if r.has_negative() {
-                return Err(wrap(format!("allocation {} has a negative resource {r}", a.uuid)));
+                return Err(wrap(format!(
+                    "allocation {} has a negative resource {r}",
+                    a.uuid
+                )));
             }
         }
         let node = Node::new(
@@ -845,7 +864,10 @@ impl Partition {
         let queue = self.queues.get(q);
         let apps = queue.apps.values().filter_map(|id| self.apps.get(id));
         match queue.sort_policy {
-            AppSortPolicy::Fifo => apps.filter(|a| a.has_pending()).map(|a| a.id.clone()).collect(),
+            AppSortPolicy::Fifo => apps
+                .filter(|a| a.has_pending())
+                .map(|a| a.id.clone())
+                .collect(),
             AppSortPolicy::Fair => {
                 let mut v: Vec<_> = apps
                     .filter(|a| a.has_pending())
@@ -956,7 +978,13 @@ impl Partition {
     }
 
     /// Makes the allocation (spec 8.7 step 3 and 8.8) and queues its report.
-    fn commit(&mut self, app_id: &Arc<str>, key: &Arc<str>, node_id: &Arc<str>, out: &mut Outcomes) {
+    fn commit(
+        &mut self,
+        app_id: &Arc<str>,
+        key: &Arc<str>,
+        node_id: &Arc<str>,
+        out: &mut Outcomes,
+    ) {
         let app = self.apps.get_mut(app_id).expect("found by the search");
         let ask = app.asks.get_mut(key).expect("found by the search");
         let resource = ask.resource.clone();
