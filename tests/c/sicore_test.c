@@ -420,6 +420,8 @@ static bool p_apps(recorder *r, const void *arg) { return r->apps_accepted + r->
 static bool p_allocs(recorder *r, const void *arg) { return r->n_allocs >= *(const int *)arg; }
 static bool p_forgot(recorder *r, const void *arg) { return r->n_forgot >= *(const int *)arg; }
 
+static bool p_release(recorder *r, const void *arg) { return r->release_calls >= *(const int *)arg; }
+
 static bool p_released_uuid(recorder *r, const void *arg) {
     for (int i = 0; i < r->n_allocs; i++)
         if (strcmp(r->allocs[i].uuid, (const char *)arg) == 0) return r->allocs[i].released;
@@ -805,6 +807,25 @@ static void bad_inputs(sicore_scheduler *s, recorder *r) {
                 SICORE_DECODE_ERROR, &err, "register(garbage)");
     still_allocates(s, r, "garbage bytes");
 
+    /* A failed registration with a real table releases user_data once. */
+    {
+        recorder *rf = recorder_new("failed-register");
+        sicore_callbacks cbf = callbacks_for(rf);
+        expect_fail(sicore_register_resource_manager(NULL, ok.data, ok.len, &cbf, NULL, &err),
+                    SICORE_INVALID_ARGUMENT, &err, "register(NULL scheduler, real table)");
+        CHECK(rf->release_calls == 1, "register(NULL scheduler): release called %d times, want 1",
+              rf->release_calls);
+        expect_fail(sicore_register_resource_manager(s, garbage, sizeof garbage, &cbf, NULL, &err),
+                    SICORE_DECODE_ERROR, &err, "register(garbage, real table)");
+        pthread_mutex_lock(&rf->mu);
+        CHECK(rf->release_calls == 2, "register(garbage): release called %d times in total, want 2 (once per call)",
+              rf->release_calls);
+        CHECK(rf->callbacks_total == 0, "failed registrations: %d callbacks ran", rf->callbacks_total);
+        pthread_mutex_unlock(&rf->mu);
+        recorder_free(rf);
+    }
+    still_allocates(s, r, "failed registrations");
+
     /* Garbage without error_out: still refused, nothing to free. */
     CHECK(sicore_update_allocation(s, garbage, sizeof garbage, NULL) == SICORE_DECODE_ERROR,
           "update_allocation(garbage, error_out=NULL) not DECODE_ERROR");
@@ -871,6 +892,12 @@ static void bad_config(sicore_scheduler *s, recorder *r) {
     CHECK(resp.data == NULL && resp.len == 0, "rejected register filled response_out");
     sicore_buffer_free(resp);
     free(p.data);
+    /* The library owns user_data once callbacks is non-NULL: a failed
+     * registration releases it right away (include/sicore.h). */
+    pthread_mutex_lock(&rb->mu);
+    CHECK(rb->release_calls == 1, "rejected register: release called %d times before sicore_free, want 1",
+          rb->release_calls);
+    pthread_mutex_unlock(&rb->mu);
 
     /* The RM is not registered after the rejection. */
     Si__V1__NodeRequest nr = SI__V1__NODE_REQUEST__INIT;
@@ -883,12 +910,36 @@ static void bad_config(sicore_scheduler *s, recorder *r) {
     /* The first scheduler is untouched. */
     still_allocates(s, r, "a rejected configuration elsewhere");
 
+    /* The second scheduler still registers a good policy group; a
+     * re-registration releases the replaced table once. */
+    recorder *ro1 = recorder_new("ok-rm#1"), *ro2 = recorder_new("ok-rm#2");
+    reg.rmid = "ok-rm";
+    reg.policygroup = "queues";
+    p = pack_msg(&reg.base);
+    cb = callbacks_for(ro1);
+    expect_ok(sicore_register_resource_manager(s2, p.data, p.len, &cb, NULL, &err), &err,
+              "register ok-rm on the second scheduler");
+    cb = callbacks_for(ro2);
+    expect_ok(sicore_register_resource_manager(s2, p.data, p.len, &cb, NULL, &err), &err,
+              "re-register ok-rm with a new table");
+    free(p.data);
+    int one = 1;
+    wait_for(ro1, p_release, &one, "release of the replaced table");
+
     sicore_free(s2);
+    pthread_mutex_lock(&ro1->mu);
+    CHECK(ro1->release_calls == 1, "replaced table: release called %d times, want 1", ro1->release_calls);
+    pthread_mutex_unlock(&ro1->mu);
+    pthread_mutex_lock(&ro2->mu);
+    CHECK(ro2->release_calls == 1, "second table: release called %d times after sicore_free, want 1",
+          ro2->release_calls);
+    pthread_mutex_unlock(&ro2->mu);
+    recorder_free(ro1);
+    recorder_free(ro2);
     pthread_mutex_lock(&rb->mu);
     rb->freed = true;
-    CHECK(rb->release_calls <= 1, "rejected table: release called %d times", rb->release_calls);
+    CHECK(rb->release_calls == 1, "rejected table: release called %d times in total, want 1", rb->release_calls);
     CHECK(rb->callbacks_total == 0, "rejected table: %d callbacks ran", rb->callbacks_total);
-    printf("  rejected table: release called %d time(s)\n", rb->release_calls);
     pthread_mutex_unlock(&rb->mu);
     recorder_free(rb);
 }
