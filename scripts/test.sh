@@ -11,6 +11,9 @@ step() { printf '\n== %s\n' "$*"; }
 need_apt=()
 command -v protoc-c >/dev/null 2>&1 || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need_apt+=(libprotobuf-c-dev)
+# si.proto imports google/protobuf/descriptor.proto, shipped by libprotobuf-dev.
+[ -f /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
+command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "installing Debian packages: ${need_apt[*]}"
