@@ -41,6 +41,8 @@ pub struct Outcomes {
     pub forget: Vec<si::ForgotAllocation>,
     /// Timers to arm.
     pub timers: Vec<AppTimer>,
+    /// Event records for the event system (spec 13).
+    pub events: Vec<si::EventRecord>,
 }
 
 impl Outcomes {

@@ -5,6 +5,7 @@
 mod apps;
 mod asks;
 mod cycle;
+mod lifecycle;
 mod nodes;
 mod releases;
 
