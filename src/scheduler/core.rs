@@ -260,6 +260,8 @@ impl Core {
         AppTimeouts {
             start: self.options.app_start_timeout,
             completing: self.options.app_completing_timeout,
+            reservation_delay: (!self.options.disable_reservation)
+                .then_some(self.options.reservation_delay),
         }
     }
 

@@ -3,7 +3,7 @@
 //! Queues live in an arena indexed by [`QueueId`]; a removed queue leaves an
 //! empty slot so ids held elsewhere never point at another queue.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::resource::{compare_shares, shares, Resource};
@@ -162,7 +162,7 @@ impl Queue {
 #[derive(Debug, Clone)]
 pub struct QueueTree {
     slots: Vec<Option<Queue>>,
-    by_path: HashMap<String, QueueId>,
+    by_path: super::FastMap<String, QueueId>,
 }
 
 /// The root's id.
@@ -173,7 +173,7 @@ impl QueueTree {
     pub fn from_config(root: &QueueConfig) -> Result<Self, String> {
         let mut tree = QueueTree {
             slots: Vec::new(),
-            by_path: HashMap::new(),
+            by_path: Default::default(),
         };
         tree.add_managed(None, root)?;
         Ok(tree)

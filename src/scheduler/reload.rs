@@ -14,6 +14,7 @@ pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), E
     let timeouts = AppTimeouts {
         start: options.app_start_timeout,
         completing: options.app_completing_timeout,
+        reservation_delay: (!options.disable_reservation).then_some(options.reservation_delay),
     };
     let rm = rms.get_mut(rm_id).expect("checked by the caller");
     if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {

@@ -5,7 +5,6 @@
 //! [`Resource`] keeps its entries sorted by id in an inline small vector:
 //! most resources have two or three types and never touch the heap.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -23,7 +22,7 @@ pub const MAX_RESOURCE_TYPES: usize = 4096;
 
 #[derive(Default)]
 struct Interner {
-    ids: HashMap<&'static str, ResId>,
+    ids: super::FastMap<&'static str, ResId>,
     names: Vec<&'static str>,
 }
 

@@ -42,7 +42,7 @@ impl Partition {
                 state: AppState::New,
                 seq,
                 submitted: Instant::now(),
-                asks: HashMap::new(),
+                asks: Default::default(),
                 ask_order: BTreeSet::new(),
                 pending: Resource::new(),
                 allocated: Resource::new(),

@@ -70,6 +70,11 @@ impl Partition {
             return false;
         };
         app.ask_order.remove(&old.order_key());
+        // A removed or replaced ask gives up its reservations (spec 8.9).
+        self.reservations.cancel_ask(&ReservedAsk {
+            app: app.id.clone(),
+            key: old.key.clone(),
+        });
         let demand = old.resource.mul(old.pending_repeat.max(0) as i64);
         app.pending = app.pending.sub_clamped(&demand);
         let q = app.queue;

@@ -73,6 +73,7 @@ impl Partition {
         let Some(app) = self.apps.remove(app_id) else {
             return;
         };
+        self.reservations.cancel_app(app_id);
         self.queues.sub_pending(app.queue, &app.pending);
         self.queues.sub_allocated(app.queue, &app.allocated);
         self.queues.get_mut(app.queue).apps.remove(&app.seq);

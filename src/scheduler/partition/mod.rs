@@ -9,7 +9,7 @@ mod lifecycle;
 mod nodes;
 mod releases;
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -21,7 +21,9 @@ use super::node::{Node, NodeKey, NodeSortPolicy};
 use super::outcome::{AppTimer, Outcomes};
 use super::placement::{PlacementManager, QueueView};
 use super::queue::{AppSortPolicy, QueueId, QueueState, QueueTree, ROOT};
+use super::reservation::{Reservations, ReservedAsk};
 use super::resource::{compare_shares, shares, Resource};
+use super::{FastMap, FastSet};
 use crate::api::ResourceManagerCallback;
 use crate::config::PartitionConfig;
 use crate::proto::si::v1 as si;
@@ -39,6 +41,9 @@ pub struct AppTimeouts {
     pub start: std::time::Duration,
     /// `Completing` -> `Completed`.
     pub completing: std::time::Duration,
+    /// Age an ask must reach before it may reserve a node; `None` turns
+    /// reservations off.
+    pub reservation_delay: Option<std::time::Duration>,
 }
 
 /// An allocation: an ask placed on a node.
@@ -85,11 +90,12 @@ pub struct FinishedApp {
 #[derive(Default)]
 struct PassState {
     /// Per application: every ask up to and including this key has failed.
-    ask_cursor: HashMap<Arc<str>, AskOrderKey>,
-    exhausted_apps: HashSet<Arc<str>>,
-    exhausted_queues: HashSet<QueueId>,
-    /// Ask shapes that fit no node (only used without predicates).
-    unfit_shapes: HashSet<Resource>,
+    ask_cursor: FastMap<Arc<str>, AskOrderKey>,
+    exhausted_apps: FastSet<Arc<str>>,
+    exhausted_queues: FastSet<QueueId>,
+    /// Ask shapes (and whether they could reserve) that found no node and
+    /// no reservation candidate (only used without predicates).
+    unfit_shapes: FastSet<(Resource, bool)>,
 }
 
 /// A partition.
@@ -109,19 +115,21 @@ pub struct Partition {
     /// Whether preemption is enabled (stored; inert as in v0.12).
     pub preemption_enabled: bool,
     /// Nodes by id.
-    pub nodes: HashMap<Arc<str>, Node>,
+    pub nodes: FastMap<Arc<str>, Node>,
     /// Nodes in policy order.
     pub node_order: BTreeSet<NodeKey>,
     /// Sum of node capacities (root's max).
     pub total: Resource,
     /// Active applications by id.
-    pub apps: HashMap<Arc<str>, Application>,
+    pub apps: FastMap<Arc<str>, Application>,
     /// Live allocations by UUID.
-    pub allocations: HashMap<Arc<str>, Allocation>,
+    pub allocations: FastMap<Arc<str>, Allocation>,
     /// Recently terminated applications, newest last.
     pub finished: VecDeque<FinishedApp>,
     /// Allocations made since the partition was created.
     pub allocation_count: u64,
+    /// Nodes held by asks that fit nowhere else (spec 8.9).
+    pub reservations: Reservations,
     seq: u64,
     timeouts: AppTimeouts,
 }
@@ -172,13 +180,14 @@ impl Partition {
                 &cfg.node_sort_policy.resource_weights,
             )?,
             preemption_enabled: cfg.preemption.enabled,
-            nodes: HashMap::new(),
+            nodes: FastMap::default(),
             node_order: BTreeSet::new(),
             total: Resource::new(),
-            apps: HashMap::new(),
-            allocations: HashMap::new(),
+            apps: FastMap::default(),
+            allocations: FastMap::default(),
             finished: VecDeque::new(),
             allocation_count: 0,
+            reservations: Reservations::default(),
             seq: 0,
             timeouts,
         })

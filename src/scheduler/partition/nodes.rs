@@ -197,6 +197,7 @@ impl Partition {
         let Some(node) = self.nodes.get(node_id) else {
             return;
         };
+        self.reservations.cancel_node(node_id);
         let uuids: Vec<Arc<str>> = node.allocations.iter().cloned().collect();
         let mut released = Vec::new();
         let mut touched = Vec::new();
