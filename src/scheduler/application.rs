@@ -169,7 +169,7 @@ pub struct Application {
     /// Sum of the application's allocations.
     pub allocated: Resource,
     /// UUIDs of its allocations.
-    pub allocations: BTreeSet<Arc<str>>,
+    pub allocations: super::FastSet<Arc<str>>,
     /// Bumped on each state change so stale timers do nothing.
     pub state_epoch: u64,
     /// Gang placeholder total (stored for later use).

@@ -250,7 +250,11 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                 allocated: res(&a.allocated),
                 pending: res(&a.pending),
                 pending_asks,
-                allocations: a.allocations.iter().map(|u| u.to_string()).collect(),
+                allocations: {
+                    let mut v: Vec<String> = a.allocations.iter().map(|u| u.to_string()).collect();
+                    v.sort();
+                    v
+                },
             }
         })
         .collect();
@@ -270,17 +274,21 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
-            allocations: n
-                .allocations
-                .iter()
-                .filter_map(|u| p.allocations.get(u))
-                .map(|a| AllocationDump {
-                    uuid: a.uuid.to_string(),
-                    allocation_key: a.key.to_string(),
-                    application_id: a.app_id.to_string(),
-                    resource: res(&a.resource),
-                })
-                .collect(),
+            allocations: {
+                let mut v: Vec<AllocationDump> = n
+                    .allocations
+                    .iter()
+                    .filter_map(|u| p.allocations.get(u))
+                    .map(|a| AllocationDump {
+                        uuid: a.uuid.to_string(),
+                        allocation_key: a.key.to_string(),
+                        application_id: a.app_id.to_string(),
+                        resource: res(&a.resource),
+                    })
+                    .collect();
+                v.sort_by(|x, y| x.uuid.cmp(&y.uuid));
+                v
+            },
         })
         .collect();
     nodes.sort_by(|a, b| a.id.cmp(&b.id));

@@ -1,7 +1,7 @@
 //! Nodes and the policy that orders them.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::resource::{intern, ResId, Resource};
@@ -130,7 +130,7 @@ pub struct Node {
     /// False while draining.
     pub schedulable: bool,
     /// UUIDs of the allocations on this node.
-    pub allocations: BTreeSet<Arc<str>>,
+    pub allocations: super::FastSet<Arc<str>>,
     /// The node's current key in the partition's order.
     pub key: NodeKey,
 }
@@ -158,7 +158,7 @@ impl Node {
             allocated: Resource::new(),
             available,
             schedulable: true,
-            allocations: BTreeSet::new(),
+            allocations: Default::default(),
             key,
         }
     }

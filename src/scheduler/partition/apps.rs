@@ -46,7 +46,7 @@ impl Partition {
                 ask_order: BTreeSet::new(),
                 pending: Resource::new(),
                 allocated: Resource::new(),
-                allocations: BTreeSet::new(),
+                allocations: Default::default(),
                 state_epoch: 0,
                 placeholder_ask,
             },
