@@ -25,6 +25,11 @@ import (
 // library still holds; tests check it drops back after Close.
 var liveHandles atomic.Int64
 
+// unreleased counts registrations whose handle Close had to delete because
+// the library never called release for them (a registration refused
+// before the library copied its table).
+var unreleased atomic.Int64
+
 // registration is what one callback table's user_data points to: the
 // RM's callback object and where to log. Its cgo.Handle is deleted when
 // the library calls release, or at the latest when the Scheduler closes.

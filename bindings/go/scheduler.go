@@ -324,6 +324,7 @@ func (s *Scheduler) Close() error {
 	}
 	s.mu.Unlock()
 	for _, r := range left {
+		unreleased.Add(1)
 		r.free()
 	}
 	close(s.done)
