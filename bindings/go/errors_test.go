@@ -64,6 +64,9 @@ func TestRegisterErrors(t *testing.T) {
 	_, err = s.RegisterResourceManager(nil, rm)
 	wantError(t, err, ErrInvalidArgument, "request")
 
+	_, err = s.registerEncoded([]byte{0xff, 0xff, 0xff}, rm)
+	wantError(t, err, ErrDecode, "not a valid encoding")
+
 	// After the failures the scheduler still works.
 	register(t, s, "rm", rm)
 }

@@ -135,6 +135,12 @@ func (s *Scheduler) RegisterResourceManager(request *si.RegisterResourceManagerR
 	if err != nil {
 		return nil, err
 	}
+	return s.registerEncoded(b, callback)
+}
+
+// registerEncoded registers an encoded si.RegisterResourceManagerRequest.
+func (s *Scheduler) registerEncoded(b []byte, callback api.ResourceManagerCallback) (*si.RegisterResourceManagerResponse, error) {
+	const op = "RegisterResourceManager"
 	p, err := s.enter(op)
 	if err != nil {
 		return nil, err
