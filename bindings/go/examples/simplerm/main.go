@@ -46,6 +46,7 @@ type rm struct {
 
 var _ api.ResourceManagerCallback = (*rm)(nil)
 
+// UpdateAllocation receives new, released and rejected allocations.
 func (r *rm) UpdateAllocation(resp *si.AllocationResponse) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -70,6 +71,7 @@ func (r *rm) UpdateAllocation(resp *si.AllocationResponse) error {
 	return nil
 }
 
+// UpdateApplication learns whether applications were accepted.
 func (r *rm) UpdateApplication(resp *si.ApplicationResponse) error {
 	for _, a := range resp.Accepted {
 		fmt.Printf("application %s accepted\n", a.ApplicationID)
@@ -80,6 +82,7 @@ func (r *rm) UpdateApplication(resp *si.ApplicationResponse) error {
 	return nil
 }
 
+// UpdateNode learns whether nodes were accepted.
 func (r *rm) UpdateNode(resp *si.NodeResponse) error {
 	for _, n := range resp.Accepted {
 		fmt.Printf("node %s accepted\n", n.NodeID)
@@ -88,11 +91,19 @@ func (r *rm) UpdateNode(resp *si.NodeResponse) error {
 }
 
 // Predicates lets the RM veto a node for a task; here every node fits.
-func (r *rm) Predicates(*si.PredicatesArgs) error                     { return nil }
+func (r *rm) Predicates(*si.PredicatesArgs) error { return nil }
+
+// ReSyncSchedulerCache has nothing to resync in this example.
 func (r *rm) ReSyncSchedulerCache(*si.ReSyncSchedulerCacheArgs) error { return nil }
-func (r *rm) SendEvent([]*si.EventRecord)                             {}
+
+// SendEvent ignores the scheduler's events.
+func (r *rm) SendEvent([]*si.EventRecord) {}
+
+// UpdateContainerSchedulingState ignores scheduling-state updates.
 func (r *rm) UpdateContainerSchedulingState(*si.UpdateContainerSchedulingStateRequest) {
 }
+
+// UpdateConfiguration accepts any configuration change.
 func (r *rm) UpdateConfiguration(*si.UpdateConfigurationRequest) *si.UpdateConfigurationResponse {
 	return &si.UpdateConfigurationResponse{Success: true}
 }
