@@ -110,6 +110,7 @@ func TestCloseWithCallbacksInFlight(t *testing.T) {
 		const rmID = "rm-close"
 		var running, afterClose atomic.Int32
 		var closed atomic.Bool
+		var badClose atomic.Int32
 		started := make(chan struct{})
 		var startOnce sync.Once
 		rm.onAllocation = func(r *si.AllocationResponse) error {
@@ -120,6 +121,11 @@ func TestCloseWithCallbacksInFlight(t *testing.T) {
 			}
 			startOnce.Do(func() { close(started) })
 			time.Sleep(time.Millisecond)
+			// Close from inside a callback is refused, also while another
+			// goroutine's Close is waiting for this very callback.
+			if err := s.Close(); !errors.Is(err, ErrWouldDeadlock) {
+				badClose.Add(1)
+			}
 			// Keep feeding the scheduler from inside the callback; once
 			// Close has begun these calls fail with ErrStopped.
 			for _, a := range r.New {
@@ -178,6 +184,9 @@ func TestCloseWithCallbacksInFlight(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		time.Sleep(20 * time.Millisecond)
+		if n := badClose.Load(); n != 0 {
+			t.Errorf("%d Close calls from inside a callback were not refused with ErrWouldDeadlock", n)
+		}
 		if n := afterClose.Load(); n != 0 {
 			t.Errorf("%d callbacks started after Close returned", n)
 		}

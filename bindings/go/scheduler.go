@@ -5,12 +5,14 @@ package sicore
 #include <stdint.h>
 #include "sicore.h"
 void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle);
+uintptr_t sicore_go_current_handle(void);
 */
 import "C"
 
 import (
 	"log/slog"
 	"runtime"
+	"runtime/cgo"
 	"sync"
 	"unsafe"
 
@@ -282,9 +284,22 @@ func (s *Scheduler) StateDump() ([]byte, error) {
 	return takeBuffer(&jsonBuf), nil
 }
 
-// probeID is a cluster ID no resource manager can have; UpdateConfiguration
-// with it fails at once, with StatusWouldDeadlock on a library thread.
-const probeID = "\x00sicore-go: close probe"
+// inOwnCallback reports whether the caller runs inside one of s's
+// callbacks (the trampolines note the running registration per thread).
+func (s *Scheduler) inOwnCallback() bool {
+	h := cgo.Handle(C.sicore_go_current_handle())
+	if h == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r := range s.regs {
+		if r.handle == h {
+			return true
+		}
+	}
+	return false
+}
 
 // Close stops the scheduler: pending work is abandoned, the library's
 // threads are joined and every callback registration is released. When
@@ -296,19 +311,14 @@ const probeID = "\x00sicore-go: close probe"
 // error matching ErrWouldDeadlock and the scheduler keeps running.
 func (s *Scheduler) Close() error {
 	const op = "Close"
+	if s.inOwnCallback() {
+		return newError(op, StatusWouldDeadlock, "Close cannot be called from inside a callback of the same scheduler")
+	}
 	s.mu.Lock()
 	if s.closing {
-		done := s.done
 		s.mu.Unlock()
-		<-done
+		<-s.done
 		return nil
-	}
-	// Only the library knows whether this thread is one of its own: ask it
-	// with a synchronous call that returns at once either way.
-	err := s.updateConfiguration(op, s.ptr, probeID)
-	if e, ok := err.(*Error); ok && e.Status == StatusWouldDeadlock {
-		s.mu.Unlock()
-		return newError(op, StatusWouldDeadlock, "Close cannot be called from inside a callback of the same scheduler")
 	}
 	s.closing = true
 	for s.inflight > 0 {

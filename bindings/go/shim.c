@@ -8,36 +8,62 @@
 #include "sicore.h"
 #include "_cgo_export.h"
 
+// The handle of the callback running on this thread, 0 outside callbacks.
+// Library callbacks run on library threads and a Go callback stays on the
+// thread that called it, so Go code can ask whether it runs inside a
+// callback, and of which registration (Scheduler.Close uses it).
+static __thread uintptr_t current_handle;
+
+uintptr_t sicore_go_current_handle(void) {
+	return current_handle;
+}
+
+#define IN_CALLBACK(ud, call)                     \
+	uintptr_t saved = current_handle;         \
+	current_handle = (uintptr_t)(ud);         \
+	call;                                     \
+	current_handle = saved
+
 static int32_t shim_update_allocation(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
-	return sicoreGoUpdateAllocation((uintptr_t)ud, (uint8_t *)msg, len, r);
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoUpdateAllocation((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
 }
 
 static int32_t shim_update_application(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
-	return sicoreGoUpdateApplication((uintptr_t)ud, (uint8_t *)msg, len, r);
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoUpdateApplication((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
 }
 
 static int32_t shim_update_node(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
-	return sicoreGoUpdateNode((uintptr_t)ud, (uint8_t *)msg, len, r);
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoUpdateNode((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
 }
 
 static int32_t shim_predicates(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
-	return sicoreGoPredicates((uintptr_t)ud, (uint8_t *)msg, len, r);
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoPredicates((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
 }
 
 static int32_t shim_resync_scheduler_cache(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
-	return sicoreGoReSyncSchedulerCache((uintptr_t)ud, (uint8_t *)msg, len, r);
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoReSyncSchedulerCache((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
 }
 
 static void shim_send_event(void *ud, const uint8_t *msg, size_t len) {
-	sicoreGoSendEvent((uintptr_t)ud, (uint8_t *)msg, len);
+	IN_CALLBACK(ud, sicoreGoSendEvent((uintptr_t)ud, (uint8_t *)msg, len));
 }
 
 static void shim_update_container_scheduling_state(void *ud, const uint8_t *msg, size_t len) {
-	sicoreGoUpdateContainerSchedulingState((uintptr_t)ud, (uint8_t *)msg, len);
+	IN_CALLBACK(ud, sicoreGoUpdateContainerSchedulingState((uintptr_t)ud, (uint8_t *)msg, len));
 }
 
 static void shim_update_configuration(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
-	sicoreGoUpdateConfiguration((uintptr_t)ud, (uint8_t *)msg, len, r);
+	IN_CALLBACK(ud, sicoreGoUpdateConfiguration((uintptr_t)ud, (uint8_t *)msg, len, r));
 }
 
 static void shim_release(void *ud) {
