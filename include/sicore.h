@@ -162,7 +162,10 @@ void sicore_free(struct sicore_scheduler *s);
 // Registers (or re-registers, resetting its state) a resource manager.
 //
 // `request` is an encoded `si.v1.RegisterResourceManagerRequest`;
-// `callbacks` is copied. Synchronous: loads the policy group's
+// `callbacks` is copied. Once `callbacks` is non-NULL the library owns
+// `user_data`, whatever the outcome: its `release` runs exactly once, right
+// away if the registration fails, else when the table is replaced by a
+// re-registration or the scheduler is freed. Synchronous: loads the policy group's
 // configuration and returns `SICORE_REJECTED` with the reason when it is
 // missing or invalid. On success `response_out` (nullable) receives an
 // encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback

@@ -23,7 +23,7 @@ pub mod rmproxy;
 pub mod scheduler;
 pub mod security;
 
-
-
-
-
+pub use api::{ResourceManagerCallback, SchedulerApi};
+pub use error::{Error, Status};
+pub use options::Options;
+pub use rmproxy::Scheduler;

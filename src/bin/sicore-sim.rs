@@ -1,1 +1,578 @@
-fn main() {}
+//! `sicore-sim`: a simulated resource manager that drives the scheduler
+//! through the same `extern "C"` functions a C resource manager uses, with
+//! its own callback table, and reports what the scheduler did.
+//!
+//! With no arguments it runs the built-in workload on the embedded default
+//! configuration: 100 nodes, 4 applications in 3 queues, 10,000 asks.
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use prost::Message;
+use sicore::ffi::*;
+use sicore::proto::si::v1 as si;
+use sicore::proto::sicore::v1::SchedulerOptions;
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "Simulated resource manager driving libsicore through its C ABI"
+)]
+struct Args {
+    /// Number of nodes.
+    #[arg(long, default_value_t = 100)]
+    nodes: usize,
+    /// Number of asks (each for one allocation).
+    #[arg(long, default_value_t = 10_000)]
+    asks: usize,
+    /// Number of applications, spread over the queues.
+    #[arg(long, default_value_t = 4)]
+    apps: usize,
+    /// Comma-separated queues the applications go to.
+    #[arg(long, default_value = "root.team-a,root.team-b,root.batch")]
+    queues: String,
+    /// A queues.yaml to use instead of the embedded default.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Random seed for node sizes and ask shapes.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Install a Predicates callback (accepts every node) to include its cost.
+    #[arg(long)]
+    predicates: bool,
+    /// Give up waiting when no allocation arrives for this many seconds.
+    #[arg(long, default_value_t = 5)]
+    stall_seconds: u64,
+}
+
+/// What the simulated RM has been told.
+#[derive(Default)]
+struct Counters {
+    allocations: AtomicUsize,
+    nodes_accepted: AtomicUsize,
+    nodes_rejected: AtomicUsize,
+    apps_accepted: AtomicUsize,
+    apps_rejected: AtomicUsize,
+    asks_rejected: AtomicUsize,
+    assumed: AtomicUsize,
+    predicate_calls: AtomicUsize,
+    first_alloc_ns: AtomicU64,
+    last_alloc_ns: AtomicU64,
+    start: Mutex<Option<Instant>>,
+    rejections: Mutex<Vec<String>>,
+}
+
+fn counters<'a>(ud: *mut c_void) -> &'a Counters {
+    // SAFETY: user_data is the Arc<Counters> leaked at registration and
+    // reclaimed only by `on_release`, after the last callback.
+    unsafe { &*(ud as *const Counters) }
+}
+
+fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
+    // SAFETY: the library passes a message valid for the callback's duration.
+    M::decode(unsafe { std::slice::from_raw_parts(p, len) }).unwrap_or_default()
+}
+
+unsafe extern "C" fn on_allocation(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let c = counters(ud);
+    let m: si::AllocationResponse = decode(p, len);
+    if !m.new.is_empty() {
+        let since = c
+            .start
+            .lock()
+            .unwrap()
+            .map_or(0, |s| s.elapsed().as_nanos() as u64);
+        let _ = c
+            .first_alloc_ns
+            .compare_exchange(0, since, Ordering::SeqCst, Ordering::SeqCst);
+        c.last_alloc_ns.store(since, Ordering::SeqCst);
+        c.allocations.fetch_add(m.new.len(), Ordering::SeqCst);
+    }
+    if !m.rejected.is_empty() {
+        c.asks_rejected
+            .fetch_add(m.rejected.len(), Ordering::SeqCst);
+        let mut r = c.rejections.lock().unwrap();
+        r.extend(
+            m.rejected
+                .iter()
+                .take(5)
+                .map(|x| format!("ask {}: {}", x.allocation_key, x.reason)),
+        );
+    }
+    0
+}
+
+unsafe extern "C" fn on_application(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let c = counters(ud);
+    let m: si::ApplicationResponse = decode(p, len);
+    c.apps_accepted
+        .fetch_add(m.accepted.len(), Ordering::SeqCst);
+    c.apps_rejected
+        .fetch_add(m.rejected.len(), Ordering::SeqCst);
+    let mut r = c.rejections.lock().unwrap();
+    r.extend(
+        m.rejected
+            .iter()
+            .map(|x| format!("application {}: {}", x.application_id, x.reason)),
+    );
+    0
+}
+
+unsafe extern "C" fn on_node(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let c = counters(ud);
+    let m: si::NodeResponse = decode(p, len);
+    c.nodes_accepted
+        .fetch_add(m.accepted.len(), Ordering::SeqCst);
+    c.nodes_rejected
+        .fetch_add(m.rejected.len(), Ordering::SeqCst);
+    let mut r = c.rejections.lock().unwrap();
+    r.extend(
+        m.rejected
+            .iter()
+            .take(5)
+            .map(|x| format!("node {}: {}", x.node_id, x.reason)),
+    );
+    0
+}
+
+unsafe extern "C" fn on_predicates(
+    ud: *mut c_void,
+    _p: *const u8,
+    _len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    counters(ud).predicate_calls.fetch_add(1, Ordering::Relaxed);
+    0
+}
+
+unsafe extern "C" fn on_resync(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let m: si::ReSyncSchedulerCacheArgs = decode(p, len);
+    counters(ud)
+        .assumed
+        .fetch_add(m.assumed_allocations.len(), Ordering::Relaxed);
+    0
+}
+
+unsafe extern "C" fn on_release(ud: *mut c_void) {
+    // SAFETY: the Arc leaked at registration; the library releases it once.
+    drop(Arc::from_raw(ud as *const Counters));
+}
+
+fn take_string(buf: sicore_buffer) -> String {
+    if buf.data.is_null() {
+        return String::new();
+    }
+    // SAFETY: a buffer the library returned, read once before it is freed.
+    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) })
+        .into_owned();
+    sicore_buffer_free(buf);
+    s
+}
+
+fn check(what: &str, st: sicore_status, err: sicore_buffer) -> Result<(), String> {
+    let msg = take_string(err);
+    if st == sicore_status::SICORE_OK {
+        Ok(())
+    } else {
+        Err(format!("{what} failed with {st:?}: {msg}"))
+    }
+}
+
+fn resource(memory: i64, vcore: i64) -> Option<si::Resource> {
+    Some(si::Resource {
+        resources: [("memory", memory), ("vcore", vcore)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), si::Quantity { value: v }))
+            .collect(),
+    })
+}
+
+type UpdateFn =
+    extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status;
+
+struct Sim {
+    sched: *mut sicore_scheduler,
+    counters: Arc<Counters>,
+}
+
+impl Sim {
+    fn call(&self, what: &str, f: UpdateFn, msg: &impl Message) -> Result<(), String> {
+        let bytes = msg.encode_to_vec();
+        let mut err = sicore_buffer::empty();
+        let st = f(self.sched, bytes.as_ptr(), bytes.len(), &mut err);
+        check(what, st, err)
+    }
+
+    fn wait_for(
+        &self,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&Counters) -> bool,
+    ) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        while !done(&self.counters) {
+            if Instant::now() > deadline {
+                return Err(format!("timed out waiting for {what}"));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        Ok(())
+    }
+
+    fn dump(&self) -> Result<serde_json::Value, String> {
+        let mut json = sicore_buffer::empty();
+        let mut err = sicore_buffer::empty();
+        let st = sicore_state_dump(self.sched, &mut json, &mut err);
+        check("state dump", st, err)?;
+        serde_json::from_str(&take_string(json)).map_err(|e| e.to_string())
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        sicore_free(self.sched);
+    }
+}
+
+fn pct(used: f64, total: f64) -> f64 {
+    if total > 0.0 {
+        100.0 * used / total
+    } else {
+        0.0
+    }
+}
+
+fn print_queue(q: &serde_json::Value, depth: usize) {
+    let get = |k: &str, r: &str| q[k][r].as_i64().unwrap_or(0);
+    println!(
+        "  {:<28} {:>6} apps  allocated memory {:>12} vcore {:>8}  pending memory {:>10}",
+        format!(
+            "{}{}",
+            "  ".repeat(depth),
+            q["path"].as_str().unwrap_or("?")
+        ),
+        q["total_applications"].as_u64().unwrap_or(0),
+        get("allocated", "memory"),
+        get("allocated", "vcore"),
+        get("pending", "memory"),
+    );
+    for c in q["children"].as_array().into_iter().flatten() {
+        print_queue(c, depth + 1);
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let mut rng = fastrand::Rng::with_seed(args.seed);
+    let mut options = SchedulerOptions::default();
+    let config_name = match &args.config {
+        Some(path) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            options.policy_configs.insert("queues".into(), text);
+            path.display().to_string()
+        }
+        None => "embedded default".to_string(),
+    };
+    let bytes = options.encode_to_vec();
+    let mut sched = std::ptr::null_mut();
+    let mut err = sicore_buffer::empty();
+    check(
+        "sicore_new",
+        sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err),
+        err,
+    )?;
+    let sim = Sim {
+        sched,
+        counters: Arc::new(Counters::default()),
+    };
+
+    let table = sicore_callbacks {
+        user_data: Arc::into_raw(sim.counters.clone()) as *mut c_void,
+        update_allocation: Some(on_allocation),
+        update_application: Some(on_application),
+        update_node: Some(on_node),
+        predicates: if args.predicates {
+            Some(on_predicates)
+        } else {
+            None
+        },
+        resync_scheduler_cache: Some(on_resync),
+        send_event: None,
+        update_container_scheduling_state: None,
+        update_configuration: None,
+        release: Some(on_release),
+    };
+    let reg = si::RegisterResourceManagerRequest {
+        rm_id: "sim".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        policy_group: "queues".into(),
+    }
+    .encode_to_vec();
+    let mut err = sicore_buffer::empty();
+    let st = sicore_register_resource_manager(
+        sim.sched,
+        reg.as_ptr(),
+        reg.len(),
+        &table,
+        std::ptr::null_mut(),
+        &mut err,
+    );
+    check("RegisterResourceManager", st, err)?;
+
+    // Nodes: memory around 400,000 and 250 vcores, so the default workload
+    // (about 32M memory and 20k vcores in all) fits with room to spare.
+    let nodes: Vec<si::NodeInfo> = (0..args.nodes)
+        .map(|i| si::NodeInfo {
+            node_id: format!("node-{i:05}"),
+            action: si::node_info::ActionFromRm::Create as i32,
+            schedulable_resource: resource(rng.i64(350_000..=450_000), rng.i64(200..=300)),
+            ..Default::default()
+        })
+        .collect();
+    sim.call(
+        "UpdateNode",
+        sicore_update_node,
+        &si::NodeRequest {
+            nodes,
+            rm_id: "sim".into(),
+        },
+    )?;
+    sim.wait_for("nodes", Duration::from_secs(30), |c| {
+        c.nodes_accepted.load(Ordering::SeqCst) + c.nodes_rejected.load(Ordering::SeqCst)
+            == args.nodes
+    })?;
+
+    let queues: Vec<&str> = args
+        .queues
+        .split(',')
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .collect();
+    if queues.is_empty() || args.apps == 0 {
+        return Err("need at least one queue and one application".into());
+    }
+    let apps: Vec<si::AddApplicationRequest> = (0..args.apps)
+        .map(|i| si::AddApplicationRequest {
+            application_id: format!("app-{i}"),
+            queue_name: queues[i % queues.len()].to_string(),
+            partition_name: "default".into(),
+            ugi: Some(si::UserGroupInformation {
+                user: format!("user-{}", i % 3),
+                groups: vec![],
+            }),
+            ..Default::default()
+        })
+        .collect();
+    sim.call(
+        "UpdateApplication",
+        sicore_update_application,
+        &si::ApplicationRequest {
+            new: apps,
+            rm_id: "sim".into(),
+            ..Default::default()
+        },
+    )?;
+    sim.wait_for("applications", Duration::from_secs(30), |c| {
+        c.apps_accepted.load(Ordering::SeqCst) + c.apps_rejected.load(Ordering::SeqCst) == args.apps
+    })?;
+    let accepted_apps = sim.counters.apps_accepted.load(Ordering::SeqCst);
+    if accepted_apps == 0 {
+        return Err(format!(
+            "no application was accepted: {:?}",
+            sim.counters.rejections.lock().unwrap()
+        ));
+    }
+
+    // Asks of a few common container shapes, submitted in batches.
+    let shapes = [(512, 1), (1024, 1), (2048, 2), (4096, 2), (8192, 4)];
+    let asks: Vec<si::AllocationAsk> = (0..args.asks)
+        .map(|i| {
+            let (m, v) = shapes[rng.usize(..shapes.len())];
+            si::AllocationAsk {
+                allocation_key: format!("ask-{i}"),
+                application_id: format!("app-{}", i % accepted_apps),
+                partition_name: "default".into(),
+                resource_ask: resource(m, v),
+                max_allocations: 1,
+                ..Default::default()
+            }
+        })
+        .collect();
+    *sim.counters.start.lock().unwrap() = Some(Instant::now());
+    let started = Instant::now();
+    for chunk in asks.chunks(1000) {
+        sim.call(
+            "UpdateAllocation",
+            sicore_update_allocation,
+            &si::AllocationRequest {
+                asks: chunk.to_vec(),
+                rm_id: "sim".into(),
+                ..Default::default()
+            },
+        )?;
+    }
+
+    let tty = std::io::stderr().is_terminal();
+    let mut last_count = 0;
+    let mut last_progress = Instant::now();
+    loop {
+        let n = sim.counters.allocations.load(Ordering::SeqCst);
+        let rejected = sim.counters.asks_rejected.load(Ordering::SeqCst);
+        if tty {
+            let width = 40;
+            let filled = (n * width) / args.asks.max(1);
+            eprint!(
+                "\r[{}{}] {n}/{} allocations  {:.1}s ",
+                "=".repeat(filled.min(width)),
+                " ".repeat(width - filled.min(width)),
+                args.asks,
+                started.elapsed().as_secs_f64()
+            );
+            let _ = std::io::stderr().flush();
+        }
+        if n + rejected >= args.asks {
+            break;
+        }
+        if n != last_count {
+            last_count = n;
+            last_progress = Instant::now();
+        } else if last_progress.elapsed() > Duration::from_secs(args.stall_seconds) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(if tty { 50 } else { 5 }));
+    }
+    if tty {
+        eprintln!();
+    }
+
+    let c = &sim.counters;
+    let made = c.allocations.load(Ordering::SeqCst);
+    let first = c.first_alloc_ns.load(Ordering::SeqCst) as f64 / 1e9;
+    let last = c.last_alloc_ns.load(Ordering::SeqCst) as f64 / 1e9;
+    let dump = sim.dump()?;
+    println!("sicore-sim report");
+    println!("  library            sicore {}", env!("CARGO_PKG_VERSION"));
+    println!("  configuration      {config_name}");
+    println!("  seed               {}", args.seed);
+    println!(
+        "  nodes              {} accepted, {} rejected",
+        c.nodes_accepted.load(Ordering::SeqCst),
+        c.nodes_rejected.load(Ordering::SeqCst)
+    );
+    println!(
+        "  applications       {} accepted, {} rejected",
+        accepted_apps,
+        c.apps_rejected.load(Ordering::SeqCst)
+    );
+    println!("  asks submitted     {}", args.asks);
+    println!(
+        "  asks rejected      {}",
+        c.asks_rejected.load(Ordering::SeqCst)
+    );
+    println!("  allocations made   {made}");
+    println!(
+        "  left pending       {}",
+        args.asks
+            .saturating_sub(made + c.asks_rejected.load(Ordering::SeqCst))
+    );
+    println!(
+        "  first allocation   {:.3} ms after submission",
+        first * 1e3
+    );
+    println!("  last allocation    {:.3} ms after submission", last * 1e3);
+    if last > 0.0 {
+        println!(
+            "  throughput         {:.0} allocations/s (submission to last allocation)",
+            made as f64 / last
+        );
+    }
+    if args.predicates {
+        println!(
+            "  predicate calls    {}",
+            c.predicate_calls.load(Ordering::Relaxed)
+        );
+    }
+    println!("  assumed (ReSync)   {}", c.assumed.load(Ordering::Relaxed));
+    for r in c.rejections.lock().unwrap().iter().take(10) {
+        println!("  rejection          {r}");
+    }
+
+    let partition = &dump["partitions"][0];
+    println!("\nqueues");
+    print_queue(&partition["root"], 0);
+
+    println!("\nnodes (memory used %, vcore used %)");
+    let mut utils: Vec<(String, f64, f64)> = partition["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|n| {
+            let f = |k: &str, r: &str| n[k][r].as_f64().unwrap_or(0.0);
+            (
+                n["id"].as_str().unwrap_or("?").to_string(),
+                pct(f("allocated", "memory"), f("capacity", "memory")),
+                pct(f("allocated", "vcore"), f("capacity", "vcore")),
+            )
+        })
+        .collect();
+    for row in utils.chunks(4) {
+        let cells: Vec<String> = row
+            .iter()
+            .map(|(id, m, v)| format!("{id} {m:5.1}% {v:5.1}%"))
+            .collect();
+        println!("  {}", cells.join("   "));
+    }
+    utils.sort_by(|a, b| a.1.total_cmp(&b.1));
+    if let (Some(lo), Some(hi)) = (utils.first(), utils.last()) {
+        let mean = utils.iter().map(|u| u.1).sum::<f64>() / utils.len() as f64;
+        println!(
+            "  memory used: min {:.1}% ({}), mean {mean:.1}%, max {:.1}% ({})",
+            lo.1, lo.0, hi.1, hi.0
+        );
+    }
+    let by_state: BTreeMap<String, usize> = partition["applications"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .fold(BTreeMap::new(), |mut m, a| {
+            *m.entry(a["state"].as_str().unwrap_or("?").to_string())
+                .or_default() += 1;
+            m
+        });
+    println!("\napplication states  {by_state:?}");
+    Ok(())
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(args) {
+        eprintln!("sicore-sim: {e}");
+        std::process::exit(1);
+    }
+}

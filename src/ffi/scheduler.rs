@@ -99,7 +99,10 @@ pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
 /// Registers (or re-registers, resetting its state) a resource manager.
 ///
 /// `request` is an encoded `si.v1.RegisterResourceManagerRequest`;
-/// `callbacks` is copied. Synchronous: loads the policy group's
+/// `callbacks` is copied. Once `callbacks` is non-NULL the library owns
+/// `user_data`, whatever the outcome: its `release` runs exactly once, right
+/// away if the registration fails, else when the table is replaced by a
+/// re-registration or the scheduler is freed. Synchronous: loads the policy group's
 /// configuration and returns `SICORE_REJECTED` with the reason when it is
 /// missing or invalid. On success `response_out` (nullable) receives an
 /// encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback
@@ -114,15 +117,20 @@ pub extern "C" fn sicore_register_resource_manager(
     error_out: *mut sicore_buffer,
 ) -> sicore_status {
     boundary(error_out, || {
-        let sched = scheduler(s)?;
         // SAFETY: null or a pointer to a callback table valid for this call;
         // it is copied before the call returns.
         let table = unsafe { callbacks.as_ref() }
             .copied()
             .ok_or_else(|| Error::invalid("callbacks is a null pointer"))?;
-        let req: si::RegisterResourceManagerRequest =
-            decode(request, request_len, "request (si.v1.RegisterResourceManagerRequest)")?;
-        let resp = sched.register_resource_manager(req, Arc::new(CallbackTable::new(table)))?;
+        // Owned from here on: whatever happens next, `release` runs once.
+        let table = Arc::new(CallbackTable::new(table));
+        let sched = scheduler(s)?;
+        let req: si::RegisterResourceManagerRequest = decode(
+            request,
+            request_len,
+            "request (si.v1.RegisterResourceManagerRequest)",
+        )?;
+        let resp = sched.register_resource_manager(req, table)?;
         // SAFETY: null or writable storage for one sicore_buffer.
         if let Some(out) = unsafe { response_out.as_mut() } {
             *out = sicore_buffer::from_vec(prost::Message::encode_to_vec(&resp));
@@ -144,7 +152,11 @@ pub extern "C" fn sicore_update_allocation(
 ) -> sicore_status {
     boundary(error_out, || {
         let sched = scheduler(s)?;
-        sched.update_allocation(decode(request, request_len, "request (si.v1.AllocationRequest)")?)
+        sched.update_allocation(decode(
+            request,
+            request_len,
+            "request (si.v1.AllocationRequest)",
+        )?)
     })
 }
 
@@ -159,7 +171,11 @@ pub extern "C" fn sicore_update_application(
 ) -> sicore_status {
     boundary(error_out, || {
         let sched = scheduler(s)?;
-        sched.update_application(decode(request, request_len, "request (si.v1.ApplicationRequest)")?)
+        sched.update_application(decode(
+            request,
+            request_len,
+            "request (si.v1.ApplicationRequest)",
+        )?)
     })
 }
 

@@ -252,7 +252,11 @@ fn partition_dump(p: &Partition) -> PartitionDump {
             occupied: res(&n.occupied),
             available: res(&n.available),
             schedulable: n.schedulable,
-            attributes: n.attributes.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            attributes: n
+                .attributes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             allocations: n
                 .allocations
                 .iter()

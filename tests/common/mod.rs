@@ -1,0 +1,530 @@
+//! A resource manager written against the C ABI, for the integration
+//! tests: it registers a callback table of `extern "C"` functions and
+//! records, decoded, everything the scheduler tells it.
+
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use sicore::ffi::*;
+use sicore::proto::si::v1 as si;
+use sicore::proto::sicore::v1 as sicore_pb;
+
+pub const WAIT: Duration = Duration::from_secs(20);
+
+/// Everything the RM has been told, in arrival order per kind.
+#[derive(Default, Debug)]
+pub struct Seen {
+    pub allocations: Vec<si::Allocation>,
+    pub released: Vec<si::AllocationRelease>,
+    pub released_asks: Vec<si::AllocationAskRelease>,
+    pub rejected_asks: Vec<si::RejectedAllocationAsk>,
+    pub apps_accepted: Vec<String>,
+    pub apps_rejected: Vec<si::RejectedApplication>,
+    pub app_updates: Vec<si::UpdatedApplication>,
+    pub nodes_accepted: Vec<String>,
+    pub nodes_rejected: Vec<si::RejectedNode>,
+    pub predicate_calls: Vec<si::PredicatesArgs>,
+    pub assumed: Vec<si::AssumedAllocation>,
+    pub forgotten: Vec<si::ForgotAllocation>,
+    pub events: Vec<si::EventRecord>,
+    pub container_states: Vec<si::UpdateContainerSchedulingStateRequest>,
+    /// Allocation keys in the order ReSync(assumed) and UpdateAllocation saw them.
+    pub log: Vec<String>,
+    /// Statuses returned by calls the RM made from inside callbacks.
+    pub reentrant_statuses: Vec<sicore_status>,
+}
+
+/// What a callback does besides recording.
+#[derive(Default)]
+pub struct Behaviour {
+    /// Nodes the predicates callback refuses.
+    pub refuse_nodes: HashSet<String>,
+    /// Install a predicates callback at all.
+    pub with_predicates: bool,
+    /// From inside `update_allocation`, release every new allocation again
+    /// (async call) and try a synchronous call.
+    pub reenter: bool,
+    /// Sleep this long in `update_allocation`.
+    pub slow: Option<Duration>,
+}
+
+pub struct Recorder {
+    pub seen: Mutex<Seen>,
+    cv: Condvar,
+    pub behaviour: Mutex<Behaviour>,
+    pub sched: AtomicPtr<sicore_scheduler>,
+    pub releases: AtomicUsize,
+    pub calls_after_release: AtomicUsize,
+}
+
+impl Recorder {
+    fn record(&self, f: impl FnOnce(&mut Seen)) {
+        if self.releases.load(Ordering::SeqCst) > 0 {
+            self.calls_after_release.fetch_add(1, Ordering::SeqCst);
+        }
+        f(&mut self.seen.lock().unwrap());
+        self.cv.notify_all();
+    }
+}
+
+/// Decodes the borrowed message of a callback.
+fn msg<M: Message + Default>(p: *const u8, len: usize) -> M {
+    // SAFETY: the library passes a message valid for the duration of the call.
+    let bytes = unsafe { std::slice::from_raw_parts(p, len) };
+    M::decode(bytes).expect("the library sends valid messages")
+}
+
+fn rec<'a>(ud: *mut c_void) -> &'a Recorder {
+    // SAFETY: user_data is the Arc<Recorder> leaked at registration, kept
+    // alive until `release` runs.
+    unsafe { &*(ud as *const Recorder) }
+}
+
+unsafe extern "C" fn on_allocation(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let r = rec(ud);
+    let m: si::AllocationResponse = msg(p, len);
+    let (reenter, slow) = {
+        let b = r.behaviour.lock().unwrap();
+        (b.reenter, b.slow)
+    };
+    if let Some(d) = slow {
+        std::thread::sleep(d);
+    }
+    let mut statuses = Vec::new();
+    if reenter && !m.new.is_empty() {
+        let s = r.sched.load(Ordering::SeqCst);
+        let req = si::AllocationRequest {
+            rm_id: "rm".into(),
+            releases: Some(si::AllocationReleasesRequest {
+                allocations_to_release: m
+                    .new
+                    .iter()
+                    .map(|a| si::AllocationRelease {
+                        application_id: a.application_id.clone(),
+                        uuid: a.uuid.clone(),
+                        termination_type: si::TerminationType::StoppedByRm as i32,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bytes = req.encode_to_vec();
+        statuses.push(sicore_update_allocation(
+            s,
+            bytes.as_ptr(),
+            bytes.len(),
+            std::ptr::null_mut(),
+        ));
+        let mut err = sicore_buffer::empty();
+        statuses.push(sicore_update_configuration(s, b"rm".as_ptr(), 2, &mut err));
+        sicore_buffer_free(err);
+    }
+    r.record(|s| {
+        s.reentrant_statuses.extend(statuses);
+        for a in &m.new {
+            s.log.push(format!("alloc:{}", a.allocation_key));
+        }
+        s.allocations.extend(m.new);
+        s.released.extend(m.released);
+        s.released_asks.extend(m.released_asks);
+        s.rejected_asks.extend(m.rejected);
+    });
+    0
+}
+
+unsafe extern "C" fn on_application(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let m: si::ApplicationResponse = msg(p, len);
+    rec(ud).record(|s| {
+        s.apps_accepted
+            .extend(m.accepted.into_iter().map(|a| a.application_id));
+        s.apps_rejected.extend(m.rejected);
+        s.app_updates.extend(m.updated);
+    });
+    0
+}
+
+unsafe extern "C" fn on_node(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let m: si::NodeResponse = msg(p, len);
+    rec(ud).record(|s| {
+        s.nodes_accepted
+            .extend(m.accepted.into_iter().map(|a| a.node_id));
+        s.nodes_rejected.extend(m.rejected);
+    });
+    0
+}
+
+unsafe extern "C" fn on_predicates(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    e: *mut sicore_reply,
+) -> i32 {
+    let r = rec(ud);
+    let m: si::PredicatesArgs = msg(p, len);
+    let refuse = r
+        .behaviour
+        .lock()
+        .unwrap()
+        .refuse_nodes
+        .contains(&m.node_id);
+    r.record(|s| s.predicate_calls.push(m));
+    if refuse {
+        let reason = b"node refused by the test RM";
+        sicore_reply_set(e, reason.as_ptr(), reason.len());
+        1
+    } else {
+        0
+    }
+}
+
+unsafe extern "C" fn on_resync(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let m: si::ReSyncSchedulerCacheArgs = msg(p, len);
+    rec(ud).record(|s| {
+        for a in &m.assumed_allocations {
+            s.log.push(format!("assume:{}", a.allocation_key));
+        }
+        s.assumed.extend(m.assumed_allocations);
+        s.forgotten.extend(m.forget_allocations);
+    });
+    0
+}
+
+unsafe extern "C" fn on_event(ud: *mut c_void, p: *const u8, len: usize) {
+    let m: sicore_pb::EventRecords = msg(p, len);
+    rec(ud).record(|s| s.events.extend(m.events));
+}
+
+unsafe extern "C" fn on_container_state(ud: *mut c_void, p: *const u8, len: usize) {
+    let m: si::UpdateContainerSchedulingStateRequest = msg(p, len);
+    rec(ud).record(|s| s.container_states.push(m));
+}
+
+unsafe extern "C" fn on_update_configuration(
+    _ud: *mut c_void,
+    _p: *const u8,
+    _len: usize,
+    reply: *mut sicore_reply,
+) {
+    let answer = si::UpdateConfigurationResponse {
+        success: true,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    sicore_reply_set(reply, answer.as_ptr(), answer.len());
+}
+
+unsafe extern "C" fn on_release(ud: *mut c_void) {
+    // SAFETY: the Arc leaked at registration; released exactly once.
+    let r = Arc::from_raw(ud as *const Recorder);
+    r.releases.fetch_add(1, Ordering::SeqCst);
+}
+
+/// A scheduler plus one recording RM.
+pub struct Harness {
+    pub sched: *mut sicore_scheduler,
+    pub rec: Arc<Recorder>,
+}
+
+// SAFETY: the scheduler handle is thread-safe by contract.
+unsafe impl Send for Harness {}
+// SAFETY: as above.
+unsafe impl Sync for Harness {}
+
+pub fn take_string(buf: sicore_buffer) -> String {
+    if buf.data.is_null() {
+        return String::new();
+    }
+    // SAFETY: a buffer the library returned, read before it is freed.
+    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) })
+        .into_owned();
+    sicore_buffer_free(buf);
+    s
+}
+
+pub fn options_bytes(o: &sicore_pb::SchedulerOptions) -> Vec<u8> {
+    o.encode_to_vec()
+}
+
+pub fn res(pairs: &[(&str, i64)]) -> Option<si::Resource> {
+    Some(si::Resource {
+        resources: pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), si::Quantity { value: *v }))
+            .collect(),
+    })
+}
+
+pub fn node(id: &str, memory: i64, vcore: i64) -> si::NodeInfo {
+    si::NodeInfo {
+        node_id: id.into(),
+        action: si::node_info::ActionFromRm::Create as i32,
+        schedulable_resource: res(&[("memory", memory), ("vcore", vcore)]),
+        ..Default::default()
+    }
+}
+
+pub fn app(id: &str, queue: &str) -> si::AddApplicationRequest {
+    si::AddApplicationRequest {
+        application_id: id.into(),
+        queue_name: queue.into(),
+        partition_name: "default".into(),
+        ugi: Some(si::UserGroupInformation {
+            user: "alice".into(),
+            groups: vec![],
+        }),
+        ..Default::default()
+    }
+}
+
+pub fn ask(app: &str, key: &str, memory: i64, vcore: i64, repeat: i32) -> si::AllocationAsk {
+    si::AllocationAsk {
+        allocation_key: key.into(),
+        application_id: app.into(),
+        partition_name: "default".into(),
+        resource_ask: res(&[("memory", memory), ("vcore", vcore)]),
+        max_allocations: repeat,
+        ..Default::default()
+    }
+}
+
+impl Harness {
+    /// A scheduler with these options and no RM yet.
+    pub fn new(options: sicore_pb::SchedulerOptions) -> Self {
+        Self::with_behaviour(options, Behaviour::default())
+    }
+
+    pub fn with_behaviour(options: sicore_pb::SchedulerOptions, behaviour: Behaviour) -> Self {
+        let bytes = options_bytes(&options);
+        let mut sched = std::ptr::null_mut();
+        let mut err = sicore_buffer::empty();
+        let st = sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err);
+        assert_eq!(
+            st,
+            sicore_status::SICORE_OK,
+            "sicore_new: {}",
+            take_string(err)
+        );
+        let rec = Arc::new(Recorder {
+            seen: Mutex::new(Seen::default()),
+            cv: Condvar::new(),
+            behaviour: Mutex::new(behaviour),
+            sched: AtomicPtr::new(sched),
+            releases: AtomicUsize::new(0),
+            calls_after_release: AtomicUsize::new(0),
+        });
+        Harness { sched, rec }
+    }
+
+    pub fn callbacks(&self) -> sicore_callbacks {
+        let with_predicates = self.rec.behaviour.lock().unwrap().with_predicates;
+        sicore_callbacks {
+            user_data: Arc::into_raw(self.rec.clone()) as *mut c_void,
+            update_allocation: Some(on_allocation),
+            update_application: Some(on_application),
+            update_node: Some(on_node),
+            predicates: if with_predicates {
+                Some(on_predicates)
+            } else {
+                None
+            },
+            resync_scheduler_cache: Some(on_resync),
+            send_event: Some(on_event),
+            update_container_scheduling_state: Some(on_container_state),
+            update_configuration: Some(on_update_configuration),
+            release: Some(on_release),
+        }
+    }
+
+    /// Registers RM `rm` with a policy group; returns the status and message.
+    pub fn register(&self, rm: &str, policy_group: &str) -> (sicore_status, String) {
+        let req = si::RegisterResourceManagerRequest {
+            rm_id: rm.into(),
+            version: "test".into(),
+            policy_group: policy_group.into(),
+        }
+        .encode_to_vec();
+        let cbs = self.callbacks();
+        let mut resp = sicore_buffer::empty();
+        let mut err = sicore_buffer::empty();
+        let st = sicore_register_resource_manager(
+            self.sched,
+            req.as_ptr(),
+            req.len(),
+            &cbs,
+            &mut resp,
+            &mut err,
+        );
+        if st != sicore_status::SICORE_OK {
+            // The library released the refused table already; do not count
+            // that as the end of the live registration.
+            assert!(
+                self.rec.releases.load(Ordering::SeqCst) > 0,
+                "a refused table is released at once"
+            );
+            self.rec.releases.fetch_sub(1, Ordering::SeqCst);
+        }
+        sicore_buffer_free(resp);
+        (st, take_string(err))
+    }
+
+    /// Calls one of the asynchronous update entry points with raw bytes.
+    pub fn raw(
+        &self,
+        f: extern "C" fn(
+            *mut sicore_scheduler,
+            *const u8,
+            usize,
+            *mut sicore_buffer,
+        ) -> sicore_status,
+        bytes: &[u8],
+    ) -> (sicore_status, String) {
+        let mut err = sicore_buffer::empty();
+        let st = f(self.sched, bytes.as_ptr(), bytes.len(), &mut err);
+        (st, take_string(err))
+    }
+
+    pub fn nodes(&self, nodes: Vec<si::NodeInfo>) -> (sicore_status, String) {
+        let req = si::NodeRequest {
+            nodes,
+            rm_id: "rm".into(),
+        }
+        .encode_to_vec();
+        self.raw(sicore_update_node, &req)
+    }
+
+    pub fn apps(
+        &self,
+        new: Vec<si::AddApplicationRequest>,
+        remove: Vec<si::RemoveApplicationRequest>,
+    ) -> (sicore_status, String) {
+        let req = si::ApplicationRequest {
+            new,
+            remove,
+            rm_id: "rm".into(),
+        }
+        .encode_to_vec();
+        self.raw(sicore_update_application, &req)
+    }
+
+    pub fn asks(&self, asks: Vec<si::AllocationAsk>) -> (sicore_status, String) {
+        let req = si::AllocationRequest {
+            asks,
+            rm_id: "rm".into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        self.raw(sicore_update_allocation, &req)
+    }
+
+    pub fn releases(
+        &self,
+        allocs: Vec<si::AllocationRelease>,
+        asks: Vec<si::AllocationAskRelease>,
+    ) -> (sicore_status, String) {
+        let req = si::AllocationRequest {
+            rm_id: "rm".into(),
+            releases: Some(si::AllocationReleasesRequest {
+                allocations_to_release: allocs,
+                allocation_asks_to_release: asks,
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        self.raw(sicore_update_allocation, &req)
+    }
+
+    pub fn reload(&self, rm: &str) -> (sicore_status, String) {
+        let mut err = sicore_buffer::empty();
+        let st = sicore_update_configuration(self.sched, rm.as_ptr(), rm.len(), &mut err);
+        (st, take_string(err))
+    }
+
+    pub fn dump(&self) -> serde_json::Value {
+        let mut json = sicore_buffer::empty();
+        let mut err = sicore_buffer::empty();
+        let st = sicore_state_dump(self.sched, &mut json, &mut err);
+        assert_eq!(
+            st,
+            sicore_status::SICORE_OK,
+            "state dump: {}",
+            take_string(err)
+        );
+        serde_json::from_str(&take_string(json)).expect("the dump is JSON")
+    }
+
+    /// Waits until `cond` holds on what the RM has seen.
+    pub fn wait(&self, what: &str, cond: impl Fn(&Seen) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        let mut seen = self.rec.seen.lock().unwrap();
+        while !cond(&seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out waiting for {what}; seen: {seen:#?}"
+            );
+            seen = self.rec.cv.wait_timeout(seen, left).unwrap().0;
+        }
+    }
+
+    pub fn seen<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {
+        f(&self.rec.seen.lock().unwrap())
+    }
+
+    /// Registers `rm`, adds nodes and one application in `root.a`.
+    pub fn standard(
+        options: sicore_pb::SchedulerOptions,
+        behaviour: Behaviour,
+        nodes: usize,
+    ) -> Self {
+        let h = Harness::with_behaviour(options, behaviour);
+        let (st, msg) = h.register("rm", "queues");
+        assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+        let list = (0..nodes)
+            .map(|i| node(&format!("node-{i}"), 1000, 10))
+            .collect();
+        assert_eq!(h.nodes(list).0, sicore_status::SICORE_OK);
+        h.wait("nodes accepted", |s| s.nodes_accepted.len() == nodes);
+        assert_eq!(
+            h.apps(vec![app("app-1", "root.a")], vec![]).0,
+            sicore_status::SICORE_OK
+        );
+        h.wait("app accepted", |s| {
+            s.apps_accepted.contains(&"app-1".to_string())
+        });
+        h
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        sicore_free(self.sched);
+    }
+}
