@@ -26,8 +26,8 @@ import (
 var liveHandles atomic.Int64
 
 // unreleased counts registrations whose handle Close had to delete because
-// the library never called release for them (a registration refused
-// before the library copied its table).
+// the library never called release for them; it stays 0 unless the
+// library breaks its contract.
 var unreleased atomic.Int64
 
 // registration is what one callback table's user_data points to: the

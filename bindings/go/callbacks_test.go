@@ -249,9 +249,10 @@ func TestConfigurationAnswer(t *testing.T) {
 	}
 }
 
-// TestRegistrationsReleased checks that the library calls release for the
-// callback tables it took: on re-registration, on a refused registration
-// and at Close, so that Close never has to clean up after it.
+// TestRegistrationsReleased checks that the library calls release for
+// every callback table it was given: on re-registration, right away on a
+// refused registration (bad configuration, missing rmID, malformed
+// request) and at Close, so that Close never has to clean up after it.
 func TestRegistrationsReleased(t *testing.T) {
 	before, orphansBefore := liveHandles.Load(), unreleased.Load()
 	s, err := New(WithPolicyConfig("broken", "partitions: 7\n"))
@@ -270,6 +271,11 @@ func TestRegistrationsReleased(t *testing.T) {
 	if err == nil {
 		t.Fatal("registration without rmID succeeded")
 	}
+	if _, err = s.registerEncoded([]byte{0xff, 0xff}, rm); err == nil {
+		t.Fatal("registration with a malformed request succeeded")
+	}
+	// A refused registration's table is released right away.
+	waitFor(t, "the refused tables released", func() bool { return liveHandles.Load() == before+1 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -148,9 +148,10 @@ func (s *Scheduler) registerEncoded(b []byte, callback api.ResourceManagerCallba
 		return nil, err
 	}
 	defer s.leave()
-	// The library calls release when it drops this table (re-registration,
-	// failure, Close); until then the registration stays reachable through
-	// its handle and s.regs.
+	// The library owns the table from here on, whatever the outcome, and
+	// calls release exactly once (at once on failure, else on
+	// re-registration or Close); until then the registration stays
+	// reachable through its handle and s.regs.
 	r := newRegistration(s, callback)
 	s.remember(r)
 	var table C.sicore_callbacks
@@ -330,9 +331,9 @@ func (s *Scheduler) Close() error {
 
 	C.sicore_free(p)
 
-	// The library has called release for every table it took. Anything
-	// left was never taken (a registration refused before its table was
-	// copied); free it here so no handle outlives the scheduler.
+	// The library owns every table it was given and has called release
+	// for each by now. Anything left is a library bug; free it anyway so
+	// no handle outlives the scheduler (tests check this never happens).
 	s.mu.Lock()
 	left := make([]*registration, 0, len(s.regs))
 	for r := range s.regs {
