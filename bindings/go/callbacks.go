@@ -1,0 +1,296 @@
+package sicore
+
+/*
+#include <stdint.h>
+#include "sicore.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime/cgo"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
+	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
+	"github.com/golang/protobuf/proto"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// liveHandles counts the cgo handles of callback registrations that the
+// library still holds; tests check it drops back after Close.
+var liveHandles atomic.Int64
+
+// unreleased counts registrations whose handle Close had to delete because
+// the library never called release for them; it stays 0 unless the
+// library breaks its contract.
+var unreleased atomic.Int64
+
+// registration is what one callback table's user_data points to: the
+// RM's callback object and where to log. Its cgo.Handle is deleted when
+// the library calls release, or at the latest when the Scheduler closes.
+type registration struct {
+	cb     api.ResourceManagerCallback
+	logger *slog.Logger
+	owner  *Scheduler
+	handle cgo.Handle
+	once   sync.Once
+}
+
+func newRegistration(s *Scheduler, cb api.ResourceManagerCallback) *registration {
+	r := &registration{cb: cb, logger: s.logger, owner: s}
+	r.handle = cgo.NewHandle(r)
+	liveHandles.Add(1)
+	return r
+}
+
+// free deletes the handle; safe to call more than once.
+func (r *registration) free() {
+	r.once.Do(func() {
+		r.owner.forget(r)
+		r.handle.Delete()
+		liveHandles.Add(-1)
+	})
+}
+
+// lookup returns the registration behind a user_data value.
+func lookup(h uintptr) *registration {
+	return cgo.Handle(h).Value().(*registration)
+}
+
+// borrowed views a message the library lends for the duration of a
+// callback. proto.Unmarshal copies what it keeps, so nothing aliases it
+// after the callback returns.
+func borrowed(msg *C.uint8_t, n C.size_t) []byte {
+	if msg == nil || n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(msg)), int(n))
+}
+
+// setReply hands bytes to the library as a callback's answer; the library
+// copies them before sicore_reply_set returns.
+func setReply(reply *C.sicore_reply, b []byte) {
+	if reply == nil {
+		return
+	}
+	var p *C.uint8_t
+	if len(b) > 0 {
+		p = (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(b)))
+	}
+	C.sicore_reply_set(reply, p, C.size_t(len(b)))
+}
+
+// loggerOf returns the registration's logger, or the default one when the
+// handle itself is bad.
+func loggerOf(r *registration) *slog.Logger {
+	if r != nil && r.logger != nil {
+		return r.logger
+	}
+	return slog.Default()
+}
+
+// statusCall runs one status callback: decode into m, call, and turn an
+// error or a panic into a non-zero return with the reason in reply. No
+// panic leaves this function, so none unwinds into the library.
+func statusCall(h C.uintptr_t, method string, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply,
+	m proto.Message, call func(api.ResourceManagerCallback) error) C.int32_t {
+	rc, reason := runStatus(uintptr(h), method, borrowed(msg, n), m, call)
+	if rc != 0 {
+		setReply(reply, reason)
+	}
+	return C.int32_t(rc)
+}
+
+// runStatus is the Go side of statusCall: it returns 0, or 1 and the
+// reason for the library.
+func runStatus(h uintptr, method string, msg []byte, m proto.Message,
+	call func(api.ResourceManagerCallback) error) (rc int32, reason []byte) {
+	var r *registration
+	defer func() {
+		if p := recover(); p != nil {
+			logPanic(r, method, p)
+			rc, reason = 1, []byte(fmt.Sprintf("panic in ResourceManagerCallback.%s: %v", method, p))
+		}
+	}()
+	r = lookup(h)
+	if err := proto.Unmarshal(msg, m); err != nil {
+		return 1, []byte(fmt.Sprintf("sicore Go binding: cannot decode the %s message: %v", method, err))
+	}
+	if err := call(r.cb); err != nil {
+		text := err.Error()
+		if text == "" {
+			text = fmt.Sprintf("ResourceManagerCallback.%s returned an error", method)
+		}
+		return 1, []byte(text)
+	}
+	return 0, nil
+}
+
+// notifyCall runs a callback that reports nothing back; errors and panics
+// are logged.
+func notifyCall(h uintptr, method string, call func(*registration) error) {
+	var r *registration
+	defer func() {
+		if p := recover(); p != nil {
+			logPanic(r, method, p)
+		}
+	}()
+	r = lookup(h)
+	if err := call(r); err != nil {
+		loggerOf(r).Error("sicore: cannot deliver a callback", "method", method, "error", err)
+	}
+}
+
+func logPanic(r *registration, method string, p any) {
+	loggerOf(r).Error("sicore: recovered a panic in a resource manager callback",
+		"method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+}
+
+//export sicoreGoUpdateAllocation
+func sicoreGoUpdateAllocation(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
+	m := new(si.AllocationResponse)
+	return statusCall(h, "UpdateAllocation", msg, n, reply, m,
+		func(cb api.ResourceManagerCallback) error { return cb.UpdateAllocation(m) })
+}
+
+//export sicoreGoUpdateApplication
+func sicoreGoUpdateApplication(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
+	m := new(si.ApplicationResponse)
+	return statusCall(h, "UpdateApplication", msg, n, reply, m,
+		func(cb api.ResourceManagerCallback) error { return cb.UpdateApplication(m) })
+}
+
+//export sicoreGoUpdateNode
+func sicoreGoUpdateNode(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
+	m := new(si.NodeResponse)
+	return statusCall(h, "UpdateNode", msg, n, reply, m,
+		func(cb api.ResourceManagerCallback) error { return cb.UpdateNode(m) })
+}
+
+//export sicoreGoPredicates
+func sicoreGoPredicates(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
+	m := new(si.PredicatesArgs)
+	return statusCall(h, "Predicates", msg, n, reply, m,
+		func(cb api.ResourceManagerCallback) error { return cb.Predicates(m) })
+}
+
+//export sicoreGoReSyncSchedulerCache
+func sicoreGoReSyncSchedulerCache(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
+	m := new(si.ReSyncSchedulerCacheArgs)
+	return statusCall(h, "ReSyncSchedulerCache", msg, n, reply, m,
+		func(cb api.ResourceManagerCallback) error { return cb.ReSyncSchedulerCache(m) })
+}
+
+//export sicoreGoSendEvent
+func sicoreGoSendEvent(h C.uintptr_t, msg *C.uint8_t, n C.size_t) {
+	notifyCall(uintptr(h), "SendEvent", func(r *registration) error {
+		events, err := decodeEventRecords(borrowed(msg, n))
+		if err != nil {
+			return err
+		}
+		if len(events) > 0 {
+			r.cb.SendEvent(events)
+		}
+		return nil
+	})
+}
+
+//export sicoreGoUpdateContainerSchedulingState
+func sicoreGoUpdateContainerSchedulingState(h C.uintptr_t, msg *C.uint8_t, n C.size_t) {
+	notifyCall(uintptr(h), "UpdateContainerSchedulingState", func(r *registration) error {
+		m := new(si.UpdateContainerSchedulingStateRequest)
+		if err := proto.Unmarshal(borrowed(msg, n), m); err != nil {
+			return fmt.Errorf("cannot decode the UpdateContainerSchedulingStateRequest: %w", err)
+		}
+		r.cb.UpdateContainerSchedulingState(m)
+		return nil
+	})
+}
+
+//export sicoreGoUpdateConfiguration
+func sicoreGoUpdateConfiguration(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) {
+	setReply(reply, configurationAnswer(uintptr(h), borrowed(msg, n)))
+}
+
+// configurationAnswer runs UpdateConfiguration and returns the encoded
+// si.UpdateConfigurationResponse for the library. A nil response, a
+// decoding failure or a panic becomes an answer with Success false and
+// the reason.
+func configurationAnswer(h uintptr, msg []byte) (answer []byte) {
+	const method = "UpdateConfiguration"
+	failed := func(reason string) []byte {
+		b, _ := proto.Marshal(&si.UpdateConfigurationResponse{Success: false, Reason: reason})
+		return b
+	}
+	var r *registration
+	defer func() {
+		if p := recover(); p != nil {
+			logPanic(r, method, p)
+			answer = failed(fmt.Sprintf("panic in ResourceManagerCallback.%s: %v", method, p))
+		}
+	}()
+	r = lookup(h)
+	req := new(si.UpdateConfigurationRequest)
+	if err := proto.Unmarshal(msg, req); err != nil {
+		return failed(fmt.Sprintf("sicore Go binding: cannot decode the UpdateConfigurationRequest: %v", err))
+	}
+	resp := r.cb.UpdateConfiguration(req)
+	if resp == nil {
+		return failed("ResourceManagerCallback.UpdateConfiguration returned nil")
+	}
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return failed(fmt.Sprintf("sicore Go binding: cannot encode the UpdateConfigurationResponse: %v", err))
+	}
+	return b
+}
+
+//export sicoreGoRelease
+func sicoreGoRelease(h C.uintptr_t) {
+	defer func() {
+		if p := recover(); p != nil {
+			slog.Default().Error("sicore: bad handle in release", "panic", fmt.Sprint(p))
+		}
+	}()
+	lookup(uintptr(h)).free()
+}
+
+// decodeEventRecords decodes a sicore.v1.EventRecords message, which is
+// `repeated si.v1.EventRecord events = 1`. Rather than generate code for
+// a one-field wrapper, it walks the wire format with protowire and hands
+// each field-1 payload to proto.Unmarshal as an si.EventRecord; other
+// fields, which a later library version might add, are skipped.
+func decodeEventRecords(b []byte) ([]*si.EventRecord, error) {
+	var events []*si.EventRecord
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, fmt.Errorf("cannot decode EventRecords: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, fmt.Errorf("cannot decode EventRecords.events: %w", protowire.ParseError(m))
+			}
+			ev := new(si.EventRecord)
+			if err := proto.Unmarshal(v, ev); err != nil {
+				return nil, fmt.Errorf("cannot decode EventRecords.events[%d]: %w", len(events), err)
+			}
+			events = append(events, ev)
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return nil, fmt.Errorf("cannot decode EventRecords: %w", protowire.ParseError(m))
+		}
+		b = b[m:]
+	}
+	return events, nil
+}

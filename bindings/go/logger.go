@@ -1,0 +1,98 @@
+package sicore
+
+/*
+#include <stdint.h>
+void sicore_go_set_logger(int32_t max_level);
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+)
+
+var (
+	loggerMu   sync.Mutex
+	libLogger  atomic.Pointer[slog.Logger]
+	logContext = context.Background()
+)
+
+// SetLogger routes the library's log records to l, for records at level or
+// more severe. A nil l switches the routing off, which is also the state
+// before the first call: until then the library's records are dropped.
+//
+// The routing is process-wide, not per Scheduler: the library has one
+// logger for all its schedulers, so the last SetLogger call wins for every
+// Scheduler in the process. Records are also filtered by the library's own
+// level (WithLogLevel, default info). Each record is logged with its
+// message and a "target" attribute naming the library module. Library
+// levels map to slog as error, warn, info, debug and LevelTrace.
+//
+// l's handler is called from library threads and from goroutines making
+// calls into the library, so it must be safe for concurrent use, and it
+// must not call SetLogger itself.
+func SetLogger(l *slog.Logger, level slog.Level) {
+	loggerMu.Lock()
+	defer loggerMu.Unlock()
+	if l == nil {
+		C.sicore_go_set_logger(0)
+		libLogger.Store(nil)
+		return
+	}
+	libLogger.Store(l)
+	C.sicore_go_set_logger(C.int32_t(libraryLevel(level)))
+}
+
+// libraryLevel maps a slog level to the library's 1..5 (error..trace).
+func libraryLevel(level slog.Level) int32 {
+	switch {
+	case level > slog.LevelWarn:
+		return 1
+	case level > slog.LevelInfo:
+		return 2
+	case level > slog.LevelDebug:
+		return 3
+	case level > LevelTrace:
+		return 4
+	default:
+		return 5
+	}
+}
+
+// slogLevel maps the library's 1..5 (error..trace) to a slog level.
+func slogLevel(level int32) slog.Level {
+	switch level {
+	case 1:
+		return slog.LevelError
+	case 2:
+		return slog.LevelWarn
+	case 3:
+		return slog.LevelInfo
+	case 4:
+		return slog.LevelDebug
+	default:
+		return LevelTrace
+	}
+}
+
+//export sicoreGoLog
+func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.uint8_t, msgLen C.size_t) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(os.Stderr, "sicore: the slog handler panicked: %v\n", p)
+		}
+	}()
+	l := libLogger.Load()
+	if l == nil {
+		return
+	}
+	lv := slogLevel(int32(level))
+	if !l.Enabled(logContext, lv) {
+		return
+	}
+	l.Log(logContext, lv, string(borrowed(msg, msgLen)), slog.String("target", string(borrowed(target, targetLen))))
+}

@@ -1,0 +1,237 @@
+package sicore
+
+import (
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// LevelTrace is the slog level used for the library's trace records, one
+// step below slog.LevelDebug.
+const LevelTrace = slog.LevelDebug - 4
+
+// Option configures a Scheduler in New. Most options set a field of the
+// library's sicore.v1.SchedulerOptions message (proto/sicore.proto); an
+// option left out keeps the library default.
+type Option func(*config) error
+
+// config collects the options before they are encoded.
+type config struct {
+	configDir                  string
+	policyConfigs              map[string]string
+	schedulingIntervalMs       uint64
+	eventFlushIntervalMs       uint64
+	logLevel                   string
+	reservationDelayMs         *uint64
+	disableReservation         bool
+	appStartTimeoutMs          *uint64
+	appCompletingTimeoutMs     *uint64
+	appTerminatedTimeoutMs     *uint64
+	disableEvents              bool
+	outstandingCheckIntervalMs uint64
+	logger                     *slog.Logger
+}
+
+// WithConfigDir sets the directory of the policy group files: policy group
+// P reads <dir>/P.yaml. Without it the library searches /etc/yunikorn, then
+// the current directory; a policy group with no file and no in-memory
+// configuration gets the embedded default (partition "default", queue
+// "root" open to everyone, a "provided" placement rule that creates queues).
+func WithConfigDir(dir string) Option {
+	return func(c *config) error {
+		c.configDir = dir
+		return nil
+	}
+}
+
+// WithPolicyConfig gives the queues.yaml text of one policy group in
+// memory; it wins over a file. Repeat the option for several groups; a
+// later call for the same group replaces the earlier text.
+func WithPolicyConfig(policyGroup, queuesYAML string) Option {
+	return func(c *config) error {
+		if policyGroup == "" {
+			return fmt.Errorf("WithPolicyConfig: empty policy group")
+		}
+		if c.policyConfigs == nil {
+			c.policyConfigs = make(map[string]string)
+		}
+		c.policyConfigs[policyGroup] = queuesYAML
+		return nil
+	}
+}
+
+// WithSchedulingInterval sets the longest sleep of an idle scheduling
+// loop (library default 100ms).
+func WithSchedulingInterval(d time.Duration) Option {
+	return durationOption("WithSchedulingInterval", d, func(c *config, ms uint64) { c.schedulingIntervalMs = ms })
+}
+
+// WithEventFlushInterval sets how often batched events are handed to
+// ResourceManagerCallback.SendEvent (library default 2s).
+func WithEventFlushInterval(d time.Duration) Option {
+	return durationOption("WithEventFlushInterval", d, func(c *config, ms uint64) { c.eventFlushIntervalMs = ms })
+}
+
+// WithOutstandingCheckInterval sets the period of the check that reports
+// asks the scheduler cannot place (library default 1s).
+func WithOutstandingCheckInterval(d time.Duration) Option {
+	return durationOption("WithOutstandingCheckInterval", d, func(c *config, ms uint64) { c.outstandingCheckIntervalMs = ms })
+}
+
+// WithReservationDelay sets the age an ask must reach before it may
+// reserve a node (library default 2s).
+func WithReservationDelay(d time.Duration) Option {
+	return durationOption("WithReservationDelay", d, func(c *config, ms uint64) { c.reservationDelayMs = &ms })
+}
+
+// WithoutReservation turns node reservations off (YuniKorn's
+// DISABLE_RESERVATION).
+func WithoutReservation() Option {
+	return func(c *config) error {
+		c.disableReservation = true
+		return nil
+	}
+}
+
+// WithoutEvents turns the event system off: SendEvent is never called.
+func WithoutEvents() Option {
+	return func(c *config) error {
+		c.disableEvents = true
+		return nil
+	}
+}
+
+// WithAppStartTimeout sets how long an application stays Starting before
+// it moves to Running (library default 5 minutes).
+func WithAppStartTimeout(d time.Duration) Option {
+	return durationOption("WithAppStartTimeout", d, func(c *config, ms uint64) { c.appStartTimeoutMs = &ms })
+}
+
+// WithAppCompletingTimeout sets how long an application stays Completing
+// before it is Completed (library default 30 seconds).
+func WithAppCompletingTimeout(d time.Duration) Option {
+	return durationOption("WithAppCompletingTimeout", d, func(c *config, ms uint64) { c.appCompletingTimeoutMs = &ms })
+}
+
+// WithAppTerminatedTimeout sets how long a Completed or Failed application
+// is kept before it expires (library default 3 days).
+func WithAppTerminatedTimeout(d time.Duration) Option {
+	return durationOption("WithAppTerminatedTimeout", d, func(c *config, ms uint64) { c.appTerminatedTimeoutMs = &ms })
+}
+
+// WithLogLevel sets the library's own level filter: slog.LevelError,
+// LevelWarn, LevelInfo (the library default), LevelDebug or LevelTrace
+// (anything below LevelDebug). Records pass to Go only if they also pass
+// the level given to SetLogger.
+//
+// The library keeps this filter process-wide: the last New call wins.
+func WithLogLevel(level slog.Level) Option {
+	return func(c *config) error {
+		c.logLevel = libraryLevelName(level)
+		return nil
+	}
+}
+
+// WithLogger sets the logger this binding uses for its own records, such
+// as a recovered panic in a callback (default slog.Default()). It does not
+// receive the library's records: see SetLogger.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		c.logger = l
+		return nil
+	}
+}
+
+func durationOption(name string, d time.Duration, set func(*config, uint64)) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%s: negative duration %v", name, d)
+		}
+		// Round up so that a positive duration never becomes 0, which
+		// means "library default" for several fields.
+		set(c, uint64((d+time.Millisecond-1)/time.Millisecond))
+		return nil
+	}
+}
+
+func libraryLevelName(level slog.Level) string {
+	return [...]string{"", "error", "warn", "info", "debug", "trace"}[libraryLevel(level)]
+}
+
+// Field numbers of sicore.v1.SchedulerOptions (proto/sicore.proto).
+const (
+	fieldConfigDir                  = 1
+	fieldPolicyConfigs              = 2
+	fieldSchedulingIntervalMs       = 3
+	fieldEventFlushIntervalMs       = 4
+	fieldLogLevel                   = 5
+	fieldReservationDelayMs         = 6
+	fieldDisableReservation         = 7
+	fieldAppStartTimeoutMs          = 8
+	fieldAppCompletingTimeoutMs     = 9
+	fieldAppTerminatedTimeoutMs     = 10
+	fieldDisableEvents              = 11
+	fieldOutstandingCheckIntervalMs = 12
+)
+
+// encode writes the options as a sicore.v1.SchedulerOptions message. The
+// message is small and fixed, so it is written field by field with
+// protowire instead of through generated code; fields at their proto3
+// default are left out, optional fields are written whenever set.
+func (c *config) encode() []byte {
+	var b []byte
+	str := func(num protowire.Number, v string) {
+		if v != "" {
+			b = protowire.AppendTag(b, num, protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		}
+	}
+	u64 := func(num protowire.Number, v uint64) {
+		if v != 0 {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, v)
+		}
+	}
+	opt := func(num protowire.Number, v *uint64) {
+		if v != nil {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, *v)
+		}
+	}
+	flag := func(num protowire.Number, v bool) {
+		if v {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, 1)
+		}
+	}
+	str(fieldConfigDir, c.configDir)
+	groups := make([]string, 0, len(c.policyConfigs))
+	for g := range c.policyConfigs {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	for _, g := range groups {
+		// A map entry is a nested message {key = 1; value = 2}.
+		var entry []byte
+		entry = protowire.AppendTag(entry, 1, protowire.BytesType)
+		entry = protowire.AppendString(entry, g)
+		entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+		entry = protowire.AppendString(entry, c.policyConfigs[g])
+		b = protowire.AppendTag(b, fieldPolicyConfigs, protowire.BytesType)
+		b = protowire.AppendBytes(b, entry)
+	}
+	u64(fieldSchedulingIntervalMs, c.schedulingIntervalMs)
+	u64(fieldEventFlushIntervalMs, c.eventFlushIntervalMs)
+	str(fieldLogLevel, c.logLevel)
+	opt(fieldReservationDelayMs, c.reservationDelayMs)
+	flag(fieldDisableReservation, c.disableReservation)
+	opt(fieldAppStartTimeoutMs, c.appStartTimeoutMs)
+	opt(fieldAppCompletingTimeoutMs, c.appCompletingTimeoutMs)
+	opt(fieldAppTerminatedTimeoutMs, c.appTerminatedTimeoutMs)
+	flag(fieldDisableEvents, c.disableEvents)
+	u64(fieldOutstandingCheckIntervalMs, c.outstandingCheckIntervalMs)
+	return b
+}

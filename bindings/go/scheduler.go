@@ -1,0 +1,385 @@
+package sicore
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#include <stdint.h>
+#include "sicore.h"
+void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle);
+uintptr_t sicore_go_current_handle(void);
+*/
+import "C"
+
+import (
+	"log/slog"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"unsafe"
+
+	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
+	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
+	"github.com/golang/protobuf/proto"
+)
+
+// The binding implements the upstream scheduler interface.
+var _ api.SchedulerAPI = (*Scheduler)(nil)
+
+// Scheduler is a running sicore scheduler core. It implements
+// api.SchedulerAPI, so a resource manager written against the YuniKorn
+// scheduler interface uses it in place of the YuniKorn core.
+//
+// All methods are safe for concurrent use. UpdateAllocation,
+// UpdateApplication and UpdateNode only queue their request and may be
+// called from inside a callback; RegisterResourceManager,
+// UpdateConfiguration, StateDump and Close wait for the core and return an
+// error matching ErrWouldDeadlock when called from inside a callback.
+//
+// Call Close when done: it stops the library's threads.
+type Scheduler struct {
+	logger *slog.Logger
+
+	mu       sync.Mutex
+	idle     sync.Cond // signalled when inflight drops to 0
+	ptr      *C.sicore_scheduler
+	closing  bool
+	inflight int
+	done     chan struct{}
+	regs     map[*registration]struct{}
+}
+
+// New starts a scheduler core with the given options. With none, every
+// policy group without a configuration file gets the embedded default
+// configuration.
+func New(opts ...Option) (*Scheduler, error) {
+	const op = "New"
+	cfg := config{logger: slog.Default()}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, newError(op, StatusInvalidArgument, err.Error())
+		}
+	}
+	if cfg.logger == nil {
+		cfg.logger = slog.Default()
+	}
+	b := cfg.encode()
+	var p *C.sicore_scheduler
+	var errBuf C.sicore_buffer
+	st := C.sicore_new(bytePtr(b), C.size_t(len(b)), &p, &errBuf)
+	runtime.KeepAlive(b)
+	if st != C.SICORE_OK {
+		return nil, takeError(op, st, &errBuf)
+	}
+	s := &Scheduler{
+		logger: cfg.logger,
+		ptr:    p,
+		done:   make(chan struct{}),
+		regs:   make(map[*registration]struct{}),
+	}
+	s.idle.L = &s.mu
+	return s, nil
+}
+
+// Version returns the version of the linked sicore library.
+func Version() string {
+	return C.GoString(C.sicore_version())
+}
+
+// enter marks the start of a call into the library; it fails once Close
+// has begun, so the library pointer is never used after it is freed.
+func (s *Scheduler) enter(op string) (*C.sicore_scheduler, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil, newError(op, StatusStopped, "the scheduler is closed")
+	}
+	s.inflight++
+	return s.ptr, nil
+}
+
+// leave marks the end of a call started with enter.
+func (s *Scheduler) leave() {
+	s.mu.Lock()
+	s.inflight--
+	if s.inflight == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) remember(r *registration) {
+	s.mu.Lock()
+	s.regs[r] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *Scheduler) forget(r *registration) {
+	s.mu.Lock()
+	delete(s.regs, r)
+	s.mu.Unlock()
+}
+
+// RegisterResourceManager registers (or re-registers, resetting its state)
+// a resource manager and its callbacks. It waits until the library has
+// loaded the policy group's configuration: a missing or invalid
+// configuration returns an error matching ErrRejected with the library's
+// reason. The callbacks run on library threads, possibly concurrently, so
+// callback must be safe for concurrent use.
+func (s *Scheduler) RegisterResourceManager(request *si.RegisterResourceManagerRequest,
+	callback api.ResourceManagerCallback) (*si.RegisterResourceManagerResponse, error) {
+	const op = "RegisterResourceManager"
+	if request == nil {
+		return nil, newError(op, StatusInvalidArgument, "request is nil")
+	}
+	if callback == nil {
+		return nil, newError(op, StatusInvalidArgument, "callback is nil")
+	}
+	b, err := marshal(op, request)
+	if err != nil {
+		return nil, err
+	}
+	return s.registerEncoded(b, callback)
+}
+
+// registerEncoded registers an encoded si.RegisterResourceManagerRequest.
+func (s *Scheduler) registerEncoded(b []byte, callback api.ResourceManagerCallback) (*si.RegisterResourceManagerResponse, error) {
+	const op = "RegisterResourceManager"
+	p, err := s.enter(op)
+	if err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	// The library owns the table from here on, whatever the outcome, and
+	// calls release exactly once (at once on failure, else on
+	// re-registration or Close); until then the registration stays
+	// reachable through its handle and s.regs.
+	r := newRegistration(s, callback)
+	s.remember(r)
+	var table C.sicore_callbacks
+	C.sicore_go_fill_callbacks(&table, C.uintptr_t(r.handle))
+	var respBuf, errBuf C.sicore_buffer
+	st := C.sicore_register_resource_manager(p, bytePtr(b), C.size_t(len(b)), &table, &respBuf, &errBuf)
+	runtime.KeepAlive(b)
+	if st != C.SICORE_OK {
+		return nil, takeError(op, st, &errBuf)
+	}
+	resp := new(si.RegisterResourceManagerResponse)
+	if err := proto.Unmarshal(takeBuffer(&respBuf), resp); err != nil {
+		return nil, newError(op, StatusDecodeError, "cannot decode the RegisterResourceManagerResponse: "+err.Error())
+	}
+	return resp, nil
+}
+
+// UpdateAllocation queues asks to add and asks or allocations to release.
+// The request is checked before it is queued (an unknown rmID or a missing
+// allocationKey or applicationID fails here); its outcome reaches the
+// resource manager through ResourceManagerCallback.UpdateAllocation. Safe
+// to call from inside a callback.
+func (s *Scheduler) UpdateAllocation(request *si.AllocationRequest) error {
+	if request == nil {
+		return newError(opUpdateAllocation, StatusInvalidArgument, "request is nil")
+	}
+	return s.queue(opUpdateAllocation, request)
+}
+
+// UpdateApplication queues applications to add and remove; the outcome
+// reaches ResourceManagerCallback.UpdateApplication. Checked and queued
+// like UpdateAllocation.
+func (s *Scheduler) UpdateApplication(request *si.ApplicationRequest) error {
+	if request == nil {
+		return newError(opUpdateApplication, StatusInvalidArgument, "request is nil")
+	}
+	return s.queue(opUpdateApplication, request)
+}
+
+// UpdateNode queues nodes to create, update, drain or remove; the outcome
+// reaches ResourceManagerCallback.UpdateNode. Checked and queued like
+// UpdateAllocation.
+func (s *Scheduler) UpdateNode(request *si.NodeRequest) error {
+	if request == nil {
+		return newError(opUpdateNode, StatusInvalidArgument, "request is nil")
+	}
+	return s.queue(opUpdateNode, request)
+}
+
+const (
+	opUpdateAllocation  = "UpdateAllocation"
+	opUpdateApplication = "UpdateApplication"
+	opUpdateNode        = "UpdateNode"
+)
+
+func (s *Scheduler) queue(op string, request proto.Message) error {
+	b, err := marshal(op, request)
+	if err != nil {
+		return err
+	}
+	return s.queueEncoded(op, b)
+}
+
+// queueEncoded hands an encoded request to the library's asynchronous
+// entry point for op.
+func (s *Scheduler) queueEncoded(op string, b []byte) error {
+	p, err := s.enter(op)
+	if err != nil {
+		return err
+	}
+	defer s.leave()
+	var errBuf C.sicore_buffer
+	var st C.enum_sicore_status
+	switch op {
+	case opUpdateAllocation:
+		st = C.sicore_update_allocation(p, bytePtr(b), C.size_t(len(b)), &errBuf)
+	case opUpdateApplication:
+		st = C.sicore_update_application(p, bytePtr(b), C.size_t(len(b)), &errBuf)
+	case opUpdateNode:
+		st = C.sicore_update_node(p, bytePtr(b), C.size_t(len(b)), &errBuf)
+	default:
+		return newError(op, StatusInvalidArgument, "unknown operation")
+	}
+	runtime.KeepAlive(b)
+	if st != C.SICORE_OK {
+		return takeError(op, st, &errBuf)
+	}
+	return nil
+}
+
+// UpdateConfiguration makes the library re-read the configuration of the
+// resource manager clusterID (its rmID) and apply it. It waits for the
+// outcome: an invalid configuration returns an error matching ErrRejected
+// and the old configuration stays in force.
+func (s *Scheduler) UpdateConfiguration(clusterID string) error {
+	const op = "UpdateConfiguration"
+	p, err := s.enter(op)
+	if err != nil {
+		return err
+	}
+	defer s.leave()
+	return s.updateConfiguration(op, p, clusterID)
+}
+
+func (s *Scheduler) updateConfiguration(op string, p *C.sicore_scheduler, clusterID string) error {
+	b := []byte(clusterID)
+	var errBuf C.sicore_buffer
+	st := C.sicore_update_configuration(p, bytePtr(b), C.size_t(len(b)), &errBuf)
+	runtime.KeepAlive(b)
+	if st != C.SICORE_OK {
+		return takeError(op, st, &errBuf)
+	}
+	return nil
+}
+
+// StateDump returns the scheduler's state as JSON: partitions with their
+// queue tree, applications and nodes (field names are documented in the
+// project README).
+func (s *Scheduler) StateDump() ([]byte, error) {
+	const op = "StateDump"
+	p, err := s.enter(op)
+	if err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	var jsonBuf, errBuf C.sicore_buffer
+	st := C.sicore_state_dump(p, &jsonBuf, &errBuf)
+	if st != C.SICORE_OK {
+		return nil, takeError(op, st, &errBuf)
+	}
+	return takeBuffer(&jsonBuf), nil
+}
+
+// inOwnCallback reports whether the caller runs inside one of s's
+// callbacks (the trampolines note the running registration per thread).
+func (s *Scheduler) inOwnCallback() bool {
+	h := cgo.Handle(C.sicore_go_current_handle())
+	if h == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r := range s.regs {
+		if r.handle == h {
+			return true
+		}
+	}
+	return false
+}
+
+// Close stops the scheduler: pending work is abandoned, the library's
+// threads are joined and every callback registration is released. When
+// Close returns no callback is running or will run again, and every later
+// call returns an error matching ErrStopped. Calls already in progress
+// finish first. Closing twice is a no-op.
+//
+// Close must not be called from inside a callback: it then returns an
+// error matching ErrWouldDeadlock and the scheduler keeps running.
+func (s *Scheduler) Close() error {
+	const op = "Close"
+	if s.inOwnCallback() {
+		return newError(op, StatusWouldDeadlock, "Close cannot be called from inside a callback of the same scheduler")
+	}
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		<-s.done
+		return nil
+	}
+	s.closing = true
+	for s.inflight > 0 {
+		s.idle.Wait()
+	}
+	p := s.ptr
+	s.ptr = nil
+	s.mu.Unlock()
+
+	C.sicore_free(p)
+
+	// The library owns every table it was given and has called release
+	// for each by now. Anything left is a library bug; free it anyway so
+	// no handle outlives the scheduler (tests check this never happens).
+	s.mu.Lock()
+	left := make([]*registration, 0, len(s.regs))
+	for r := range s.regs {
+		left = append(left, r)
+	}
+	s.mu.Unlock()
+	for _, r := range left {
+		unreleased.Add(1)
+		r.free()
+	}
+	close(s.done)
+	return nil
+}
+
+// bytePtr returns a pointer to b's bytes for a borrowed C argument. An
+// empty slice maps to a valid, non-NULL pointer with length 0: the library
+// refuses NULL message buffers.
+func bytePtr(b []byte) *C.uint8_t {
+	if len(b) == 0 {
+		return (*C.uint8_t)(unsafe.Pointer(&emptyBytes[0]))
+	}
+	return (*C.uint8_t)(unsafe.Pointer(unsafe.SliceData(b)))
+}
+
+var emptyBytes [1]byte
+
+// takeBuffer copies a library-owned buffer into Go memory and frees it.
+func takeBuffer(buf *C.sicore_buffer) []byte {
+	if buf.data == nil {
+		return nil
+	}
+	b := C.GoBytes(unsafe.Pointer(buf.data), C.int(buf.len))
+	C.sicore_buffer_free(*buf)
+	buf.data, buf.len = nil, 0
+	return b
+}
+
+// takeError turns a failed status and its message buffer into an *Error.
+func takeError(op string, st C.enum_sicore_status, buf *C.sicore_buffer) error {
+	return newError(op, Status(st), string(takeBuffer(buf)))
+}
+
+func marshal(op string, m proto.Message) ([]byte, error) {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, newError(op, StatusInvalidArgument, "cannot encode the request: "+err.Error())
+	}
+	return b, nil
+}

@@ -1,0 +1,94 @@
+// C trampolines between the library's callback table and the Go functions
+// exported in callbacks.go and logger.go. They exist so that the table
+// holds functions with the header's exact signatures: user_data travels as
+// a void* on the C side and as the integer value of a runtime/cgo.Handle on
+// the Go side, and the casts between the two happen here, in C.
+
+#include <stdint.h>
+#include "sicore.h"
+#include "_cgo_export.h"
+
+// The handle of the callback running on this thread, 0 outside callbacks.
+// Library callbacks run on library threads and a Go callback stays on the
+// thread that called it, so Go code can ask whether it runs inside a
+// callback, and of which registration (Scheduler.Close uses it).
+static __thread uintptr_t current_handle;
+
+uintptr_t sicore_go_current_handle(void) {
+	return current_handle;
+}
+
+#define IN_CALLBACK(ud, call)                     \
+	uintptr_t saved = current_handle;         \
+	current_handle = (uintptr_t)(ud);         \
+	call;                                     \
+	current_handle = saved
+
+static int32_t shim_update_allocation(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoUpdateAllocation((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
+}
+
+static int32_t shim_update_application(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoUpdateApplication((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
+}
+
+static int32_t shim_update_node(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoUpdateNode((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
+}
+
+static int32_t shim_predicates(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoPredicates((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
+}
+
+static int32_t shim_resync_scheduler_cache(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
+	int32_t rc;
+	IN_CALLBACK(ud, rc = sicoreGoReSyncSchedulerCache((uintptr_t)ud, (uint8_t *)msg, len, r));
+	return rc;
+}
+
+static void shim_send_event(void *ud, const uint8_t *msg, size_t len) {
+	IN_CALLBACK(ud, sicoreGoSendEvent((uintptr_t)ud, (uint8_t *)msg, len));
+}
+
+static void shim_update_container_scheduling_state(void *ud, const uint8_t *msg, size_t len) {
+	IN_CALLBACK(ud, sicoreGoUpdateContainerSchedulingState((uintptr_t)ud, (uint8_t *)msg, len));
+}
+
+static void shim_update_configuration(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
+	IN_CALLBACK(ud, sicoreGoUpdateConfiguration((uintptr_t)ud, (uint8_t *)msg, len, r));
+}
+
+static void shim_release(void *ud) {
+	sicoreGoRelease((uintptr_t)ud);
+}
+
+void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle) {
+	t->user_data = (void *)handle;
+	t->update_allocation = shim_update_allocation;
+	t->update_application = shim_update_application;
+	t->update_node = shim_update_node;
+	t->predicates = shim_predicates;
+	t->resync_scheduler_cache = shim_resync_scheduler_cache;
+	t->send_event = shim_send_event;
+	t->update_container_scheduling_state = shim_update_container_scheduling_state;
+	t->update_configuration = shim_update_configuration;
+	t->release = shim_release;
+}
+
+static void shim_log(void *ud, int32_t level, const uint8_t *target, size_t target_len,
+		const uint8_t *message, size_t message_len) {
+	(void)ud;
+	sicoreGoLog(level, (uint8_t *)target, target_len, (uint8_t *)message, message_len);
+}
+
+void sicore_go_set_logger(int32_t max_level) {
+	sicore_set_logger(max_level > 0 ? shim_log : NULL, NULL, max_level);
+}
