@@ -94,19 +94,28 @@ def test_predicates_refusing_nodes(scheduler: sicore.Scheduler) -> None:
     assert rm.checked, "predicates should have been consulted"
 
 
-def test_predicates_is_only_installed_when_overridden() -> None:
+def test_only_overridden_callbacks_are_installed() -> None:
     from sicore._callbacks import add_registration, drop_registration
 
     lib = sicore.load_library()
     handle, table, _ = add_registration(RecordingRM(), lib, owner=-1)
     try:
         assert not table.predicates  # NULL: every node fits, no call per node
-        assert table.update_allocation and table.release
+        assert not table.resync_scheduler_cache
+        assert table.update_allocation and table.update_node and table.send_event
+        assert table.update_configuration and table.release  # always
     finally:
         drop_registration(handle)
     handle, table, _ = add_registration(PickyRM("x"), lib, owner=-1)
     try:
         assert table.predicates
+    finally:
+        drop_registration(handle)
+    plain = sicore.ResourceManagerCallback()
+    plain.predicates = lambda args: None  # type: ignore[method-assign]
+    handle, table, _ = add_registration(plain, lib, owner=-1)
+    try:
+        assert table.predicates and not table.update_allocation
     finally:
         drop_registration(handle)
 

@@ -40,8 +40,10 @@ class ResourceManagerCallback:
     """Base class of a resource manager's callbacks (the SI's ``ResourceManagerCallback``).
 
     Subclass it and override the methods you need; the defaults do nothing and
-    succeed. The library calls these methods on its own threads, possibly
-    several at once, so implementations must be thread-safe.
+    succeed. Only overridden methods are handed to the library, so the others
+    cost nothing (for :meth:`predicates`: every node fits). The library calls
+    these methods on its own threads, possibly several at once, so
+    implementations must be thread-safe.
 
     To report an error, raise an exception: its message becomes the reason the
     library logs (for :meth:`predicates`, the reason the node was skipped).
@@ -254,8 +256,17 @@ _TRAMPOLINES: dict[str, Any] = {
 
 
 def overrides(callback: ResourceManagerCallback, method: str) -> bool:
-    """Whether ``callback``'s class overrides ``method`` of the base class."""
+    """Whether ``callback`` (its class, or the instance itself) replaces ``method``."""
+    if method in getattr(callback, "__dict__", {}):
+        return True
     return getattr(type(callback), method) is not getattr(ResourceManagerCallback, method)
+
+
+# A NULL pointer means "succeeds, do not call": used for every method the RM
+# does not override, which saves a call (and a decode) per event, and for
+# predicates also one per node. update_configuration is always installed,
+# because NULL there means failure while the Python default succeeds.
+_ALWAYS_INSTALLED = frozenset({"update_configuration", "release"})
 
 
 def add_registration(callback: ResourceManagerCallback, library: Library,
@@ -271,10 +282,8 @@ def add_registration(callback: ResourceManagerCallback, library: Library,
     table = sicore_callbacks()
     table.user_data = handle
     for name, trampoline in _TRAMPOLINES.items():
-        # NULL predicates means "every node fits": skip a call per node.
-        if name == "predicates" and not overrides(callback, "predicates"):
-            continue
-        setattr(table, name, trampoline)
+        if name in _ALWAYS_INSTALLED or overrides(callback, name):
+            setattr(table, name, trampoline)
     return handle, table, reg
 
 
