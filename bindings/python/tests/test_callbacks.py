@@ -6,6 +6,7 @@ import gc
 import logging
 import threading
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,20 +28,49 @@ class RaisingRM(RecordingRM):
         raise BoomError("node handling failed on purpose")
 
 
+class _Catcher(logging.Handler):
+    """Collects records of the `sicore` logger and signals each arrival."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+        self.cond = threading.Condition()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self.cond:
+            self.records.append(record)
+            self.cond.notify_all()
+
+    def wait_for_exception(self, exc_type: type[BaseException]) -> logging.LogRecord:
+        def match() -> list[logging.LogRecord]:
+            return [r for r in self.records if r.exc_info and r.exc_info[0] is exc_type]
+
+        with self.cond:
+            found = self.cond.wait_for(match, WAIT)
+        assert found, f"no {exc_type.__name__} was logged"
+        return found[0]
+
+
+@pytest.fixture
+def catcher() -> Iterator[_Catcher]:
+    handler = _Catcher()
+    logger = logging.getLogger("sicore")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
 def test_exception_in_callback_is_logged_and_the_scheduler_goes_on(
-        scheduler: sicore.Scheduler, caplog: pytest.LogCaptureFixture) -> None:
+        scheduler: sicore.Scheduler, catcher: _Catcher) -> None:
     rm = RaisingRM()
-    caplog.set_level(logging.ERROR, logger="sicore")
     scheduler.register_resource_manager(register_request(), rm)
     scheduler.update_node(node_request("n1"))
     rm.wait_for(lambda: "n1" in rm.accepted_nodes())
-
-    def logged() -> list[logging.LogRecord]:
-        return [r for r in caplog.records if r.exc_info and r.exc_info[0] is BoomError]
-
-    rm.wait_for(logged)
-    record = logged()[0]
+    record = catcher.wait_for_exception(BoomError)
     assert record.name == "sicore"
+    assert record.levelno == logging.ERROR
     assert "update_node" in record.getMessage()
     assert "node handling failed on purpose" in record.getMessage()
     # The process and the scheduler are fine: more work is accepted.
