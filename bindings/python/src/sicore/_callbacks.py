@@ -11,7 +11,6 @@ holds the user's callback object until the library calls ``release``.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import itertools
 import logging
 import threading
@@ -25,6 +24,7 @@ from ._native import (
     RELEASE_CALLBACK,
     STATUS_CALLBACK,
     Library,
+    borrowed_bytes,
     sicore_callbacks,
 )
 
@@ -138,7 +138,7 @@ def _status_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
             reg = _lookup(user_data)
             if reg is None:
                 raise RuntimeError(f"{method}: unknown or released callback handle {user_data}")
-            data = ctypes.string_at(msg, length) if length else b""
+            data = borrowed_bytes(msg, length)
             arg = decode(data)
             _enter(reg)
             try:
@@ -164,7 +164,7 @@ def _notify_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
             reg = _lookup(user_data)
             if reg is None:
                 raise RuntimeError(f"{method}: unknown or released callback handle {user_data}")
-            data = ctypes.string_at(msg, length) if length else b""
+            data = borrowed_bytes(msg, length)
             arg = decode(data)
             _enter(reg)
             try:
@@ -185,7 +185,7 @@ def _update_configuration(user_data: int | None, msg: int | None, length: int,
         reg = _lookup(user_data)
         if reg is None:
             raise RuntimeError(f"update_configuration: unknown or released callback handle {user_data}")
-        data = ctypes.string_at(msg, length) if length else b""
+        data = borrowed_bytes(msg, length)
         request = si_pb2.UpdateConfigurationRequest.FromString(data)
         _enter(reg)
         try:
@@ -235,7 +235,7 @@ def _events(data: bytes) -> list[si_pb2.EventRecord]:
 
 
 def _parser(cls: type[Message]) -> Callable[[bytes], Any]:
-    return cls.FromString  # type: ignore[attr-defined,no-any-return]
+    return cls.FromString
 
 
 # The trampolines live at module level for the life of the process, so no

@@ -164,6 +164,13 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sicore_state_dump": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
 }
 
+def borrowed_bytes(ptr: int | None, length: int) -> bytes:
+    """Copy ``length`` bytes the library lent us at ``ptr`` (``b""`` when empty)."""
+    if not ptr or not length:
+        return b""
+    return ctypes.string_at(ptr, length)
+
+
 _PY_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG, 5: TRACE}
 
 
@@ -174,8 +181,8 @@ def _forward_log(user_data: int | None, level: int, target: int | None, target_l
         py_level = _PY_LEVELS.get(level, logging.INFO)
         if not _log.isEnabledFor(py_level):
             return
-        tgt = ctypes.string_at(target, target_len).decode("utf-8", "replace") if target_len else ""
-        msg = ctypes.string_at(message, message_len).decode("utf-8", "replace") if message_len else ""
+        tgt = borrowed_bytes(target, target_len).decode("utf-8", "replace")
+        msg = borrowed_bytes(message, message_len).decode("utf-8", "replace")
         _log.log(py_level, "%s", msg, extra={"sicore_target": tgt})
     except BaseException:  # noqa: BLE001 - never unwind into the library
         pass

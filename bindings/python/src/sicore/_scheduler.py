@@ -282,7 +282,9 @@ class Scheduler:
         """
         _expect(request, si_pb2.RegisterResourceManagerRequest)
         data = self._register(request.SerializeToString(), callback)
-        return si_pb2.RegisterResourceManagerResponse.FromString(data)
+        response = si_pb2.RegisterResourceManagerResponse()
+        response.ParseFromString(data)
+        return response
 
     def update_allocation(self, request: si_pb2.AllocationRequest) -> None:
         """Queue asks to add or update and asks or allocations to release.
