@@ -81,7 +81,10 @@ pub trait ResourceManagerCallback: Send + Sync {
     fn send_event(&self, _events: &[si::EventRecord]) {}
 
     /// Scheduling state of a container (asks that cannot be placed).
-    fn update_container_scheduling_state(&self, _request: &si::UpdateContainerSchedulingStateRequest) {
+    fn update_container_scheduling_state(
+        &self,
+        _request: &si::UpdateContainerSchedulingStateRequest,
+    ) {
     }
 
     /// Asks the RM to persist a new configuration text.

@@ -27,8 +27,3 @@ pub use api::{ResourceManagerCallback, SchedulerApi};
 pub use error::{Error, Status};
 pub use options::Options;
 pub use rmproxy::Scheduler;
-
-
-
-
-

@@ -86,7 +86,10 @@ impl Options {
             config_dir: p.config_dir,
             policy_configs: p.policy_configs,
             scheduling_interval: millis_or(p.scheduling_interval_ms, DEFAULT_SCHEDULING_INTERVAL),
-            event_flush_interval: millis_or(p.event_flush_interval_ms, DEFAULT_EVENT_FLUSH_INTERVAL),
+            event_flush_interval: millis_or(
+                p.event_flush_interval_ms,
+                DEFAULT_EVENT_FLUSH_INTERVAL,
+            ),
             log_level: parse_log_level(&p.log_level)?,
             reservation_delay: p
                 .reservation_delay_ms

@@ -12,7 +12,10 @@ use sicore::proto::sicore::v1::SchedulerOptions;
 fn allocations_flow_from_asks_to_the_rm() {
     let h = Harness::standard(
         SchedulerOptions::default(),
-        Behaviour { with_predicates: true, ..Default::default() },
+        Behaviour {
+            with_predicates: true,
+            ..Default::default()
+        },
         2,
     );
     assert_eq!(h.asks(vec![ask("app-1", "ask-1", 100, 1, 3)]).0, SICORE_OK);
@@ -37,14 +40,22 @@ fn allocations_flow_from_asks_to_the_rm() {
         let first_alloc = s.log.iter().position(|l| l.starts_with("alloc:")).unwrap();
         assert!(s.log[..first_alloc].iter().any(|l| l == "assume:ask-1"));
         assert_eq!(s.assumed.len(), 3);
-        assert!(s.predicate_calls.iter().all(|p| p.allocate && p.allocation_key == "ask-1"));
+        assert!(s
+            .predicate_calls
+            .iter()
+            .all(|p| p.allocate && p.allocation_key == "ask-1"));
         assert!(!s.predicate_calls.is_empty());
     });
     // Fair node order spreads the three allocations over both nodes.
-    assert!(allocs.iter().any(|a| a.node_id == "node-0") && allocs.iter().any(|a| a.node_id == "node-1"));
+    assert!(
+        allocs.iter().any(|a| a.node_id == "node-0")
+            && allocs.iter().any(|a| a.node_id == "node-1")
+    );
 
     // The application went New -> Accepted -> Starting -> Running.
-    h.wait("app running", |s| s.app_updates.iter().any(|u| u.state == "Running"));
+    h.wait("app running", |s| {
+        s.app_updates.iter().any(|u| u.state == "Running")
+    });
     let states: Vec<String> = h.seen(|s| s.app_updates.iter().map(|u| u.state.clone()).collect());
     assert_eq!(states[..3], ["Accepted", "Starting", "Running"]);
 
@@ -70,11 +81,19 @@ fn allocations_flow_from_asks_to_the_rm() {
     h.seen(|s| {
         assert_eq!(s.released[0].uuid, first.uuid);
         assert_eq!(s.released[0].partition_name, "default");
-        assert_eq!(s.released[0].termination_type, si::TerminationType::StoppedByRm as i32);
+        assert_eq!(
+            s.released[0].termination_type,
+            si::TerminationType::StoppedByRm as i32
+        );
         assert_eq!(s.released[0].message, "allocation remove as per RM request");
     });
-    h.wait("forget", |s| s.forgotten.iter().any(|f| f.allocation_key == "ask-1"));
-    assert_eq!(h.dump()["partitions"][0]["root"]["allocated"]["memory"], 200);
+    h.wait("forget", |s| {
+        s.forgotten.iter().any(|f| f.allocation_key == "ask-1")
+    });
+    assert_eq!(
+        h.dump()["partitions"][0]["root"]["allocated"]["memory"],
+        200
+    );
 
     // Removing the application releases the rest.
     let remove = si::RemoveApplicationRequest {
@@ -83,12 +102,30 @@ fn allocations_flow_from_asks_to_the_rm() {
     };
     assert_eq!(h.apps(vec![], vec![remove]).0, SICORE_OK);
     h.wait("removal releases", |s| s.released.len() == 3);
-    h.seen(|s| assert!(s.released[1..].iter().all(|r| r.message == "Application app-1 Removed")));
-    h.wait("app completed", |s| s.app_updates.iter().any(|u| u.state == "Completed"));
+    h.seen(|s| {
+        assert!(s.released[1..]
+            .iter()
+            .all(|r| r.message == "Application app-1 Removed"))
+    });
+    h.wait("app completed", |s| {
+        s.app_updates.iter().any(|u| u.state == "Completed")
+    });
     let dump = h.dump();
-    assert_eq!(dump["partitions"][0]["applications"].as_array().unwrap().len(), 0);
-    assert_eq!(dump["partitions"][0]["completed_applications"][0]["id"], "app-1");
-    assert!(dump["partitions"][0]["nodes"][0]["allocations"].as_array().unwrap().is_empty());
+    assert_eq!(
+        dump["partitions"][0]["applications"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        dump["partitions"][0]["completed_applications"][0]["id"],
+        "app-1"
+    );
+    assert!(dump["partitions"][0]["nodes"][0]["allocations"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -99,7 +136,10 @@ fn asks_wait_for_capacity_and_run_when_it_appears() {
     h.wait("three fit", |s| s.allocations.len() == 3);
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(h.seen(|s| s.allocations.len()), 3);
-    assert_eq!(h.dump()["partitions"][0]["applications"][0]["pending_asks"][0]["pending_repeat"], 1);
+    assert_eq!(
+        h.dump()["partitions"][0]["applications"][0]["pending_asks"][0]["pending_repeat"],
+        1
+    );
     assert_eq!(h.nodes(vec![node("node-9", 1000, 10)]).0, SICORE_OK);
     h.wait("fourth on the new node", |s| s.allocations.len() == 4);
     assert_eq!(h.seen(|s| s.allocations[3].node_id.clone()), "node-9");
@@ -107,7 +147,10 @@ fn asks_wait_for_capacity_and_run_when_it_appears() {
 
 #[test]
 fn a_refusing_predicate_keeps_an_ask_off_a_node() {
-    let mut b = Behaviour { with_predicates: true, ..Default::default() };
+    let mut b = Behaviour {
+        with_predicates: true,
+        ..Default::default()
+    };
     b.refuse_nodes.insert("node-0".into());
     let h = Harness::standard(SchedulerOptions::default(), b, 2);
     assert_eq!(h.asks(vec![ask("app-1", "a", 10, 1, 5)]).0, SICORE_OK);
@@ -123,19 +166,36 @@ fn rejected_asks_and_applications_carry_reasons() {
     let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);
     let mut zero = ask("app-1", "zero", 0, 0, 1);
     zero.resource_ask = res(&[]);
-    let asks = vec![ask("nope", "k1", 10, 1, 1), zero, ask("app-1", "neg", 10, 1, -1)];
+    let asks = vec![
+        ask("nope", "k1", 10, 1, 1),
+        zero,
+        ask("app-1", "neg", 10, 1, -1),
+    ];
     assert_eq!(h.asks(asks).0, SICORE_OK);
     h.wait("three rejections", |s| s.rejected_asks.len() == 3);
     h.seen(|s| {
-        assert_eq!(s.rejected_asks[0].reason, "failed to find application nope, for allocation ask k1");
-        assert!(s.rejected_asks[1].reason.starts_with("invalid ask added to app app-1"));
-        assert!(s.rejected_asks[2].reason.starts_with("invalid ask added to app app-1"));
+        assert_eq!(
+            s.rejected_asks[0].reason,
+            "failed to find application nope, for allocation ask k1"
+        );
+        assert!(s.rejected_asks[1]
+            .reason
+            .starts_with("invalid ask added to app app-1"));
+        assert!(s.rejected_asks[2]
+            .reason
+            .starts_with("invalid ask added to app app-1"));
     });
     let mut no_user = app("app-2", "root.b");
     no_user.ugi = None;
     let dup = app("app-1", "root.a");
-    let wrong_partition = si::AddApplicationRequest { partition_name: "gpu".into(), ..app("app-3", "root.a") };
-    assert_eq!(h.apps(vec![no_user, dup, wrong_partition], vec![]).0, SICORE_OK);
+    let wrong_partition = si::AddApplicationRequest {
+        partition_name: "gpu".into(),
+        ..app("app-3", "root.a")
+    };
+    assert_eq!(
+        h.apps(vec![no_user, dup, wrong_partition], vec![]).0,
+        SICORE_OK
+    );
     h.wait("three app rejections", |s| s.apps_rejected.len() == 3);
     h.seen(|s| {
         assert_eq!(s.apps_rejected[0].reason, "empty user cannot resolve");
@@ -166,7 +226,10 @@ fn ask_release_removes_pending_demand() {
     assert_eq!(h.releases(vec![], vec![rel]).0, SICORE_OK);
     let d = h.dump();
     assert_eq!(d["partitions"][0]["root"]["pending"]["memory"], 0);
-    assert!(d["partitions"][0]["applications"][0]["pending_asks"].as_array().unwrap().is_empty());
+    assert!(d["partitions"][0]["applications"][0]["pending_asks"]
+        .as_array()
+        .unwrap()
+        .is_empty());
 }
 
 #[test]
@@ -177,10 +240,19 @@ fn duplicate_and_invalid_nodes_are_rejected() {
     assert_eq!(h.nodes(vec![node("node-0", 1, 1), neg]).0, SICORE_OK);
     h.wait("two rejections", |s| s.nodes_rejected.len() == 2);
     h.seen(|s| {
-        assert!(s.nodes_rejected[0].reason.contains("node name must be unique"), "{:?}", s.nodes_rejected);
+        assert!(
+            s.nodes_rejected[0]
+                .reason
+                .contains("node name must be unique"),
+            "{:?}",
+            s.nodes_rejected
+        );
         assert!(s.nodes_rejected[1].reason.contains("negative"));
     });
-    assert_eq!(h.dump()["partitions"][0]["nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        h.dump()["partitions"][0]["nodes"].as_array().unwrap().len(),
+        1
+    );
 }
 
 #[test]
@@ -189,12 +261,18 @@ fn reregistering_resets_the_rm_state() {
     assert_eq!(h.register("rm", "queues").0, SICORE_OK);
     let d = h.dump();
     assert!(d["partitions"][0]["nodes"].as_array().unwrap().is_empty());
-    assert!(d["partitions"][0]["applications"].as_array().unwrap().is_empty());
+    assert!(d["partitions"][0]["applications"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     // The first callback table is released once the dispatcher lets go of
     // it; the second one stays live.
     let deadline = std::time::Instant::now() + WAIT;
     while h.rec.releases.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-        assert!(std::time::Instant::now() < deadline, "first table never released");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "first table never released"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(h.rec.releases.load(std::sync::atomic::Ordering::SeqCst), 1);

@@ -14,16 +14,24 @@ use sicore::proto::sicore::v1::SchedulerOptions;
 
 #[test]
 fn callbacks_may_call_async_entry_points_but_not_sync_ones() {
-    let b = Behaviour { reenter: true, ..Default::default() };
+    let b = Behaviour {
+        reenter: true,
+        ..Default::default()
+    };
     let h = Harness::standard(SchedulerOptions::default(), b, 1);
     assert_eq!(h.asks(vec![ask("app-1", "loop", 10, 1, 4)]).0, SICORE_OK);
     // Each allocation is released again from inside the callback, so the
     // node's 1000 memory is never exhausted and all four arrive.
-    h.wait("four allocations and their release echoes", |s| s.allocations.len() == 4 && s.released.len() == 4);
+    h.wait("four allocations and their release echoes", |s| {
+        s.allocations.len() == 4 && s.released.len() == 4
+    });
     h.seen(|s| {
         for pair in s.reentrant_statuses.chunks(2) {
             assert_eq!(pair[0], SICORE_OK, "async call from a callback works");
-            assert_eq!(pair[1], SICORE_WOULD_DEADLOCK, "sync call from a callback is refused");
+            assert_eq!(
+                pair[1], SICORE_WOULD_DEADLOCK,
+                "sync call from a callback is refused"
+            );
         }
     });
     let d = h.dump();
@@ -38,7 +46,10 @@ fn many_threads_submit_concurrently() {
             let h = &h;
             scope.spawn(move || {
                 for i in 0..50 {
-                    assert_eq!(h.asks(vec![ask("app-1", &format!("t{t}-{i}"), 1, 0, 1)]).0, SICORE_OK);
+                    assert_eq!(
+                        h.asks(vec![ask("app-1", &format!("t{t}-{i}"), 1, 0, 1)]).0,
+                        SICORE_OK
+                    );
                 }
             });
         }
@@ -50,19 +61,33 @@ fn many_threads_submit_concurrently() {
 
 #[test]
 fn free_with_callbacks_in_flight_joins_and_releases_once() {
-    let b = Behaviour { slow: Some(Duration::from_millis(20)), ..Default::default() };
+    let b = Behaviour {
+        slow: Some(Duration::from_millis(20)),
+        ..Default::default()
+    };
     let h = Harness::standard(SchedulerOptions::default(), b, 2);
     let rec = h.rec.clone();
     // Many small batches keep the dispatcher busy in the slow callback.
     for i in 0..50 {
-        assert_eq!(h.asks(vec![ask("app-1", &format!("k{i}"), 1, 0, 1)]).0, SICORE_OK);
+        assert_eq!(
+            h.asks(vec![ask("app-1", &format!("k{i}"), 1, 0, 1)]).0,
+            SICORE_OK
+        );
     }
     h.wait("some allocations in flight", |s| !s.allocations.is_empty());
     drop(h); // sicore_free
-    assert_eq!(rec.releases.load(Ordering::SeqCst), 1, "release ran exactly once");
+    assert_eq!(
+        rec.releases.load(Ordering::SeqCst),
+        1,
+        "release ran exactly once"
+    );
     let seen_at_free = rec.seen.lock().unwrap().allocations.len();
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(rec.calls_after_release.load(Ordering::SeqCst), 0, "no callback after release");
+    assert_eq!(
+        rec.calls_after_release.load(Ordering::SeqCst),
+        0,
+        "no callback after release"
+    );
     assert_eq!(rec.seen.lock().unwrap().allocations.len(), seen_at_free);
 }
 

@@ -20,7 +20,10 @@ use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1::SchedulerOptions;
 
 #[derive(Parser, Debug)]
-#[command(version, about = "Simulated resource manager driving libsicore through its C ABI")]
+#[command(
+    version,
+    about = "Simulated resource manager driving libsicore through its C ABI"
+)]
 struct Args {
     /// Number of nodes.
     #[arg(long, default_value_t = 100)]
@@ -76,51 +79,103 @@ fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
     M::decode(unsafe { std::slice::from_raw_parts(p, len) }).unwrap_or_default()
 }
 
-unsafe extern "C" fn on_allocation(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_allocation(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let c = counters(ud);
     let m: si::AllocationResponse = decode(p, len);
     if !m.new.is_empty() {
-        let since = c.start.lock().unwrap().map_or(0, |s| s.elapsed().as_nanos() as u64);
-        let _ = c.first_alloc_ns.compare_exchange(0, since, Ordering::SeqCst, Ordering::SeqCst);
+        let since = c
+            .start
+            .lock()
+            .unwrap()
+            .map_or(0, |s| s.elapsed().as_nanos() as u64);
+        let _ = c
+            .first_alloc_ns
+            .compare_exchange(0, since, Ordering::SeqCst, Ordering::SeqCst);
         c.last_alloc_ns.store(since, Ordering::SeqCst);
         c.allocations.fetch_add(m.new.len(), Ordering::SeqCst);
     }
     if !m.rejected.is_empty() {
-        c.asks_rejected.fetch_add(m.rejected.len(), Ordering::SeqCst);
+        c.asks_rejected
+            .fetch_add(m.rejected.len(), Ordering::SeqCst);
         let mut r = c.rejections.lock().unwrap();
-        r.extend(m.rejected.iter().take(5).map(|x| format!("ask {}: {}", x.allocation_key, x.reason)));
+        r.extend(
+            m.rejected
+                .iter()
+                .take(5)
+                .map(|x| format!("ask {}: {}", x.allocation_key, x.reason)),
+        );
     }
     0
 }
 
-unsafe extern "C" fn on_application(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_application(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let c = counters(ud);
     let m: si::ApplicationResponse = decode(p, len);
-    c.apps_accepted.fetch_add(m.accepted.len(), Ordering::SeqCst);
-    c.apps_rejected.fetch_add(m.rejected.len(), Ordering::SeqCst);
+    c.apps_accepted
+        .fetch_add(m.accepted.len(), Ordering::SeqCst);
+    c.apps_rejected
+        .fetch_add(m.rejected.len(), Ordering::SeqCst);
     let mut r = c.rejections.lock().unwrap();
-    r.extend(m.rejected.iter().map(|x| format!("application {}: {}", x.application_id, x.reason)));
+    r.extend(
+        m.rejected
+            .iter()
+            .map(|x| format!("application {}: {}", x.application_id, x.reason)),
+    );
     0
 }
 
-unsafe extern "C" fn on_node(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_node(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let c = counters(ud);
     let m: si::NodeResponse = decode(p, len);
-    c.nodes_accepted.fetch_add(m.accepted.len(), Ordering::SeqCst);
-    c.nodes_rejected.fetch_add(m.rejected.len(), Ordering::SeqCst);
+    c.nodes_accepted
+        .fetch_add(m.accepted.len(), Ordering::SeqCst);
+    c.nodes_rejected
+        .fetch_add(m.rejected.len(), Ordering::SeqCst);
     let mut r = c.rejections.lock().unwrap();
-    r.extend(m.rejected.iter().take(5).map(|x| format!("node {}: {}", x.node_id, x.reason)));
+    r.extend(
+        m.rejected
+            .iter()
+            .take(5)
+            .map(|x| format!("node {}: {}", x.node_id, x.reason)),
+    );
     0
 }
 
-unsafe extern "C" fn on_predicates(ud: *mut c_void, _p: *const u8, _len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_predicates(
+    ud: *mut c_void,
+    _p: *const u8,
+    _len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     counters(ud).predicate_calls.fetch_add(1, Ordering::Relaxed);
     0
 }
 
-unsafe extern "C" fn on_resync(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_resync(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let m: si::ReSyncSchedulerCacheArgs = decode(p, len);
-    counters(ud).assumed.fetch_add(m.assumed_allocations.len(), Ordering::Relaxed);
+    counters(ud)
+        .assumed
+        .fetch_add(m.assumed_allocations.len(), Ordering::Relaxed);
     0
 }
 
@@ -134,7 +189,8 @@ fn take_string(buf: sicore_buffer) -> String {
         return String::new();
     }
     // SAFETY: a buffer the library returned, read once before it is freed.
-    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) }).into_owned();
+    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) })
+        .into_owned();
     sicore_buffer_free(buf);
     s
 }
@@ -157,7 +213,8 @@ fn resource(memory: i64, vcore: i64) -> Option<si::Resource> {
     })
 }
 
-type UpdateFn = extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status;
+type UpdateFn =
+    extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status;
 
 struct Sim {
     sched: *mut sicore_scheduler,
@@ -172,7 +229,12 @@ impl Sim {
         check(what, st, err)
     }
 
-    fn wait_for(&self, what: &str, timeout: Duration, done: impl Fn(&Counters) -> bool) -> Result<(), String> {
+    fn wait_for(
+        &self,
+        what: &str,
+        timeout: Duration,
+        done: impl Fn(&Counters) -> bool,
+    ) -> Result<(), String> {
         let deadline = Instant::now() + timeout;
         while !done(&self.counters) {
             if Instant::now() > deadline {
@@ -210,7 +272,11 @@ fn print_queue(q: &serde_json::Value, depth: usize) {
     let get = |k: &str, r: &str| q[k][r].as_i64().unwrap_or(0);
     println!(
         "  {:<28} {:>6} apps  allocated memory {:>12} vcore {:>8}  pending memory {:>10}",
-        format!("{}{}", "  ".repeat(depth), q["path"].as_str().unwrap_or("?")),
+        format!(
+            "{}{}",
+            "  ".repeat(depth),
+            q["path"].as_str().unwrap_or("?")
+        ),
         q["total_applications"].as_u64().unwrap_or(0),
         get("allocated", "memory"),
         get("allocated", "vcore"),
@@ -226,7 +292,8 @@ fn run(args: Args) -> Result<(), String> {
     let mut options = SchedulerOptions::default();
     let config_name = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
             options.policy_configs.insert("queues".into(), text);
             path.display().to_string()
         }
@@ -235,15 +302,26 @@ fn run(args: Args) -> Result<(), String> {
     let bytes = options.encode_to_vec();
     let mut sched = std::ptr::null_mut();
     let mut err = sicore_buffer::empty();
-    check("sicore_new", sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err), err)?;
-    let sim = Sim { sched, counters: Arc::new(Counters::default()) };
+    check(
+        "sicore_new",
+        sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err),
+        err,
+    )?;
+    let sim = Sim {
+        sched,
+        counters: Arc::new(Counters::default()),
+    };
 
     let table = sicore_callbacks {
         user_data: Arc::into_raw(sim.counters.clone()) as *mut c_void,
         update_allocation: Some(on_allocation),
         update_application: Some(on_application),
         update_node: Some(on_node),
-        predicates: if args.predicates { Some(on_predicates) } else { None },
+        predicates: if args.predicates {
+            Some(on_predicates)
+        } else {
+            None
+        },
         resync_scheduler_cache: Some(on_resync),
         send_event: None,
         update_container_scheduling_state: None,
@@ -257,7 +335,14 @@ fn run(args: Args) -> Result<(), String> {
     }
     .encode_to_vec();
     let mut err = sicore_buffer::empty();
-    let st = sicore_register_resource_manager(sim.sched, reg.as_ptr(), reg.len(), &table, std::ptr::null_mut(), &mut err);
+    let st = sicore_register_resource_manager(
+        sim.sched,
+        reg.as_ptr(),
+        reg.len(),
+        &table,
+        std::ptr::null_mut(),
+        &mut err,
+    );
     check("RegisterResourceManager", st, err)?;
 
     // Nodes: memory around 400,000 and 250 vcores, so the default workload
@@ -270,12 +355,25 @@ fn run(args: Args) -> Result<(), String> {
             ..Default::default()
         })
         .collect();
-    sim.call("UpdateNode", sicore_update_node, &si::NodeRequest { nodes, rm_id: "sim".into() })?;
+    sim.call(
+        "UpdateNode",
+        sicore_update_node,
+        &si::NodeRequest {
+            nodes,
+            rm_id: "sim".into(),
+        },
+    )?;
     sim.wait_for("nodes", Duration::from_secs(30), |c| {
-        c.nodes_accepted.load(Ordering::SeqCst) + c.nodes_rejected.load(Ordering::SeqCst) == args.nodes
+        c.nodes_accepted.load(Ordering::SeqCst) + c.nodes_rejected.load(Ordering::SeqCst)
+            == args.nodes
     })?;
 
-    let queues: Vec<&str> = args.queues.split(',').map(str::trim).filter(|q| !q.is_empty()).collect();
+    let queues: Vec<&str> = args
+        .queues
+        .split(',')
+        .map(str::trim)
+        .filter(|q| !q.is_empty())
+        .collect();
     if queues.is_empty() || args.apps == 0 {
         return Err("need at least one queue and one application".into());
     }
@@ -284,21 +382,31 @@ fn run(args: Args) -> Result<(), String> {
             application_id: format!("app-{i}"),
             queue_name: queues[i % queues.len()].to_string(),
             partition_name: "default".into(),
-            ugi: Some(si::UserGroupInformation { user: format!("user-{}", i % 3), groups: vec![] }),
+            ugi: Some(si::UserGroupInformation {
+                user: format!("user-{}", i % 3),
+                groups: vec![],
+            }),
             ..Default::default()
         })
         .collect();
-    sim.call("UpdateApplication", sicore_update_application, &si::ApplicationRequest {
-        new: apps,
-        rm_id: "sim".into(),
-        ..Default::default()
-    })?;
+    sim.call(
+        "UpdateApplication",
+        sicore_update_application,
+        &si::ApplicationRequest {
+            new: apps,
+            rm_id: "sim".into(),
+            ..Default::default()
+        },
+    )?;
     sim.wait_for("applications", Duration::from_secs(30), |c| {
         c.apps_accepted.load(Ordering::SeqCst) + c.apps_rejected.load(Ordering::SeqCst) == args.apps
     })?;
     let accepted_apps = sim.counters.apps_accepted.load(Ordering::SeqCst);
     if accepted_apps == 0 {
-        return Err(format!("no application was accepted: {:?}", sim.counters.rejections.lock().unwrap()));
+        return Err(format!(
+            "no application was accepted: {:?}",
+            sim.counters.rejections.lock().unwrap()
+        ));
     }
 
     // Asks of a few common container shapes, submitted in batches.
@@ -319,11 +427,15 @@ fn run(args: Args) -> Result<(), String> {
     *sim.counters.start.lock().unwrap() = Some(Instant::now());
     let started = Instant::now();
     for chunk in asks.chunks(1000) {
-        sim.call("UpdateAllocation", sicore_update_allocation, &si::AllocationRequest {
-            asks: chunk.to_vec(),
-            rm_id: "sim".into(),
-            ..Default::default()
-        })?;
+        sim.call(
+            "UpdateAllocation",
+            sicore_update_allocation,
+            &si::AllocationRequest {
+                asks: chunk.to_vec(),
+                rm_id: "sim".into(),
+                ..Default::default()
+            },
+        )?;
     }
 
     let tty = std::io::stderr().is_terminal();
@@ -368,19 +480,43 @@ fn run(args: Args) -> Result<(), String> {
     println!("  library            sicore {}", env!("CARGO_PKG_VERSION"));
     println!("  configuration      {config_name}");
     println!("  seed               {}", args.seed);
-    println!("  nodes              {} accepted, {} rejected", c.nodes_accepted.load(Ordering::SeqCst), c.nodes_rejected.load(Ordering::SeqCst));
-    println!("  applications       {} accepted, {} rejected", accepted_apps, c.apps_rejected.load(Ordering::SeqCst));
+    println!(
+        "  nodes              {} accepted, {} rejected",
+        c.nodes_accepted.load(Ordering::SeqCst),
+        c.nodes_rejected.load(Ordering::SeqCst)
+    );
+    println!(
+        "  applications       {} accepted, {} rejected",
+        accepted_apps,
+        c.apps_rejected.load(Ordering::SeqCst)
+    );
     println!("  asks submitted     {}", args.asks);
-    println!("  asks rejected      {}", c.asks_rejected.load(Ordering::SeqCst));
+    println!(
+        "  asks rejected      {}",
+        c.asks_rejected.load(Ordering::SeqCst)
+    );
     println!("  allocations made   {made}");
-    println!("  left pending       {}", args.asks.saturating_sub(made + c.asks_rejected.load(Ordering::SeqCst)));
-    println!("  first allocation   {:.3} ms after submission", first * 1e3);
+    println!(
+        "  left pending       {}",
+        args.asks
+            .saturating_sub(made + c.asks_rejected.load(Ordering::SeqCst))
+    );
+    println!(
+        "  first allocation   {:.3} ms after submission",
+        first * 1e3
+    );
     println!("  last allocation    {:.3} ms after submission", last * 1e3);
     if last > 0.0 {
-        println!("  throughput         {:.0} allocations/s (submission to last allocation)", made as f64 / last);
+        println!(
+            "  throughput         {:.0} allocations/s (submission to last allocation)",
+            made as f64 / last
+        );
     }
     if args.predicates {
-        println!("  predicate calls    {}", c.predicate_calls.load(Ordering::Relaxed));
+        println!(
+            "  predicate calls    {}",
+            c.predicate_calls.load(Ordering::Relaxed)
+        );
     }
     println!("  assumed (ReSync)   {}", c.assumed.load(Ordering::Relaxed));
     for r in c.rejections.lock().unwrap().iter().take(10) {
@@ -406,21 +542,29 @@ fn run(args: Args) -> Result<(), String> {
         })
         .collect();
     for row in utils.chunks(4) {
-        let cells: Vec<String> = row.iter().map(|(id, m, v)| format!("{id} {m:5.1}% {v:5.1}%")).collect();
+        let cells: Vec<String> = row
+            .iter()
+            .map(|(id, m, v)| format!("{id} {m:5.1}% {v:5.1}%"))
+            .collect();
         println!("  {}", cells.join("   "));
     }
     utils.sort_by(|a, b| a.1.total_cmp(&b.1));
     if let (Some(lo), Some(hi)) = (utils.first(), utils.last()) {
         let mean = utils.iter().map(|u| u.1).sum::<f64>() / utils.len() as f64;
-        println!("  memory used: min {:.1}% ({}), mean {mean:.1}%, max {:.1}% ({})", lo.1, lo.0, hi.1, hi.0);
+        println!(
+            "  memory used: min {:.1}% ({}), mean {mean:.1}%, max {:.1}% ({})",
+            lo.1, lo.0, hi.1, hi.0
+        );
     }
-    let by_state: BTreeMap<String, usize> = partition["applications"].as_array().into_iter().flatten().fold(
-        BTreeMap::new(),
-        |mut m, a| {
-            *m.entry(a["state"].as_str().unwrap_or("?").to_string()).or_default() += 1;
+    let by_state: BTreeMap<String, usize> = partition["applications"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .fold(BTreeMap::new(), |mut m, a| {
+            *m.entry(a["state"].as_str().unwrap_or("?").to_string())
+                .or_default() += 1;
             m
-        },
-    );
+        });
     println!("\napplication states  {by_state:?}");
     Ok(())
 }

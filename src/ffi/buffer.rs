@@ -65,7 +65,9 @@ pub(crate) fn borrow_bytes<'a>(
         return Err(Error::invalid(format!("{what} is a null pointer")));
     }
     if len > isize::MAX as usize {
-        return Err(Error::invalid(format!("{what}: length {len} is not a valid size")));
+        return Err(Error::invalid(format!(
+            "{what}: length {len} is not a valid size"
+        )));
     }
     // SAFETY: the caller promises `ptr` points at `len` readable bytes that
     // stay valid and unmodified for the duration of this call.

@@ -35,16 +35,28 @@ pub extern "C" fn sicore_reply_set(reply: *mut sicore_reply, data: *const u8, le
 
 /// A callback that reports success (0) or failure (non-zero, with a
 /// reason set through `sicore_reply_set`).
-pub type sicore_status_callback =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *const u8, len: usize, error: *mut sicore_reply) -> i32>;
+pub type sicore_status_callback = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        msg: *const u8,
+        len: usize,
+        error: *mut sicore_reply,
+    ) -> i32,
+>;
 
 /// A callback with nothing to report back.
 pub type sicore_notify_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *const u8, len: usize)>;
 
 /// A callback that answers through `response`.
-pub type sicore_answer_callback =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *const u8, len: usize, response: *mut sicore_reply)>;
+pub type sicore_answer_callback = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        msg: *const u8,
+        len: usize,
+        response: *mut sicore_reply,
+    ),
+>;
 
 /// The RM's callbacks. The table is copied at registration; a NULL function
 /// means "not implemented": the core acts as if it succeeded (for
@@ -91,7 +103,12 @@ impl CallbackTable {
         CallbackTable(table)
     }
 
-    fn status_call(&self, f: sicore_status_callback, msg: &impl Message, what: &str) -> Result<(), String> {
+    fn status_call(
+        &self,
+        f: sicore_status_callback,
+        msg: &impl Message,
+        what: &str,
+    ) -> Result<(), String> {
         let Some(f) = f else {
             return Ok(());
         };
@@ -152,7 +169,11 @@ impl ResourceManagerCallback for CallbackTable {
     }
 
     fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
-        self.status_call(self.0.resync_scheduler_cache, args, "resync_scheduler_cache")
+        self.status_call(
+            self.0.resync_scheduler_cache,
+            args,
+            "resync_scheduler_cache",
+        )
     }
 
     fn send_event(&self, events: &[si::EventRecord]) {
@@ -166,7 +187,10 @@ impl ResourceManagerCallback for CallbackTable {
         self.notify_call(self.0.update_container_scheduling_state, r);
     }
 
-    fn update_configuration(&self, r: &si::UpdateConfigurationRequest) -> si::UpdateConfigurationResponse {
+    fn update_configuration(
+        &self,
+        r: &si::UpdateConfigurationRequest,
+    ) -> si::UpdateConfigurationResponse {
         let failed = |reason: &str| si::UpdateConfigurationResponse {
             success: false,
             old_config: String::new(),
@@ -181,8 +205,9 @@ impl ResourceManagerCallback for CallbackTable {
         unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len(), &mut reply) };
         match reply.data {
             None => failed("the resource manager gave no answer"),
-            Some(d) => si::UpdateConfigurationResponse::decode(d.as_slice())
-                .unwrap_or_else(|e| failed(&format!("undecodable UpdateConfigurationResponse: {e}"))),
+            Some(d) => si::UpdateConfigurationResponse::decode(d.as_slice()).unwrap_or_else(|e| {
+                failed(&format!("undecodable UpdateConfigurationResponse: {e}"))
+            }),
         }
     }
 }

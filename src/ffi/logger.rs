@@ -48,7 +48,9 @@ static HOST: RwLock<Option<HostLogger>> = RwLock::new(None);
 static LIBRARY_LEVEL: AtomicUsize = AtomicUsize::new(log::LevelFilter::Info as usize);
 
 fn level_from_index(i: usize) -> log::LevelFilter {
-    log::LevelFilter::iter().nth(i).unwrap_or(log::LevelFilter::Info)
+    log::LevelFilter::iter()
+        .nth(i)
+        .unwrap_or(log::LevelFilter::Info)
 }
 
 pub(crate) fn set_library_level(level: log::LevelFilter) {
@@ -57,7 +59,10 @@ pub(crate) fn set_library_level(level: log::LevelFilter) {
 }
 
 fn refresh_max_level() {
-    let host = HOST.read().as_ref().map_or(log::LevelFilter::Off, |h| h.max_level);
+    let host = HOST
+        .read()
+        .as_ref()
+        .map_or(log::LevelFilter::Off, |h| h.max_level);
     let lib = level_from_index(LIBRARY_LEVEL.load(Ordering::Relaxed));
     if installed() {
         log::set_max_level(host.min(lib));
@@ -68,7 +73,9 @@ struct Forwarder;
 
 impl log::Log for Forwarder {
     fn enabled(&self, metadata: &log::Metadata) -> bool {
-        HOST.read().as_ref().is_some_and(|h| metadata.level() <= h.max_level)
+        HOST.read()
+            .as_ref()
+            .is_some_and(|h| metadata.level() <= h.max_level)
             && metadata.level() <= level_from_index(LIBRARY_LEVEL.load(Ordering::Relaxed))
     }
 

@@ -125,8 +125,11 @@ pub extern "C" fn sicore_register_resource_manager(
         // Owned from here on: whatever happens next, `release` runs once.
         let table = Arc::new(CallbackTable::new(table));
         let sched = scheduler(s)?;
-        let req: si::RegisterResourceManagerRequest =
-            decode(request, request_len, "request (si.v1.RegisterResourceManagerRequest)")?;
+        let req: si::RegisterResourceManagerRequest = decode(
+            request,
+            request_len,
+            "request (si.v1.RegisterResourceManagerRequest)",
+        )?;
         let resp = sched.register_resource_manager(req, table)?;
         // SAFETY: null or writable storage for one sicore_buffer.
         if let Some(out) = unsafe { response_out.as_mut() } {
@@ -149,7 +152,11 @@ pub extern "C" fn sicore_update_allocation(
 ) -> sicore_status {
     boundary(error_out, || {
         let sched = scheduler(s)?;
-        sched.update_allocation(decode(request, request_len, "request (si.v1.AllocationRequest)")?)
+        sched.update_allocation(decode(
+            request,
+            request_len,
+            "request (si.v1.AllocationRequest)",
+        )?)
     })
 }
 
@@ -164,7 +171,11 @@ pub extern "C" fn sicore_update_application(
 ) -> sicore_status {
     boundary(error_out, || {
         let sched = scheduler(s)?;
-        sched.update_application(decode(request, request_len, "request (si.v1.ApplicationRequest)")?)
+        sched.update_application(decode(
+            request,
+            request_len,
+            "request (si.v1.ApplicationRequest)",
+        )?)
     })
 }
 

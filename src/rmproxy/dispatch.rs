@@ -41,7 +41,9 @@ pub fn run(inbox: Receiver<Outbound>, stopping: Arc<AtomicBool>) {
 
 fn deliver(item: Outbound) {
     let (what, result) = match item {
-        Outbound::Message(cb, OutMsg::Allocation(r)) => ("UpdateAllocation", cb.update_allocation(&r)),
+        Outbound::Message(cb, OutMsg::Allocation(r)) => {
+            ("UpdateAllocation", cb.update_allocation(&r))
+        }
         Outbound::Message(cb, OutMsg::Application(r)) => {
             ("UpdateApplication", cb.update_application(&r))
         }

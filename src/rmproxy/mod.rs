@@ -51,7 +51,8 @@ impl Scheduler {
         let (tx, rx) = unbounded::<Command>();
         let (out_tx, out_rx) = unbounded();
         let dispatcher_stopping = Arc::new(AtomicBool::new(false));
-        let spawn_err = |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
+        let spawn_err =
+            |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
         let core = Core::new(options, out_tx);
         let core_thread = std::thread::Builder::new()
             .name(format!("sicore-core-{id}"))

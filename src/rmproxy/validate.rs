@@ -16,15 +16,21 @@ fn require(value: &str, what: impl FnOnce() -> String) -> Result<(), Error> {
 /// RegisterResourceManagerRequest: rmID and policyGroup are required.
 pub fn register(r: &si::RegisterResourceManagerRequest) -> Result<(), Error> {
     require(&r.rm_id, || "RegisterResourceManagerRequest.rmID".into())?;
-    require(&r.policy_group, || "RegisterResourceManagerRequest.policyGroup".into())
+    require(&r.policy_group, || {
+        "RegisterResourceManagerRequest.policyGroup".into()
+    })
 }
 
 /// AllocationRequest: every ask names its key and application; every
 /// release names its application.
 pub fn allocation(r: &si::AllocationRequest) -> Result<(), Error> {
     for (i, a) in r.asks.iter().enumerate() {
-        require(&a.allocation_key, || format!("AllocationRequest.asks[{i}].allocationKey"))?;
-        require(&a.application_id, || format!("AllocationRequest.asks[{i}].applicationID"))?;
+        require(&a.allocation_key, || {
+            format!("AllocationRequest.asks[{i}].allocationKey")
+        })?;
+        require(&a.application_id, || {
+            format!("AllocationRequest.asks[{i}].applicationID")
+        })?;
     }
     if let Some(rel) = &r.releases {
         for (i, a) in rel.allocations_to_release.iter().enumerate() {
@@ -44,10 +50,14 @@ pub fn allocation(r: &si::AllocationRequest) -> Result<(), Error> {
 /// ApplicationRequest: every entry names its application.
 pub fn application(r: &si::ApplicationRequest) -> Result<(), Error> {
     for (i, a) in r.new.iter().enumerate() {
-        require(&a.application_id, || format!("ApplicationRequest.new[{i}].applicationID"))?;
+        require(&a.application_id, || {
+            format!("ApplicationRequest.new[{i}].applicationID")
+        })?;
     }
     for (i, a) in r.remove.iter().enumerate() {
-        require(&a.application_id, || format!("ApplicationRequest.remove[{i}].applicationID"))?;
+        require(&a.application_id, || {
+            format!("ApplicationRequest.remove[{i}].applicationID")
+        })?;
     }
     Ok(())
 }

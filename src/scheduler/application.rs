@@ -161,7 +161,7 @@ pub struct Application {
     /// Submission time.
     pub submitted: Instant,
     /// Asks by key.
-    pub asks: HashMap<Arc<str>, Ask>,
+    pub asks: super::FastMap<Arc<str>, Ask>,
     /// Asks with repeats left, in scheduling order.
     pub ask_order: BTreeSet<AskOrderKey>,
     /// Outstanding demand.

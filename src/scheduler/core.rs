@@ -260,6 +260,8 @@ impl Core {
         AppTimeouts {
             start: self.options.app_start_timeout,
             completing: self.options.app_completing_timeout,
+            reservation_delay: (!self.options.disable_reservation)
+                .then_some(self.options.reservation_delay),
         }
     }
 
@@ -324,8 +326,12 @@ impl Core {
                 "failed to reload configuration, because RM {rm_id} is unknown to the scheduler"
             )));
         };
-        let loaded = config::load(&rm.policy_group, &self.options.config_dir, &self.options.policy_configs)
-            .map_err(|e| Error::rejected(format!("configuration reload for RM {rm_id} failed: {e}")))?;
+        let loaded = config::load(
+            &rm.policy_group,
+            &self.options.config_dir,
+            &self.options.policy_configs,
+        )
+        .map_err(|e| Error::rejected(format!("configuration reload for RM {rm_id} failed: {e}")))?;
         super::reload::apply(self, rm_id, loaded)
     }
 
@@ -440,7 +446,10 @@ impl Core {
             } else if let Some(p) = p {
                 p.update_node(node, &mut out);
             } else {
-                log::warn!("node {} names unknown partition {pname}; ignored", node.node_id);
+                log::warn!(
+                    "node {} names unknown partition {pname}; ignored",
+                    node.node_id
+                );
             }
         }
         if !response.accepted.is_empty() || !response.rejected.is_empty() {
@@ -450,7 +459,13 @@ impl Core {
     }
 
     /// Mutable access for the reload module.
-    pub(super) fn parts_mut(&mut self) -> (&Options, &mut BTreeMap<String, RmState>, &mut BTreeMap<String, Partition>) {
+    pub(super) fn parts_mut(
+        &mut self,
+    ) -> (
+        &Options,
+        &mut BTreeMap<String, RmState>,
+        &mut BTreeMap<String, Partition>,
+    ) {
         (&self.options, &mut self.rms, &mut self.partitions)
     }
 }

@@ -64,6 +64,19 @@ pub struct PartitionDump {
     pub completed_applications: Vec<FinishedDump>,
     /// Nodes, by id.
     pub nodes: Vec<NodeDump>,
+    /// Reservations, by node id.
+    pub reservations: Vec<ReservationDump>,
+}
+
+/// A node held for one ask.
+#[derive(Serialize)]
+pub struct ReservationDump {
+    /// The reserved node.
+    pub node: String,
+    /// Application holding it.
+    pub application_id: String,
+    /// Its ask.
+    pub allocation_key: String,
 }
 
 /// One queue.
@@ -252,7 +265,11 @@ fn partition_dump(p: &Partition) -> PartitionDump {
             occupied: res(&n.occupied),
             available: res(&n.available),
             schedulable: n.schedulable,
-            attributes: n.attributes.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            attributes: n
+                .attributes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             allocations: n
                 .allocations
                 .iter()
@@ -286,6 +303,15 @@ fn partition_dump(p: &Partition) -> PartitionDump {
             })
             .collect(),
         nodes,
+        reservations: p
+            .reservations
+            .iter()
+            .map(|(n, r)| ReservationDump {
+                node: n.to_string(),
+                application_id: r.app.to_string(),
+                allocation_key: r.key.to_string(),
+            })
+            .collect(),
     }
 }
 

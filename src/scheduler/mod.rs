@@ -13,4 +13,11 @@ pub mod partition;
 pub mod placement;
 pub mod queue;
 pub mod reload;
+pub mod reservation;
 pub mod resource;
+
+/// Hash map with a fast, randomly seeded hasher for the hot paths (keys
+/// are ids chosen by the RM, so the seed still matters).
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+/// Hash set counterpart of [`FastMap`].
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;

@@ -41,6 +41,8 @@ pub struct Outcomes {
     pub forget: Vec<si::ForgotAllocation>,
     /// Timers to arm.
     pub timers: Vec<AppTimer>,
+    /// Event records for the event system (spec 13).
+    pub events: Vec<si::EventRecord>,
 }
 
 impl Outcomes {
@@ -69,9 +71,10 @@ impl Outcomes {
 
     /// Reports an application state change.
     pub fn app_updated(&mut self, update: si::UpdatedApplication) {
-        self.messages.push(OutMsg::Application(si::ApplicationResponse {
-            updated: vec![update],
-            ..Default::default()
-        }));
+        self.messages
+            .push(OutMsg::Application(si::ApplicationResponse {
+                updated: vec![update],
+                ..Default::default()
+            }));
     }
 }

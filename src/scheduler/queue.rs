@@ -3,7 +3,7 @@
 //! Queues live in an arena indexed by [`QueueId`]; a removed queue leaves an
 //! empty slot so ids held elsewhere never point at another queue.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::resource::{compare_shares, shares, Resource};
@@ -162,7 +162,7 @@ impl Queue {
 #[derive(Debug, Clone)]
 pub struct QueueTree {
     slots: Vec<Option<Queue>>,
-    by_path: HashMap<String, QueueId>,
+    by_path: super::FastMap<String, QueueId>,
 }
 
 /// The root's id.
@@ -173,13 +173,17 @@ impl QueueTree {
     pub fn from_config(root: &QueueConfig) -> Result<Self, String> {
         let mut tree = QueueTree {
             slots: Vec::new(),
-            by_path: HashMap::new(),
+            by_path: Default::default(),
         };
         tree.add_managed(None, root)?;
         Ok(tree)
     }
 
-    fn add_managed(&mut self, parent: Option<QueueId>, cfg: &QueueConfig) -> Result<QueueId, String> {
+    fn add_managed(
+        &mut self,
+        parent: Option<QueueId>,
+        cfg: &QueueConfig,
+    ) -> Result<QueueId, String> {
         let name = cfg.name.to_ascii_lowercase();
         let path = match parent {
             None => "root".to_string(),
@@ -201,7 +205,12 @@ impl QueueTree {
         Ok(id)
     }
 
-    fn apply_config(&self, q: &mut Queue, parent: Option<QueueId>, cfg: &QueueConfig) -> Result<(), String> {
+    fn apply_config(
+        &self,
+        q: &mut Queue,
+        parent: Option<QueueId>,
+        cfg: &QueueConfig,
+    ) -> Result<(), String> {
         let acl = |text: &str| {
             Acl::parse(text)
                 .map(|a| (text.to_string(), a))
@@ -214,7 +223,9 @@ impl QueueTree {
             q.max = positive(cfg.resources.max.as_ref())?;
         }
         q.max_applications = cfg.max_applications;
-        let mut props = parent.map(|p| self.get(p).properties.clone()).unwrap_or_default();
+        let mut props = parent
+            .map(|p| self.get(p).properties.clone())
+            .unwrap_or_default();
         props.extend(cfg.properties.iter().map(|(k, v)| (k.clone(), v.clone())));
         q.properties = props;
         q.sort_policy = AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
@@ -293,7 +304,9 @@ impl QueueTree {
         for (i, name) in parts.iter().enumerate().skip(depth) {
             if name.is_empty()
                 || name.len() > 64
-                || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
             {
                 return Err(format!(
                     "invalid queue name {name}, a name must only have alphanumeric characters, - or _, and be no longer than 64 characters"
@@ -316,14 +329,17 @@ impl QueueTree {
                         }
                     }
                 }
-                q.sort_policy = AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
+                q.sort_policy =
+                    AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
             } else {
                 q.child_template = parent.child_template.clone();
             }
             let id = self.slots.len();
             self.slots.push(Some(q));
             self.by_path.insert(child_path, id);
-            self.get_mut(existing).children.insert((*name).to_string(), id);
+            self.get_mut(existing)
+                .children
+                .insert((*name).to_string(), id);
             existing = id;
         }
         Ok(existing)

@@ -14,6 +14,7 @@ pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), E
     let timeouts = AppTimeouts {
         start: options.app_start_timeout,
         completing: options.app_completing_timeout,
+        reservation_delay: (!options.disable_reservation).then_some(options.reservation_delay),
     };
     let rm = rms.get_mut(rm_id).expect("checked by the caller");
     if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {
@@ -22,17 +23,18 @@ pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), E
     // Dry run: every partition of the new config must build on its own.
     let mut fresh = Vec::new();
     for pc in &loaded.config.partitions {
-        let p = Partition::new(rm_id, pc, timeouts)
-            .map_err(|e| Error::rejected(format!("configuration reload: partition {}: {e}", pc.name)))?;
+        let p = Partition::new(rm_id, pc, timeouts).map_err(|e| {
+            Error::rejected(format!("configuration reload: partition {}: {e}", pc.name))
+        })?;
         fresh.push((pc, p));
     }
     let mut names = Vec::new();
     for (pc, p) in fresh {
         names.push(p.internal_name.clone());
         match partitions.get_mut(&p.internal_name) {
-            Some(live) => live
-                .reconfigure(pc)
-                .map_err(|e| Error::rejected(format!("configuration reload: partition {}: {e}", pc.name)))?,
+            Some(live) => live.reconfigure(pc).map_err(|e| {
+                Error::rejected(format!("configuration reload: partition {}: {e}", pc.name))
+            })?,
             None => {
                 partitions.insert(p.internal_name.clone(), p);
             }

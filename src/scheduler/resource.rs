@@ -5,7 +5,6 @@
 //! [`Resource`] keeps its entries sorted by id in an inline small vector:
 //! most resources have two or three types and never touch the heap.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -23,7 +22,7 @@ pub const MAX_RESOURCE_TYPES: usize = 4096;
 
 #[derive(Default)]
 struct Interner {
-    ids: HashMap<&'static str, ResId>,
+    ids: super::FastMap<&'static str, ResId>,
     names: Vec<&'static str>,
 }
 
@@ -122,7 +121,9 @@ impl Resource {
 
     /// `(name, quantity)` pairs sorted by name, for reports.
     pub fn to_named(&self) -> std::collections::BTreeMap<String, i64> {
-        self.iter().map(|(id, v)| (name_of(id).to_owned(), v)).collect()
+        self.iter()
+            .map(|(id, v)| (name_of(id).to_owned(), v))
+            .collect()
     }
 
     /// Iterates `(id, quantity)` in id order.
@@ -203,7 +204,11 @@ impl Resource {
 
     /// In-place `self += other`.
     pub fn add_assign(&mut self, other: &Resource) {
-        if other.entries.iter().all(|(id, _)| self.lookup(*id).is_some()) {
+        if other
+            .entries
+            .iter()
+            .all(|(id, _)| self.lookup(*id).is_some())
+        {
             for (id, v) in other.iter() {
                 let i = self.entries.binary_search_by_key(&id, |e| e.0).unwrap();
                 self.entries[i].1 = self.entries[i].1.saturating_add(v);
@@ -215,7 +220,11 @@ impl Resource {
 
     /// In-place `self -= other`.
     pub fn sub_assign(&mut self, other: &Resource) {
-        if other.entries.iter().all(|(id, _)| self.lookup(*id).is_some()) {
+        if other
+            .entries
+            .iter()
+            .all(|(id, _)| self.lookup(*id).is_some())
+        {
             for (id, v) in other.iter() {
                 let i = self.entries.binary_search_by_key(&id, |e| e.0).unwrap();
                 self.entries[i].1 = self.entries[i].1.saturating_sub(v);
@@ -228,7 +237,11 @@ impl Resource {
     /// `self * n` per type, saturating.
     pub fn mul(&self, n: i64) -> Resource {
         Resource {
-            entries: self.entries.iter().map(|(id, v)| (*id, v.saturating_mul(n))).collect(),
+            entries: self
+                .entries
+                .iter()
+                .map(|(id, v)| (*id, v.saturating_mul(n)))
+                .collect(),
         }
     }
 
@@ -311,12 +324,18 @@ mod tests {
         let b = r(&[("vcore", 3), ("gpu", 1)]);
         assert_eq!(a.add(&b), r(&[("memory", 10), ("vcore", 5), ("gpu", 1)]));
         assert_eq!(a.sub(&b), r(&[("memory", 10), ("vcore", -1), ("gpu", -1)]));
-        assert_eq!(a.sub_clamped(&b), r(&[("memory", 10), ("vcore", 0), ("gpu", 0)]));
+        assert_eq!(
+            a.sub_clamped(&b),
+            r(&[("memory", 10), ("vcore", 0), ("gpu", 0)])
+        );
         let mut c = a.clone();
         c.add_assign(&b);
         c.sub_assign(&b);
         assert_eq!(c, r(&[("memory", 10), ("vcore", 2), ("gpu", 0)]));
-        assert_eq!(r(&[("m", i64::MAX)]).add(&r(&[("m", 1)])), r(&[("m", i64::MAX)]));
+        assert_eq!(
+            r(&[("m", i64::MAX)]).add(&r(&[("m", 1)])),
+            r(&[("m", i64::MAX)])
+        );
     }
 
     #[test]
@@ -324,7 +343,10 @@ mod tests {
         let ask = r(&[("memory", 10), ("gpu", 1)]);
         let node = r(&[("memory", 100)]);
         assert!(!ask.fits_in(&node), "strict fit: a missing type is zero");
-        assert!(ask.fits_in_max_undef(&node), "quota fit: a missing type is unlimited");
+        assert!(
+            ask.fits_in_max_undef(&node),
+            "quota fit: a missing type is unlimited"
+        );
         assert!(r(&[("memory", -5)]).fits_in(&r(&[])));
         assert!(!r(&[("memory", 1)]).fits_in(&r(&[("memory", -5)])));
     }
@@ -335,11 +357,17 @@ mod tests {
         let a = shares(&r(&[("memory", 50), ("vcore", 1)]), Some(&g));
         let b = shares(&r(&[("memory", 10), ("vcore", 6)]), Some(&g));
         assert_eq!(compare_shares(&a, &b), std::cmp::Ordering::Less);
-        assert_eq!(compare_shares(&[0.5, 0.2], &[0.5]), std::cmp::Ordering::Greater);
+        assert_eq!(
+            compare_shares(&[0.5, 0.2], &[0.5]),
+            std::cmp::Ordering::Greater
+        );
     }
 
     #[test]
     fn display_sorts_by_name() {
-        assert_eq!(r(&[("vcore", 1), ("memory", 2)]).to_string(), "map[memory:2 vcore:1]");
+        assert_eq!(
+            r(&[("vcore", 1), ("memory", 2)]).to_string(),
+            "map[memory:2 vcore:1]"
+        );
     }
 }

@@ -86,7 +86,12 @@ fn rec<'a>(ud: *mut c_void) -> &'a Recorder {
     unsafe { &*(ud as *const Recorder) }
 }
 
-unsafe extern "C" fn on_allocation(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_allocation(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let r = rec(ud);
     let m: si::AllocationResponse = msg(p, len);
     let (reenter, slow) = {
@@ -117,7 +122,12 @@ unsafe extern "C" fn on_allocation(ud: *mut c_void, p: *const u8, len: usize, _e
             ..Default::default()
         };
         let bytes = req.encode_to_vec();
-        statuses.push(sicore_update_allocation(s, bytes.as_ptr(), bytes.len(), std::ptr::null_mut()));
+        statuses.push(sicore_update_allocation(
+            s,
+            bytes.as_ptr(),
+            bytes.len(),
+            std::ptr::null_mut(),
+        ));
         let mut err = sicore_buffer::empty();
         statuses.push(sicore_update_configuration(s, b"rm".as_ptr(), 2, &mut err));
         sicore_buffer_free(err);
@@ -135,29 +145,51 @@ unsafe extern "C" fn on_allocation(ud: *mut c_void, p: *const u8, len: usize, _e
     0
 }
 
-unsafe extern "C" fn on_application(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_application(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let m: si::ApplicationResponse = msg(p, len);
     rec(ud).record(|s| {
-        s.apps_accepted.extend(m.accepted.into_iter().map(|a| a.application_id));
+        s.apps_accepted
+            .extend(m.accepted.into_iter().map(|a| a.application_id));
         s.apps_rejected.extend(m.rejected);
         s.app_updates.extend(m.updated);
     });
     0
 }
 
-unsafe extern "C" fn on_node(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_node(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let m: si::NodeResponse = msg(p, len);
     rec(ud).record(|s| {
-        s.nodes_accepted.extend(m.accepted.into_iter().map(|a| a.node_id));
+        s.nodes_accepted
+            .extend(m.accepted.into_iter().map(|a| a.node_id));
         s.nodes_rejected.extend(m.rejected);
     });
     0
 }
 
-unsafe extern "C" fn on_predicates(ud: *mut c_void, p: *const u8, len: usize, e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_predicates(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    e: *mut sicore_reply,
+) -> i32 {
     let r = rec(ud);
     let m: si::PredicatesArgs = msg(p, len);
-    let refuse = r.behaviour.lock().unwrap().refuse_nodes.contains(&m.node_id);
+    let refuse = r
+        .behaviour
+        .lock()
+        .unwrap()
+        .refuse_nodes
+        .contains(&m.node_id);
     r.record(|s| s.predicate_calls.push(m));
     if refuse {
         let reason = b"node refused by the test RM";
@@ -168,7 +200,12 @@ unsafe extern "C" fn on_predicates(ud: *mut c_void, p: *const u8, len: usize, e:
     }
 }
 
-unsafe extern "C" fn on_resync(ud: *mut c_void, p: *const u8, len: usize, _e: *mut sicore_reply) -> i32 {
+unsafe extern "C" fn on_resync(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
     let m: si::ReSyncSchedulerCacheArgs = msg(p, len);
     rec(ud).record(|s| {
         for a in &m.assumed_allocations {
@@ -190,7 +227,12 @@ unsafe extern "C" fn on_container_state(ud: *mut c_void, p: *const u8, len: usiz
     rec(ud).record(|s| s.container_states.push(m));
 }
 
-unsafe extern "C" fn on_update_configuration(_ud: *mut c_void, _p: *const u8, _len: usize, reply: *mut sicore_reply) {
+unsafe extern "C" fn on_update_configuration(
+    _ud: *mut c_void,
+    _p: *const u8,
+    _len: usize,
+    reply: *mut sicore_reply,
+) {
     let answer = si::UpdateConfigurationResponse {
         success: true,
         ..Default::default()
@@ -221,7 +263,8 @@ pub fn take_string(buf: sicore_buffer) -> String {
         return String::new();
     }
     // SAFETY: a buffer the library returned, read before it is freed.
-    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) }).into_owned();
+    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) })
+        .into_owned();
     sicore_buffer_free(buf);
     s
 }
@@ -283,7 +326,12 @@ impl Harness {
         let mut sched = std::ptr::null_mut();
         let mut err = sicore_buffer::empty();
         let st = sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err);
-        assert_eq!(st, sicore_status::SICORE_OK, "sicore_new: {}", take_string(err));
+        assert_eq!(
+            st,
+            sicore_status::SICORE_OK,
+            "sicore_new: {}",
+            take_string(err)
+        );
         let rec = Arc::new(Recorder {
             seen: Mutex::new(Seen::default()),
             cv: Condvar::new(),
@@ -302,7 +350,11 @@ impl Harness {
             update_allocation: Some(on_allocation),
             update_application: Some(on_application),
             update_node: Some(on_node),
-            predicates: if with_predicates { Some(on_predicates) } else { None },
+            predicates: if with_predicates {
+                Some(on_predicates)
+            } else {
+                None
+            },
             resync_scheduler_cache: Some(on_resync),
             send_event: Some(on_event),
             update_container_scheduling_state: Some(on_container_state),
@@ -322,11 +374,21 @@ impl Harness {
         let cbs = self.callbacks();
         let mut resp = sicore_buffer::empty();
         let mut err = sicore_buffer::empty();
-        let st = sicore_register_resource_manager(self.sched, req.as_ptr(), req.len(), &cbs, &mut resp, &mut err);
+        let st = sicore_register_resource_manager(
+            self.sched,
+            req.as_ptr(),
+            req.len(),
+            &cbs,
+            &mut resp,
+            &mut err,
+        );
         if st != sicore_status::SICORE_OK {
             // The library released the refused table already; do not count
             // that as the end of the live registration.
-            assert!(self.rec.releases.load(Ordering::SeqCst) > 0, "a refused table is released at once");
+            assert!(
+                self.rec.releases.load(Ordering::SeqCst) > 0,
+                "a refused table is released at once"
+            );
             self.rec.releases.fetch_sub(1, Ordering::SeqCst);
         }
         sicore_buffer_free(resp);
@@ -336,7 +398,12 @@ impl Harness {
     /// Calls one of the asynchronous update entry points with raw bytes.
     pub fn raw(
         &self,
-        f: extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status,
+        f: extern "C" fn(
+            *mut sicore_scheduler,
+            *const u8,
+            usize,
+            *mut sicore_buffer,
+        ) -> sicore_status,
         bytes: &[u8],
     ) -> (sicore_status, String) {
         let mut err = sicore_buffer::empty();
@@ -345,21 +412,43 @@ impl Harness {
     }
 
     pub fn nodes(&self, nodes: Vec<si::NodeInfo>) -> (sicore_status, String) {
-        let req = si::NodeRequest { nodes, rm_id: "rm".into() }.encode_to_vec();
+        let req = si::NodeRequest {
+            nodes,
+            rm_id: "rm".into(),
+        }
+        .encode_to_vec();
         self.raw(sicore_update_node, &req)
     }
 
-    pub fn apps(&self, new: Vec<si::AddApplicationRequest>, remove: Vec<si::RemoveApplicationRequest>) -> (sicore_status, String) {
-        let req = si::ApplicationRequest { new, remove, rm_id: "rm".into() }.encode_to_vec();
+    pub fn apps(
+        &self,
+        new: Vec<si::AddApplicationRequest>,
+        remove: Vec<si::RemoveApplicationRequest>,
+    ) -> (sicore_status, String) {
+        let req = si::ApplicationRequest {
+            new,
+            remove,
+            rm_id: "rm".into(),
+        }
+        .encode_to_vec();
         self.raw(sicore_update_application, &req)
     }
 
     pub fn asks(&self, asks: Vec<si::AllocationAsk>) -> (sicore_status, String) {
-        let req = si::AllocationRequest { asks, rm_id: "rm".into(), ..Default::default() }.encode_to_vec();
+        let req = si::AllocationRequest {
+            asks,
+            rm_id: "rm".into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
         self.raw(sicore_update_allocation, &req)
     }
 
-    pub fn releases(&self, allocs: Vec<si::AllocationRelease>, asks: Vec<si::AllocationAskRelease>) -> (sicore_status, String) {
+    pub fn releases(
+        &self,
+        allocs: Vec<si::AllocationRelease>,
+        asks: Vec<si::AllocationAskRelease>,
+    ) -> (sicore_status, String) {
         let req = si::AllocationRequest {
             rm_id: "rm".into(),
             releases: Some(si::AllocationReleasesRequest {
@@ -382,7 +471,12 @@ impl Harness {
         let mut json = sicore_buffer::empty();
         let mut err = sicore_buffer::empty();
         let st = sicore_state_dump(self.sched, &mut json, &mut err);
-        assert_eq!(st, sicore_status::SICORE_OK, "state dump: {}", take_string(err));
+        assert_eq!(
+            st,
+            sicore_status::SICORE_OK,
+            "state dump: {}",
+            take_string(err)
+        );
         serde_json::from_str(&take_string(json)).expect("the dump is JSON")
     }
 
@@ -392,7 +486,10 @@ impl Harness {
         let mut seen = self.rec.seen.lock().unwrap();
         while !cond(&seen) {
             let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "timed out waiting for {what}; seen: {seen:#?}");
+            assert!(
+                !left.is_zero(),
+                "timed out waiting for {what}; seen: {seen:#?}"
+            );
             seen = self.rec.cv.wait_timeout(seen, left).unwrap().0;
         }
     }
@@ -402,15 +499,26 @@ impl Harness {
     }
 
     /// Registers `rm`, adds nodes and one application in `root.a`.
-    pub fn standard(options: sicore_pb::SchedulerOptions, behaviour: Behaviour, nodes: usize) -> Self {
+    pub fn standard(
+        options: sicore_pb::SchedulerOptions,
+        behaviour: Behaviour,
+        nodes: usize,
+    ) -> Self {
         let h = Harness::with_behaviour(options, behaviour);
         let (st, msg) = h.register("rm", "queues");
         assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
-        let list = (0..nodes).map(|i| node(&format!("node-{i}"), 1000, 10)).collect();
+        let list = (0..nodes)
+            .map(|i| node(&format!("node-{i}"), 1000, 10))
+            .collect();
         assert_eq!(h.nodes(list).0, sicore_status::SICORE_OK);
         h.wait("nodes accepted", |s| s.nodes_accepted.len() == nodes);
-        assert_eq!(h.apps(vec![app("app-1", "root.a")], vec![]).0, sicore_status::SICORE_OK);
-        h.wait("app accepted", |s| s.apps_accepted.contains(&"app-1".to_string()));
+        assert_eq!(
+            h.apps(vec![app("app-1", "root.a")], vec![]).0,
+            sicore_status::SICORE_OK
+        );
+        h.wait("app accepted", |s| {
+            s.apps_accepted.contains(&"app-1".to_string())
+        });
         h
     }
 }

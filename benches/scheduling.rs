@@ -1,0 +1,320 @@
+//! YuniKorn core's `BenchmarkScheduling` scenario, driven through the C ABI
+//! with a resource manager that decodes every callback message, as a real
+//! one would.
+//!
+//! Queues `root.a` (guaranteed memory 100000, vcore 10000) and `root.b`
+//! (guaranteed memory 1000000, vcore 10000), one application in each, nodes
+//! of `{memory: 10*k, vcore: k}` with `k = asks/nodes + 1`, asks of
+//! `{memory: 10, vcore: 1}` split between the two applications; timed from
+//! submitting the asks until the RM holds every allocation.
+//!
+//! `cargo bench --bench scheduling` runs 500/1000/2000/5000 nodes with
+//! 10,000 asks; `cargo bench --bench scheduling -- --large` adds 50,000
+//! nodes with 500,000 asks. `-- NODES ASKS` runs one custom size.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use sicore::ffi::*;
+use sicore::proto::si::v1 as si;
+use sicore::proto::sicore::v1::SchedulerOptions;
+
+const CONFIG: &str = "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources:
+              guaranteed: {memory: 100000, vcore: 10000}
+          - name: b
+            resources:
+              guaranteed: {memory: 1000000, vcore: 10000}
+";
+
+#[derive(Default)]
+struct Rm {
+    allocations: AtomicUsize,
+    nodes: AtomicUsize,
+    apps: AtomicUsize,
+}
+
+fn rm<'a>(ud: *mut c_void) -> &'a Rm {
+    // SAFETY: user_data is the Arc<Rm> leaked at registration, released by `release`.
+    unsafe { &*(ud as *const Rm) }
+}
+
+fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
+    // SAFETY: the library passes a message valid for the duration of the call.
+    unsafe { std::slice::from_raw_parts(p, len) }
+}
+
+unsafe extern "C" fn on_alloc(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _: *mut sicore_reply,
+) -> i32 {
+    let m = si::AllocationResponse::decode(bytes(p, len)).expect("valid message");
+    rm(ud).allocations.fetch_add(m.new.len(), Ordering::Release);
+    0
+}
+
+unsafe extern "C" fn on_app(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _: *mut sicore_reply,
+) -> i32 {
+    let m = si::ApplicationResponse::decode(bytes(p, len)).expect("valid message");
+    rm(ud).apps.fetch_add(m.accepted.len(), Ordering::Release);
+    0
+}
+
+unsafe extern "C" fn on_node(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _: *mut sicore_reply,
+) -> i32 {
+    let m = si::NodeResponse::decode(bytes(p, len)).expect("valid message");
+    rm(ud).nodes.fetch_add(m.accepted.len(), Ordering::Release);
+    0
+}
+
+unsafe extern "C" fn on_resync(
+    _: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _: *mut sicore_reply,
+) -> i32 {
+    let _ = si::ReSyncSchedulerCacheArgs::decode(bytes(p, len)).expect("valid message");
+    0
+}
+
+unsafe extern "C" fn on_release(ud: *mut c_void) {
+    // SAFETY: the Arc leaked at registration, released once.
+    drop(Arc::from_raw(ud as *const Rm));
+}
+
+fn wait(what: &str, done: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::yield_now();
+    }
+}
+
+fn call(
+    s: *mut sicore_scheduler,
+    f: extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status,
+    m: &impl Message,
+) {
+    let b = m.encode_to_vec();
+    assert_eq!(
+        f(s, b.as_ptr(), b.len(), std::ptr::null_mut()),
+        sicore_status::SICORE_OK
+    );
+}
+
+fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
+    Some(si::Resource {
+        resources: [
+            ("memory".to_string(), si::Quantity { value: memory }),
+            ("vcore".to_string(), si::Quantity { value: vcore }),
+        ]
+        .into_iter()
+        .collect(),
+    })
+}
+
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l.to_string())
+        })
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Runs one size; returns (allocations per second, seconds).
+fn run(nodes: usize, asks: usize) -> (f64, f64) {
+    let mut opts = SchedulerOptions::default();
+    opts.policy_configs.insert("bench".into(), CONFIG.into());
+    opts.disable_events = true;
+    opts.log_level = "warn".into();
+    let ob = opts.encode_to_vec();
+    let mut s = std::ptr::null_mut();
+    assert_eq!(
+        sicore_new(ob.as_ptr(), ob.len(), &mut s, std::ptr::null_mut()),
+        sicore_status::SICORE_OK
+    );
+    let state = Arc::new(Rm::default());
+    let cb = sicore_callbacks {
+        user_data: Arc::into_raw(state.clone()) as *mut c_void,
+        update_allocation: Some(on_alloc),
+        update_application: Some(on_app),
+        update_node: Some(on_node),
+        predicates: None,
+        resync_scheduler_cache: Some(on_resync),
+        send_event: None,
+        update_container_scheduling_state: None,
+        update_configuration: None,
+        release: Some(on_release),
+    };
+    let reg = si::RegisterResourceManagerRequest {
+        rm_id: "rm".into(),
+        version: "bench".into(),
+        policy_group: "bench".into(),
+    }
+    .encode_to_vec();
+    let st = sicore_register_resource_manager(
+        s,
+        reg.as_ptr(),
+        reg.len(),
+        &cb,
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+    );
+    assert_eq!(st, sicore_status::SICORE_OK);
+
+    let k = (asks / nodes + 1) as i64;
+    for chunk in (0..nodes).collect::<Vec<_>>().chunks(10_000) {
+        let list = chunk
+            .iter()
+            .map(|i| si::NodeInfo {
+                node_id: format!("node-{i:06}"),
+                action: si::node_info::ActionFromRm::Create as i32,
+                schedulable_resource: res(10 * k, k),
+                ..Default::default()
+            })
+            .collect();
+        call(
+            s,
+            sicore_update_node,
+            &si::NodeRequest {
+                nodes: list,
+                rm_id: "rm".into(),
+            },
+        );
+    }
+    wait("nodes", || state.nodes.load(Ordering::Acquire) == nodes);
+    let apps = ["root.a", "root.b"]
+        .iter()
+        .enumerate()
+        .map(|(i, q)| si::AddApplicationRequest {
+            application_id: format!("app-{i}"),
+            queue_name: q.to_string(),
+            partition_name: "default".into(),
+            ugi: Some(si::UserGroupInformation {
+                user: "bench".into(),
+                groups: vec![],
+            }),
+            ..Default::default()
+        })
+        .collect();
+    call(
+        s,
+        sicore_update_application,
+        &si::ApplicationRequest {
+            new: apps,
+            rm_id: "rm".into(),
+            ..Default::default()
+        },
+    );
+    wait("apps", || state.apps.load(Ordering::Acquire) == 2);
+
+    let requests: Vec<Vec<u8>> = (0..asks)
+        .collect::<Vec<_>>()
+        .chunks(5_000)
+        .map(|chunk| {
+            si::AllocationRequest {
+                asks: chunk
+                    .iter()
+                    .map(|i| si::AllocationAsk {
+                        allocation_key: format!("ask-{i}"),
+                        application_id: format!("app-{}", i % 2),
+                        partition_name: "default".into(),
+                        resource_ask: res(10, 1),
+                        max_allocations: 1,
+                        ..Default::default()
+                    })
+                    .collect(),
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect();
+    let start = Instant::now();
+    for r in &requests {
+        assert_eq!(
+            sicore_update_allocation(s, r.as_ptr(), r.len(), std::ptr::null_mut()),
+            sicore_status::SICORE_OK
+        );
+    }
+    wait("allocations", || {
+        state.allocations.load(Ordering::Acquire) == asks
+    });
+    let secs = start.elapsed().as_secs_f64();
+    sicore_free(s);
+    (asks as f64 / secs, secs)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let custom = args.len() == 2 && args[0].parse::<usize>().is_ok();
+    let sizes: Vec<(usize, usize)> = match args.as_slice() {
+        [n, a] if n.parse::<usize>().is_ok() => {
+            vec![(n.parse().unwrap(), a.parse().expect("ASKS"))]
+        }
+        a if a.iter().any(|x| x == "--large") => {
+            vec![
+                (500, 10_000),
+                (1000, 10_000),
+                (2000, 10_000),
+                (5000, 10_000),
+                (50_000, 500_000),
+            ]
+        }
+        _ => vec![
+            (500, 10_000),
+            (1000, 10_000),
+            (2000, 10_000),
+            (5000, 10_000),
+        ],
+    };
+    println!("BenchmarkScheduling through the C ABI (callbacks decode every message)");
+    println!(
+        "{:>8} {:>9} {:>14} {:>10} {:>14}",
+        "nodes", "asks", "allocs/s", "seconds", "peak RSS MiB"
+    );
+    for (nodes, asks) in sizes {
+        // Best of three runs for the small sizes; the large one runs once.
+        let runs = if asks > 100_000 || custom { 1 } else { 3 };
+        let best = (0..runs)
+            .map(|_| run(nodes, asks))
+            .fold((0.0, 0.0), |b, r| if r.0 > b.0 { r } else { b });
+        println!(
+            "{nodes:>8} {asks:>9} {:>14.0} {:>10.3} {:>14.1}",
+            best.0,
+            best.1,
+            peak_rss_mib()
+        );
+    }
+}

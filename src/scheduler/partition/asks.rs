@@ -1,0 +1,107 @@
+//! Asks: adding, replacing and releasing (spec 7).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::*;
+
+impl Partition {
+    /// Adds or replaces an ask (spec 7.1); `Err` is the rejection reason.
+    pub fn add_ask(&mut self, ask: &si::AllocationAsk, out: &mut Outcomes) -> Result<(), String> {
+        let app_id = ask.application_id.as_str();
+        let key = ask.allocation_key.as_str();
+        if !self.apps.contains_key(app_id) {
+            return Err(format!(
+                "failed to find application {app_id}, for allocation ask {key}"
+            ));
+        }
+        if key.is_empty() {
+            return Err(format!(
+                "invalid ask added to app {app_id}: empty allocation key"
+            ));
+        }
+        if ask.placeholder && ask.task_group_name.is_empty() {
+            return Err(format!("ask cannot be nil when added to app {app_id}"));
+        }
+        let resource = Resource::from_proto_opt(ask.resource_ask.as_ref())?.unwrap_or_default();
+        if ask.max_allocations <= 0 || !resource.is_strictly_positive() {
+            return Err(format!(
+                "invalid ask added to app {app_id}: ask {key} has resource {resource} and maxAllocations {} (need a positive resource and maxAllocations > 0)",
+                ask.max_allocations
+            ));
+        }
+        if matches!(
+            self.apps[app_id].state,
+            AppState::New | AppState::Completing
+        ) {
+            self.fire(app_id, AppEvent::Run, None, out);
+        }
+        let key: Arc<str> = Arc::from(key);
+        self.remove_ask(app_id, &key);
+        let seq = self.next_seq();
+        let new = Ask {
+            key: key.clone(),
+            resource: resource.clone(),
+            pending_repeat: ask.max_allocations,
+            priority: priority_of(ask.priority.as_ref()),
+            seq,
+            created: Instant::now(),
+            required_node: ask.tags.get(TAG_REQUIRED_NODE).cloned(),
+            tags: ask.tags.clone(),
+            task_group: ask.task_group_name.clone(),
+            placeholder: ask.placeholder,
+        };
+        let demand = resource.mul(ask.max_allocations as i64);
+        let app = self.apps.get_mut(app_id).expect("checked above");
+        app.ask_order.insert(new.order_key());
+        app.asks.insert(key, new);
+        app.pending.add_assign(&demand);
+        let q = app.queue;
+        self.queues.add_pending(q, &demand);
+        Ok(())
+    }
+
+    /// Removes one ask and its outstanding demand. Returns whether it existed.
+    pub(super) fn remove_ask(&mut self, app_id: &str, key: &str) -> bool {
+        let Some(app) = self.apps.get_mut(app_id) else {
+            return false;
+        };
+        let Some(old) = app.asks.remove(key) else {
+            return false;
+        };
+        app.ask_order.remove(&old.order_key());
+        // A removed or replaced ask gives up its reservations (spec 8.9).
+        self.reservations.cancel_ask(&ReservedAsk {
+            app: app.id.clone(),
+            key: old.key.clone(),
+        });
+        let demand = old.resource.mul(old.pending_repeat.max(0) as i64);
+        app.pending = app.pending.sub_clamped(&demand);
+        let q = app.queue;
+        self.queues.sub_pending(q, &demand);
+        true
+    }
+
+    /// Releases asks (spec 7.4). Nothing is sent back.
+    pub fn release_asks(&mut self, rel: &si::AllocationAskRelease, out: &mut Outcomes) {
+        if rel.termination_type == si::TerminationType::Timeout as i32 {
+            return;
+        }
+        let app_id = rel.application_id.as_str();
+        let Some(app) = self.apps.get(app_id) else {
+            return;
+        };
+        let keys: Vec<Arc<str>> = if rel.allocationkey.is_empty() {
+            app.asks.keys().cloned().collect()
+        } else {
+            vec![Arc::from(rel.allocationkey.as_str())]
+        };
+        let mut removed = false;
+        for k in keys {
+            removed |= self.remove_ask(app_id, &k);
+        }
+        if removed {
+            self.check_completion(app_id, out);
+        }
+    }
+}

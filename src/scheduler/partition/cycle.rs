@@ -1,0 +1,458 @@
+//! The scheduling pass (spec 8): reserved asks first, then queues in fair
+//! order, applications in their queue's policy order, asks by priority and
+//! age, nodes in the partition's policy order.
+//!
+//! Unlike the reference, one pass makes many decisions; each one is taken
+//! on the state the previous one left. What fails within a pass keeps
+//! failing until the pass ends (free capacity only shrinks inside a pass),
+//! so [`PassState`] lets later decisions skip it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::*;
+
+/// What the search found for one ask.
+enum NodeChoice {
+    /// Allocate on this node.
+    Allocate(Arc<str>),
+    /// Nothing fits now; hold this node for the ask.
+    Reserve(Arc<str>),
+    /// Nothing to do.
+    Nothing,
+}
+
+/// The next thing the pass does.
+enum Decision {
+    Allocate {
+        app: Arc<str>,
+        key: Arc<str>,
+        node: Arc<str>,
+    },
+    Reserve {
+        app: Arc<str>,
+        key: Arc<str>,
+        node: Arc<str>,
+    },
+}
+
+/// How well an ask uses a node's free resource (spec 8.7); lower is better.
+fn fit_score(ask: &Resource, available: &Resource) -> f64 {
+    available
+        .iter()
+        .filter(|(_, avail)| *avail > 0)
+        .map(|(t, avail)| {
+            let want = ask.get(t);
+            if want <= 0 {
+                1.0
+            } else if avail > want {
+                (avail - want) as f64 / avail as f64
+            } else {
+                0.0
+            }
+        })
+        .sum()
+}
+
+impl Partition {
+    /// Runs one scheduling pass: up to `budget` allocations. Returns the
+    /// number of decisions taken (allocations and reservations).
+    pub fn schedule(
+        &mut self,
+        cb: Option<&dyn ResourceManagerCallback>,
+        budget: usize,
+        out: &mut Outcomes,
+    ) -> usize {
+        let root = self.queues.get(ROOT);
+        if root.max.is_none() || !root.pending.is_strictly_positive() {
+            return 0;
+        }
+        let cb = cb.filter(|c| c.has_predicates());
+        let now = Instant::now();
+        let mut pass = PassState::default();
+        let mut made = 0;
+        if !self.reservations.is_empty() {
+            made += self.reserved_pass(cb, budget, out);
+        }
+        while made < budget {
+            match self.find_in_queue(ROOT, cb, &mut pass, now) {
+                Some(Decision::Allocate { app, key, node }) => self.commit(&app, &key, &node, out),
+                Some(Decision::Reserve { app, key, node }) => {
+                    log::debug!("reserving node {node} for ask {key} of {app}");
+                    self.reservations.reserve(node, ReservedAsk { app, key });
+                }
+                None => break,
+            }
+            made += 1;
+        }
+        made
+    }
+
+    /// Tries every reserved ask on its node, then elsewhere (spec 8.10).
+    fn reserved_pass(
+        &mut self,
+        cb: Option<&dyn ResourceManagerCallback>,
+        budget: usize,
+        out: &mut Outcomes,
+    ) -> usize {
+        let held: Vec<(Arc<str>, ReservedAsk)> = self
+            .reservations
+            .iter()
+            .map(|(n, r)| (n.clone(), r.clone()))
+            .collect();
+        let mut made = 0;
+        for (node_id, r) in held {
+            if made >= budget {
+                break;
+            }
+            if self.reservations.on_node(&node_id) != Some(&r) {
+                continue;
+            }
+            let ask = self.apps.get(&r.app).and_then(|a| a.asks.get(&r.key));
+            let node_ok = self.nodes.get(&node_id).is_some_and(|n| n.schedulable);
+            let Some(ask) = ask.filter(|a| a.pending_repeat > 0 && node_ok) else {
+                // Stale: the ask is gone or satisfied, or the node is
+                // draining (the reference kept those; the spec recommends not).
+                self.reservations.cancel_node(&node_id);
+                continue;
+            };
+            let queue = self.apps[&r.app].queue;
+            if let Some(h) = self.queues.headroom(queue) {
+                if !ask.resource.fits_in_max_undef(&h) {
+                    continue;
+                }
+            }
+            let target = if self.try_node(ask, &self.nodes[&node_id], cb, true) {
+                Some(node_id.clone())
+            } else {
+                self.node_order
+                    .iter()
+                    .map(|k| &self.nodes[&k.id])
+                    .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
+                    .find(|n| self.try_node(ask, n, cb, true))
+                    .map(|n| n.id.clone())
+            };
+            if let Some(target) = target {
+                if target != node_id {
+                    self.reservations.cancel_node(&node_id);
+                }
+                self.commit(&r.app, &r.key, &target, out);
+                made += 1;
+            }
+        }
+        made
+    }
+
+    /// Depth-first search for the next decision in fair queue order.
+    fn find_in_queue(
+        &self,
+        q: QueueId,
+        cb: Option<&dyn ResourceManagerCallback>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> Option<Decision> {
+        let queue = self.queues.get(q);
+        if !queue.leaf {
+            for child in self.queues.sorted_children(q) {
+                if pass.exhausted_queues.contains(&child) {
+                    continue;
+                }
+                if let Some(found) = self.find_in_queue(child, cb, pass, now) {
+                    return Some(found);
+                }
+            }
+            pass.exhausted_queues.insert(q);
+            return None;
+        }
+        let headroom = self.queues.headroom(q);
+        let try_app = |app: &Application, pass: &mut PassState| -> Option<Decision> {
+            if pass.exhausted_apps.contains(&app.id) {
+                return None;
+            }
+            let found = self.find_for_app(app, headroom.as_ref(), cb, pass, now);
+            if found.is_none() {
+                pass.exhausted_apps.insert(app.id.clone());
+            }
+            found
+        };
+        let apps = queue.apps.values().filter_map(|id| self.apps.get(id));
+        let found = match queue.sort_policy {
+            // The fifo order is the leaf's own order: no list to build.
+            AppSortPolicy::Fifo => apps
+                .filter(|a| a.has_pending())
+                .find_map(|a| try_app(a, pass)),
+            AppSortPolicy::Fair => {
+                let mut v: Vec<_> = apps
+                    .filter(|a| a.has_pending())
+                    .map(|a| (shares(&a.allocated, queue.guaranteed.as_ref()), a))
+                    .collect();
+                v.sort_by(|(sa, a), (sb, b)| {
+                    compare_shares(sa, sb)
+                        .then(a.seq.cmp(&b.seq))
+                        .then(a.id.cmp(&b.id))
+                });
+                v.into_iter().find_map(|(_, a)| try_app(a, pass))
+            }
+            AppSortPolicy::StateAware => {
+                let all: Vec<&Application> = apps.collect();
+                let starting = all.iter().any(|a| a.state == AppState::Starting);
+                // Only the oldest Accepted application with demand may
+                // start, and only while no application is Starting.
+                let first_accepted = all
+                    .iter()
+                    .find(|a| a.state == AppState::Accepted && a.has_pending())
+                    .map(|a| a.id.clone());
+                all.into_iter()
+                    .filter(|a| a.has_pending())
+                    .filter(|a| {
+                        a.state != AppState::Accepted
+                            || (!starting && Some(&a.id) == first_accepted.as_ref())
+                    })
+                    .find_map(|a| try_app(a, pass))
+            }
+        };
+        if found.is_none() {
+            pass.exhausted_queues.insert(q);
+        }
+        found
+    }
+
+    /// Tries the asks of one application in order (spec 8.5).
+    fn find_for_app(
+        &self,
+        app: &Application,
+        headroom: Option<&Resource>,
+        cb: Option<&dyn ResourceManagerCallback>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> Option<Decision> {
+        let start = match pass.ask_cursor.get(&app.id) {
+            Some(k) => Bound::Excluded(k.clone()),
+            None => Bound::Unbounded,
+        };
+        for okey in app.ask_order.range((start, Bound::Unbounded)) {
+            let ask = &app.asks[&okey.2];
+            // An allocated ask keeps its place (its order key does not
+            // change); a failed or reserving one moves the cursor past it.
+            let fits_queue = headroom.is_none_or(|h| ask.resource.fits_in_max_undef(h));
+            if fits_queue {
+                match self.find_node(app, ask, cb, pass, now) {
+                    NodeChoice::Allocate(node) => {
+                        return Some(Decision::Allocate {
+                            app: app.id.clone(),
+                            key: ask.key.clone(),
+                            node,
+                        })
+                    }
+                    NodeChoice::Reserve(node) => {
+                        pass.ask_cursor.insert(app.id.clone(), okey.clone());
+                        return Some(Decision::Reserve {
+                            app: app.id.clone(),
+                            key: ask.key.clone(),
+                            node,
+                        });
+                    }
+                    NodeChoice::Nothing => {}
+                }
+            }
+            pass.ask_cursor.insert(app.id.clone(), okey.clone());
+        }
+        None
+    }
+
+    /// One allocation attempt of an ask on a node (spec 8.7 step 3): free
+    /// resource, then the RM's predicates.
+    fn try_node(
+        &self,
+        ask: &Ask,
+        n: &Node,
+        cb: Option<&dyn ResourceManagerCallback>,
+        allocate: bool,
+    ) -> bool {
+        if allocate && !n.fits_available(&ask.resource) {
+            return false;
+        }
+        let Some(cb) = cb else {
+            return true;
+        };
+        let args = si::PredicatesArgs {
+            allocation_key: ask.key.to_string(),
+            node_id: n.id.to_string(),
+            allocate,
+        };
+        match cb.predicates(&args) {
+            Ok(()) => true,
+            Err(reason) => {
+                log::debug!("predicates refused {} on {}: {reason}", ask.key, n.id);
+                false
+            }
+        }
+    }
+
+    /// The first usable node in policy order, else a node to reserve (spec 8.7).
+    fn find_node(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        cb: Option<&dyn ResourceManagerCallback>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> NodeChoice {
+        let me = ReservedAsk {
+            app: app.id.clone(),
+            key: ask.key.clone(),
+        };
+        let held = self.reservations.count_for(&me);
+        let may_reserve = self
+            .timeouts
+            .reservation_delay
+            .is_some_and(|d| now.saturating_duration_since(ask.created) >= d)
+            && held < ask.pending_repeat.max(0) as usize;
+        let cacheable = cb.is_none() && held == 0;
+        let shape = (ask.resource.clone(), may_reserve);
+        if cacheable && pass.unfit_shapes.contains(&shape) {
+            return NodeChoice::Nothing;
+        }
+        let any_reserved = !self.reservations.is_empty();
+        let mut candidate: Option<(f64, &Node)> = None;
+        let nodes: Box<dyn Iterator<Item = &Node>> = match &ask.required_node {
+            // A required node is used even while draining.
+            Some(required) => Box::new(self.nodes.get(required.as_str()).into_iter()),
+            None => Box::new(
+                self.node_order
+                    .iter()
+                    .map(|k| &self.nodes[&k.id])
+                    .filter(|n| n.schedulable),
+            ),
+        };
+        for n in nodes {
+            if !n.fits_capacity(&ask.resource) {
+                continue;
+            }
+            let reserved_by = if any_reserved {
+                self.reservations.on_node(&n.id)
+            } else {
+                None
+            };
+            if reserved_by.is_some_and(|r| *r != me) {
+                continue;
+            }
+            if self.try_node(ask, n, cb, true) {
+                return NodeChoice::Allocate(n.id.clone());
+            }
+            if may_reserve
+                && reserved_by.is_none()
+                && !self.reservations.app_holds_node(&app.id, &n.id)
+            {
+                let score = fit_score(&ask.resource, &n.available);
+                if candidate.is_none_or(|(best, _)| score < best) {
+                    candidate = Some((score, n));
+                }
+            }
+        }
+        if let Some((_, n)) = candidate {
+            if self.try_node(ask, n, cb, false) {
+                return NodeChoice::Reserve(n.id.clone());
+            }
+        }
+        if cacheable {
+            pass.unfit_shapes.insert(shape);
+        }
+        NodeChoice::Nothing
+    }
+
+    /// Makes the allocation (spec 8.7 step 3 and 8.8), settles the ask's
+    /// reservations and queues the report to the RM.
+    pub(super) fn commit(
+        &mut self,
+        app_id: &Arc<str>,
+        key: &Arc<str>,
+        node_id: &Arc<str>,
+        out: &mut Outcomes,
+    ) {
+        let app = self.apps.get_mut(app_id).expect("found by the search");
+        let ask = app.asks.get_mut(key).expect("found by the search");
+        app.ask_order.remove(&ask.order_key());
+        ask.pending_repeat -= 1;
+        if ask.pending_repeat > 0 {
+            app.ask_order.insert(ask.order_key());
+        }
+        let remaining = ask.pending_repeat;
+        let resource = ask.resource.clone();
+        let (priority, placeholder) = (ask.priority, ask.placeholder);
+        let tags = ask.tags.clone();
+        let task_group = ask.task_group.clone();
+        app.pending = app.pending.sub_clamped(&resource);
+        app.allocated.add_assign(&resource);
+        let mut buf = uuid::Uuid::encode_buffer();
+        let uuid_text: &str = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf);
+        let uuid: Arc<str> = Arc::from(uuid_text);
+        app.allocations.insert(uuid.clone());
+        let queue = app.queue;
+        self.queues.sub_pending(queue, &resource);
+        self.queues.add_allocated(queue, &resource);
+        let node = self.nodes.get_mut(node_id).expect("found by the search");
+        node.allocated.add_assign(&resource);
+        node.allocations.insert(uuid.clone());
+        self.reposition_node(node_id);
+        self.allocation_count += 1;
+
+        if !self.reservations.is_empty() {
+            let me = ReservedAsk {
+                app: app_id.clone(),
+                key: key.clone(),
+            };
+            if self.reservations.on_node(node_id) == Some(&me) {
+                self.reservations.cancel_node(node_id);
+            } else if let Some(other) = self.reservations.nodes_of(&me).first().cloned() {
+                self.reservations.cancel_node(&other);
+            }
+            if remaining == 0 {
+                self.reservations.cancel_ask(&me);
+            }
+        }
+
+        out.assumed.push(si::AssumedAllocation {
+            allocation_key: key.to_string(),
+            node_id: node_id.to_string(),
+        });
+        out.allocation().new.push(si::Allocation {
+            allocation_key: key.to_string(),
+            allocation_tags: tags.clone(),
+            uuid: uuid_text.to_string(),
+            resource_per_alloc: Some(resource.to_proto()),
+            priority: Some(si::Priority {
+                priority: Some(si::priority::Priority::PriorityValue(priority)),
+            }),
+            queue_name: self.queues.get(queue).path.clone(),
+            node_id: node_id.to_string(),
+            application_id: app_id.to_string(),
+            partition_name: self.name.clone(),
+            task_group_name: task_group.clone(),
+            placeholder,
+        });
+        self.allocations.insert(
+            uuid.clone(),
+            Allocation {
+                uuid,
+                key: key.clone(),
+                app_id: app_id.clone(),
+                node_id: node_id.clone(),
+                resource,
+                queue,
+                tags,
+                priority,
+                task_group,
+                placeholder,
+            },
+        );
+        if !placeholder {
+            self.fire(app_id, AppEvent::Run, None, out);
+        }
+    }
+
+    /// Whether any queue in this partition has demand.
+    pub fn has_pending(&self) -> bool {
+        self.queues.get(ROOT).pending.is_strictly_positive() && !self.nodes.is_empty()
+    }
+}

@@ -1,0 +1,230 @@
+//! A partition: an independent scheduling domain with its own queue tree,
+//! nodes and applications. Every RM request and every scheduling decision
+//! for the partition goes through here, on the core thread.
+
+mod apps;
+mod asks;
+mod cycle;
+mod lifecycle;
+mod nodes;
+mod releases;
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::application::{
+    transition, AppEvent, AppState, Application, Ask, AskOrderKey, TAG_REQUIRED_NODE,
+};
+use super::node::{Node, NodeKey, NodeSortPolicy};
+use super::outcome::{AppTimer, Outcomes};
+use super::placement::{PlacementManager, QueueView};
+use super::queue::{AppSortPolicy, QueueId, QueueState, QueueTree, ROOT};
+use super::reservation::{Reservations, ReservedAsk};
+use super::resource::{compare_shares, shares, Resource};
+use super::{FastMap, FastSet};
+use crate::api::ResourceManagerCallback;
+use crate::config::PartitionConfig;
+use crate::proto::si::v1 as si;
+use crate::security::{resolve_user, UserGroup};
+
+use si::node_info::ActionFromRm;
+
+/// How many terminated applications a partition remembers for the dump.
+pub const COMPLETED_HISTORY: usize = 1000;
+
+/// Application timers, from the scheduler options.
+#[derive(Debug, Clone, Copy)]
+pub struct AppTimeouts {
+    /// `Starting` -> `Running`.
+    pub start: std::time::Duration,
+    /// `Completing` -> `Completed`.
+    pub completing: std::time::Duration,
+    /// Age an ask must reach before it may reserve a node; `None` turns
+    /// reservations off.
+    pub reservation_delay: Option<std::time::Duration>,
+}
+
+/// An allocation: an ask placed on a node.
+#[derive(Debug, Clone)]
+pub struct Allocation {
+    /// Allocation id, chosen by the core (or recovered from the RM).
+    pub uuid: Arc<str>,
+    /// The ask's key.
+    pub key: Arc<str>,
+    /// Owning application.
+    pub app_id: Arc<str>,
+    /// Node it runs on.
+    pub node_id: Arc<str>,
+    /// Resource held.
+    pub resource: Resource,
+    /// The application's leaf queue.
+    pub queue: QueueId,
+    /// Tags copied from the ask.
+    pub tags: HashMap<String, String>,
+    /// Priority copied from the ask.
+    pub priority: i32,
+    /// Gang task group.
+    pub task_group: String,
+    /// Gang placeholder.
+    pub placeholder: bool,
+}
+
+/// A terminated application kept for the state dump.
+#[derive(Debug, Clone)]
+pub struct FinishedApp {
+    /// Application id.
+    pub id: Arc<str>,
+    /// Queue path it ran in.
+    pub queue: String,
+    /// Final state.
+    pub state: AppState,
+    /// When it terminated, ns since the epoch.
+    pub finished_ns: i64,
+}
+
+/// Bookkeeping for one scheduling pass: asks, applications and queues that
+/// cannot make progress until the pass ends. Within a pass free capacity
+/// only shrinks, so what failed once keeps failing.
+#[derive(Default)]
+struct PassState {
+    /// Per application: every ask up to and including this key has failed.
+    ask_cursor: FastMap<Arc<str>, AskOrderKey>,
+    exhausted_apps: FastSet<Arc<str>>,
+    exhausted_queues: FastSet<QueueId>,
+    /// Ask shapes (and whether they could reserve) that found no node and
+    /// no reservation candidate (only used without predicates).
+    unfit_shapes: FastSet<(Resource, bool)>,
+}
+
+/// A partition.
+pub struct Partition {
+    /// The name the RM uses.
+    pub name: String,
+    /// `[rmID]name`.
+    pub internal_name: String,
+    /// Owning RM.
+    pub rm_id: String,
+    /// Queue tree.
+    pub queues: QueueTree,
+    /// Placement rules.
+    pub placement: PlacementManager,
+    /// Node order policy.
+    pub node_policy: NodeSortPolicy,
+    /// Whether preemption is enabled (stored; inert as in v0.12).
+    pub preemption_enabled: bool,
+    /// Nodes by id.
+    pub nodes: FastMap<Arc<str>, Node>,
+    /// Nodes in policy order.
+    pub node_order: BTreeSet<NodeKey>,
+    /// Sum of node capacities (root's max).
+    pub total: Resource,
+    /// Active applications by id.
+    pub apps: FastMap<Arc<str>, Application>,
+    /// Live allocations by UUID.
+    pub allocations: FastMap<Arc<str>, Allocation>,
+    /// Recently terminated applications, newest last.
+    pub finished: VecDeque<FinishedApp>,
+    /// Allocations made since the partition was created.
+    pub allocation_count: u64,
+    /// Nodes held by asks that fit nowhere else (spec 8.9).
+    pub reservations: Reservations,
+    seq: u64,
+    timeouts: AppTimeouts,
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+struct TreeView<'a>(&'a QueueTree);
+
+impl QueueView for TreeView<'_> {
+    fn is_leaf(&self, path: &str) -> Option<bool> {
+        self.0.lookup(path).map(|id| self.0.get(id).leaf)
+    }
+    fn can_submit(&self, path: &str, user: &UserGroup) -> bool {
+        self.0
+            .lookup(path)
+            .is_some_and(|id| self.0.can_submit(id, user))
+    }
+}
+
+fn priority_of(p: Option<&si::Priority>) -> i32 {
+    match p.and_then(|p| p.priority.as_ref()) {
+        Some(si::priority::Priority::PriorityValue(v)) => *v,
+        _ => 0,
+    }
+}
+
+impl Partition {
+    /// Creates a partition from validated configuration.
+    pub fn new(rm_id: &str, cfg: &PartitionConfig, timeouts: AppTimeouts) -> Result<Self, String> {
+        let root = cfg
+            .queues
+            .first()
+            .filter(|q| q.name == "root")
+            .ok_or("partition cannot be created without root queue")?;
+        Ok(Partition {
+            name: cfg.name.clone(),
+            internal_name: format!("[{rm_id}]{}", cfg.name),
+            rm_id: rm_id.to_string(),
+            queues: QueueTree::from_config(root)?,
+            placement: PlacementManager::new(&cfg.placement_rules)?,
+            node_policy: NodeSortPolicy::new(
+                &cfg.node_sort_policy.policy_type,
+                &cfg.node_sort_policy.resource_weights,
+            )?,
+            preemption_enabled: cfg.preemption.enabled,
+            nodes: FastMap::default(),
+            node_order: BTreeSet::new(),
+            total: Resource::new(),
+            apps: FastMap::default(),
+            allocations: FastMap::default(),
+            finished: VecDeque::new(),
+            allocation_count: 0,
+            reservations: Reservations::default(),
+            seq: 0,
+            timeouts,
+        })
+    }
+
+    fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    fn update_root_max(&mut self) {
+        let max = (!self.nodes.is_empty()).then(|| self.total.clone());
+        self.queues.get_mut(ROOT).max = max;
+    }
+}
+
+impl Partition {
+    /// Applies a new configuration to this live partition (spec 2.8).
+    pub fn reconfigure(&mut self, cfg: &PartitionConfig) -> Result<(), String> {
+        let root = cfg
+            .queues
+            .first()
+            .filter(|q| q.name == "root")
+            .ok_or("partition cannot be created without root queue")?;
+        let placement = PlacementManager::new(&cfg.placement_rules)?;
+        let policy = NodeSortPolicy::new(
+            &cfg.node_sort_policy.policy_type,
+            &cfg.node_sort_policy.resource_weights,
+        )?;
+        self.queues.reconfigure(root)?;
+        self.queues.remove_unused();
+        self.placement = placement;
+        self.node_policy = policy;
+        let ids: Vec<Arc<str>> = self.nodes.keys().cloned().collect();
+        for id in ids {
+            self.reposition_node(&id);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,231 @@
+//! Nodes: creation with recovery, updates, draining and removal (spec 11).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::*;
+
+impl Partition {
+    /// Adds a node, recovering its existing allocations (spec 11.3).
+    pub fn add_node(&mut self, info: &si::NodeInfo, out: &mut Outcomes) -> Result<(), String> {
+        let node_id = info.node_id.as_str();
+        let wrap =
+            |e: String| format!("Failure while adding new node, node rejected with error {e}");
+        if node_id.is_empty() {
+            return Err(wrap("node ID must not be empty".into()));
+        }
+        if self.nodes.contains_key(node_id) {
+            return Err(wrap(format!(
+                "failed to add node {node_id} to partition {p}, error: partition {p} has an existing node {node_id}, node name must be unique",
+                p = self.internal_name
+            )));
+        }
+        let capacity =
+            Resource::from_proto_opt(info.schedulable_resource.as_ref())?.unwrap_or_default();
+        let occupied =
+            Resource::from_proto_opt(info.occupied_resource.as_ref())?.unwrap_or_default();
+        if capacity.has_negative() || occupied.has_negative() {
+            return Err(wrap(format!(
+                "node {node_id} reports a negative resource: schedulable {capacity}, occupied {occupied}"
+            )));
+        }
+        // Check every recovered allocation before changing anything, so a
+        // rejected node leaves no trace.
+        for a in &info.existing_allocations {
+            if a.placeholder && a.task_group_name.is_empty() {
+                continue;
+            }
+            if a.uuid.is_empty() {
+                return Err(wrap(format!(
+                    "failing to restore allocation {} for application {}: missing UUID",
+                    a.allocation_key, a.application_id
+                )));
+            }
+            if !a.node_id.is_empty() && a.node_id != node_id {
+                return Err(wrap(format!("failed to find node {}", a.node_id)));
+            }
+            if !self.apps.contains_key(a.application_id.as_str()) {
+                return Err(wrap(format!(
+                    "failed to find application {}",
+                    a.application_id
+                )));
+            }
+            if self.allocations.contains_key(a.uuid.as_str()) {
+                return Err(wrap(format!("allocation {} already exists", a.uuid)));
+            }
+            let r = Resource::from_proto_opt(a.resource_per_alloc.as_ref())?.unwrap_or_default();
+            if r.has_negative() {
+                return Err(wrap(format!(
+                    "allocation {} has a negative resource {r}",
+                    a.uuid
+                )));
+            }
+        }
+        let node = Node::new(
+            node_id,
+            info.attributes.clone(),
+            capacity.clone(),
+            occupied,
+            &self.node_policy,
+        );
+        let id = node.id.clone();
+        self.node_order.insert(node.key.clone());
+        self.nodes.insert(id.clone(), node);
+        self.total.add_assign(&capacity);
+        self.update_root_max();
+        for a in &info.existing_allocations {
+            if a.placeholder && a.task_group_name.is_empty() {
+                continue;
+            }
+            self.recover_allocation(&id, a, out);
+        }
+        Ok(())
+    }
+
+    pub(super) fn recover_allocation(
+        &mut self,
+        node_id: &Arc<str>,
+        a: &si::Allocation,
+        out: &mut Outcomes,
+    ) {
+        let app_id = a.application_id.as_str();
+        let resource = Resource::from_proto_opt(a.resource_per_alloc.as_ref())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        let key: Arc<str> = Arc::from(a.allocation_key.as_str());
+        // A stand-in ask with no repeats left, as the reference keeps one.
+        self.remove_ask(app_id, &key);
+        if self.apps[app_id].state == AppState::New {
+            self.fire(app_id, AppEvent::Run, None, out);
+        }
+        let seq = self.next_seq();
+        let app = self.apps.get_mut(app_id).expect("checked by add_node");
+        app.asks.insert(
+            key.clone(),
+            Ask {
+                key: key.clone(),
+                resource: resource.clone(),
+                pending_repeat: 0,
+                priority: priority_of(a.priority.as_ref()),
+                seq,
+                created: Instant::now(),
+                tags: a.allocation_tags.clone(),
+                task_group: a.task_group_name.clone(),
+                placeholder: a.placeholder,
+                required_node: None,
+            },
+        );
+        let uuid: Arc<str> = Arc::from(a.uuid.as_str());
+        app.allocations.insert(uuid.clone());
+        app.allocated.add_assign(&resource);
+        let queue = app.queue;
+        self.queues.add_allocated(queue, &resource);
+        let node = self.nodes.get_mut(node_id).expect("just added");
+        node.allocations.insert(uuid.clone());
+        node.allocated.add_assign(&resource);
+        self.reposition_node(node_id);
+        self.allocations.insert(
+            uuid.clone(),
+            Allocation {
+                uuid,
+                key,
+                app_id: Arc::from(app_id),
+                node_id: node_id.clone(),
+                resource,
+                queue,
+                tags: a.allocation_tags.clone(),
+                priority: priority_of(a.priority.as_ref()),
+                task_group: a.task_group_name.clone(),
+                placeholder: a.placeholder,
+            },
+        );
+        if !a.placeholder {
+            self.fire(app_id, AppEvent::Run, None, out);
+        }
+    }
+
+    /// UPDATE, DRAIN_NODE, DRAIN_TO_SCHEDULABLE and DECOMISSION (spec 11.4-11.5).
+    /// Unknown nodes and actions are logged and ignored.
+    pub fn update_node(&mut self, info: &si::NodeInfo, out: &mut Outcomes) {
+        let node_id = info.node_id.as_str();
+        if !self.nodes.contains_key(node_id) {
+            log::warn!(
+                "node update for unknown node {node_id} in partition {} ignored",
+                self.internal_name
+            );
+            return;
+        }
+        match ActionFromRm::try_from(info.action) {
+            Ok(ActionFromRm::Update) => {
+                let cap = Resource::from_proto_opt(info.schedulable_resource.as_ref());
+                let occ = Resource::from_proto_opt(info.occupied_resource.as_ref());
+                let (Ok(cap), Ok(occ)) = (cap, occ) else {
+                    log::warn!("node update for {node_id} ignored: bad resource");
+                    return;
+                };
+                if cap.as_ref().is_some_and(Resource::has_negative)
+                    || occ.as_ref().is_some_and(Resource::has_negative)
+                {
+                    log::warn!("node update for {node_id} ignored: negative resource");
+                    return;
+                }
+                let node = self.nodes.get_mut(node_id).expect("checked");
+                if let Some(cap) = cap {
+                    self.total = self.total.sub(&node.capacity).add(&cap);
+                    node.capacity = cap;
+                }
+                if let Some(occ) = occ {
+                    node.occupied = occ;
+                }
+                self.update_root_max();
+                self.reposition_node(node_id);
+            }
+            Ok(ActionFromRm::DrainNode) => {
+                self.nodes.get_mut(node_id).expect("checked").schedulable = false;
+            }
+            Ok(ActionFromRm::DrainToSchedulable) => {
+                self.nodes.get_mut(node_id).expect("checked").schedulable = true;
+            }
+            Ok(ActionFromRm::Decomission) => self.remove_node(node_id, out),
+            _ => log::debug!("node {node_id}: action {} ignored", info.action),
+        }
+    }
+
+    /// Removes a node and releases its allocations to the RM (spec 11.5).
+    pub fn remove_node(&mut self, node_id: &str, out: &mut Outcomes) {
+        let Some(node) = self.nodes.get(node_id) else {
+            return;
+        };
+        self.reservations.cancel_node(node_id);
+        let uuids: Vec<Arc<str>> = node.allocations.iter().cloned().collect();
+        let mut released = Vec::new();
+        let mut touched = Vec::new();
+        for u in uuids {
+            if let Some(a) = self.remove_allocation(&u) {
+                released.push(si::AllocationRelease {
+                    partition_name: self.name.clone(),
+                    application_id: a.app_id.to_string(),
+                    uuid: a.uuid.to_string(),
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    message: format!("Node {node_id} Removed"),
+                });
+                touched.push(a.app_id.clone());
+            }
+        }
+        let node = self.nodes.remove(node_id).expect("checked");
+        self.node_order.remove(&node.key);
+        self.total = self.total.sub(&node.capacity);
+        self.update_root_max();
+        if !released.is_empty() {
+            out.new_allocation_message(si::AllocationResponse {
+                released,
+                ..Default::default()
+            });
+        }
+        touched.dedup();
+        for app in touched {
+            self.check_completion(&app, out);
+        }
+    }
+}

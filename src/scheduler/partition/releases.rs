@@ -1,0 +1,69 @@
+//! Allocation bookkeeping and RM-initiated releases (spec 10).
+
+use std::sync::Arc;
+
+use super::*;
+
+impl Partition {
+    pub(super) fn reposition_node(&mut self, node_id: &str) {
+        if let Some(n) = self.nodes.get_mut(node_id) {
+            self.node_order.remove(&n.key);
+            let key = n.refresh(&self.node_policy);
+            self.node_order.insert(key);
+        }
+    }
+
+    /// Removes an allocation from node, queue, application and partition.
+    pub(super) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
+        let a = self.allocations.remove(uuid)?;
+        if let Some(n) = self.nodes.get_mut(&a.node_id) {
+            n.allocations.remove(uuid);
+            n.allocated = n.allocated.sub_clamped(&a.resource);
+            let id = a.node_id.clone();
+            self.reposition_node(&id);
+        }
+        self.queues.sub_allocated(a.queue, &a.resource);
+        if let Some(app) = self.apps.get_mut(&a.app_id) {
+            app.allocations.remove(uuid);
+            app.allocated = app.allocated.sub_clamped(&a.resource);
+        }
+        Some(a)
+    }
+
+    /// RM-initiated allocation releases (spec 10.2). Returns the keys to forget.
+    pub fn release_allocations(&mut self, rel: &si::AllocationRelease, out: &mut Outcomes) {
+        let app_id = rel.application_id.as_str();
+        let Some(app) = self.apps.get(app_id) else {
+            return;
+        };
+        let uuids: Vec<Arc<str>> = if rel.uuid.is_empty() {
+            app.allocations.iter().cloned().collect()
+        } else if app.allocations.contains(rel.uuid.as_str()) {
+            vec![Arc::from(rel.uuid.as_str())]
+        } else {
+            Vec::new()
+        };
+        let mut released = Vec::new();
+        for u in uuids {
+            if let Some(a) = self.remove_allocation(&u) {
+                out.forget.push(si::ForgotAllocation {
+                    allocation_key: a.key.to_string(),
+                });
+                released.push(si::AllocationRelease {
+                    partition_name: self.name.clone(),
+                    application_id: app_id.to_string(),
+                    uuid: a.uuid.to_string(),
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    message: "allocation remove as per RM request".into(),
+                });
+            }
+        }
+        if !released.is_empty() {
+            out.new_allocation_message(si::AllocationResponse {
+                released,
+                ..Default::default()
+            });
+            self.check_completion(app_id, out);
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Reservations (spec 8.9): an ask that fits nowhere right now may hold one
+//! node, which then serves no other ask until the reservation goes.
+//!
+//! Keys are structured (node id; application id + allocation key), never
+//! matched by string prefix or suffix as the reference did.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::FastMap;
+
+/// The application and ask holding a node.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ReservedAsk {
+    /// Application id.
+    pub app: Arc<str>,
+    /// Allocation key of the ask.
+    pub key: Arc<str>,
+}
+
+/// Every reservation of one partition, indexed both ways.
+#[derive(Debug, Default, Clone)]
+pub struct Reservations {
+    /// Node -> the ask holding it (one reservation per node).
+    by_node: BTreeMap<Arc<str>, ReservedAsk>,
+    /// Ask -> nodes it holds, in the order it reserved them.
+    by_ask: FastMap<ReservedAsk, SmallVec<[Arc<str>; 2]>>,
+    /// Application -> number of reservations it holds.
+    by_app: FastMap<Arc<str>, usize>,
+}
+
+impl Reservations {
+    /// Whether nothing is reserved.
+    pub fn is_empty(&self) -> bool {
+        self.by_node.is_empty()
+    }
+
+    /// The ask holding `node`, if any.
+    pub fn on_node(&self, node: &str) -> Option<&ReservedAsk> {
+        self.by_node.get(node)
+    }
+
+    /// The nodes an ask holds.
+    pub fn nodes_of(&self, ask: &ReservedAsk) -> &[Arc<str>] {
+        self.by_ask.get(ask).map_or(&[], |v| v.as_slice())
+    }
+
+    /// How many reservations an ask holds.
+    pub fn count_for(&self, ask: &ReservedAsk) -> usize {
+        self.nodes_of(ask).len()
+    }
+
+    /// Whether the application holds any reservation.
+    pub fn app_has_any(&self, app: &str) -> bool {
+        self.by_app.get(app).is_some_and(|n| *n > 0)
+    }
+
+    /// Whether the application holds a reservation on this node (any ask).
+    pub fn app_holds_node(&self, app: &str, node: &str) -> bool {
+        self.by_node.get(node).is_some_and(|r| &*r.app == app)
+    }
+
+    /// Records a reservation. The caller checked the rules of spec 8.9.
+    pub fn reserve(&mut self, node: Arc<str>, ask: ReservedAsk) {
+        debug_assert!(!self.by_node.contains_key(&node));
+        *self.by_app.entry(ask.app.clone()).or_default() += 1;
+        self.by_ask
+            .entry(ask.clone())
+            .or_default()
+            .push(node.clone());
+        self.by_node.insert(node, ask);
+    }
+
+    /// Cancels the reservation on a node; returns what held it.
+    pub fn cancel_node(&mut self, node: &str) -> Option<ReservedAsk> {
+        let ask = self.by_node.remove(node)?;
+        if let Some(nodes) = self.by_ask.get_mut(&ask) {
+            nodes.retain(|n| &**n != node);
+            if nodes.is_empty() {
+                self.by_ask.remove(&ask);
+            }
+        }
+        if let Some(n) = self.by_app.get_mut(&ask.app) {
+            *n -= 1;
+            if *n == 0 {
+                self.by_app.remove(&ask.app);
+            }
+        }
+        Some(ask)
+    }
+
+    /// Cancels every reservation of one ask; returns the freed nodes.
+    pub fn cancel_ask(&mut self, ask: &ReservedAsk) -> SmallVec<[Arc<str>; 2]> {
+        let nodes: SmallVec<[Arc<str>; 2]> = self.nodes_of(ask).iter().cloned().collect();
+        for n in &nodes {
+            self.cancel_node(n);
+        }
+        nodes
+    }
+
+    /// Cancels every reservation of an application; returns the freed nodes.
+    pub fn cancel_app(&mut self, app: &str) -> Vec<Arc<str>> {
+        let nodes: Vec<Arc<str>> = self
+            .by_node
+            .iter()
+            .filter(|(_, r)| &*r.app == app)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for n in &nodes {
+            self.cancel_node(n);
+        }
+        nodes
+    }
+
+    /// Every reservation, by node id.
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &ReservedAsk)> {
+        self.by_node.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ask(app: &str, key: &str) -> ReservedAsk {
+        ReservedAsk {
+            app: Arc::from(app),
+            key: Arc::from(key),
+        }
+    }
+
+    #[test]
+    fn both_indexes_stay_in_step() {
+        let mut r = Reservations::default();
+        r.reserve(Arc::from("n1"), ask("a", "k"));
+        r.reserve(Arc::from("n10"), ask("a", "k"));
+        r.reserve(Arc::from("n2"), ask("b", "k"));
+        assert_eq!(r.count_for(&ask("a", "k")), 2);
+        assert!(r.app_holds_node("a", "n10"));
+        assert!(!r.app_holds_node("a", "n2"), "no prefix matching");
+        assert_eq!(r.cancel_node("n1").unwrap(), ask("a", "k"));
+        assert_eq!(r.count_for(&ask("a", "k")), 1);
+        assert_eq!(r.cancel_app("a").len(), 1);
+        assert!(!r.app_has_any("a"));
+        assert_eq!(r.cancel_ask(&ask("b", "k")).len(), 1);
+        assert!(r.is_empty());
+    }
+}
