@@ -1,0 +1,71 @@
+"""Python binding of ``sicore``, a YuniKorn scheduler-interface (SI v0.12) scheduler core.
+
+A resource manager creates a :class:`Scheduler`, registers itself with a
+:class:`ResourceManagerCallback` subclass, and drives the scheduler with
+``sicore.si_pb2`` request messages::
+
+    import sicore
+    from sicore import si_pb2
+
+    class RM(sicore.ResourceManagerCallback):
+        def update_allocation(self, response):
+            for alloc in response.new:
+                print("allocated", alloc.allocationKey, "on", alloc.nodeID)
+
+    with sicore.Scheduler() as sched:
+        sched.register_resource_manager(
+            si_pb2.RegisterResourceManagerRequest(rmID="rm", policyGroup="queues"), RM())
+        ...
+
+Errors raise subclasses of :class:`SicoreError`. The library's log records go
+to the ``sicore`` logger.
+"""
+
+from __future__ import annotations
+
+from . import si_pb2, sicore_pb2
+from ._callbacks import ResourceManagerCallback
+from ._errors import (
+    DecodeError,
+    InternalError,
+    InvalidArgumentError,
+    RejectedError,
+    SicoreError,
+    Status,
+    StoppedError,
+    WouldDeadlockError,
+)
+from ._native import ENV_VAR, TRACE, Library, find_library, load_library
+from ._scheduler import RawScheduler, Scheduler, options_message
+
+__version__ = "0.1.0"
+"""Version of this Python package."""
+
+__all__ = [
+    "ENV_VAR",
+    "TRACE",
+    "DecodeError",
+    "InternalError",
+    "InvalidArgumentError",
+    "Library",
+    "RawScheduler",
+    "RejectedError",
+    "ResourceManagerCallback",
+    "Scheduler",
+    "SicoreError",
+    "Status",
+    "StoppedError",
+    "WouldDeadlockError",
+    "__version__",
+    "find_library",
+    "library_version",
+    "load_library",
+    "options_message",
+    "si_pb2",
+    "sicore_pb2",
+]
+
+
+def library_version(library: str | None = None) -> str:
+    """The version string of the native library (loading it if needed)."""
+    return load_library(library).version

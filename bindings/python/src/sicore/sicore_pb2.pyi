@@ -1,0 +1,48 @@
+from . import si_pb2 as _si_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SchedulerOptions(_message.Message):
+    __slots__ = ("config_dir", "policy_configs", "scheduling_interval_ms", "event_flush_interval_ms", "log_level", "reservation_delay_ms", "disable_reservation", "app_start_timeout_ms", "app_completing_timeout_ms", "app_terminated_timeout_ms", "disable_events", "outstanding_check_interval_ms")
+    class PolicyConfigsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CONFIG_DIR_FIELD_NUMBER: _ClassVar[int]
+    POLICY_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULING_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FLUSH_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    LOG_LEVEL_FIELD_NUMBER: _ClassVar[int]
+    RESERVATION_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    DISABLE_RESERVATION_FIELD_NUMBER: _ClassVar[int]
+    APP_START_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    APP_COMPLETING_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    APP_TERMINATED_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    DISABLE_EVENTS_FIELD_NUMBER: _ClassVar[int]
+    OUTSTANDING_CHECK_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    config_dir: str
+    policy_configs: _containers.ScalarMap[str, str]
+    scheduling_interval_ms: int
+    event_flush_interval_ms: int
+    log_level: str
+    reservation_delay_ms: int
+    disable_reservation: bool
+    app_start_timeout_ms: int
+    app_completing_timeout_ms: int
+    app_terminated_timeout_ms: int
+    disable_events: bool
+    outstanding_check_interval_ms: int
+    def __init__(self, config_dir: _Optional[str] = ..., policy_configs: _Optional[_Mapping[str, str]] = ..., scheduling_interval_ms: _Optional[int] = ..., event_flush_interval_ms: _Optional[int] = ..., log_level: _Optional[str] = ..., reservation_delay_ms: _Optional[int] = ..., disable_reservation: bool = ..., app_start_timeout_ms: _Optional[int] = ..., app_completing_timeout_ms: _Optional[int] = ..., app_terminated_timeout_ms: _Optional[int] = ..., disable_events: bool = ..., outstanding_check_interval_ms: _Optional[int] = ...) -> None: ...
+
+class EventRecords(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[_si_pb2.EventRecord]
+    def __init__(self, events: _Optional[_Iterable[_Union[_si_pb2.EventRecord, _Mapping]]] = ...) -> None: ...

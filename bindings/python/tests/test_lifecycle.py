@@ -1,0 +1,185 @@
+"""close(), context management, use after close, and calls from many threads at once."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import pytest
+from conftest import RecordingRM, app_request, ask_request, node_request, register_request
+
+import sicore
+from sicore import si_pb2
+
+
+def test_close_twice_is_harmless() -> None:
+    sched = sicore.Scheduler()
+    assert not sched.closed
+    sched.close()
+    sched.close()
+    assert sched.closed
+
+
+def test_context_manager_closes() -> None:
+    with sicore.Scheduler() as sched:
+        assert not sched.closed
+    assert sched.closed
+    sched.close()
+
+
+def test_context_manager_closes_on_error() -> None:
+    with pytest.raises(KeyError), sicore.Scheduler() as sched:
+        raise KeyError("inside")
+    assert sched.closed
+
+
+def test_use_after_close_raises(rm: RecordingRM) -> None:
+    sched = sicore.Scheduler()
+    sched.register_resource_manager(register_request(), rm)
+    sched.close()
+    calls = [
+        lambda: sched.register_resource_manager(register_request(), rm),
+        lambda: sched.update_allocation(ask_request("a", "k")),
+        lambda: sched.update_application(app_request("a")),
+        lambda: sched.update_node(node_request("n")),
+        lambda: sched.update_configuration("rm-test"),
+        sched.state_dump,
+        lambda: sched.raw.update_node(b""),
+    ]
+    for call in calls:
+        with pytest.raises(sicore.StoppedError, match="closed") as info:
+            call()
+        assert isinstance(info.value, sicore.SicoreError)
+        assert info.value.status is sicore.Status.STOPPED
+
+
+def test_no_callback_runs_after_close(rm: RecordingRM) -> None:
+    sched = sicore.Scheduler(scheduling_interval_ms=10)
+    sched.register_resource_manager(register_request(), rm)
+    sched.update_node(node_request(*(f"n{i}" for i in range(20))))
+    sched.update_application(app_request("busy"))
+    sched.update_allocation(ask_request("busy", *(f"k{i}" for i in range(50))))
+    sched.close()
+    with rm.cond:
+        counts = (len(rm.nodes), len(rm.applications), len(rm.allocations), len(rm.events))
+    # Nothing can arrive any more; give stray threads a chance to prove it wrong.
+    threading.Event().wait(0.3)
+    with rm.cond:
+        assert counts == (len(rm.nodes), len(rm.applications), len(rm.allocations), len(rm.events))
+
+
+def test_unclosed_scheduler_is_freed_when_collected() -> None:
+    rm = RecordingRM()
+    cb_ref = weakref.ref(rm)
+    sched = sicore.Scheduler()
+    sched.register_resource_manager(register_request(), rm)
+    sched_ref = weakref.ref(sched)
+    del sched, rm
+    gc.collect()
+    assert sched_ref() is None
+    assert cb_ref() is None
+
+
+def test_calls_from_many_threads(registered: tuple[sicore.Scheduler, RecordingRM]) -> None:
+    sched, rm = registered
+    n_threads, per_thread = 8, 10
+    errors: list[BaseException] = []
+    start = threading.Barrier(n_threads)
+
+    def worker(t: int) -> None:
+        try:
+            start.wait()
+            sched.update_node(node_request(f"node-{t}", memory=100_000, vcore=100))
+            sched.update_application(app_request(f"app-{t}"))
+            for i in range(per_thread):
+                sched.update_allocation(ask_request(f"app-{t}", f"ask-{t}-{i}"))
+                if i % 3 == 0:
+                    sched.state_dump()
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(n_threads)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    expected = {f"ask-{t}-{i}" for t in range(n_threads) for i in range(per_thread)}
+    rm.wait_for(lambda: expected <= {a.allocationKey for a in rm.new_allocations()})
+    uuids = [a.UUID for a in rm.new_allocations()]
+    assert len(uuids) == len(set(uuids))
+
+
+def test_close_while_other_threads_call(rm: RecordingRM) -> None:
+    sched = sicore.Scheduler(scheduling_interval_ms=10)
+    sched.register_resource_manager(register_request(), rm)
+    sched.update_node(node_request("n"))
+    sched.update_application(app_request("app"))
+    stop = threading.Event()
+    unexpected: list[BaseException] = []
+
+    def hammer(t: int) -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                sched.update_allocation(ask_request("app", f"k-{t}-{i}"))
+                sched.state_dump()
+            except sicore.StoppedError:
+                return
+            except BaseException as e:
+                unexpected.append(e)
+                return
+            i += 1
+
+    threads = [threading.Thread(target=hammer, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    rm.wait_for(lambda: rm.allocations)
+    sched.close()
+    stop.set()
+    for th in threads:
+        th.join()
+    assert unexpected == []
+
+
+def test_version_and_library_path() -> None:
+    version = sicore.library_version()
+    assert version and isinstance(version, str)
+    with sicore.Scheduler() as sched:
+        assert sched.library.path.is_file()
+        assert "open" in repr(sched)
+    assert "closed" in repr(sched)
+
+
+def test_options_message() -> None:
+    msg = sicore.options_message(
+        config_dir="/tmp/x", policy_configs={"queues": "a: b"}, scheduling_interval_ms=5,
+        event_flush_interval_ms=6, log_level="debug", reservation_delay_ms=0,
+        disable_reservation=True, app_start_timeout_ms=None, disable_events=True,
+        outstanding_check_interval_ms=7)
+    assert msg.config_dir == "/tmp/x"
+    assert dict(msg.policy_configs) == {"queues": "a: b"}
+    assert msg.HasField("reservation_delay_ms") and msg.reservation_delay_ms == 0
+    assert not msg.HasField("app_start_timeout_ms")
+    assert isinstance(msg, sicore.sicore_pb2.SchedulerOptions)
+    with pytest.raises(TypeError):
+        sicore.options_message(policy_configs=["not", "a", "mapping"])
+
+
+def test_every_option_is_accepted() -> None:
+    with sicore.Scheduler(
+        config_dir="", policy_configs={}, scheduling_interval_ms=20, event_flush_interval_ms=100,
+        log_level="warn", reservation_delay_ms=1000, disable_reservation=True,
+        app_start_timeout_ms=1000, app_completing_timeout_ms=1000, app_terminated_timeout_ms=1000,
+        disable_events=True, outstanding_check_interval_ms=500,
+    ) as sched:
+        sched.register_resource_manager(register_request(), RecordingRM())
+        assert isinstance(sched.state_dump(), dict)
+
+
+def test_messages_pickle() -> None:
+    import pickle
+
+    msg = si_pb2.NodeInfo(nodeID="n", action=si_pb2.NodeInfo.CREATE)
+    assert pickle.loads(pickle.dumps(msg)) == msg
