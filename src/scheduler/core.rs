@@ -339,8 +339,18 @@ impl Core {
         let rm = req.rm_id.clone();
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut rejected = Vec::new();
+        // Asks of one request nearly always share a partition: resolve its
+        // internal name once.
+        let mut last: Option<(&str, String)> = None;
         for ask in &req.asks {
-            let pname = internal_partition_name(&rm, &ask.partition_name);
+            let pname = match &last {
+                Some((raw, internal)) if *raw == ask.partition_name => internal.clone(),
+                _ => {
+                    let internal = internal_partition_name(&rm, &ask.partition_name);
+                    last = Some((&ask.partition_name, internal.clone()));
+                    internal
+                }
+            };
             let result = match self.partitions.get_mut(&pname) {
                 None => Err(format!(
                     "Failed to find partition {pname}, for application {} and allocation {}",

@@ -10,21 +10,60 @@ use super::resource::{intern, ResId, Resource};
 pub const ATTR_PARTITION: &str = "si/node-partition";
 
 /// A node's place in the partition's node order: lower scores are tried
-/// first, ties go by node id.
-#[derive(Debug, Clone, PartialEq)]
+/// first, ties go by node id in byte order.
+///
+/// Keys are compared on every reordering, so they compare as integers: the
+/// score maps to an order-preserving `u64` and the first 16 bytes of the id
+/// to a `u128`; the full id only settles ids that share those 16 bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeKey {
-    /// The policy score (see [`NodeSortPolicy::score`]).
-    pub score: f64,
+    score_bits: u64,
+    id_prefix: u128,
     /// The node id.
     pub id: Arc<str>,
 }
 
-impl Eq for NodeKey {}
+/// Maps an `f64` to a `u64` with the same order (IEEE total order).
+fn ordered_bits(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 {
+        !b
+    } else {
+        b | (1 << 63)
+    }
+}
+
+/// The first 16 bytes of `id`, big-endian, zero-padded: compares like the
+/// byte string as far as it goes.
+fn id_prefix(id: &str) -> u128 {
+    let mut buf = [0u8; 16];
+    let n = id.len().min(16);
+    buf[..n].copy_from_slice(&id.as_bytes()[..n]);
+    u128::from_be_bytes(buf)
+}
+
+impl NodeKey {
+    /// The key of node `id` with policy score `score`.
+    pub fn new(score: f64, id: Arc<str>) -> Self {
+        NodeKey {
+            score_bits: ordered_bits(score),
+            id_prefix: id_prefix(&id),
+            id,
+        }
+    }
+
+    /// The policy score.
+    pub fn score(&self) -> f64 {
+        let b = self.score_bits;
+        f64::from_bits(if b >> 63 == 1 { b & !(1 << 63) } else { !b })
+    }
+}
 
 impl Ord for NodeKey {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.score
-            .total_cmp(&other.score)
+        self.score_bits
+            .cmp(&other.score_bits)
+            .then(self.id_prefix.cmp(&other.id_prefix))
             .then_with(|| self.id.cmp(&other.id))
     }
 }
@@ -146,10 +185,7 @@ impl Node {
     ) -> Self {
         let available = capacity.sub_clamped(&occupied);
         let id: Arc<str> = Arc::from(id);
-        let key = NodeKey {
-            score: policy.score(&capacity, &available),
-            id: id.clone(),
-        };
+        let key = NodeKey::new(policy.score(&capacity, &available), id.clone());
         Node {
             id,
             attributes,
@@ -167,10 +203,10 @@ impl Node {
     /// allocated. Returns the node's new key.
     pub fn refresh(&mut self, policy: &NodeSortPolicy) -> NodeKey {
         self.available = self.capacity.sub(&self.allocated).sub(&self.occupied);
-        self.key = NodeKey {
-            score: policy.score(&self.capacity, &self.available),
-            id: self.id.clone(),
-        };
+        self.key = NodeKey::new(
+            policy.score(&self.capacity, &self.available),
+            self.id.clone(),
+        );
         self.key.clone()
     }
 
@@ -202,6 +238,19 @@ mod tests {
         let half = r(&[("memory", 50), ("vcore", 5)]);
         assert!(fair.score(&cap, &cap) < fair.score(&cap, &half));
         assert!(bin.score(&cap, &half) < bin.score(&cap, &cap));
+    }
+
+    #[test]
+    fn keys_order_by_score_then_id_bytes() {
+        let k = |s: f64, id: &str| NodeKey::new(s, Arc::from(id));
+        assert!(k(0.1, "b") < k(0.2, "a"));
+        assert!(k(-0.5, "z") < k(0.0, "a"));
+        assert!(k(1.5, "a") > k(1.0, "z"));
+        assert!(k(0.5, "a") < k(0.5, "b"));
+        assert!(k(0.5, "node-0000000000001") < k(0.5, "node-0000000000002"));
+        assert!(k(0.5, "n") < k(0.5, "n1"));
+        assert_eq!(k(0.25, "x").score(), 0.25);
+        assert_eq!(k(-2.0, "x").score(), -2.0);
     }
 
     #[test]
