@@ -67,7 +67,7 @@ impl Partition {
     /// Candidate applications of a leaf in its policy's order (spec 8.4).
     pub(super) fn app_order(&self, q: QueueId) -> Vec<Arc<str>> {
         let queue = self.queues.get(q);
-        let apps = queue.apps.values().filter_map(|id| self.apps.get(id));
+        let apps = self.leaf_apps(q); // queues: skips apps held back by maxapplications (apps.rs)
         match queue.sort_policy {
             AppSortPolicy::Fifo => apps
                 .filter(|a| a.has_pending())
