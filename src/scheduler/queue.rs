@@ -429,8 +429,12 @@ impl QueueTree {
             (None, Some(ph)) => ph,
             (Some(own), Some(None)) => Some(own),
             (Some(mut own), Some(Some(ph))) => {
+                // Types the own max does not define come from the parent
+                // (decided on the max, not on `own`: the subtraction above
+                // adds every allocated type to `own`).
+                let max = q.max.as_ref().expect("own max is set");
                 for (t, v) in ph.iter() {
-                    if own.lookup(t).is_none() {
+                    if max.lookup(t).is_none() {
                         own.set(t, v);
                     }
                 }
