@@ -468,6 +468,11 @@ impl Core {
         self.outcomes.insert(rm, out);
     }
 
+    /// Outcomes for `rm_id`, delivered at the next flush (for the reload module).
+    pub(super) fn outcomes_for(&mut self, rm_id: &str) -> &mut Outcomes {
+        self.outcomes.entry(rm_id.to_string()).or_default()
+    }
+
     /// Mutable access for the reload module.
     pub(super) fn parts_mut(
         &mut self,

@@ -298,20 +298,35 @@ impl QueueTree {
             return Ok(existing);
         }
         let anc = self.get(existing);
-        if anc.leaf || !self.can_submit(existing, user) || anc.state == QueueState::Draining {
-            return Err(format!("cannot create queue below {}", anc.path));
+        if anc.leaf {
+            return Err(format!(
+                "cannot add a child queue to a leaf queue: {}",
+                anc.path
+            ));
+        }
+        if self.is_draining(existing) {
+            return Err(format!(
+                "cannot add a child queue when queue is marked for deletion: {}",
+                anc.path
+            ));
+        }
+        if !self.can_submit(existing, user) {
+            return Err(format!(
+                "user {} has no submit access to queue {}",
+                user.user, anc.path
+            ));
+        }
+        // Check every new name before creating anything, so a bad name
+        // deeper in the path leaves no orphaned dynamic parents behind.
+        if let Some(name) = parts[depth..]
+            .iter()
+            .find(|n| !crate::config::is_valid_queue_name(n))
+        {
+            return Err(format!(
+                "invalid queue name {name}, a name must only have alphanumeric characters, - or _, and be no longer than 64 characters"
+            ));
         }
         for (i, name) in parts.iter().enumerate().skip(depth) {
-            if name.is_empty()
-                || name.len() > 64
-                || !name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            {
-                return Err(format!(
-                    "invalid queue name {name}, a name must only have alphanumeric characters, - or _, and be no longer than 64 characters"
-                ));
-            }
             let leaf = i + 1 == parts.len();
             let parent = self.get(existing);
             let child_path = format!("{}.{}", parent.path, name);
@@ -345,6 +360,46 @@ impl QueueTree {
         Ok(existing)
     }
 
+    /// Whether the queue or one of its ancestors is draining: such a queue
+    /// runs what it has but takes no new applications or children.
+    pub fn is_draining(&self, id: QueueId) -> bool {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get(c);
+            if q.state == QueueState::Draining {
+                return true;
+            }
+            cur = q.parent;
+        }
+        false
+    }
+
+    /// The queues from `id` up to root that have a `maxapplications` limit.
+    pub fn app_limits(&self, id: QueueId) -> Vec<(QueueId, u64)> {
+        let mut out = Vec::new();
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get(c);
+            if q.max_applications > 0 {
+                out.push((c, q.max_applications));
+            }
+            cur = q.parent;
+        }
+        out
+    }
+
+    /// Whether `anc` is `id` or one of its ancestors.
+    pub fn is_ancestor_or_self(&self, anc: QueueId, id: QueueId) -> bool {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            if c == anc {
+                return true;
+            }
+            cur = self.get(c).parent;
+        }
+        false
+    }
+
     /// Removes an empty dynamic or draining queue. Returns whether it went.
     pub fn remove_if_unused(&mut self, id: QueueId) -> bool {
         let q = self.get(id);
@@ -374,8 +429,12 @@ impl QueueTree {
             (None, Some(ph)) => ph,
             (Some(own), Some(None)) => Some(own),
             (Some(mut own), Some(Some(ph))) => {
+                // Types the own max does not define come from the parent
+                // (decided on the max, not on `own`: the subtraction above
+                // adds every allocated type to `own`).
+                let max = q.max.as_ref().expect("own max is set");
                 for (t, v) in ph.iter() {
-                    if own.lookup(t).is_none() {
+                    if max.lookup(t).is_none() {
                         own.set(t, v);
                     }
                 }
@@ -472,10 +531,35 @@ impl QueueTree {
     /// queues take their new settings, new ones are created, and managed
     /// queues missing from the config start draining. Usage is kept.
     pub fn reconfigure(&mut self, root: &QueueConfig) -> Result<(), String> {
-        // Build the new settings on a scratch tree first so a bad queue
-        // leaves the live tree untouched.
-        QueueTree::from_config(root)?;
+        // Check everything first so a bad queue leaves the live tree
+        // untouched.
+        self.check_reconfigure(root)?;
         self.reconfigure_queue(ROOT, root)
+    }
+
+    /// Checks, without changing anything, that `root` can be applied to the
+    /// live tree: beyond what building a fresh tree checks, a leaf that
+    /// holds applications cannot turn into a parent.
+    pub fn check_reconfigure(&self, root: &QueueConfig) -> Result<(), String> {
+        QueueTree::from_config(root)?;
+        self.check_queue(ROOT, root)
+    }
+
+    fn check_queue(&self, id: QueueId, cfg: &QueueConfig) -> Result<(), String> {
+        let q = self.get(id);
+        let parent = id == ROOT || cfg.parent || !cfg.queues.is_empty();
+        if q.leaf && parent && !q.apps.is_empty() {
+            return Err(format!(
+                "queue {} has applications and cannot become a parent queue",
+                q.path
+            ));
+        }
+        for child in &cfg.queues {
+            if let Some(c) = q.children.get(&child.name.to_ascii_lowercase()) {
+                self.check_queue(*c, child)?;
+            }
+        }
+        Ok(())
     }
 
     fn reconfigure_queue(&mut self, id: QueueId, cfg: &QueueConfig) -> Result<(), String> {

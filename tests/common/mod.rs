@@ -528,3 +528,146 @@ impl Drop for Harness {
         sicore_free(self.sched);
     }
 }
+
+// ---- Helpers for the queue, configuration and placement tests ----
+
+/// Options carrying `yaml` as the in-memory config of policy group `queues`.
+pub fn yaml_options(yaml: &str) -> sicore_pb::SchedulerOptions {
+    let mut o = sicore_pb::SchedulerOptions::default();
+    o.policy_configs.insert("queues".into(), yaml.into());
+    o
+}
+
+/// A fresh, empty directory under the system temp dir.
+pub fn temp_config_dir(tag: &str) -> std::path::PathBuf {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "sicore-{tag}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Writes `<dir>/queues.yaml` and returns options pointing at `dir`.
+pub fn dir_options(dir: &std::path::Path, yaml: &str) -> sicore_pb::SchedulerOptions {
+    std::fs::write(dir.join("queues.yaml"), yaml).unwrap();
+    sicore_pb::SchedulerOptions {
+        config_dir: dir.display().to_string(),
+        ..Default::default()
+    }
+}
+
+/// An application submitted by `user` (with `groups`) to `queue`.
+pub fn app_by(id: &str, queue: &str, user: &str, groups: &[&str]) -> si::AddApplicationRequest {
+    let mut a = app(id, queue);
+    a.ugi = Some(si::UserGroupInformation {
+        user: user.into(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    });
+    a
+}
+
+/// A node in partition `partition`.
+pub fn node_in(id: &str, partition: &str, memory: i64, vcore: i64) -> si::NodeInfo {
+    let mut n = node(id, memory, vcore);
+    n.attributes
+        .insert("si/node-partition".into(), partition.into());
+    n
+}
+
+/// The queue at `path` in the partition named `partition` of a dump.
+pub fn find_queue(
+    dump: &serde_json::Value,
+    partition: &str,
+    path: &str,
+) -> Option<serde_json::Value> {
+    fn walk(q: &serde_json::Value, path: &str) -> Option<serde_json::Value> {
+        if q["path"] == path {
+            return Some(q.clone());
+        }
+        q["children"].as_array()?.iter().find_map(|c| walk(c, path))
+    }
+    let p = dump["partitions"]
+        .as_array()?
+        .iter()
+        .find(|p| p["name"] == partition)?;
+    walk(&p["root"], path)
+}
+
+impl Harness {
+    /// Registers RM `rm` (policy group `queues`), asserting success, and
+    /// adds `nodes` (memory 1000, vcore 10 each) to partition `default`.
+    pub fn configured(options: sicore_pb::SchedulerOptions, nodes: usize) -> Self {
+        let h = Harness::new(options);
+        let (st, msg) = h.register("rm", "queues");
+        assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+        if nodes > 0 {
+            let list = (0..nodes)
+                .map(|i| node(&format!("node-{i}"), 1000, 10))
+                .collect();
+            assert_eq!(h.nodes(list).0, sicore_status::SICORE_OK);
+            h.wait("nodes accepted", |s| s.nodes_accepted.len() == nodes);
+        }
+        h
+    }
+
+    /// Submits one application and waits for its verdict: `Ok(())` when
+    /// accepted, `Err(reason)` when rejected.
+    pub fn submit(&self, a: si::AddApplicationRequest) -> Result<(), String> {
+        let id = a.application_id.clone();
+        assert_eq!(self.apps(vec![a], vec![]).0, sicore_status::SICORE_OK);
+        self.wait("application verdict", |s| {
+            s.apps_accepted.contains(&id) || s.apps_rejected.iter().any(|r| r.application_id == id)
+        });
+        self.seen(|s| {
+            if s.apps_accepted.contains(&id) {
+                Ok(())
+            } else {
+                Err(s
+                    .apps_rejected
+                    .iter()
+                    .find(|r| r.application_id == id)
+                    .unwrap()
+                    .reason
+                    .clone())
+            }
+        })
+    }
+
+    /// Number of allocations the RM has seen for `app`.
+    pub fn allocs_of(&self, app: &str) -> usize {
+        self.seen(|s| {
+            s.allocations
+                .iter()
+                .filter(|a| a.application_id == app)
+                .count()
+        })
+    }
+
+    /// Waits until the state dump satisfies `cond`.
+    pub fn wait_dump(&self, what: &str, cond: impl Fn(&serde_json::Value) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let d = self.dump();
+            if cond(&d) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; dump: {d:#}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Lets the core finish what the last requests started: a dump is
+    /// answered only after every earlier request and the pass after it.
+    pub fn settle(&self) {
+        let _ = self.dump();
+        std::thread::sleep(Duration::from_millis(150));
+        let _ = self.dump();
+    }
+}

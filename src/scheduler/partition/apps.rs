@@ -1,4 +1,6 @@
-//! Applications: adding, placement, the state machine and removal (spec 5, 6).
+//! Applications: adding, placement, the state machine and removal (spec 5, 6),
+//! plus the queue-side admission rules: draining queues, the
+//! `namespace.resourcequota` tag and `maxapplications`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -23,12 +25,13 @@ impl Partition {
         }
         let placeholder_ask = Resource::from_proto_opt(req.placeholder_ask.as_ref())?;
         let queue = self.place(app_id, &req.queue_name, &user, &req.tags)?;
-        if self.queues.get(queue).state == QueueState::Draining {
+        if self.queues.is_draining(queue) {
             return Err(format!(
                 "queue {} is draining, it does not accept new application {app_id}",
                 self.queues.get(queue).path
             ));
         }
+        self.apply_quota_tag(queue, &req.tags);
         let seq = self.next_seq();
         let id: Arc<str> = Arc::from(app_id);
         self.queues.get_mut(queue).apps.insert(seq, id.clone());
@@ -88,6 +91,113 @@ impl Partition {
             _ => Err(format!(
                 "failed to find queue {path} for application {app_id}"
             )),
+        }
+    }
+}
+
+/// Application tag whose JSON SI `Resource` sets a dynamic leaf's max (3.5).
+pub const TAG_RESOURCE_QUOTA: &str = "namespace.resourcequota";
+
+/// Parses `{"resources":{"memory":{"value":2048}}}`; `None` if it does not
+/// parse or is not strictly positive.
+fn parse_quota(text: &str) -> Option<Resource> {
+    let v: serde_json::Value = serde_json::from_str(text).ok()?;
+    let map = v.get("resources")?.as_object()?;
+    let mut pairs = Vec::with_capacity(map.len());
+    for (k, q) in map {
+        // A quantity without `value` is zero, as in the protobuf JSON form.
+        let value = match q.get("value") {
+            None => 0,
+            Some(v) => v.as_i64()?,
+        };
+        pairs.push((k.as_str(), value));
+    }
+    let r = Resource::from_pairs(pairs).ok()?;
+    r.is_strictly_positive().then_some(r)
+}
+
+/// Whether an application counts against `maxapplications`: it has started
+/// (`Starting`, `Running`, `Completing`) or holds allocations in any other
+/// live state (an `Accepted` application with gang placeholders, `Failing`,
+/// `Resuming`).
+pub(super) fn counts_as_running(a: &Application) -> bool {
+    match a.state {
+        AppState::Starting | AppState::Running | AppState::Completing => true,
+        AppState::Completed | AppState::Failed | AppState::Expired | AppState::Rejected => false,
+        _ => !a.allocations.is_empty(),
+    }
+}
+
+impl Partition {
+    /// `namespace.resourcequota` on an application added to a dynamic leaf
+    /// replaces the leaf's max (spec 3.5). Ignored for managed queues and
+    /// for values that do not parse or are not strictly positive.
+    fn apply_quota_tag(&mut self, queue: QueueId, tags: &HashMap<String, String>) {
+        if self.queues.get(queue).managed {
+            return;
+        }
+        let Some((_, text)) = tags
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(TAG_RESOURCE_QUOTA))
+        else {
+            return;
+        };
+        match parse_quota(text) {
+            Some(max) => self.queues.get_mut(queue).max = Some(max),
+            None => log::warn!("ignoring {TAG_RESOURCE_QUOTA} tag value {text:?}"),
+        }
+    }
+
+    /// The applications of leaf `q` that may be scheduled, in submission
+    /// order. `maxapplications` (YuniKorn v1.2 semantics): while the leaf or
+    /// any ancestor already has as many running applications as its limit,
+    /// applications that have not started yet are held back; they stay
+    /// `Accepted` until a running one finishes.
+    pub(super) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = &Application> + '_ {
+        let full = self.app_limit_reached(q);
+        self.queues
+            .get(q)
+            .apps
+            .values()
+            .filter_map(|id| self.apps.get(id))
+            .filter(move |a| !full || counts_as_running(a))
+    }
+
+    /// Whether the leaf or an ancestor is at its `maxapplications` limit.
+    pub fn app_limit_reached(&self, q: QueueId) -> bool {
+        let limits = self.queues.app_limits(q);
+        if limits.is_empty() {
+            return false;
+        }
+        let mut running = vec![0u64; limits.len()];
+        for a in self.apps.values().filter(|a| counts_as_running(a)) {
+            for (i, (lq, _)) in limits.iter().enumerate() {
+                if self.queues.is_ancestor_or_self(*lq, a.queue) {
+                    running[i] += 1;
+                }
+            }
+        }
+        limits.iter().zip(running).any(|((_, max), n)| n >= *max)
+    }
+
+    /// The partition is going away (removed from the configuration, spec
+    /// 2.8 step 2): every application fails with `PartitionRemoved` (the RM
+    /// sees `Failing`, then `Failed`) and leaves; nodes go with the
+    /// partition. Allocations are not released one by one: the RM learns
+    /// from the failed state that the application is gone.
+    pub fn fail_all_applications(&mut self, out: &mut Outcomes) {
+        let ids: Vec<Arc<str>> = self.apps.keys().cloned().collect();
+        for id in ids {
+            for _ in 0..2 {
+                let can_fail = self
+                    .apps
+                    .get(&id)
+                    .is_some_and(|a| transition(a.state, AppEvent::Fail).is_some());
+                if can_fail {
+                    self.fire(&id, AppEvent::Fail, Some("PartitionRemoved"), out);
+                }
+            }
+            self.terminate(&id);
         }
     }
 }

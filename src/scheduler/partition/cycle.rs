@@ -175,7 +175,8 @@ impl Partition {
             }
             found
         };
-        let apps = queue.apps.values().filter_map(|id| self.apps.get(id));
+        // Skips applications held back by maxapplications (apps.rs).
+        let apps = self.leaf_apps(q);
         let found = match queue.sort_policy {
             // The fifo order is the leaf's own order: no list to build.
             AppSortPolicy::Fifo => apps

@@ -87,8 +87,8 @@ impl Partition {
             finished_ns: now_ns(),
         });
         let q = app.queue;
-        if !self.queues.get(q).managed {
-            self.cleanup_queue(q);
+        if !self.queues.get(q).managed || self.queues.is_draining(q) {
+            self.cleanup_queue(q); // queues: also removes emptied draining queues
         }
     }
 

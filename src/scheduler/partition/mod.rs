@@ -20,7 +20,7 @@ use super::application::{
 use super::node::{Node, NodeKey, NodeSortPolicy};
 use super::outcome::{AppTimer, Outcomes};
 use super::placement::{PlacementManager, QueueView};
-use super::queue::{AppSortPolicy, QueueId, QueueState, QueueTree, ROOT};
+use super::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
 use super::reservation::{Reservations, ReservedAsk};
 use super::resource::{compare_shares, shares, Resource};
 use super::{FastMap, FastSet};
@@ -205,6 +205,17 @@ impl Partition {
 }
 
 impl Partition {
+    /// Checks, without changing anything, that `cfg` can be applied to this
+    /// live partition.
+    pub fn check_reconfigure(&self, cfg: &PartitionConfig) -> Result<(), String> {
+        let root = cfg
+            .queues
+            .first()
+            .filter(|q| q.name == "root")
+            .ok_or("partition cannot be created without root queue")?;
+        self.queues.check_reconfigure(root)
+    }
+
     /// Applies a new configuration to this live partition (spec 2.8).
     pub fn reconfigure(&mut self, cfg: &PartitionConfig) -> Result<(), String> {
         let root = cfg
@@ -217,6 +228,7 @@ impl Partition {
             &cfg.node_sort_policy.policy_type,
             &cfg.node_sort_policy.resource_weights,
         )?;
+        // Every check comes before the first change (nothing half-applied).
         self.queues.reconfigure(root)?;
         self.queues.remove_unused();
         self.placement = placement;
