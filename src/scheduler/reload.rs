@@ -11,10 +11,8 @@ use crate::error::Error;
 /// Applies `loaded` to the partitions of `rm_id`.
 pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
     let (options, rms, partitions) = core.parts_mut();
-    let timeouts = AppTimeouts {
-        start: options.app_start_timeout,
-        completing: options.app_completing_timeout,
-    };
+    // lifecycle-work: all application timers, the terminated one included.
+    let timeouts = AppTimeouts::from_options(options);
     let rm = rms.get_mut(rm_id).expect("checked by the caller");
     if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {
         return Ok(());

@@ -27,6 +27,7 @@ impl Partition {
             self.commit(&app_id, &key, &node_id, out);
             made += 1;
         }
+        out.events.append(&mut pass.events); // lifecycle-work: REQUEST events
         made
     }
 
@@ -127,6 +128,9 @@ impl Partition {
                 if let Some(node) = self.find_node(ask, cb, pass) {
                     return Some((ask.key.clone(), node));
                 }
+            } else {
+                // lifecycle-work: skipped for queue headroom (spec 13.2).
+                pass.events.push(self.queue_headroom_event(app, ask));
             }
             pass.ask_cursor.insert(app_id.clone(), okey.clone());
         }

@@ -7,6 +7,8 @@ mod asks;
 mod cycle;
 mod lifecycle;
 mod nodes;
+mod outstanding; // lifecycle-work: outstanding-request check (spec 8.12)
+pub use outstanding::OUTSTANDING_REASON; // lifecycle-work
 mod releases;
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -39,6 +41,19 @@ pub struct AppTimeouts {
     pub start: std::time::Duration,
     /// `Completing` -> `Completed`.
     pub completing: std::time::Duration,
+    /// `Completed`/`Failed` -> `Expired` (lifecycle-work).
+    pub terminated: std::time::Duration,
+}
+
+impl AppTimeouts {
+    /// The timers from the scheduler options (lifecycle-work).
+    pub fn from_options(o: &crate::options::Options) -> Self {
+        AppTimeouts {
+            start: o.app_start_timeout,
+            completing: o.app_completing_timeout,
+            terminated: o.app_terminated_timeout,
+        }
+    }
 }
 
 /// An allocation: an ask placed on a node.
@@ -90,6 +105,8 @@ struct PassState {
     exhausted_queues: HashSet<QueueId>,
     /// Ask shapes that fit no node (only used without predicates).
     unfit_shapes: HashSet<Resource>,
+    /// Event records of the pass (lifecycle-work: REQUEST events, spec 13.2).
+    events: Vec<si::EventRecord>,
 }
 
 /// A partition.
