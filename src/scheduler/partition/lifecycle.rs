@@ -275,10 +275,12 @@ impl Partition {
             }
         }
         let idle = app.pending.is_zero() && no_real;
-        if (real || all) && idle && state != AppState::Completing {
-            if transition(state, AppEvent::Complete).is_some() {
-                self.fire(app_id, AppEvent::Complete, None, out);
-            }
+        if (real || all)
+            && idle
+            && state != AppState::Completing
+            && transition(state, AppEvent::Complete).is_some()
+        {
+            self.fire(app_id, AppEvent::Complete, None, out);
         }
     }
 
