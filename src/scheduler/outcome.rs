@@ -60,7 +60,10 @@ pub struct Outcomes {
 impl Outcomes {
     /// Whether there is anything to deliver.
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.assumed.is_empty() && self.forget.is_empty()
+        self.messages.is_empty()
+            && self.assumed.is_empty()
+            && self.forget.is_empty()
+            && self.events.is_empty()
     }
 
     /// Appends to the last message if it is an allocation response (batching
