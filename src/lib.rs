@@ -16,6 +16,7 @@
 pub mod api;
 pub mod config;
 pub mod error;
+pub mod events;
 pub mod ffi;
 pub mod options;
 pub mod proto;

@@ -213,4 +213,55 @@ mod tests {
         assert_eq!(transition(AppState::New, AppEvent::Complete), None);
         assert_eq!(transition(AppState::Completed, AppEvent::Run), None);
     }
+
+    #[test]
+    fn the_whole_table() {
+        use AppEvent as E;
+        use AppState as S;
+        let all = [
+            S::New,
+            S::Accepted,
+            S::Starting,
+            S::Running,
+            S::Rejected,
+            S::Completing,
+            S::Completed,
+            S::Failing,
+            S::Failed,
+            S::Expired,
+            S::Resuming,
+        ];
+        let valid = [
+            (E::Run, S::New, S::Accepted),
+            (E::Run, S::Resuming, S::Accepted),
+            (E::Run, S::Accepted, S::Starting),
+            (E::Run, S::Starting, S::Running),
+            (E::Run, S::Completing, S::Running),
+            (E::Run, S::Running, S::Running),
+            (E::Complete, S::Accepted, S::Completing),
+            (E::Complete, S::Starting, S::Completing),
+            (E::Complete, S::Running, S::Completing),
+            (E::Complete, S::Completing, S::Completed),
+            (E::Fail, S::New, S::Failing),
+            (E::Fail, S::Accepted, S::Failing),
+            (E::Fail, S::Starting, S::Failing),
+            (E::Fail, S::Running, S::Failing),
+            (E::Fail, S::Failing, S::Failed),
+            (E::Resume, S::New, S::Resuming),
+            (E::Resume, S::Accepted, S::Resuming),
+            (E::Expire, S::Completed, S::Expired),
+            (E::Expire, S::Failed, S::Expired),
+        ];
+        for e in [E::Run, E::Complete, E::Fail, E::Expire, E::Resume] {
+            for s in all {
+                let want = valid
+                    .iter()
+                    .find(|(ve, vs, _)| *ve == e && *vs == s)
+                    .map(|v| v.2);
+                assert_eq!(transition(s, e), want, "{} in {}", e.as_str(), s.as_str());
+            }
+        }
+        // Rejected is never entered (rejections happen before the app exists).
+        assert!(valid.iter().all(|v| v.2 != S::Rejected));
+    }
 }

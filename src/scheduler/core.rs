@@ -15,6 +15,7 @@ use super::partition::{AppTimeouts, Partition};
 use crate::api::ResourceManagerCallback;
 use crate::config;
 use crate::error::Error;
+use crate::events::{EventStats, EventStore};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::rmproxy::dispatch::Outbound;
@@ -82,6 +83,12 @@ pub struct Core {
     outcomes: HashMap<String, Outcomes>,
     outbox: Sender<Outbound>,
     started: Instant,
+    /// Event stores per RM (spec 13); empty while events are disabled.
+    events: HashMap<String, EventStore>,
+    /// Counters of stores that went with their RM.
+    events_retired: EventStats,
+    next_event_flush: Instant,
+    next_outstanding_check: Instant,
 }
 
 /// Normalises a partition name from the RM to the internal form (spec 1.5).
@@ -99,7 +106,6 @@ impl Core {
     /// A core with no RM registered.
     pub fn new(options: Options, outbox: Sender<Outbound>) -> Self {
         Core {
-            options,
             rms: BTreeMap::new(),
             partitions: BTreeMap::new(),
             timers: BinaryHeap::new(),
@@ -108,6 +114,11 @@ impl Core {
             outcomes: HashMap::new(),
             outbox,
             started: Instant::now(),
+            events: HashMap::new(),
+            events_retired: EventStats::default(),
+            next_event_flush: Instant::now() + options.event_flush_interval,
+            next_outstanding_check: Instant::now() + options.outstanding_check_interval,
+            options,
         }
     }
 
@@ -127,7 +138,10 @@ impl Core {
                 } else {
                     Duration::from_secs(3600)
                 };
-                next_timer.map_or(idle, |t| t.min(idle))
+                let periodic = self
+                    .next_periodic()
+                    .saturating_duration_since(Instant::now());
+                next_timer.map_or(idle, |t| t.min(idle)).min(periodic)
             };
             let first = match inbox.recv_timeout(wait) {
                 Ok(cmd) => Some(cmd),
@@ -146,6 +160,7 @@ impl Core {
             }
             self.guarded("timers", Core::fire_timers);
             self.flush();
+            self.guarded("periodic work", Core::periodic);
             let mut made = 0;
             if had_requests || work || self.has_pending() {
                 self.guarded("scheduling", |core| made = core.schedule());
@@ -167,6 +182,79 @@ impl Core {
         }
     }
 
+    /// When the next periodic job (event flush, outstanding check) is due.
+    fn next_periodic(&self) -> Instant {
+        if self.options.disable_events {
+            self.next_outstanding_check
+        } else {
+            self.next_outstanding_check.min(self.next_event_flush)
+        }
+    }
+
+    /// The outstanding-request check (spec 8.12) and the event flush (spec
+    /// 13.1), each at its own cadence.
+    fn periodic(&mut self) {
+        let now = Instant::now();
+        if now >= self.next_outstanding_check {
+            self.next_outstanding_check = now + self.options.outstanding_check_interval;
+            self.report_outstanding();
+        }
+        if now >= self.next_event_flush {
+            self.next_event_flush = now + self.options.event_flush_interval;
+            self.flush_events();
+        }
+    }
+
+    /// Sends `FAILED` for every outstanding ask (spec 8.12).
+    fn report_outstanding(&mut self) {
+        for p in self.partitions.values() {
+            let Some(rm) = self.rms.get(&p.rm_id) else {
+                continue;
+            };
+            for (app, key) in p.outstanding_requests() {
+                let req = si::UpdateContainerSchedulingStateRequest {
+                    applicartion_id: app.to_string(),
+                    allocation_key: key.to_string(),
+                    state: si::update_container_scheduling_state_request::SchedulingState::Failed
+                        as i32,
+                    reason: crate::scheduler::partition::OUTSTANDING_REASON.to_string(),
+                };
+                let _ = self
+                    .outbox
+                    .send(Outbound::ContainerState(rm.callback.clone(), req));
+            }
+        }
+    }
+
+    /// Hands each RM everything its store collected, as one batch.
+    fn flush_events(&mut self) {
+        for (rm_id, store) in &mut self.events {
+            let Some(rm) = self.rms.get(rm_id) else {
+                continue;
+            };
+            let batch = store.take_batch();
+            if !batch.is_empty() {
+                let _ = self
+                    .outbox
+                    .send(Outbound::Events(rm.callback.clone(), batch));
+            }
+        }
+    }
+
+    /// Event counters for the state dump.
+    fn event_stats(&self) -> EventStats {
+        let mut stats = EventStats {
+            enabled: !self.options.disable_events,
+            flush_interval_ms: self.options.event_flush_interval.as_millis() as u64,
+            ..Default::default()
+        };
+        stats.merge(&self.events_retired);
+        for store in self.events.values() {
+            stats.merge(&store.stats());
+        }
+        stats
+    }
+
     fn has_pending(&self) -> bool {
         self.partitions.values().any(Partition::has_pending)
     }
@@ -184,6 +272,12 @@ impl Core {
                 continue;
             };
             let cb = rm.callback.clone();
+            if !self.options.disable_events && !out.events.is_empty() {
+                self.events
+                    .entry(rm_id.clone())
+                    .or_default()
+                    .add_all(out.events);
+            }
             if !out.assumed.is_empty() || !out.forget.is_empty() {
                 let args = si::ReSyncSchedulerCacheArgs {
                     assumed_allocations: out.assumed,
@@ -214,7 +308,7 @@ impl Core {
             };
             if let Some(p) = self.partitions.get_mut(&t.partition) {
                 let out = self.outcomes.entry(p.rm_id.clone()).or_default();
-                p.on_timer(&t.app, t.epoch, out);
+                p.on_timer(&t, out);
             }
         }
     }
@@ -250,19 +344,19 @@ impl Core {
             Command::Application(req) => self.application_request(req),
             Command::Node(req) => self.node_request(req),
             Command::Dump(reply) => {
-                let _ = reply.send(dump::render(&self.rms, &self.partitions, self.started));
+                let _ = reply.send(dump::render(
+                    &self.rms,
+                    &self.partitions,
+                    self.started,
+                    self.event_stats(),
+                ));
             }
             Command::Shutdown => {}
         }
     }
 
     fn timeouts(&self) -> AppTimeouts {
-        AppTimeouts {
-            start: self.options.app_start_timeout,
-            completing: self.options.app_completing_timeout,
-            reservation_delay: (!self.options.disable_reservation)
-                .then_some(self.options.reservation_delay),
-        }
+        AppTimeouts::from_options(&self.options)
     }
 
     fn remove_rm(&mut self, rm_id: &str) {
@@ -272,6 +366,12 @@ impl Core {
             }
         }
         self.outcomes.remove(rm_id);
+        // Records meant for the old registration are not delivered to the new one.
+        if let Some(store) = self.events.remove(rm_id) {
+            let stats = store.stats();
+            self.events_retired
+                .merge(&EventStats { stored: 0, ..stats });
+        }
     }
 
     fn register(

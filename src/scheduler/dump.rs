@@ -28,6 +28,8 @@ pub struct StateDump {
     pub rms: Vec<RmDump>,
     /// Partitions, by internal name order.
     pub partitions: Vec<PartitionDump>,
+    /// Event system counters (lifecycle-work).
+    pub events: crate::events::EventStats,
 }
 
 /// One registered RM.
@@ -328,6 +330,7 @@ pub fn render(
     rms: &BTreeMap<String, RmState>,
     partitions: &BTreeMap<String, Partition>,
     started: Instant,
+    events: crate::events::EventStats,
 ) -> String {
     let dump = StateDump {
         uptime_seconds: started.elapsed().as_secs_f64(),
@@ -341,6 +344,7 @@ pub fn render(
             })
             .collect(),
         partitions: partitions.values().map(partition_dump).collect(),
+        events,
     };
     serde_json::to_string_pretty(&dump).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
 }

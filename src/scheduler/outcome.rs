@@ -27,6 +27,18 @@ pub struct AppTimer {
     pub app: std::sync::Arc<str>,
     /// The application's state epoch when the timer was set.
     pub epoch: u64,
+    /// What the timer is for.
+    pub kind: TimerKind,
+}
+
+/// The two kinds of application timer (spec 6.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimerKind {
+    /// The state timer of an active application (`Starting`, `Completing`).
+    State,
+    /// `Completed`/`Failed` -> `Expired` for the history entry that
+    /// terminated at this time (ns since the epoch).
+    Expire(i64),
 }
 
 /// Outcomes for one RM, in the order they were produced.
@@ -48,7 +60,10 @@ pub struct Outcomes {
 impl Outcomes {
     /// Whether there is anything to deliver.
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.assumed.is_empty() && self.forget.is_empty()
+        self.messages.is_empty()
+            && self.assumed.is_empty()
+            && self.forget.is_empty()
+            && self.events.is_empty()
     }
 
     /// Appends to the last message if it is an allocation response (batching
@@ -67,6 +82,11 @@ impl Outcomes {
     /// one per release entry).
     pub fn new_allocation_message(&mut self, r: si::AllocationResponse) {
         self.messages.push(OutMsg::Allocation(r));
+    }
+
+    /// Queues an event record for the event system.
+    pub fn event(&mut self, record: si::EventRecord) {
+        self.events.push(record);
     }
 
     /// Reports an application state change.

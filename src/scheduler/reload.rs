@@ -19,11 +19,7 @@ use crate::error::Error;
 pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
     let removed = {
         let (options, rms, partitions) = core.parts_mut();
-        let timeouts = AppTimeouts {
-            start: options.app_start_timeout,
-            completing: options.app_completing_timeout,
-            reservation_delay: (!options.disable_reservation).then_some(options.reservation_delay),
-        };
+        let timeouts = AppTimeouts::from_options(options);
         let rm = rms.get_mut(rm_id).expect("checked by the caller");
         if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {
             return Ok(());

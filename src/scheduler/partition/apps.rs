@@ -194,7 +194,12 @@ impl Partition {
                     .get(&id)
                     .is_some_and(|a| transition(a.state, AppEvent::Fail).is_some());
                 if can_fail {
-                    self.fire(&id, AppEvent::Fail, Some("PartitionRemoved"), out);
+                    self.fire(
+                        &id,
+                        AppEvent::Fail,
+                        Some(super::lifecycle::INFO_PARTITION_REMOVED),
+                        out,
+                    );
                 }
             }
             self.terminate(&id);

@@ -85,6 +85,7 @@ impl Partition {
             }
             made += 1;
         }
+        out.events.append(&mut pass.events); // lifecycle-work: REQUEST events
         made
     }
 
@@ -255,6 +256,9 @@ impl Partition {
                     }
                     NodeChoice::Nothing => {}
                 }
+            } else {
+                // lifecycle-work: skipped for queue headroom (spec 13.2).
+                pass.events.push(self.queue_headroom_event(app, ask));
             }
             pass.ask_cursor.insert(app.id.clone(), okey.clone());
         }

@@ -1,15 +1,32 @@
 //! The application state machine, its timers, completion and removal
 //! (spec 6.2-6.7).
+//!
+//! Gang scheduling does not exist yet, so the placeholder timeout and the
+//! placeholder-driven `Accepted -> Starting` trigger are not wired. What
+//! does apply to placeholder allocations an RM asked for (placeholder asks
+//! are scheduled like any other) is handled: they do not count as real
+//! usage in the completion checks, the completing timer releases them with
+//! `TIMEOUT`, and removing the last one moves a `Completing`, `Failing` or
+//! `Resuming` application on.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::*;
+use crate::events;
+use crate::scheduler::outcome::TimerKind;
+
+use si::event_record::Type as EventType;
+
+/// Info passed with `failApplication` when a partition goes away.
+pub const INFO_PARTITION_REMOVED: &str = "PartitionRemoved";
+/// Message of placeholder releases by the completing timer.
+pub const MSG_PLACEHOLDERS_ON_COMPLETE: &str = "releasing placeholders on app complete";
 
 impl Partition {
     /// Fires an application event and reports a real change (spec 6.2).
     pub fn fire(&mut self, app_id: &str, event: AppEvent, info: Option<&str>, out: &mut Outcomes) {
-        let Some(app) = self.apps.get_mut(app_id) else {
+        let Some(app) = self.apps.get(app_id) else {
             return;
         };
         let from = app.state;
@@ -24,55 +41,158 @@ impl Partition {
         if to == from {
             return;
         }
+        // Epochs are unique in the partition, so a timer of an earlier
+        // application with the same id never matches a later one.
+        let epoch = self.next_seq();
+        let app = self.apps.get_mut(app_id).expect("looked up above");
         app.state = to;
-        app.state_epoch += 1;
-        let epoch = app.state_epoch;
+        app.state_epoch = epoch;
         let skip_start = app.stateaware_disabled();
         let id = app.id.clone();
-        out.app_updated(si::UpdatedApplication {
-            application_id: app_id.to_string(),
-            state: to.as_str().to_string(),
-            state_transition_timestamp: now_ns(),
-            message: info.unwrap_or(event.as_str()).to_string(),
-        });
-        let timer = |d| AppTimer {
+        let queue = self.queues.get(app.queue).path.clone();
+        let message = info.unwrap_or(event.as_str());
+        self.report_state(&id, &queue, from, to, message, out);
+        let partition = self.internal_name.clone();
+        let timer = |d, kind| AppTimer {
             at: Instant::now() + d,
-            partition: self.internal_name.clone(),
+            partition: partition.clone(),
             app: id.clone(),
             epoch,
+            kind,
         };
         match to {
             AppState::Starting if skip_start || self.timeouts.start.is_zero() => {
                 self.fire(app_id, AppEvent::Run, None, out)
             }
-            AppState::Starting => out.timers.push(timer(self.timeouts.start)),
-            AppState::Completing => out.timers.push(timer(self.timeouts.completing)),
-            AppState::Completed | AppState::Failed => self.terminate(app_id),
+            AppState::Starting => out
+                .timers
+                .push(timer(self.timeouts.start, TimerKind::State)),
+            AppState::Completing => out
+                .timers
+                .push(timer(self.timeouts.completing, TimerKind::State)),
+            AppState::Completed | AppState::Failed => {
+                let after = self.timeouts.terminated;
+                let finished = self.terminate(app_id);
+                out.timers.push(timer(after, TimerKind::Expire(finished)));
+            }
             _ => {}
         }
     }
 
-    /// A state timer fired: acts only if the application is still in the
-    /// state the timer was set for.
-    pub fn on_timer(&mut self, app_id: &str, epoch: u64, out: &mut Outcomes) {
-        let Some(app) = self.apps.get(app_id) else {
+    /// One `UpdatedApplication` for the RM (spec 6.5) and an `APP` event.
+    fn report_state(
+        &self,
+        app_id: &str,
+        queue: &str,
+        from: AppState,
+        to: AppState,
+        message: &str,
+        out: &mut Outcomes,
+    ) {
+        out.app_updated(si::UpdatedApplication {
+            application_id: app_id.to_string(),
+            state: to.as_str().to_string(),
+            state_transition_timestamp: now_ns(),
+            message: message.to_string(),
+        });
+        out.event(events::record(
+            EventType::App,
+            app_id,
+            queue,
+            to.as_str(),
+            format!(
+                "Application {app_id} changed state from {} to {} ({message})",
+                from.as_str(),
+                to.as_str()
+            ),
+        ));
+    }
+
+    /// An application timer fired. A state timer acts only if the
+    /// application is still in the state it was set for.
+    pub fn on_timer(&mut self, t: &AppTimer, out: &mut Outcomes) {
+        if let TimerKind::Expire(finished_ns) = t.kind {
+            self.expire(&t.app, finished_ns, out);
+            return;
+        }
+        let Some(app) = self.apps.get(&*t.app) else {
             return;
         };
-        if app.state_epoch != epoch {
+        if app.state_epoch != t.epoch {
             return;
         }
         match app.state {
-            AppState::Starting => self.fire(app_id, AppEvent::Run, None, out),
-            AppState::Completing => self.fire(app_id, AppEvent::Complete, None, out),
+            AppState::Starting => self.fire(&t.app, AppEvent::Run, None, out),
+            AppState::Completing => {
+                let placeholders: Vec<Arc<str>> = app
+                    .allocations
+                    .iter()
+                    .filter(|u| self.allocations.get(*u).is_some_and(|a| a.placeholder))
+                    .cloned()
+                    .collect();
+                if placeholders.is_empty() {
+                    self.fire(&t.app, AppEvent::Complete, None, out);
+                    return;
+                }
+                // The timer is now spent; completion follows when the RM
+                // confirms the last placeholder gone (spec 6.2).
+                let released = placeholders
+                    .iter()
+                    .map(|u| si::AllocationRelease {
+                        partition_name: self.name.clone(),
+                        application_id: t.app.to_string(),
+                        uuid: u.to_string(),
+                        termination_type: si::TerminationType::Timeout as i32,
+                        message: MSG_PLACEHOLDERS_ON_COMPLETE.into(),
+                    })
+                    .collect();
+                out.new_allocation_message(si::AllocationResponse {
+                    released,
+                    ..Default::default()
+                });
+            }
             _ => {}
         }
     }
 
-    /// The application leaves the partition (spec 6.6).
-    pub(super) fn terminate(&mut self, app_id: &str) {
-        let Some(app) = self.apps.remove(app_id) else {
+    /// `Completed`/`Failed` -> `Expired` for a history entry (spec 6.4).
+    fn expire(&mut self, app_id: &str, finished_ns: i64, out: &mut Outcomes) {
+        let Some(entry) = self.finished.iter_mut().find(|f| {
+            &*f.id == app_id
+                && f.finished_ns == finished_ns
+                && matches!(f.state, AppState::Completed | AppState::Failed)
+        }) else {
+            // Fallen out of the bounded history already.
             return;
         };
+        let from = entry.state;
+        entry.state = AppState::Expired;
+        let queue = entry.queue.clone();
+        self.report_state(
+            app_id,
+            &queue,
+            from,
+            AppState::Expired,
+            AppEvent::Expire.as_str(),
+            out,
+        );
+    }
+
+    /// The application leaves the partition (spec 6.6). Returns the time it
+    /// terminated, which identifies its history entry.
+    pub(super) fn terminate(&mut self, app_id: &str) -> i64 {
+        let finished_ns = now_ns();
+        let Some(app) = self.apps.get(app_id) else {
+            return finished_ns;
+        };
+        // Nothing should be left at this point; if something is, it must not
+        // stay on its node after the application is gone.
+        let leftover: Vec<Arc<str>> = app.allocations.iter().cloned().collect();
+        for u in leftover {
+            log::warn!("application {app_id} terminated holding allocation {u}; removed");
+            self.remove_allocation(&u);
+        }
+        let app = self.apps.remove(app_id).expect("looked up above");
         self.reservations.cancel_app(app_id);
         self.queues.sub_pending(app.queue, &app.pending);
         self.queues.sub_allocated(app.queue, &app.allocated);
@@ -84,12 +204,13 @@ impl Partition {
             id: app.id.clone(),
             queue: self.queues.get(app.queue).path.clone(),
             state: app.state,
-            finished_ns: now_ns(),
+            finished_ns,
         });
         let q = app.queue;
         if !self.queues.get(q).managed || self.queues.is_draining(q) {
             self.cleanup_queue(q); // queues: also removes emptied draining queues
         }
+        finished_ns
     }
 
     /// Removes empty dynamic queues from `q` upwards.
@@ -104,14 +225,62 @@ impl Partition {
         }
     }
 
-    /// Runs the completion check of spec 6.3 after demand or usage dropped.
+    /// Whether the application holds no real (non-placeholder) allocation.
+    fn no_real_allocations(&self, app: &Application) -> bool {
+        app.allocations
+            .iter()
+            .all(|u| self.allocations.get(u).is_none_or(|a| a.placeholder))
+    }
+
+    /// Completion check after asks were removed (spec 6.3): no demand and
+    /// no real allocation left, unless `Failing` or `Completing`.
     pub(super) fn check_completion(&mut self, app_id: &str, out: &mut Outcomes) {
         let idle = self.apps.get(app_id).is_some_and(|a| {
             a.pending.is_zero()
-                && a.allocations.is_empty()
-                && !matches!(a.state, AppState::Failing | AppState::Completing)
+                && self.no_real_allocations(a)
+                && matches!(
+                    a.state,
+                    AppState::Accepted | AppState::Starting | AppState::Running
+                )
         });
         if idle {
+            self.fire(app_id, AppEvent::Complete, None, out);
+        }
+    }
+
+    /// Transitions after allocations were removed (spec 6.3). `real` and
+    /// `placeholders` say what kind was removed; `all` that every allocation
+    /// of the application went at once.
+    pub(super) fn after_allocations_removed(
+        &mut self,
+        app_id: &str,
+        real: bool,
+        placeholders: bool,
+        all: bool,
+        out: &mut Outcomes,
+    ) {
+        let Some(app) = self.apps.get(app_id) else {
+            return;
+        };
+        let state = app.state;
+        let no_real = self.no_real_allocations(app);
+        let no_placeholders = no_real && app.allocations.is_empty();
+        if placeholders && no_placeholders {
+            match state {
+                AppState::Completing => {
+                    return self.fire(app_id, AppEvent::Complete, None, out);
+                }
+                AppState::Failing => return self.fire(app_id, AppEvent::Fail, None, out),
+                AppState::Resuming => return self.fire(app_id, AppEvent::Run, None, out),
+                _ => {}
+            }
+        }
+        let idle = app.pending.is_zero() && no_real;
+        if (real || all)
+            && idle
+            && state != AppState::Completing
+            && transition(state, AppEvent::Complete).is_some()
+        {
             self.fire(app_id, AppEvent::Complete, None, out);
         }
     }
@@ -123,7 +292,6 @@ impl Partition {
         };
         let keys: Vec<Arc<str>> = app.asks.keys().cloned().collect();
         let uuids: Vec<Arc<str>> = app.allocations.iter().cloned().collect();
-        let had_work = !keys.is_empty() || !uuids.is_empty();
         for k in keys {
             self.remove_ask(app_id, &k);
         }
@@ -146,11 +314,19 @@ impl Partition {
             });
         }
         // The RM asked for removal: finish the application rather than
-        // leaving it in Completing (the reference's quirk, 6.7).
-        if had_work {
-            self.fire(app_id, AppEvent::Complete, None, out);
-            self.fire(app_id, AppEvent::Complete, None, out);
+        // leaving it in Completing (the reference's quirk, 6.7). An
+        // application still `New` reports nothing.
+        match self.apps.get(app_id).map(|a| a.state) {
+            Some(AppState::Accepted | AppState::Starting | AppState::Running) => {
+                self.fire(app_id, AppEvent::Complete, None, out);
+                self.fire(app_id, AppEvent::Complete, None, out);
+            }
+            Some(AppState::Completing) => self.fire(app_id, AppEvent::Complete, None, out),
+            Some(AppState::Failing) => self.fire(app_id, AppEvent::Fail, None, out),
+            _ => {}
         }
-        self.terminate(app_id);
+        if self.apps.contains_key(app_id) {
+            self.terminate(app_id);
+        }
     }
 }

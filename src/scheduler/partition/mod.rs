@@ -7,6 +7,8 @@ mod asks;
 mod cycle;
 mod lifecycle;
 mod nodes;
+mod outstanding; // lifecycle-work: outstanding-request check (spec 8.12)
+pub use outstanding::OUTSTANDING_REASON; // lifecycle-work
 mod releases;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -44,6 +46,20 @@ pub struct AppTimeouts {
     /// Age an ask must reach before it may reserve a node; `None` turns
     /// reservations off.
     pub reservation_delay: Option<std::time::Duration>,
+    /// `Completed`/`Failed` -> `Expired` (lifecycle-work).
+    pub terminated: std::time::Duration,
+}
+
+impl AppTimeouts {
+    /// The timers from the scheduler options (lifecycle-work).
+    pub fn from_options(o: &crate::options::Options) -> Self {
+        AppTimeouts {
+            start: o.app_start_timeout,
+            completing: o.app_completing_timeout,
+            terminated: o.app_terminated_timeout,
+            reservation_delay: (!o.disable_reservation).then_some(o.reservation_delay),
+        }
+    }
 }
 
 /// An allocation: an ask placed on a node.
@@ -96,6 +112,8 @@ struct PassState {
     /// Ask shapes (and whether they could reserve) that found no node and
     /// no reservation candidate (only used without predicates).
     unfit_shapes: FastSet<(Resource, bool)>,
+    /// Event records of the pass (lifecycle-work: REQUEST events, spec 13.2).
+    events: Vec<si::EventRecord>,
 }
 
 /// A partition.

@@ -31,6 +31,7 @@ impl Partition {
         }
         // Check every recovered allocation before changing anything, so a
         // rejected node leaves no trace.
+        let mut uuids = std::collections::HashSet::new();
         for a in &info.existing_allocations {
             if a.placeholder && a.task_group_name.is_empty() {
                 continue;
@@ -41,7 +42,12 @@ impl Partition {
                     a.allocation_key, a.application_id
                 )));
             }
-            if !a.node_id.is_empty() && a.node_id != node_id {
+            // Normally the node being created; another registered node
+            // may be named too. An empty id means this node.
+            if !a.node_id.is_empty()
+                && a.node_id != node_id
+                && !self.nodes.contains_key(a.node_id.as_str())
+            {
                 return Err(wrap(format!("failed to find node {}", a.node_id)));
             }
             if !self.apps.contains_key(a.application_id.as_str()) {
@@ -50,7 +56,7 @@ impl Partition {
                     a.application_id
                 )));
             }
-            if self.allocations.contains_key(a.uuid.as_str()) {
+            if self.allocations.contains_key(a.uuid.as_str()) || !uuids.insert(a.uuid.as_str()) {
                 return Err(wrap(format!("allocation {} already exists", a.uuid)));
             }
             let r = Resource::from_proto_opt(a.resource_per_alloc.as_ref())?.unwrap_or_default();
@@ -77,9 +83,37 @@ impl Partition {
             if a.placeholder && a.task_group_name.is_empty() {
                 continue;
             }
-            self.recover_allocation(&id, a, out);
+            let on: Arc<str> = if a.node_id.is_empty() || a.node_id == node_id {
+                id.clone()
+            } else {
+                self.nodes
+                    .get_key_value(a.node_id.as_str())
+                    .map(|(k, _)| k.clone())
+                    .expect("checked above")
+            };
+            self.recover_allocation(&on, a, out);
         }
+        let recovered = info.existing_allocations.len();
+        self.node_event(
+            node_id,
+            "NodeAdded",
+            format!(
+                "Node {node_id} added with capacity {capacity}, {recovered} existing allocation(s)"
+            ),
+            out,
+        );
         Ok(())
+    }
+
+    /// A `NODE` event record (in the spirit of YuniKorn v1).
+    fn node_event(&self, node_id: &str, reason: &str, message: String, out: &mut Outcomes) {
+        out.event(crate::events::record(
+            si::event_record::Type::Node,
+            node_id,
+            &self.name,
+            reason,
+            message,
+        ));
     }
 
     pub(super) fn recover_allocation(
@@ -121,7 +155,7 @@ impl Partition {
         app.allocated.add_assign(&resource);
         let queue = app.queue;
         self.queues.add_allocated(queue, &resource);
-        let node = self.nodes.get_mut(node_id).expect("just added");
+        let node = self.nodes.get_mut(node_id).expect("checked by add_node");
         node.allocations.insert(uuid.clone());
         node.allocated.add_assign(&resource);
         self.reposition_node(node_id);
@@ -180,12 +214,22 @@ impl Partition {
                 }
                 self.update_root_max();
                 self.reposition_node(node_id);
+                let n = &self.nodes[node_id];
+                let message = format!(
+                    "Node {node_id} updated: capacity {}, occupied {}",
+                    n.capacity, n.occupied
+                );
+                self.node_event(node_id, "NodeUpdated", message, out);
             }
             Ok(ActionFromRm::DrainNode) => {
                 self.nodes.get_mut(node_id).expect("checked").schedulable = false;
+                let message = format!("Node {node_id} is draining: no new allocations");
+                self.node_event(node_id, "NodeDraining", message, out);
             }
             Ok(ActionFromRm::DrainToSchedulable) => {
                 self.nodes.get_mut(node_id).expect("checked").schedulable = true;
+                let message = format!("Node {node_id} is schedulable again");
+                self.node_event(node_id, "NodeSchedulable", message, out);
             }
             Ok(ActionFromRm::Decomission) => self.remove_node(node_id, out),
             _ => log::debug!("node {node_id}: action {} ignored", info.action),
@@ -199,10 +243,21 @@ impl Partition {
         };
         self.reservations.cancel_node(node_id);
         let uuids: Vec<Arc<str>> = node.allocations.iter().cloned().collect();
+        self.nodes.get_mut(node_id).expect("checked").schedulable = false;
         let mut released = Vec::new();
-        let mut touched = Vec::new();
+        // Per application: (real removed, placeholder removed).
+        let mut touched: Vec<(Arc<str>, bool, bool)> = Vec::new();
         for u in uuids {
+            // Gang swaps in flight (spec 11.5) need gang scheduling, which
+            // does not exist yet: every allocation takes the normal path.
             if let Some(a) = self.remove_allocation(&u) {
+                match touched.iter_mut().find(|t| t.0 == a.app_id) {
+                    Some(t) => {
+                        t.1 |= !a.placeholder;
+                        t.2 |= a.placeholder;
+                    }
+                    None => touched.push((a.app_id.clone(), !a.placeholder, a.placeholder)),
+                }
                 released.push(si::AllocationRelease {
                     partition_name: self.name.clone(),
                     application_id: a.app_id.to_string(),
@@ -210,22 +265,30 @@ impl Partition {
                     termination_type: si::TerminationType::StoppedByRm as i32,
                     message: format!("Node {node_id} Removed"),
                 });
-                touched.push(a.app_id.clone());
             }
         }
+        // remove_allocation repositions the node; take it out for good.
         let node = self.nodes.remove(node_id).expect("checked");
         self.node_order.remove(&node.key);
         self.total = self.total.sub(&node.capacity);
         self.update_root_max();
+        // Reservation hook (spec 11.5 step 3): reservations on this node are
+        // cancelled here once reservations exist.
+        let count = released.len();
         if !released.is_empty() {
             out.new_allocation_message(si::AllocationResponse {
                 released,
                 ..Default::default()
             });
         }
-        touched.dedup();
-        for app in touched {
-            self.check_completion(&app, out);
+        for (app, real, placeholder) in touched {
+            self.after_allocations_removed(&app, real, placeholder, false, out);
         }
+        self.node_event(
+            node_id,
+            "NodeRemoved",
+            format!("Node {node_id} decommissioned, {count} allocation(s) released"),
+            out,
+        );
     }
 }

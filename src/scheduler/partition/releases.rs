@@ -30,7 +30,11 @@ impl Partition {
         Some(a)
     }
 
-    /// RM-initiated allocation releases (spec 10.2). Returns the keys to forget.
+    /// RM-initiated allocation releases (spec 10.2): each removed allocation
+    /// is echoed with `STOPPED_BY_RM` and its key forgotten through
+    /// `ReSyncSchedulerCache`. A `PLACEHOLDER_REPLACED` confirmation is
+    /// handled as a normal release: there are no gang swaps to confirm yet
+    /// (the spec's recommendation for an unlinked placeholder, 11.5).
     pub fn release_allocations(&mut self, rel: &si::AllocationRelease, out: &mut Outcomes) {
         let app_id = rel.application_id.as_str();
         let Some(app) = self.apps.get(app_id) else {
@@ -43,9 +47,13 @@ impl Partition {
         } else {
             Vec::new()
         };
+        let all = rel.uuid.is_empty();
+        let (mut real, mut placeholders) = (false, false);
         let mut released = Vec::new();
         for u in uuids {
             if let Some(a) = self.remove_allocation(&u) {
+                real |= !a.placeholder;
+                placeholders |= a.placeholder;
                 out.forget.push(si::ForgotAllocation {
                     allocation_key: a.key.to_string(),
                 });
@@ -63,7 +71,7 @@ impl Partition {
                 released,
                 ..Default::default()
             });
-            self.check_completion(app_id, out);
+            self.after_allocations_removed(app_id, real, placeholders, all, out);
         }
     }
 }

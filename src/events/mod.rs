@@ -1,0 +1,194 @@
+//! The event store behind `SendEvent` (spec 13): records produced on the
+//! core thread are collected here, only the latest record per object is
+//! kept, the number of distinct objects between two flushes is bounded,
+//! and a periodic flush hands everything collected to the RM as one batch.
+//!
+//! The store has no thread of its own: the core feeds it from
+//! `Outcomes.events` and asks it for a batch when the flush period is up.
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::proto::si::v1 as si;
+
+/// Most records accepted from one step of the core before the rest are
+/// dropped (the reference's event channel capacity).
+pub const INPUT_CAPACITY: usize = 100_000;
+/// Most distinct objects kept between two flushes.
+pub const STORE_CAPACITY: usize = 1_000;
+
+/// The current time in nanoseconds since the Unix epoch.
+pub fn now_nanos() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// Builds one record stamped with the current time.
+pub fn record(
+    kind: si::event_record::Type,
+    object_id: &str,
+    group_id: &str,
+    reason: &str,
+    message: String,
+) -> si::EventRecord {
+    si::EventRecord {
+        r#type: kind as i32,
+        object_id: object_id.to_string(),
+        group_id: group_id.to_string(),
+        reason: reason.to_string(),
+        message,
+        timestamp_nano: now_nanos(),
+    }
+}
+
+/// Counters shown in the state dump.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct EventStats {
+    /// Whether the event system is on.
+    pub enabled: bool,
+    /// Flush period in milliseconds.
+    pub flush_interval_ms: u64,
+    /// Records accepted into the store.
+    pub received: u64,
+    /// Records that replaced an older record of the same object.
+    pub superseded: u64,
+    /// Records dropped because one step produced more than the input capacity.
+    pub dropped_input: u64,
+    /// Records dropped because the store already held the most objects.
+    pub dropped_store_full: u64,
+    /// Records handed to `SendEvent`.
+    pub published: u64,
+    /// `SendEvent` batches.
+    pub batches: u64,
+    /// Records waiting for the next flush.
+    pub stored: u64,
+}
+
+impl EventStats {
+    /// Adds another store's counters to these.
+    pub fn merge(&mut self, o: &EventStats) {
+        self.received += o.received;
+        self.superseded += o.superseded;
+        self.dropped_input += o.dropped_input;
+        self.dropped_store_full += o.dropped_store_full;
+        self.published += o.published;
+        self.batches += o.batches;
+        self.stored += o.stored;
+    }
+}
+
+/// Latest record per object, bounded, for one RM.
+#[derive(Debug, Default)]
+pub struct EventStore {
+    /// Keyed by record type and object id: an application and an ask may
+    /// share an id without hiding each other.
+    latest: HashMap<(i32, String), si::EventRecord>,
+    stats: EventStats,
+}
+
+impl EventStore {
+    /// Takes the records of one core step.
+    pub fn add_all(&mut self, records: Vec<si::EventRecord>) {
+        let n = records.len();
+        if n > INPUT_CAPACITY {
+            self.stats.dropped_input += (n - INPUT_CAPACITY) as u64;
+        }
+        for r in records.into_iter().take(INPUT_CAPACITY) {
+            self.add(r);
+        }
+    }
+
+    /// Stores one record, replacing an older one for the same object.
+    pub fn add(&mut self, r: si::EventRecord) {
+        if r.object_id.is_empty() || r.reason.is_empty() {
+            log::debug!("event record without object id or reason dropped: {r:?}");
+            return;
+        }
+        let key = (r.r#type, r.object_id.clone());
+        if let Some(slot) = self.latest.get_mut(&key) {
+            *slot = r;
+            self.stats.superseded += 1;
+            self.stats.received += 1;
+            return;
+        }
+        if self.latest.len() >= STORE_CAPACITY {
+            self.stats.dropped_store_full += 1;
+            return;
+        }
+        self.latest.insert(key, r);
+        self.stats.received += 1;
+    }
+
+    /// Empties the store; the records in creation order.
+    pub fn take_batch(&mut self) -> Vec<si::EventRecord> {
+        let mut batch: Vec<si::EventRecord> = self.latest.drain().map(|(_, r)| r).collect();
+        batch.sort_by(|a, b| {
+            a.timestamp_nano
+                .cmp(&b.timestamp_nano)
+                .then_with(|| a.object_id.cmp(&b.object_id))
+        });
+        if !batch.is_empty() {
+            self.stats.published += batch.len() as u64;
+            self.stats.batches += 1;
+        }
+        batch
+    }
+
+    /// Counters (without the enabled flag and period).
+    pub fn stats(&self) -> EventStats {
+        EventStats {
+            stored: self.latest.len() as u64,
+            ..self.stats.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use si::event_record::Type;
+
+    #[test]
+    fn keeps_the_latest_record_per_object() {
+        let mut s = EventStore::default();
+        s.add(record(Type::App, "a", "", "first", String::new()));
+        s.add(record(Type::App, "a", "", "second", String::new()));
+        s.add(record(
+            Type::Request,
+            "a",
+            "app",
+            "other kind",
+            String::new(),
+        ));
+        let b = s.take_batch();
+        assert_eq!(b.len(), 2);
+        assert!(b.iter().any(|r| r.reason == "second"));
+        assert!(!b.iter().any(|r| r.reason == "first"));
+        assert!(s.take_batch().is_empty());
+        let st = s.stats();
+        assert_eq!(
+            (st.received, st.superseded, st.published, st.batches),
+            (3, 1, 2, 1)
+        );
+    }
+
+    #[test]
+    fn bounds_distinct_objects_and_counts_drops() {
+        let mut s = EventStore::default();
+        let many = (0..STORE_CAPACITY + 5)
+            .map(|i| record(Type::Node, &format!("n{i}"), "", "r", String::new()))
+            .collect();
+        s.add_all(many);
+        assert_eq!(s.stats().stored, STORE_CAPACITY as u64);
+        assert_eq!(s.stats().dropped_store_full, 5);
+        // An object already stored is still updated when the store is full.
+        s.add(record(Type::Node, "n0", "", "again", String::new()));
+        assert_eq!(s.stats().dropped_store_full, 5);
+        s.add(record(Type::Node, "", "", "r", String::new()));
+        assert_eq!(s.take_batch().len(), STORE_CAPACITY);
+    }
+}

@@ -1,0 +1,205 @@
+//! The event system (spec 13) and the outstanding-request report (spec
+//! 8.12), through the C ABI.
+
+mod common;
+
+use common::*;
+use sicore::ffi::sicore_status::*;
+use sicore::proto::si::v1 as si;
+use sicore::proto::sicore::v1::SchedulerOptions;
+
+use si::event_record::Type;
+use si::node_info::ActionFromRm;
+use si::update_container_scheduling_state_request::SchedulingState;
+
+/// `root.a` limited to 5000 memory; nodes have 1000.
+const LIMITED: &str = r#"
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: a
+            resources:
+              max: {memory: 5000, vcore: 100}
+"#;
+
+fn options(flush_ms: u64, check_ms: u64) -> SchedulerOptions {
+    let mut o = SchedulerOptions {
+        event_flush_interval_ms: flush_ms,
+        outstanding_check_interval_ms: check_ms,
+        ..Default::default()
+    };
+    o.policy_configs.insert("queues".into(), LIMITED.into());
+    o
+}
+
+fn action(id: &str, a: ActionFromRm) -> si::NodeInfo {
+    si::NodeInfo {
+        node_id: id.into(),
+        action: a as i32,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn events_come_in_batches_with_the_latest_record_per_object() {
+    let h = Harness::standard(options(50, 0), Behaviour::default(), 1);
+    // One request, one core step: three records for node-x, one survives.
+    let nodes = vec![
+        node("node-x", 1000, 10),
+        action("node-x", ActionFromRm::DrainNode),
+        action("node-x", ActionFromRm::DrainToSchedulable),
+    ];
+    assert_eq!(h.nodes(nodes).0, SICORE_OK);
+    h.wait("node-x event", |s| {
+        s.events.iter().any(|e| e.object_id == "node-x")
+    });
+    h.seen(|s| {
+        let x: Vec<&si::EventRecord> = s
+            .events
+            .iter()
+            .filter(|e| e.object_id == "node-x")
+            .collect();
+        assert_eq!(x.len(), 1, "{x:?}");
+        assert_eq!(x[0].r#type, Type::Node as i32);
+        assert_eq!(x[0].reason, "NodeSchedulable");
+        assert_eq!(x[0].group_id, "default");
+        assert!(x[0].timestamp_nano > 0);
+        // node-0 was created by the harness and reported too.
+        assert!(s
+            .events
+            .iter()
+            .any(|e| e.object_id == "node-0" && e.reason == "NodeAdded"));
+    });
+    // Application state changes are APP records.
+    assert_eq!(h.asks(vec![ask("app-1", "k", 100, 1, 2)]).0, SICORE_OK);
+    h.wait("app running record", |s| {
+        s.events
+            .iter()
+            .any(|e| e.object_id == "app-1" && e.reason == "Running")
+    });
+    h.seen(|s| {
+        let e = s
+            .events
+            .iter()
+            .find(|e| e.object_id == "app-1" && e.reason == "Running")
+            .unwrap();
+        assert_eq!(e.r#type, Type::App as i32);
+        assert_eq!(e.group_id, "root.a");
+        assert!(e.message.contains("to Running"), "{}", e.message);
+    });
+    let d = h.dump();
+    let ev = &d["events"];
+    assert_eq!(ev["enabled"], true);
+    assert_eq!(ev["flush_interval_ms"], 50);
+    assert!(ev["superseded"].as_u64().unwrap() >= 2);
+    assert!(ev["batches"].as_u64().unwrap() >= 2);
+    assert_eq!(ev["dropped_store_full"], 0);
+    assert_eq!(ev["dropped_input"], 0);
+    let published = ev["published"].as_u64().unwrap();
+    let seen = h.seen(|s| s.events.len() as u64);
+    assert!(published >= seen && published > 0);
+}
+
+#[test]
+fn asks_over_the_queue_headroom_get_a_request_event() {
+    let h = Harness::standard(options(50, 0), Behaviour::default(), 1);
+    assert_eq!(
+        h.asks(vec![ask("app-1", "too-big", 6000, 1, 1)]).0,
+        SICORE_OK
+    );
+    h.wait("request event", |s| {
+        s.events.iter().any(|e| e.object_id == "too-big")
+    });
+    h.seen(|s| {
+        let e = s.events.iter().find(|e| e.object_id == "too-big").unwrap();
+        assert_eq!(e.r#type, Type::Request as i32);
+        assert_eq!(e.group_id, "app-1");
+        assert_eq!(e.reason, "InsufficientQueueResources");
+        assert_eq!(
+            e.message,
+            "Application app-1 does not fit into root.a queue"
+        );
+    });
+}
+
+#[test]
+fn disabled_events_send_nothing() {
+    let mut o = options(20, 0);
+    o.disable_events = true;
+    let h = Harness::standard(o, Behaviour::default(), 1);
+    assert_eq!(h.asks(vec![ask("app-1", "k", 100, 1, 2)]).0, SICORE_OK);
+    h.wait("running", |s| {
+        s.app_updates.iter().any(|u| u.state == "Running")
+    });
+    // Many flush periods pass; nothing is stored, so nothing is sent.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(h.seen(|s| s.events.is_empty()));
+    let d = h.dump();
+    assert_eq!(d["events"]["enabled"], false);
+    assert_eq!(d["events"]["received"], 0);
+}
+
+#[test]
+fn outstanding_asks_are_reported_until_allocated() {
+    let h = Harness::standard(options(0, 20), Behaviour::default(), 1);
+    let asks = vec![
+        // Fits the queue (5000) but no node (1000): outstanding.
+        ask("app-1", "waits", 2000, 1, 1),
+        // Fits what is left of the queue's headroom after "small" and
+        // "waits" (5000 - 100 - 2000), but no node: outstanding throughout.
+        ask("app-1", "never", 2500, 1, 1),
+        // Would fit the queue alone, not the headroom the others leave.
+        ask("app-1", "crowded", 2500, 1, 1),
+        // Over the queue limit: not outstanding.
+        ask("app-1", "over", 6000, 1, 1),
+        // Fits a node: allocated, never outstanding for long.
+        ask("app-1", "small", 100, 1, 1),
+    ];
+    assert_eq!(h.asks(asks).0, SICORE_OK);
+    h.wait("both reported twice", |s| {
+        let n = |k: &str| {
+            s.container_states
+                .iter()
+                .filter(|c| c.allocation_key == k)
+                .count()
+        };
+        n("waits") >= 2 && n("never") >= 2
+    });
+    h.seen(|s| {
+        assert!(s
+            .container_states
+            .iter()
+            .all(|c| c.allocation_key != "over" && c.allocation_key != "crowded"));
+        for c in &s.container_states {
+            assert_eq!(c.applicartion_id, "app-1");
+            assert_eq!(c.state, SchedulingState::Failed as i32);
+            assert_eq!(
+                c.reason,
+                "request is waiting for cluster resources become available"
+            );
+        }
+    });
+    // A big node arrives: "waits" is allocated and no longer reported.
+    assert_eq!(h.nodes(vec![node("node-big", 2500, 10)]).0, SICORE_OK);
+    h.wait("waits allocated", |s| {
+        s.allocations.iter().any(|a| a.allocation_key == "waits")
+    });
+    // The dispatcher delivers in order: what comes after the allocation
+    // was produced after it.
+    let mark = h.seen(|s| s.container_states.len());
+    h.wait("never reported twice more", |s| {
+        s.container_states[mark..]
+            .iter()
+            .filter(|c| c.allocation_key == "never")
+            .count()
+            >= 2
+    });
+    h.seen(|s| {
+        assert!(s.container_states[mark..]
+            .iter()
+            .all(|c| c.allocation_key == "never"));
+    });
+}
