@@ -344,6 +344,11 @@ impl Core {
             Command::Application(req) => self.application_request(req),
             Command::Node(req) => self.node_request(req),
             Command::Dump(reply) => {
+                // Answer with the state the earlier requests lead to: run
+                // the pass they trigger first, so a dump right after a
+                // request shows its outcome.
+                self.schedule();
+                self.flush();
                 let _ = reply.send(dump::render(
                     &self.rms,
                     &self.partitions,
