@@ -42,6 +42,17 @@ struct Rm {
     allocations: AtomicUsize,
     nodes: AtomicUsize,
     apps: AtomicUsize,
+    /// The thread waiting for progress: woken by every callback, so the
+    /// measurement does not spin on one of the two cores.
+    waiter: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl Rm {
+    fn wake(&self) {
+        if let Some(t) = self.waiter.get() {
+            t.unpark();
+        }
+    }
 }
 
 fn rm<'a>(ud: *mut c_void) -> &'a Rm {
@@ -62,6 +73,7 @@ unsafe extern "C" fn on_alloc(
 ) -> i32 {
     let m = si::AllocationResponse::decode(bytes(p, len)).expect("valid message");
     rm(ud).allocations.fetch_add(m.new.len(), Ordering::Release);
+    rm(ud).wake();
     0
 }
 
@@ -73,6 +85,7 @@ unsafe extern "C" fn on_app(
 ) -> i32 {
     let m = si::ApplicationResponse::decode(bytes(p, len)).expect("valid message");
     rm(ud).apps.fetch_add(m.accepted.len(), Ordering::Release);
+    rm(ud).wake();
     0
 }
 
@@ -84,6 +97,7 @@ unsafe extern "C" fn on_node(
 ) -> i32 {
     let m = si::NodeResponse::decode(bytes(p, len)).expect("valid message");
     rm(ud).nodes.fetch_add(m.accepted.len(), Ordering::Release);
+    rm(ud).wake();
     0
 }
 
@@ -106,7 +120,7 @@ fn wait(what: &str, done: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(600);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::yield_now();
+        std::thread::park_timeout(Duration::from_millis(50));
     }
 }
 
@@ -162,6 +176,7 @@ fn run(nodes: usize, asks: usize) -> (f64, f64) {
         sicore_status::SICORE_OK
     );
     let state = Arc::new(Rm::default());
+    let _ = state.waiter.set(std::thread::current());
     let cb = sicore_callbacks {
         user_data: Arc::into_raw(state.clone()) as *mut c_void,
         update_allocation: Some(on_alloc),

@@ -41,6 +41,13 @@ pub fn run(inbox: Receiver<Outbound>, stopping: Arc<AtomicBool>) {
 
 fn deliver(item: Outbound) {
     let (what, result) = match item {
+        Outbound::Message(cb, OutMsg::NewAllocations(v)) => {
+            let r = si::AllocationResponse {
+                new: v.iter().map(|a| a.to_proto()).collect(),
+                ..Default::default()
+            };
+            ("UpdateAllocation", cb.update_allocation(&r))
+        }
         Outbound::Message(cb, OutMsg::Allocation(r)) => {
             ("UpdateAllocation", cb.update_allocation(&r))
         }

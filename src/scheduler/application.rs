@@ -124,9 +124,9 @@ pub struct Ask {
     /// Arrival time.
     pub created: Instant,
     /// Tags, copied into allocations.
-    pub tags: HashMap<String, String>,
+    pub tags: Arc<HashMap<String, String>>,
     /// Gang task group.
-    pub task_group: String,
+    pub task_group: Arc<str>,
     /// Whether this is a gang placeholder.
     pub placeholder: bool,
     /// Node the ask is pinned to, if any.

@@ -206,7 +206,7 @@ fn queue_dump(p: &Partition, id: QueueId) -> QueueDump {
     let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.get(a)).collect();
     QueueDump {
         name: q.name.clone(),
-        path: q.path.clone(),
+        path: q.path.to_string(),
         leaf: q.leaf,
         managed: q.managed,
         state: format!("{:?}", q.state),
@@ -245,7 +245,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
             pending_asks.truncate(1000);
             AppDump {
                 id: a.id.to_string(),
-                queue: p.queues.get(a.queue).path.clone(),
+                queue: p.queues.get(a.queue).path.to_string(),
                 state: a.state.as_str().to_string(),
                 user: a.user.user.clone(),
                 groups: a.user.groups.clone(),

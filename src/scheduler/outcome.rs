@@ -1,8 +1,61 @@
 //! What the core tells a resource manager, collected in production order.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
+use super::resource::Resource;
 use crate::proto::si::v1 as si;
+
+/// A new allocation as the core records it: shared strings only, so the
+/// core thread pays no copies; the dispatcher turns it into an
+/// `si.v1.Allocation` off the scheduling path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewAllocation {
+    /// Allocation key of the ask.
+    pub key: Arc<str>,
+    /// The allocation's UUID.
+    pub uuid: Arc<str>,
+    /// Node it was placed on.
+    pub node: Arc<str>,
+    /// Owning application.
+    pub app: Arc<str>,
+    /// The application's queue path.
+    pub queue: Arc<str>,
+    /// The partition's plain name.
+    pub partition: Arc<str>,
+    /// Resource per allocation.
+    pub resource: Resource,
+    /// The ask's priority.
+    pub priority: i32,
+    /// The ask's tags (shared with the ask).
+    pub tags: Arc<HashMap<String, String>>,
+    /// Gang task group.
+    pub task_group: Arc<str>,
+    /// Gang placeholder.
+    pub placeholder: bool,
+}
+
+impl NewAllocation {
+    /// The wire form.
+    pub fn to_proto(&self) -> si::Allocation {
+        si::Allocation {
+            allocation_key: self.key.to_string(),
+            allocation_tags: (*self.tags).clone(),
+            uuid: self.uuid.to_string(),
+            resource_per_alloc: Some(self.resource.to_proto()),
+            priority: Some(si::Priority {
+                priority: Some(si::priority::Priority::PriorityValue(self.priority)),
+            }),
+            queue_name: self.queue.to_string(),
+            node_id: self.node.to_string(),
+            application_id: self.app.to_string(),
+            partition_name: self.partition.to_string(),
+            task_group_name: self.task_group.to_string(),
+            placeholder: self.placeholder,
+        }
+    }
+}
 
 /// One message for the RM's `UpdateAllocation`, `UpdateApplication` or
 /// `UpdateNode` callback.
@@ -10,6 +63,8 @@ use crate::proto::si::v1 as si;
 pub enum OutMsg {
     /// For `UpdateAllocation`.
     Allocation(si::AllocationResponse),
+    /// For `UpdateAllocation`: new allocations, batched.
+    NewAllocations(Vec<NewAllocation>),
     /// For `UpdateApplication`.
     Application(si::ApplicationResponse),
     /// For `UpdateNode`.
@@ -66,15 +121,12 @@ impl Outcomes {
             && self.events.is_empty()
     }
 
-    /// Appends to the last message if it is an allocation response (batching
-    /// keeps the relative order of everything else), else starts a new one.
-    pub fn allocation(&mut self) -> &mut si::AllocationResponse {
-        if !matches!(self.messages.last(), Some(OutMsg::Allocation(_))) {
-            self.messages.push(OutMsg::Allocation(Default::default()));
-        }
+    /// Reports a new allocation, batched with the new allocations just
+    /// before it (batching keeps the relative order of everything else).
+    pub fn new_allocation(&mut self, a: NewAllocation) {
         match self.messages.last_mut() {
-            Some(OutMsg::Allocation(r)) => r,
-            _ => unreachable!("just pushed"),
+            Some(OutMsg::NewAllocations(v)) => v.push(a),
+            _ => self.messages.push(OutMsg::NewAllocations(vec![a])),
         }
     }
 

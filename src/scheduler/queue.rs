@@ -73,7 +73,7 @@ pub struct Queue {
     /// Lower-case name.
     pub name: String,
     /// Full dotted path from `root`.
-    pub path: String,
+    pub path: Arc<str>,
     /// The parent, `None` for root.
     pub parent: Option<QueueId>,
     /// Children by name.
@@ -137,7 +137,7 @@ impl Queue {
     fn blank(name: &str, path: String, parent: Option<QueueId>, leaf: bool) -> Self {
         Queue {
             name: name.to_ascii_lowercase(),
-            path,
+            path: Arc::from(path),
             parent,
             children: BTreeMap::new(),
             leaf,
@@ -410,7 +410,7 @@ impl QueueTree {
             && q.allocated.is_zero();
         if removable {
             let q = self.slots[id].take().expect("live");
-            self.by_path.remove(&q.path);
+            self.by_path.remove(&*q.path);
             if let Some(p) = q.parent {
                 self.get_mut(p).children.remove(&q.name);
             }

@@ -47,8 +47,8 @@ impl Partition {
             seq,
             created: Instant::now(),
             required_node: ask.tags.get(TAG_REQUIRED_NODE).cloned(),
-            tags: ask.tags.clone(),
-            task_group: ask.task_group_name.clone(),
+            tags: Arc::new(ask.tags.clone()),
+            task_group: Arc::from(ask.task_group_name.as_str()),
             placeholder: ask.placeholder,
         };
         let demand = resource.mul(ask.max_allocations as i64);

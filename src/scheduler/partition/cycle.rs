@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::*;
+use crate::scheduler::outcome::NewAllocation;
 
 /// What the search found for one ask.
 enum NodeChoice {
@@ -167,12 +168,12 @@ impl Partition {
         }
         let headroom = self.queues.headroom(q);
         let try_app = |app: &Application, pass: &mut PassState| -> Option<Decision> {
-            if pass.exhausted_apps.contains(&app.id) {
+            if pass.exhausted_apps.contains(&app.seq) {
                 return None;
             }
             let found = self.find_for_app(app, headroom.as_ref(), cb, pass, now);
             if found.is_none() {
-                pass.exhausted_apps.insert(app.id.clone());
+                pass.exhausted_apps.insert(app.seq);
             }
             found
         };
@@ -228,7 +229,7 @@ impl Partition {
         pass: &mut PassState,
         now: Instant,
     ) -> Option<Decision> {
-        let start = match pass.ask_cursor.get(&app.id) {
+        let start = match pass.ask_cursor.get(&app.seq) {
             Some(k) => Bound::Excluded(k.clone()),
             None => Bound::Unbounded,
         };
@@ -247,7 +248,7 @@ impl Partition {
                         })
                     }
                     NodeChoice::Reserve(node) => {
-                        pass.ask_cursor.insert(app.id.clone(), okey.clone());
+                        pass.ask_cursor.insert(app.seq, okey.clone());
                         return Some(Decision::Reserve {
                             app: app.id.clone(),
                             key: ask.key.clone(),
@@ -260,7 +261,7 @@ impl Partition {
                 // lifecycle-work: skipped for queue headroom (spec 13.2).
                 pass.events.push(self.queue_headroom_event(app, ask));
             }
-            pass.ask_cursor.insert(app.id.clone(), okey.clone());
+            pass.ask_cursor.insert(app.seq, okey.clone());
         }
         None
     }
@@ -390,8 +391,7 @@ impl Partition {
         app.pending = app.pending.sub_clamped(&resource);
         app.allocated.add_assign(&resource);
         let mut buf = uuid::Uuid::encode_buffer();
-        let uuid_text: &str = uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf);
-        let uuid: Arc<str> = Arc::from(uuid_text);
+        let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
         app.allocations.insert(uuid.clone());
         let queue = app.queue;
         self.queues.sub_pending(queue, &resource);
@@ -421,19 +421,17 @@ impl Partition {
             allocation_key: key.to_string(),
             node_id: node_id.to_string(),
         });
-        out.allocation().new.push(si::Allocation {
-            allocation_key: key.to_string(),
-            allocation_tags: tags.clone(),
-            uuid: uuid_text.to_string(),
-            resource_per_alloc: Some(resource.to_proto()),
-            priority: Some(si::Priority {
-                priority: Some(si::priority::Priority::PriorityValue(priority)),
-            }),
-            queue_name: self.queues.get(queue).path.clone(),
-            node_id: node_id.to_string(),
-            application_id: app_id.to_string(),
-            partition_name: self.name.clone(),
-            task_group_name: task_group.clone(),
+        out.new_allocation(NewAllocation {
+            key: key.clone(),
+            uuid: uuid.clone(),
+            node: node_id.clone(),
+            app: app_id.clone(),
+            queue: self.queues.get(queue).path.clone(),
+            partition: self.name_shared.clone(),
+            resource: resource.clone(),
+            priority,
+            tags: tags.clone(),
+            task_group: task_group.clone(),
             placeholder,
         });
         self.allocations.insert(

@@ -202,7 +202,7 @@ impl Partition {
         }
         self.finished.push_back(FinishedApp {
             id: app.id.clone(),
-            queue: self.queues.get(app.queue).path.clone(),
+            queue: self.queues.get(app.queue).path.to_string(),
             state: app.state,
             finished_ns,
         });

@@ -78,11 +78,11 @@ pub struct Allocation {
     /// The application's leaf queue.
     pub queue: QueueId,
     /// Tags copied from the ask.
-    pub tags: HashMap<String, String>,
+    pub tags: Arc<HashMap<String, String>>,
     /// Priority copied from the ask.
     pub priority: i32,
     /// Gang task group.
-    pub task_group: String,
+    pub task_group: Arc<str>,
     /// Gang placeholder.
     pub placeholder: bool,
 }
@@ -106,8 +106,9 @@ pub struct FinishedApp {
 #[derive(Default)]
 struct PassState {
     /// Per application: every ask up to and including this key has failed.
-    ask_cursor: FastMap<Arc<str>, AskOrderKey>,
-    exhausted_apps: FastSet<Arc<str>>,
+    /// Keyed by application sequence number: integers hash faster than ids.
+    ask_cursor: FastMap<u64, AskOrderKey>,
+    exhausted_apps: FastSet<u64>,
     exhausted_queues: FastSet<QueueId>,
     /// Ask shapes (and whether they could reserve) that found no node and
     /// no reservation candidate (only used without predicates).
@@ -120,6 +121,8 @@ struct PassState {
 pub struct Partition {
     /// The name the RM uses.
     pub name: String,
+    /// The plain name, shared into every new allocation's report.
+    pub name_shared: Arc<str>,
     /// `[rmID]name`.
     pub internal_name: String,
     /// Owning RM.
@@ -189,6 +192,7 @@ impl Partition {
             .ok_or("partition cannot be created without root queue")?;
         Ok(Partition {
             name: cfg.name.clone(),
+            name_shared: Arc::from(cfg.name.as_str()),
             internal_name: format!("[{rm_id}]{}", cfg.name),
             rm_id: rm_id.to_string(),
             queues: QueueTree::from_config(root)?,
