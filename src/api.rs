@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use crate::error::Error;
 use crate::proto::si::v1 as si;
+pub use crate::scheduler::outcome::NewAllocation;
 
 /// What the resource manager calls. Implemented by [`crate::Scheduler`].
 pub trait SchedulerApi: Send + Sync {
@@ -69,6 +70,31 @@ pub trait ResourceManagerCallback: Send + Sync {
     /// never calls it and every node passes.
     fn has_predicates(&self) -> bool {
         true
+    }
+
+    /// New allocations of one batch: first announced as assumed through
+    /// [`Self::resync_scheduler_cache`], then delivered through
+    /// [`Self::update_allocation`] (spec 8.11). The default does exactly
+    /// that; an adapter may override it to encode the messages straight from
+    /// the records (the C ABI does). Errors are only logged by the core.
+    fn new_allocations(&self, allocations: &[NewAllocation]) -> Result<(), String> {
+        let assumed = si::ReSyncSchedulerCacheArgs {
+            assumed_allocations: allocations
+                .iter()
+                .map(|a| si::AssumedAllocation {
+                    allocation_key: a.key.to_string(),
+                    node_id: a.node.to_string(),
+                })
+                .collect(),
+            forget_allocations: Vec::new(),
+        };
+        if let Err(e) = self.resync_scheduler_cache(&assumed) {
+            log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
+        }
+        self.update_allocation(&si::AllocationResponse {
+            new: allocations.iter().map(NewAllocation::to_proto).collect(),
+            ..Default::default()
+        })
     }
 
     /// Allocations the core assumed (before the RM hears of them) or forgot

@@ -4,7 +4,7 @@ use std::ffi::c_void;
 
 use prost::Message;
 
-use crate::api::ResourceManagerCallback;
+use crate::api::{NewAllocation, ResourceManagerCallback};
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
 
@@ -109,10 +109,21 @@ impl CallbackTable {
         msg: &impl Message,
         what: &str,
     ) -> Result<(), String> {
+        if f.is_none() {
+            return Ok(());
+        }
+        self.status_call_bytes(f, &msg.encode_to_vec(), what)
+    }
+
+    fn status_call_bytes(
+        &self,
+        f: sicore_status_callback,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<(), String> {
         let Some(f) = f else {
             return Ok(());
         };
-        let bytes = msg.encode_to_vec();
         let mut reply = sicore_reply { data: None };
         // SAFETY: a non-null function pointer registered by the RM, called
         // with its own user_data, a message valid for the call and a reply
@@ -148,6 +159,25 @@ impl Drop for CallbackTable {
 }
 
 impl ResourceManagerCallback for CallbackTable {
+    fn new_allocations(&self, allocations: &[NewAllocation]) -> Result<(), String> {
+        if self.0.resync_scheduler_cache.is_some() {
+            let assumed = super::encode::assumed_allocations(allocations);
+            let r = self.status_call_bytes(
+                self.0.resync_scheduler_cache,
+                &assumed,
+                "resync_scheduler_cache",
+            );
+            if let Err(e) = r {
+                log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
+            }
+        }
+        if self.0.update_allocation.is_none() {
+            return Ok(());
+        }
+        let bytes = super::encode::allocation_response(allocations);
+        self.status_call_bytes(self.0.update_allocation, &bytes, "update_allocation")
+    }
+
     fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
         self.status_call(self.0.update_allocation, r, "update_allocation")
     }

@@ -14,6 +14,7 @@
 
 mod buffer;
 mod callbacks;
+mod encode;
 mod logger;
 mod scheduler;
 

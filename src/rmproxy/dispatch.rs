@@ -16,6 +16,11 @@ use crate::scheduler::outcome::OutMsg;
 pub enum Outbound {
     /// A response for `update_allocation`, `update_application` or `update_node`.
     Message(Arc<dyn ResourceManagerCallback>, OutMsg),
+    /// A `resync_scheduler_cache` call.
+    Resync(
+        Arc<dyn ResourceManagerCallback>,
+        si::ReSyncSchedulerCacheArgs,
+    ),
     /// A batch for `send_event`.
     Events(Arc<dyn ResourceManagerCallback>, Vec<si::EventRecord>),
     /// One `update_container_scheduling_state` call.
@@ -42,11 +47,7 @@ pub fn run(inbox: Receiver<Outbound>, stopping: Arc<AtomicBool>) {
 fn deliver(item: Outbound) {
     let (what, result) = match item {
         Outbound::Message(cb, OutMsg::NewAllocations(v)) => {
-            let r = si::AllocationResponse {
-                new: v.iter().map(|a| a.to_proto()).collect(),
-                ..Default::default()
-            };
-            ("UpdateAllocation", cb.update_allocation(&r))
+            ("UpdateAllocation", cb.new_allocations(&v))
         }
         Outbound::Message(cb, OutMsg::Allocation(r)) => {
             ("UpdateAllocation", cb.update_allocation(&r))
@@ -55,6 +56,7 @@ fn deliver(item: Outbound) {
             ("UpdateApplication", cb.update_application(&r))
         }
         Outbound::Message(cb, OutMsg::Node(r)) => ("UpdateNode", cb.update_node(&r)),
+        Outbound::Resync(cb, args) => ("ReSyncSchedulerCache", cb.resync_scheduler_cache(&args)),
         Outbound::Events(cb, events) => {
             cb.send_event(&events);
             ("SendEvent", Ok(()))

@@ -108,6 +108,29 @@ pub fn transition(from: AppState, event: AppEvent) -> Option<AppState> {
     }
 }
 
+/// Shared tags and task group of asks that have none (most asks), so that
+/// adding such an ask allocates nothing for them.
+pub fn shared_tags(tags: &HashMap<String, String>) -> Arc<HashMap<String, String>> {
+    use std::sync::OnceLock;
+    static EMPTY: OnceLock<Arc<HashMap<String, String>>> = OnceLock::new();
+    if tags.is_empty() {
+        EMPTY.get_or_init(Default::default).clone()
+    } else {
+        Arc::new(tags.clone())
+    }
+}
+
+/// See [`shared_tags`].
+pub fn shared_str(s: &str) -> Arc<str> {
+    use std::sync::OnceLock;
+    static EMPTY: OnceLock<Arc<str>> = OnceLock::new();
+    if s.is_empty() {
+        EMPTY.get_or_init(|| Arc::from("")).clone()
+    } else {
+        Arc::from(s)
+    }
+}
+
 /// An allocation ask.
 #[derive(Debug, Clone)]
 pub struct Ask {

@@ -259,8 +259,10 @@ impl Core {
         self.partitions.values().any(Partition::has_pending)
     }
 
-    /// Delivers what the last step produced: `ReSyncSchedulerCache` first
-    /// (synchronously, as the reference does), then the messages in order.
+    /// Hands what the last step produced to the dispatcher, in order. The
+    /// dispatcher announces new allocations through `ReSyncSchedulerCache`
+    /// right before the `UpdateAllocation` that carries them, so the core
+    /// thread never waits on the RM for either.
     fn flush(&mut self) {
         for (rm_id, out) in std::mem::take(&mut self.outcomes) {
             for t in out.timers {
@@ -278,20 +280,16 @@ impl Core {
                     .or_default()
                     .add_all(out.events);
             }
-            if !out.assumed.is_empty() || !out.forget.is_empty() {
-                let args = si::ReSyncSchedulerCacheArgs {
-                    assumed_allocations: out.assumed,
-                    forget_allocations: out.forget,
-                };
-                let r = catch_unwind(AssertUnwindSafe(|| cb.resync_scheduler_cache(&args)));
-                match r {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => log::warn!("ReSyncSchedulerCache failed for RM {rm_id}: {e}"),
-                    Err(_) => log::error!("ReSyncSchedulerCache panicked for RM {rm_id}"),
-                }
-            }
             for msg in out.messages {
                 let _ = self.outbox.send(Outbound::Message(cb.clone(), msg));
+            }
+            // Released allocations are forgotten after their echo (spec 10.2).
+            if !out.forget.is_empty() {
+                let args = si::ReSyncSchedulerCacheArgs {
+                    assumed_allocations: Vec::new(),
+                    forget_allocations: out.forget,
+                };
+                let _ = self.outbox.send(Outbound::Resync(cb, args));
             }
         }
     }

@@ -101,9 +101,6 @@ pub enum TimerKind {
 pub struct Outcomes {
     /// Messages for the dispatcher, in order.
     pub messages: Vec<OutMsg>,
-    /// Allocations to announce through `ReSyncSchedulerCache` before the
-    /// messages are delivered.
-    pub assumed: Vec<si::AssumedAllocation>,
     /// Allocation keys to forget through `ReSyncSchedulerCache`.
     pub forget: Vec<si::ForgotAllocation>,
     /// Timers to arm.
@@ -115,10 +112,7 @@ pub struct Outcomes {
 impl Outcomes {
     /// Whether there is anything to deliver.
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
-            && self.assumed.is_empty()
-            && self.forget.is_empty()
-            && self.events.is_empty()
+        self.messages.is_empty() && self.forget.is_empty() && self.events.is_empty()
     }
 
     /// Reports a new allocation, batched with the new allocations just

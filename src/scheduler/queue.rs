@@ -499,8 +499,8 @@ impl QueueTree {
     }
 
     /// Children with pending demand, in fair order (spec 3.6).
-    pub fn sorted_children(&self, id: QueueId) -> Vec<QueueId> {
-        let mut kids: Vec<(QueueId, smallvec::SmallVec<[f64; 4]>)> = self
+    pub fn sorted_children(&self, id: QueueId) -> smallvec::SmallVec<[QueueId; 8]> {
+        let mut kids: smallvec::SmallVec<[(QueueId, smallvec::SmallVec<[f64; 4]>); 8]> = self
             .get(id)
             .children
             .values()

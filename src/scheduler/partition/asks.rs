@@ -47,8 +47,8 @@ impl Partition {
             seq,
             created: Instant::now(),
             required_node: ask.tags.get(TAG_REQUIRED_NODE).cloned(),
-            tags: Arc::new(ask.tags.clone()),
-            task_group: Arc::from(ask.task_group_name.as_str()),
+            tags: shared_tags(&ask.tags),
+            task_group: shared_str(&ask.task_group_name),
             placeholder: ask.placeholder,
         };
         let demand = resource.mul(ask.max_allocations as i64);

@@ -417,10 +417,6 @@ impl Partition {
             }
         }
 
-        out.assumed.push(si::AssumedAllocation {
-            allocation_key: key.to_string(),
-            node_id: node_id.to_string(),
-        });
         out.new_allocation(NewAllocation {
             key: key.clone(),
             uuid: uuid.clone(),

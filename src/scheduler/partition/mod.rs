@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::application::{
-    transition, AppEvent, AppState, Application, Ask, AskOrderKey, TAG_REQUIRED_NODE,
+    shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
+    TAG_REQUIRED_NODE,
 };
 use super::node::{Node, NodeKey, NodeSortPolicy};
 use super::outcome::{AppTimer, Outcomes};
