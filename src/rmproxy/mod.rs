@@ -22,6 +22,7 @@ use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::scheduler::core::{Command, Core};
+use crate::scheduler::request::AllocationUpdate;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -195,7 +196,7 @@ impl SchedulerApi for Scheduler {
     fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {
         self.check_registered(&request.rm_id, "AllocationRequest")?;
         validate::allocation(&request)?;
-        self.send(Command::Allocation(request))
+        self.send(Command::Allocation(AllocationUpdate::from_proto(request)))
     }
 
     fn update_application(&self, request: si::ApplicationRequest) -> Result<(), Error> {

@@ -19,6 +19,7 @@ use crate::events::{EventStats, EventStore};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::rmproxy::dispatch::Outbound;
+use crate::scheduler::request::AllocationUpdate;
 
 use si::node_info::ActionFromRm;
 
@@ -39,8 +40,8 @@ pub enum Command {
         /// Where the outcome goes.
         reply: Sender<Result<(), Error>>,
     },
-    /// UpdateAllocation.
-    Allocation(si::AllocationRequest),
+    /// UpdateAllocation, converted on the caller's thread.
+    Allocation(AllocationUpdate),
     /// UpdateApplication.
     Application(si::ApplicationRequest),
     /// UpdateNode.
@@ -438,7 +439,7 @@ impl Core {
         super::reload::apply(self, rm_id, loaded)
     }
 
-    fn allocation_request(&mut self, req: si::AllocationRequest) {
+    fn allocation_request(&mut self, req: AllocationUpdate) {
         let rm = req.rm_id.clone();
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut rejected = Vec::new();
@@ -447,24 +448,24 @@ impl Core {
         let mut last: Option<(&str, String)> = None;
         for ask in &req.asks {
             let pname = match &last {
-                Some((raw, internal)) if *raw == ask.partition_name => internal.clone(),
+                Some((raw, internal)) if *raw == ask.partition => internal.clone(),
                 _ => {
-                    let internal = internal_partition_name(&rm, &ask.partition_name);
-                    last = Some((&ask.partition_name, internal.clone()));
+                    let internal = internal_partition_name(&rm, &ask.partition);
+                    last = Some((&ask.partition, internal.clone()));
                     internal
                 }
             };
             let result = match self.partitions.get_mut(&pname) {
                 None => Err(format!(
                     "Failed to find partition {pname}, for application {} and allocation {}",
-                    ask.application_id, ask.allocation_key
+                    ask.app, ask.key
                 )),
                 Some(p) => p.add_ask(ask, &mut out),
             };
             if let Err(reason) = result {
                 rejected.push(si::RejectedAllocationAsk {
-                    allocation_key: ask.allocation_key.clone(),
-                    application_id: ask.application_id.clone(),
+                    allocation_key: ask.key.to_string(),
+                    application_id: ask.app.to_string(),
                     reason,
                 });
             }

@@ -13,6 +13,7 @@ pub mod partition;
 pub mod placement;
 pub mod queue;
 pub mod reload;
+pub mod request;
 pub mod reservation;
 pub mod resource;
 

@@ -4,12 +4,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::*;
+use crate::scheduler::request::AskRequest;
 
 impl Partition {
     /// Adds or replaces an ask (spec 7.1); `Err` is the rejection reason.
-    pub fn add_ask(&mut self, ask: &si::AllocationAsk, out: &mut Outcomes) -> Result<(), String> {
-        let app_id = ask.application_id.as_str();
-        let key = ask.allocation_key.as_str();
+    pub fn add_ask(&mut self, ask: &AskRequest, out: &mut Outcomes) -> Result<(), String> {
+        let app_id = &*ask.app;
+        let key = &*ask.key;
         if !self.apps.contains_key(app_id) {
             return Err(format!(
                 "failed to find application {app_id}, for allocation ask {key}"
@@ -20,10 +21,10 @@ impl Partition {
                 "invalid ask added to app {app_id}: empty allocation key"
             ));
         }
-        if ask.placeholder && ask.task_group_name.is_empty() {
+        if ask.placeholder && ask.task_group.is_empty() {
             return Err(format!("ask cannot be nil when added to app {app_id}"));
         }
-        let resource = Resource::from_proto_opt(ask.resource_ask.as_ref())?.unwrap_or_default();
+        let resource = ask.resource.clone()?;
         if ask.max_allocations <= 0 || !resource.is_strictly_positive() {
             return Err(format!(
                 "invalid ask added to app {app_id}: ask {key} has resource {resource} and maxAllocations {} (need a positive resource and maxAllocations > 0)",
@@ -36,25 +37,24 @@ impl Partition {
         ) {
             self.fire(app_id, AppEvent::Run, None, out);
         }
-        let key: Arc<str> = Arc::from(key);
-        self.remove_ask(app_id, &key);
+        self.remove_ask(app_id, key);
         let seq = self.next_seq();
         let new = Ask {
-            key: key.clone(),
+            key: ask.key.clone(),
             resource: resource.clone(),
             pending_repeat: ask.max_allocations,
-            priority: priority_of(ask.priority.as_ref()),
+            priority: ask.priority,
             seq,
             created: Instant::now(),
-            required_node: ask.tags.get(TAG_REQUIRED_NODE).cloned(),
-            tags: shared_tags(&ask.tags),
-            task_group: shared_str(&ask.task_group_name),
+            required_node: ask.required_node.clone(),
+            tags: ask.tags.clone(),
+            task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
         };
         let demand = resource.mul(ask.max_allocations as i64);
         let app = self.apps.get_mut(app_id).expect("checked above");
         app.ask_order.insert(new.order_key());
-        app.asks.insert(key, new);
+        app.asks.insert(ask.key.clone(), new);
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);

@@ -18,12 +18,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
-    TAG_REQUIRED_NODE,
 };
 use super::node::{Node, NodeKey, NodeSortPolicy};
 use super::outcome::{AppTimer, Outcomes};
 use super::placement::{PlacementManager, QueueView};
 use super::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
+use super::request::priority_of;
 use super::reservation::{Reservations, ReservedAsk};
 use super::resource::{compare_shares, shares, Resource};
 use super::{FastMap, FastSet};
@@ -173,13 +173,6 @@ impl QueueView for TreeView<'_> {
         self.0
             .lookup(path)
             .is_some_and(|id| self.0.can_submit(id, user))
-    }
-}
-
-fn priority_of(p: Option<&si::Priority>) -> i32 {
-    match p.and_then(|p| p.priority.as_ref()) {
-        Some(si::priority::Priority::PriorityValue(v)) => *v,
-        _ => 0,
     }
 }
 
