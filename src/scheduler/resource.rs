@@ -202,36 +202,34 @@ impl Resource {
         self.merge(other, |a, b| a.saturating_sub(b).max(0))
     }
 
-    /// In-place `self += other`.
-    pub fn add_assign(&mut self, other: &Resource) {
-        if other
+    /// Applies `f` per type in place. When `other` has no type `self`
+    /// lacks (the usual case on the hot path) nothing is reallocated.
+    fn merge_assign(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
+        let covered = other
             .entries
             .iter()
-            .all(|(id, _)| self.lookup(*id).is_some())
-        {
-            for (id, v) in other.iter() {
-                let i = self.entries.binary_search_by_key(&id, |e| e.0).unwrap();
-                self.entries[i].1 = self.entries[i].1.saturating_add(v);
-            }
-        } else {
-            *self = self.add(other);
+            .all(|(id, _)| self.lookup(*id).is_some());
+        if !covered {
+            *self = self.merge(other, f);
+            return;
         }
+        for (id, v) in other.iter() {
+            let i = self
+                .entries
+                .binary_search_by_key(&id, |e| e.0)
+                .expect("covered");
+            self.entries[i].1 = f(self.entries[i].1, v);
+        }
+    }
+
+    /// In-place `self += other`.
+    pub fn add_assign(&mut self, other: &Resource) {
+        self.merge_assign(other, i64::saturating_add);
     }
 
     /// In-place `self -= other`.
     pub fn sub_assign(&mut self, other: &Resource) {
-        if other
-            .entries
-            .iter()
-            .all(|(id, _)| self.lookup(*id).is_some())
-        {
-            for (id, v) in other.iter() {
-                let i = self.entries.binary_search_by_key(&id, |e| e.0).unwrap();
-                self.entries[i].1 = self.entries[i].1.saturating_sub(v);
-            }
-        } else {
-            *self = self.sub(other);
-        }
+        self.merge_assign(other, i64::saturating_sub);
     }
 
     /// `self * n` per type, saturating.
