@@ -79,6 +79,12 @@ pub fn parse_log_level(level: &str) -> Result<log::LevelFilter, Error> {
     }
 }
 
+/// The reference's switch: `DISABLE_RESERVATION` set to a true value.
+fn reservation_disabled_by_env() -> bool {
+    std::env::var("DISABLE_RESERVATION")
+        .is_ok_and(|v| matches!(v.as_str(), "1" | "t" | "T" | "true" | "TRUE" | "True"))
+}
+
 impl Options {
     /// Applies defaults to a decoded `SchedulerOptions`.
     pub fn from_proto(p: SchedulerOptions) -> Result<Self, Error> {
@@ -94,7 +100,7 @@ impl Options {
             reservation_delay: p
                 .reservation_delay_ms
                 .map_or(DEFAULT_RESERVATION_DELAY, Duration::from_millis),
-            disable_reservation: p.disable_reservation,
+            disable_reservation: p.disable_reservation || reservation_disabled_by_env(),
             app_start_timeout: p
                 .app_start_timeout_ms
                 .map_or(DEFAULT_APP_START_TIMEOUT, Duration::from_millis),
