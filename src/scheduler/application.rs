@@ -197,6 +197,8 @@ pub struct Application {
     pub state_epoch: u64,
     /// Gang placeholder total (stored for later use).
     pub placeholder_ask: Option<Resource>,
+    /// Its key in the leaf's fair order (see `Queue::fair_apps`).
+    pub fair_key: super::resource::ShareKey,
 }
 
 impl Application {

@@ -3,10 +3,10 @@
 //! Queues live in an arena indexed by [`QueueId`]; a removed queue leaves an
 //! empty slot so ids held elsewhere never point at another queue.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::resource::{compare_shares, shares, Resource};
+use super::resource::{Resource, ShareKey};
 use crate::config::{ChildTemplateConfig, QueueConfig};
 use crate::security::{Acl, UserGroup};
 
@@ -106,6 +106,23 @@ pub struct Queue {
     pub max_applications: u64,
     /// Applications of a leaf keyed by submission sequence.
     pub apps: BTreeMap<u64, Arc<str>>,
+    /// Applications of a leaf in fair order: usage share relative to the
+    /// queue's guarantee, then submission sequence (kept by the partition).
+    pub fair_apps: BTreeSet<(ShareKey, u64)>,
+    /// Children with pending demand in fair order (spec 3.6), re-keyed
+    /// whenever a child's usage or demand changes.
+    child_order: BTreeSet<ChildKey>,
+    /// This queue's key in its parent's `child_order`, while it has demand.
+    order_key: Option<ChildKey>,
+}
+
+/// A child's place in its parent's fair order: usage share relative to its
+/// guarantee, ties by path (siblings' paths order as their names).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct ChildKey {
+    shares: ShareKey,
+    path: Arc<str>,
+    id: QueueId,
 }
 
 fn positive(r: Option<&BTreeMap<String, i64>>) -> Result<Option<Resource>, String> {
@@ -154,6 +171,9 @@ impl Queue {
             state: QueueState::Active,
             max_applications: 0,
             apps: BTreeMap::new(),
+            fair_apps: BTreeSet::new(),
+            child_order: BTreeSet::new(),
+            order_key: None,
         }
     }
 }
@@ -409,6 +429,9 @@ impl QueueTree {
             && q.apps.is_empty()
             && q.allocated.is_zero();
         if removable {
+            if let (Some(p), Some(key)) = (q.parent, q.order_key.clone()) {
+                self.get_mut(p).child_order.remove(&key);
+            }
             let q = self.slots[id].take().expect("live");
             self.by_path.remove(&*q.path);
             if let Some(p) = q.parent {
@@ -458,71 +481,68 @@ impl QueueTree {
         true
     }
 
-    /// Adds (or, negated, removes) allocated resource from the leaf up.
-    pub fn add_allocated(&mut self, id: QueueId, res: &Resource) {
+    /// Applies `change` to every queue from `id` up to root, keeping each
+    /// one's place in its parent's fair order.
+    fn update_chain(&mut self, id: QueueId, change: impl Fn(&mut Queue)) {
         let mut cur = Some(id);
         while let Some(c) = cur {
             let q = self.get_mut(c);
-            q.allocated.add_assign(res);
+            change(q);
             cur = q.parent;
+            self.rekey(c);
         }
+    }
+
+    /// Re-files a queue in its parent's `child_order` after its usage,
+    /// guarantee or demand changed.
+    fn rekey(&mut self, id: QueueId) {
+        let q = self.get(id);
+        let Some(parent) = q.parent else {
+            return;
+        };
+        let key = q.pending.is_strictly_positive().then(|| ChildKey {
+            shares: ShareKey::of(&q.allocated, q.guaranteed.as_ref()),
+            path: q.path.clone(),
+            id,
+        });
+        if key == q.order_key {
+            return;
+        }
+        let old = std::mem::replace(&mut self.get_mut(id).order_key, key.clone());
+        let order = &mut self.get_mut(parent).child_order;
+        if let Some(old) = old {
+            order.remove(&old);
+        }
+        if let Some(key) = key {
+            order.insert(key);
+        }
+    }
+
+    /// Adds allocated resource from the leaf up.
+    pub fn add_allocated(&mut self, id: QueueId, res: &Resource) {
+        self.update_chain(id, |q| q.allocated.add_assign(res));
     }
 
     /// Subtracts allocated resource from the leaf up, clamped at zero.
     pub fn sub_allocated(&mut self, id: QueueId, res: &Resource) {
-        let mut cur = Some(id);
-        while let Some(c) = cur {
-            let q = self.get_mut(c);
-            q.allocated = q.allocated.sub_clamped(res);
-            cur = q.parent;
-        }
+        self.update_chain(id, |q| q.allocated = q.allocated.sub_clamped(res));
     }
 
     /// Adds pending demand from the leaf up.
     pub fn add_pending(&mut self, id: QueueId, res: &Resource) {
-        let mut cur = Some(id);
-        while let Some(c) = cur {
-            let q = self.get_mut(c);
-            q.pending.add_assign(res);
-            cur = q.parent;
-        }
+        self.update_chain(id, |q| q.pending.add_assign(res));
     }
 
     /// Subtracts pending demand from the leaf up, clamped at zero.
     pub fn sub_pending(&mut self, id: QueueId, res: &Resource) {
-        let mut cur = Some(id);
-        while let Some(c) = cur {
-            let q = self.get_mut(c);
-            q.pending = q.pending.sub_clamped(res);
-            cur = q.parent;
-        }
+        self.update_chain(id, |q| q.pending = q.pending.sub_clamped(res));
     }
 
-    /// Children with pending demand, in fair order (spec 3.6).
-    pub fn sorted_children(&self, id: QueueId) -> smallvec::SmallVec<[QueueId; 8]> {
-        let mut kids: smallvec::SmallVec<[(QueueId, smallvec::SmallVec<[f64; 4]>); 8]> = self
-            .get(id)
-            .children
-            .values()
-            .filter(|c| self.get(**c).pending.is_strictly_positive())
-            .map(|c| {
-                let q = self.get(*c);
-                (*c, shares(&q.allocated, q.guaranteed.as_ref()))
-            })
-            .collect();
-        kids.sort_by(|(a, sa), (b, sb)| {
-            compare_shares(sa, sb).then_with(|| {
-                let (qa, qb) = (self.get(*a), self.get(*b));
-                if qa.pending.strictly_greater_than(&qb.pending) {
-                    std::cmp::Ordering::Less
-                } else if qb.pending.strictly_greater_than(&qa.pending) {
-                    std::cmp::Ordering::Greater
-                } else {
-                    qa.name.cmp(&qb.name)
-                }
-            })
-        });
-        kids.into_iter().map(|(c, _)| c).collect()
+    /// Children with pending demand, in fair order (spec 3.6): lowest
+    /// usage share relative to the guarantee first, ties by name. Kept up to
+    /// date as usage changes, never sorted on the scheduling path.
+    pub fn sorted_children(&self, id: QueueId) -> impl Iterator<Item = QueueId> + '_ {
+        self.get(id).child_order.iter().map(|k| k.id)
     }
 }
 
@@ -574,6 +594,8 @@ impl QueueTree {
             q.max = self.get(id).max.clone();
         }
         *self.get_mut(id) = q;
+        // The guarantee may have changed: re-file in the parent's order.
+        self.rekey(id);
         let mut seen = std::collections::HashSet::new();
         for child in &cfg.queues {
             let name = child.name.to_ascii_lowercase();
@@ -616,6 +638,68 @@ impl QueueTree {
             if self.slots[id].is_some() {
                 self.remove_if_unused(id);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ResourcesConfig;
+
+    fn leaf(name: &str, guaranteed: Option<i64>) -> QueueConfig {
+        QueueConfig {
+            name: name.into(),
+            resources: ResourcesConfig {
+                guaranteed: guaranteed.map(|g| [("memory".to_string(), g)].into_iter().collect()),
+                max: None,
+            },
+            ..Default::default()
+        }
+    }
+
+    /// The incrementally kept child order always equals a full sort.
+    #[test]
+    fn child_order_tracks_every_change() {
+        let root = QueueConfig {
+            name: "root".into(),
+            parent: true,
+            queues: vec![
+                leaf("a", Some(100)),
+                leaf("b", Some(300)),
+                leaf("c", None),
+                leaf("d", Some(50)),
+            ],
+            ..Default::default()
+        };
+        let mut tree = QueueTree::from_config(&root).unwrap();
+        let kids: Vec<QueueId> = tree.get(ROOT).children.values().copied().collect();
+        let mut rng = fastrand::Rng::with_seed(3);
+        let r = |m: i64| Resource::from_pairs([("memory", m)]).unwrap();
+        for _ in 0..2000 {
+            let q = kids[rng.usize(..kids.len())];
+            let amount = r(rng.i64(1..50));
+            match rng.u8(0..4) {
+                0 => tree.add_pending(q, &amount),
+                1 => tree.sub_pending(q, &amount),
+                2 => tree.add_allocated(q, &amount),
+                _ => tree.sub_allocated(q, &amount),
+            }
+            let mut want: Vec<(ShareKey, Arc<str>, QueueId)> = kids
+                .iter()
+                .map(|k| tree.get(*k))
+                .filter(|c| c.pending.is_strictly_positive())
+                .map(|c| {
+                    (
+                        ShareKey::of(&c.allocated, c.guaranteed.as_ref()),
+                        c.path.clone(),
+                        tree.lookup(&c.path).unwrap(),
+                    )
+                })
+                .collect();
+            want.sort();
+            let want: Vec<QueueId> = want.into_iter().map(|w| w.2).collect();
+            assert_eq!(tree.sorted_children(ROOT).collect::<Vec<_>>(), want);
         }
     }
 }

@@ -287,6 +287,39 @@ pub fn shares(usage: &Resource, reference: Option<&Resource>) -> SmallVec<[f64; 
     out
 }
 
+/// A usage's shares (see [`shares`]) as a sort key: ordered by
+/// [`compare_shares`], a total order, so queues and applications can be
+/// kept in fair order in B-trees and re-keyed when their usage changes.
+#[derive(Debug, Clone, Default)]
+pub struct ShareKey(pub SmallVec<[f64; 4]>);
+
+impl ShareKey {
+    /// The key of `usage` relative to `reference`.
+    pub fn of(usage: &Resource, reference: Option<&Resource>) -> Self {
+        ShareKey(shares(usage, reference))
+    }
+}
+
+impl PartialEq for ShareKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for ShareKey {}
+
+impl PartialOrd for ShareKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ShareKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        compare_shares(&self.0, &other.0)
+    }
+}
+
 /// Compares two share lists: dominant share first, leftovers by their sign.
 pub fn compare_shares(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
     use std::cmp::Ordering;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::*;
+use crate::scheduler::resource::ShareKey;
 
 impl Partition {
     /// Adds one application (spec 6.1); `Err` is the rejection reason.
@@ -52,8 +53,13 @@ impl Partition {
                 allocations: Default::default(),
                 state_epoch: 0,
                 placeholder_ask,
+                fair_key: ShareKey::default(),
             },
         );
+        self.queues
+            .get_mut(queue)
+            .fair_apps
+            .insert((ShareKey::default(), seq));
         Ok(())
     }
 
@@ -153,6 +159,36 @@ impl Partition {
     /// any ancestor already has as many running applications as its limit,
     /// applications that have not started yet are held back; they stay
     /// `Accepted` until a running one finishes.
+    pub(super) fn fair_leaf_apps(&self, q: QueueId) -> impl Iterator<Item = &Application> + '_ {
+        let full = self.app_limit_reached(q);
+        let queue = self.queues.get(q);
+        queue
+            .fair_apps
+            .iter()
+            .filter_map(|(_, seq)| queue.apps.get(seq))
+            .filter_map(|id| self.apps.get(id))
+            .filter(move |a| !full || counts_as_running(a))
+    }
+
+    /// Re-files an application in its leaf's fair order after its usage
+    /// (or the leaf's guarantee) changed.
+    pub(super) fn rekey_app(&mut self, app_id: &str) {
+        let Some(app) = self.apps.get_mut(app_id) else {
+            return;
+        };
+        let queue = self.queues.get_mut(app.queue);
+        let key = ShareKey::of(&app.allocated, queue.guaranteed.as_ref());
+        if key == app.fair_key {
+            return;
+        }
+        let old = std::mem::replace(&mut app.fair_key, key.clone());
+        queue.fair_apps.remove(&(old, app.seq));
+        queue.fair_apps.insert((key, app.seq));
+    }
+
+    /// Applications of leaf `q` in submission order, without those held
+    /// back by `maxapplications` (see [`Self::fair_leaf_apps`] for the fair
+    /// order).
     pub(super) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = &Application> + '_ {
         let full = self.app_limit_reached(q);
         self.queues

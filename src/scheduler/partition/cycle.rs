@@ -177,25 +177,17 @@ impl Partition {
             }
             found
         };
-        // Skips applications held back by maxapplications (apps.rs).
+        // Both orders skip applications held back by maxapplications (apps.rs).
         let apps = self.leaf_apps(q);
         let found = match queue.sort_policy {
-            // The fifo order is the leaf's own order: no list to build.
+            // Both orders are kept by the leaf: no list to build or sort.
             AppSortPolicy::Fifo => apps
                 .filter(|a| a.has_pending())
                 .find_map(|a| try_app(a, pass)),
-            AppSortPolicy::Fair => {
-                let mut v: Vec<_> = apps
-                    .filter(|a| a.has_pending())
-                    .map(|a| (shares(&a.allocated, queue.guaranteed.as_ref()), a))
-                    .collect();
-                v.sort_by(|(sa, a), (sb, b)| {
-                    compare_shares(sa, sb)
-                        .then(a.seq.cmp(&b.seq))
-                        .then(a.id.cmp(&b.id))
-                });
-                v.into_iter().find_map(|(_, a)| try_app(a, pass))
-            }
+            AppSortPolicy::Fair => self
+                .fair_leaf_apps(q)
+                .filter(|a| a.has_pending())
+                .find_map(|a| try_app(a, pass)),
             AppSortPolicy::StateAware => {
                 let all: Vec<&Application> = apps.collect();
                 let starting = all.iter().any(|a| a.state == AppState::Starting);
@@ -445,6 +437,7 @@ impl Partition {
                 placeholder,
             },
         );
+        self.rekey_app(app_id);
         if !placeholder {
             self.fire(app_id, AppEvent::Run, None, out);
         }

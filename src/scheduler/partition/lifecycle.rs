@@ -196,7 +196,9 @@ impl Partition {
         self.reservations.cancel_app(app_id);
         self.queues.sub_pending(app.queue, &app.pending);
         self.queues.sub_allocated(app.queue, &app.allocated);
-        self.queues.get_mut(app.queue).apps.remove(&app.seq);
+        let leaf = self.queues.get_mut(app.queue);
+        leaf.apps.remove(&app.seq);
+        leaf.fair_apps.remove(&(app.fair_key.clone(), app.seq));
         if self.finished.len() >= COMPLETED_HISTORY {
             self.finished.pop_front();
         }

@@ -253,6 +253,11 @@ impl Partition {
         for id in ids {
             self.reposition_node(&id);
         }
+        // Guarantees may have changed: re-file applications in fair order.
+        let apps: Vec<Arc<str>> = self.apps.keys().cloned().collect();
+        for id in apps {
+            self.rekey_app(&id);
+        }
         Ok(())
     }
 }

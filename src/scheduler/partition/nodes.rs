@@ -154,6 +154,7 @@ impl Partition {
         app.allocations.insert(uuid.clone());
         app.allocated.add_assign(&resource);
         let queue = app.queue;
+        self.rekey_app(app_id);
         self.queues.add_allocated(queue, &resource);
         let node = self.nodes.get_mut(node_id).expect("checked by add_node");
         node.allocations.insert(uuid.clone());

@@ -26,6 +26,7 @@ impl Partition {
         if let Some(app) = self.apps.get_mut(&a.app_id) {
             app.allocations.remove(uuid);
             app.allocated = app.allocated.sub_clamped(&a.resource);
+            self.rekey_app(&a.app_id);
         }
         Some(a)
     }
