@@ -109,6 +109,8 @@ pub struct Queue {
     /// Applications of a leaf in fair order: usage share relative to the
     /// queue's guarantee, then submission sequence (kept by the partition).
     pub fair_apps: BTreeSet<(ShareKey, u64)>,
+    /// Applications of a leaf in `Starting` (for the stateaware policy).
+    pub starting_apps: usize,
     /// Children with pending demand in fair order (spec 3.6), re-keyed
     /// whenever a child's usage or demand changes.
     child_order: BTreeSet<ChildKey>,
@@ -172,6 +174,7 @@ impl Queue {
             max_applications: 0,
             apps: BTreeMap::new(),
             fair_apps: BTreeSet::new(),
+            starting_apps: 0,
             child_order: BTreeSet::new(),
             order_key: None,
         }

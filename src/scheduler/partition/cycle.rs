@@ -189,19 +189,15 @@ impl Partition {
                 .filter(|a| a.has_pending())
                 .find_map(|a| try_app(a, pass)),
             AppSortPolicy::StateAware => {
-                let all: Vec<&Application> = apps.collect();
-                let starting = all.iter().any(|a| a.state == AppState::Starting);
                 // Only the oldest Accepted application with demand may
                 // start, and only while no application is Starting.
-                let first_accepted = all
-                    .iter()
-                    .find(|a| a.state == AppState::Accepted && a.has_pending())
-                    .map(|a| a.id.clone());
-                all.into_iter()
-                    .filter(|a| a.has_pending())
+                let mut accepted_allowed = queue.starting_apps == 0;
+                apps.filter(|a| a.has_pending())
                     .filter(|a| {
-                        a.state != AppState::Accepted
-                            || (!starting && Some(&a.id) == first_accepted.as_ref())
+                        if a.state != AppState::Accepted {
+                            return true;
+                        }
+                        std::mem::replace(&mut accepted_allowed, false)
                     })
                     .find_map(|a| try_app(a, pass))
             }

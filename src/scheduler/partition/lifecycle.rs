@@ -47,6 +47,14 @@ impl Partition {
         let app = self.apps.get_mut(app_id).expect("looked up above");
         app.state = to;
         app.state_epoch = epoch;
+        // The leaf counts its Starting applications for the stateaware order.
+        let leaf = self.queues.get_mut(app.queue);
+        if from == AppState::Starting {
+            leaf.starting_apps = leaf.starting_apps.saturating_sub(1);
+        }
+        if to == AppState::Starting {
+            leaf.starting_apps += 1;
+        }
         let skip_start = app.stateaware_disabled();
         let id = app.id.clone();
         let queue = self.queues.get(app.queue).path.clone();
