@@ -179,7 +179,12 @@ fn stateaware_admits_one_application_at_a_time() {
         .0,
         SICORE_OK
     );
-    h.wait("both allocated", |s| s.allocations.len() == 2);
+    h.wait("both allocated and started", |s| {
+        s.allocations.len() == 2
+            && s.app_updates
+                .iter()
+                .any(|u| u.application_id == "second" && u.state == "Starting")
+    });
     h.seen(|s| {
         assert_eq!(s.allocations[0].application_id, "first");
         assert_eq!(s.allocations[1].application_id, "second");

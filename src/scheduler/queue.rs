@@ -536,6 +536,15 @@ impl QueueTree {
         self.update_chain(id, |q| q.pending.add_assign(res));
     }
 
+    /// Moves `res` from pending to allocated from the leaf up: what one
+    /// allocation does, in one walk and one re-keying per level.
+    pub fn pending_to_allocated(&mut self, id: QueueId, res: &Resource) {
+        self.update_chain(id, |q| {
+            q.pending = q.pending.sub_clamped(res);
+            q.allocated.add_assign(res);
+        });
+    }
+
     /// Subtracts pending demand from the leaf up, clamped at zero.
     pub fn sub_pending(&mut self, id: QueueId, res: &Resource) {
         self.update_chain(id, |q| q.pending = q.pending.sub_clamped(res));

@@ -56,10 +56,10 @@ impl Partition {
                 fair_key: ShareKey::default(),
             },
         );
-        self.queues
-            .get_mut(queue)
-            .fair_apps
-            .insert((ShareKey::default(), seq));
+        let leaf = self.queues.get_mut(queue);
+        if leaf.sort_policy == AppSortPolicy::Fair {
+            leaf.fair_apps.insert((ShareKey::default(), seq));
+        }
         Ok(())
     }
 
@@ -170,6 +170,22 @@ impl Partition {
             .filter(move |a| !full || counts_as_running(a))
     }
 
+    /// Rebuilds every fair leaf's application order, after a reload that
+    /// may have changed policies or guarantees.
+    pub(super) fn rebuild_fair_orders(&mut self) {
+        let leaves: Vec<QueueId> = self.queues.iter().map(|(id, _)| id).collect();
+        for q in leaves {
+            self.queues.get_mut(q).fair_apps.clear();
+        }
+        for app in self.apps.values_mut() {
+            let leaf = self.queues.get_mut(app.queue);
+            if leaf.sort_policy == AppSortPolicy::Fair {
+                app.fair_key = ShareKey::of(&app.allocated, leaf.guaranteed.as_ref());
+                leaf.fair_apps.insert((app.fair_key.clone(), app.seq));
+            }
+        }
+    }
+
     /// Re-files an application in its leaf's fair order after its usage
     /// (or the leaf's guarantee) changed.
     pub(super) fn rekey_app(&mut self, app_id: &str) {
@@ -177,6 +193,11 @@ impl Partition {
             return;
         };
         let queue = self.queues.get_mut(app.queue);
+        // Only fair leaves keep the order (rebuilt when a reload changes
+        // a leaf's policy or guarantee).
+        if queue.sort_policy != AppSortPolicy::Fair {
+            return;
+        }
         let key = ShareKey::of(&app.allocated, queue.guaranteed.as_ref());
         if key == app.fair_key {
             return;

@@ -382,8 +382,7 @@ impl Partition {
         let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
         app.allocations.insert(uuid.clone());
         let queue = app.queue;
-        self.queues.sub_pending(queue, &resource);
-        self.queues.add_allocated(queue, &resource);
+        self.queues.pending_to_allocated(queue, &resource);
         let node = self.nodes.get_mut(node_id).expect("found by the search");
         node.allocated.add_assign(&resource);
         node.allocations.insert(uuid.clone());

@@ -253,11 +253,8 @@ impl Partition {
         for id in ids {
             self.reposition_node(&id);
         }
-        // Guarantees may have changed: re-file applications in fair order.
-        let apps: Vec<Arc<str>> = self.apps.keys().cloned().collect();
-        for id in apps {
-            self.rekey_app(&id);
-        }
+        // Policies and guarantees may have changed.
+        self.rebuild_fair_orders();
         Ok(())
     }
 }
