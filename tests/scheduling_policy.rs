@@ -380,3 +380,28 @@ fn predicates_are_asked_before_reserving() {
         vec![("node-0".to_string(), "big".to_string())]
     );
 }
+
+#[test]
+fn a_predicate_refusal_is_reported_as_an_event() {
+    let mut o = config("{type: fair}", TWO_LEAVES);
+    o.event_flush_interval_ms = 20;
+    let mut b = Behaviour {
+        with_predicates: true,
+        ..Default::default()
+    };
+    b.refuse_nodes.insert("node-0".into());
+    let h = Harness::with_behaviour(o, b);
+    assert_eq!(h.register("rm", "queues").0, SICORE_OK);
+    assert_eq!(h.nodes(vec![node("node-0", 1000, 10)]).0, SICORE_OK);
+    h.submit(app("app-1", "root.a")).unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "picky", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("refusal event", |s| {
+        s.events.iter().any(|e| {
+            e.object_id == "picky"
+                && e.group_id == "app-1"
+                && e.reason == "PredicateRefused"
+                && e.message.contains("node refused by the test RM")
+        })
+    });
+    assert!(h.seen(|s| s.allocations.is_empty()));
+}

@@ -124,16 +124,19 @@ impl Partition {
                     continue;
                 }
             }
-            let target = if self.try_node(ask, &self.nodes[&node_id], cb, true) {
-                Some(node_id.clone())
-            } else {
-                self.node_order
-                    .iter()
-                    .map(|k| &self.nodes[&k.id])
-                    .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
-                    .find(|n| self.try_node(ask, n, cb, true))
-                    .map(|n| n.id.clone())
-            };
+            let mut refusals = Vec::new();
+            let target =
+                if self.try_node(&r.app, ask, &self.nodes[&node_id], cb, true, &mut refusals) {
+                    Some(node_id.clone())
+                } else {
+                    self.node_order
+                        .iter()
+                        .map(|k| &self.nodes[&k.id])
+                        .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
+                        .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut refusals))
+                        .map(|n| n.id.clone())
+                };
+            out.events.append(&mut refusals);
             if let Some(target) = target {
                 if target != node_id {
                     self.reservations.cancel_node(&node_id);
@@ -255,13 +258,16 @@ impl Partition {
     }
 
     /// One allocation attempt of an ask on a node (spec 8.7 step 3): free
-    /// resource, then the RM's predicates.
+    /// resource, then the RM's predicates. A refusal's reason becomes a
+    /// `REQUEST` event (the store keeps the latest per ask).
     fn try_node(
         &self,
+        app: &str,
         ask: &Ask,
         n: &Node,
         cb: Option<&dyn ResourceManagerCallback>,
         allocate: bool,
+        events: &mut Vec<si::EventRecord>,
     ) -> bool {
         if allocate && !n.fits_available(&ask.resource) {
             return false;
@@ -277,7 +283,13 @@ impl Partition {
         match cb.predicates(&args) {
             Ok(()) => true,
             Err(reason) => {
-                log::debug!("predicates refused {} on {}: {reason}", ask.key, n.id);
+                events.push(crate::events::record(
+                    si::event_record::Type::Request,
+                    &ask.key,
+                    app,
+                    "PredicateRefused",
+                    format!("node {} refused ask {}: {reason}", n.id, ask.key),
+                ));
                 false
             }
         }
@@ -331,7 +343,7 @@ impl Partition {
             if reserved_by.is_some_and(|r| *r != me) {
                 continue;
             }
-            if self.try_node(ask, n, cb, true) {
+            if self.try_node(&app.id, ask, n, cb, true, &mut pass.events) {
                 return NodeChoice::Allocate(n.id.clone());
             }
             if may_reserve
@@ -345,7 +357,7 @@ impl Partition {
             }
         }
         if let Some((_, n)) = candidate {
-            if self.try_node(ask, n, cb, false) {
+            if self.try_node(&app.id, ask, n, cb, false, &mut pass.events) {
                 return NodeChoice::Reserve(n.id.clone());
             }
         }
