@@ -28,7 +28,7 @@ pub struct StateDump {
     pub rms: Vec<RmDump>,
     /// Partitions, by internal name order.
     pub partitions: Vec<PartitionDump>,
-    /// Event system counters (lifecycle-work).
+    /// Event system counters.
     pub events: crate::events::EventStats,
 }
 

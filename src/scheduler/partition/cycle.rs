@@ -86,7 +86,7 @@ impl Partition {
             }
             made += 1;
         }
-        out.events.append(&mut pass.events); // lifecycle-work: REQUEST events
+        out.events.append(&mut pass.events); // REQUEST events of the pass
         made
     }
 
@@ -249,7 +249,7 @@ impl Partition {
                     NodeChoice::Nothing => {}
                 }
             } else {
-                // lifecycle-work: skipped for queue headroom (spec 13.2).
+                // Skipped for queue headroom: a REQUEST event (spec 13.2).
                 pass.events.push(self.queue_headroom_event(app, ask));
             }
             pass.ask_cursor.insert(app.seq, okey.clone());

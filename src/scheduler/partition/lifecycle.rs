@@ -218,7 +218,7 @@ impl Partition {
         });
         let q = app.queue;
         if !self.queues.get(q).managed || self.queues.is_draining(q) {
-            self.cleanup_queue(q); // queues: also removes emptied draining queues
+            self.cleanup_queue(q); // also removes emptied draining queues
         }
         finished_ns
     }

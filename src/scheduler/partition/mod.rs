@@ -7,8 +7,8 @@ mod asks;
 mod cycle;
 mod lifecycle;
 mod nodes;
-mod outstanding; // lifecycle-work: outstanding-request check (spec 8.12)
-pub use outstanding::OUTSTANDING_REASON; // lifecycle-work
+mod outstanding; // the outstanding-request check (spec 8.12)
+pub use outstanding::OUTSTANDING_REASON;
 mod releases;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -47,12 +47,12 @@ pub struct AppTimeouts {
     /// Age an ask must reach before it may reserve a node; `None` turns
     /// reservations off.
     pub reservation_delay: Option<std::time::Duration>,
-    /// `Completed`/`Failed` -> `Expired` (lifecycle-work).
+    /// `Completed`/`Failed` -> `Expired`.
     pub terminated: std::time::Duration,
 }
 
 impl AppTimeouts {
-    /// The timers from the scheduler options (lifecycle-work).
+    /// The timers from the scheduler options.
     pub fn from_options(o: &crate::options::Options) -> Self {
         AppTimeouts {
             start: o.app_start_timeout,
@@ -114,7 +114,7 @@ struct PassState {
     /// Ask shapes (and whether they could reserve) that found no node and
     /// no reservation candidate (only used without predicates).
     unfit_shapes: FastSet<(Resource, bool)>,
-    /// Event records of the pass (lifecycle-work: REQUEST events, spec 13.2).
+    /// Event records of the pass (REQUEST events, spec 13.2).
     events: Vec<si::EventRecord>,
 }
 
