@@ -296,8 +296,6 @@ partitions:
 """
 
 
-@pytest.mark.xfail(reason="library gap: the core never produces events, SendEvent is never called",
-                   strict=False)
 def test_events_arrive_as_a_list_of_records(rm: RecordingRM) -> None:
     # An ask that does not fit its queue's headroom raises an
     # InsufficientQueueResources REQUEST event (spec 13.2).
