@@ -147,6 +147,35 @@ fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
     })
 }
 
+/// CPU time (ms) per thread name, from /proc: shows which thread bounds a run.
+fn thread_cpu_ms() -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    let tick = 100.0; // USER_HZ on Linux
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for t in dir.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+            let name = stat
+                .split('(')
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .unwrap_or("?")
+                .to_string();
+            let rest: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            if rest.len() > 13 {
+                let ticks =
+                    rest[11].parse::<f64>().unwrap_or(0.0) + rest[12].parse::<f64>().unwrap_or(0.0);
+                *out.entry(name).or_insert(0.0) += ticks * 1000.0 / tick;
+            }
+        }
+    }
+    out
+}
+
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -273,6 +302,7 @@ fn run(nodes: usize, asks: usize) -> (f64, f64) {
             .encode_to_vec()
         })
         .collect();
+    let cpu_before = thread_cpu_ms();
     let start = Instant::now();
     for r in &requests {
         assert_eq!(
@@ -284,6 +314,16 @@ fn run(nodes: usize, asks: usize) -> (f64, f64) {
         state.allocations.load(Ordering::Acquire) == asks
     });
     let secs = start.elapsed().as_secs_f64();
+    if std::env::var_os("SICORE_BENCH_THREADS").is_some() {
+        let after = thread_cpu_ms();
+        for (name, ms) in &after {
+            let used = ms - cpu_before.get(name).copied().unwrap_or(0.0);
+            eprintln!(
+                "  thread {name:<20} {used:>8.0} ms CPU of {:.0} ms",
+                secs * 1000.0
+            );
+        }
+    }
     sicore_free(s);
     (asks as f64 / secs, secs)
 }
