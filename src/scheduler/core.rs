@@ -447,15 +447,14 @@ impl Core {
         // internal name once.
         let mut last: Option<(&str, String)> = None;
         for ask in &req.asks {
-            let pname = match &last {
-                Some((raw, internal)) if *raw == ask.partition => internal.clone(),
-                _ => {
-                    let internal = internal_partition_name(&rm, &ask.partition);
-                    last = Some((&ask.partition, internal.clone()));
-                    internal
-                }
-            };
-            let result = match self.partitions.get_mut(&pname) {
+            if last.as_ref().is_none_or(|(raw, _)| *raw != ask.partition) {
+                last = Some((&ask.partition, internal_partition_name(&rm, &ask.partition)));
+            }
+            let pname = last
+                .as_ref()
+                .map(|(_, internal)| internal.as_str())
+                .unwrap_or_default();
+            let result = match self.partitions.get_mut(pname) {
                 None => Err(format!(
                     "Failed to find partition {pname}, for application {} and allocation {}",
                     ask.app, ask.key

@@ -486,13 +486,18 @@ impl QueueTree {
 
     /// Applies `change` to every queue from `id` up to root, keeping each
     /// one's place in its parent's fair order.
-    fn update_chain(&mut self, id: QueueId, change: impl Fn(&mut Queue)) {
+    ///
+    /// When only demand changed (`usage_changed` false) a queue's key can
+    /// only appear or disappear, so nothing is recomputed unless it does.
+    fn update_chain(&mut self, id: QueueId, usage_changed: bool, change: impl Fn(&mut Queue)) {
         let mut cur = Some(id);
         while let Some(c) = cur {
             let q = self.get_mut(c);
             change(q);
             cur = q.parent;
-            self.rekey(c);
+            if usage_changed || q.order_key.is_some() != q.pending.is_strictly_positive() {
+                self.rekey(c);
+            }
         }
     }
 
@@ -523,23 +528,23 @@ impl QueueTree {
 
     /// Adds allocated resource from the leaf up.
     pub fn add_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.allocated.add_assign(res));
+        self.update_chain(id, true, |q| q.allocated.add_assign(res));
     }
 
     /// Subtracts allocated resource from the leaf up, clamped at zero.
     pub fn sub_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.allocated = q.allocated.sub_clamped(res));
+        self.update_chain(id, true, |q| q.allocated = q.allocated.sub_clamped(res));
     }
 
     /// Adds pending demand from the leaf up.
     pub fn add_pending(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.pending.add_assign(res));
+        self.update_chain(id, false, |q| q.pending.add_assign(res));
     }
 
     /// Moves `res` from pending to allocated from the leaf up: what one
     /// allocation does, in one walk and one re-keying per level.
     pub fn pending_to_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| {
+        self.update_chain(id, true, |q| {
             q.pending = q.pending.sub_clamped(res);
             q.allocated.add_assign(res);
         });
@@ -547,7 +552,7 @@ impl QueueTree {
 
     /// Subtracts pending demand from the leaf up, clamped at zero.
     pub fn sub_pending(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.pending = q.pending.sub_clamped(res));
+        self.update_chain(id, false, |q| q.pending = q.pending.sub_clamped(res));
     }
 
     /// Children with pending demand, in fair order (spec 3.6): lowest
