@@ -68,6 +68,20 @@ struct Counters {
     rejections: Mutex<Vec<String>>,
 }
 
+impl Counters {
+    /// Counts rejections and keeps the first few reasons for the report.
+    fn count_rejections(
+        &self,
+        counter: &AtomicUsize,
+        reasons: impl ExactSizeIterator<Item = String>,
+    ) {
+        counter.fetch_add(reasons.len(), Ordering::SeqCst);
+        let mut kept = self.rejections.lock().unwrap();
+        let room = 20usize.saturating_sub(kept.len());
+        kept.extend(reasons.take(room));
+    }
+}
+
 fn counters<'a>(ud: *mut c_void) -> &'a Counters {
     // SAFETY: user_data is the Arc<Counters> leaked at registration and
     // reclaimed only by `on_release`, after the last callback.
@@ -99,17 +113,12 @@ unsafe extern "C" fn on_allocation(
         c.last_alloc_ns.store(since, Ordering::SeqCst);
         c.allocations.fetch_add(m.new.len(), Ordering::SeqCst);
     }
-    if !m.rejected.is_empty() {
-        c.asks_rejected
-            .fetch_add(m.rejected.len(), Ordering::SeqCst);
-        let mut r = c.rejections.lock().unwrap();
-        r.extend(
-            m.rejected
-                .iter()
-                .take(5)
-                .map(|x| format!("ask {}: {}", x.allocation_key, x.reason)),
-        );
-    }
+    c.count_rejections(
+        &c.asks_rejected,
+        m.rejected
+            .iter()
+            .map(|x| format!("ask {}: {}", x.allocation_key, x.reason)),
+    );
     0
 }
 
@@ -123,10 +132,8 @@ unsafe extern "C" fn on_application(
     let m: si::ApplicationResponse = decode(p, len);
     c.apps_accepted
         .fetch_add(m.accepted.len(), Ordering::SeqCst);
-    c.apps_rejected
-        .fetch_add(m.rejected.len(), Ordering::SeqCst);
-    let mut r = c.rejections.lock().unwrap();
-    r.extend(
+    c.count_rejections(
+        &c.apps_rejected,
         m.rejected
             .iter()
             .map(|x| format!("application {}: {}", x.application_id, x.reason)),
@@ -144,13 +151,10 @@ unsafe extern "C" fn on_node(
     let m: si::NodeResponse = decode(p, len);
     c.nodes_accepted
         .fetch_add(m.accepted.len(), Ordering::SeqCst);
-    c.nodes_rejected
-        .fetch_add(m.rejected.len(), Ordering::SeqCst);
-    let mut r = c.rejections.lock().unwrap();
-    r.extend(
+    c.count_rejections(
+        &c.nodes_rejected,
         m.rejected
             .iter()
-            .take(5)
             .map(|x| format!("node {}: {}", x.node_id, x.reason)),
     );
     0

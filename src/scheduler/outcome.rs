@@ -110,11 +110,6 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
-    /// Whether there is anything to deliver.
-    pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && self.forget.is_empty() && self.events.is_empty()
-    }
-
     /// Reports a new allocation, batched with the new allocations just
     /// before it (batching keeps the relative order of everything else).
     pub fn new_allocation(&mut self, a: NewAllocation) {

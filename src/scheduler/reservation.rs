@@ -27,8 +27,6 @@ pub struct Reservations {
     by_node: BTreeMap<Arc<str>, ReservedAsk>,
     /// Ask -> nodes it holds, in the order it reserved them.
     by_ask: FastMap<ReservedAsk, SmallVec<[Arc<str>; 2]>>,
-    /// Application -> number of reservations it holds.
-    by_app: FastMap<Arc<str>, usize>,
 }
 
 impl Reservations {
@@ -52,11 +50,6 @@ impl Reservations {
         self.nodes_of(ask).len()
     }
 
-    /// Whether the application holds any reservation.
-    pub fn app_has_any(&self, app: &str) -> bool {
-        self.by_app.get(app).is_some_and(|n| *n > 0)
-    }
-
     /// Whether the application holds a reservation on this node (any ask).
     pub fn app_holds_node(&self, app: &str, node: &str) -> bool {
         self.by_node.get(node).is_some_and(|r| &*r.app == app)
@@ -65,7 +58,6 @@ impl Reservations {
     /// Records a reservation. The caller checked the rules of spec 8.9.
     pub fn reserve(&mut self, node: Arc<str>, ask: ReservedAsk) {
         debug_assert!(!self.by_node.contains_key(&node));
-        *self.by_app.entry(ask.app.clone()).or_default() += 1;
         self.by_ask
             .entry(ask.clone())
             .or_default()
@@ -80,12 +72,6 @@ impl Reservations {
             nodes.retain(|n| &**n != node);
             if nodes.is_empty() {
                 self.by_ask.remove(&ask);
-            }
-        }
-        if let Some(n) = self.by_app.get_mut(&ask.app) {
-            *n -= 1;
-            if *n == 0 {
-                self.by_app.remove(&ask.app);
             }
         }
         Some(ask)
@@ -143,7 +129,7 @@ mod tests {
         assert_eq!(r.cancel_node("n1").unwrap(), ask("a", "k"));
         assert_eq!(r.count_for(&ask("a", "k")), 1);
         assert_eq!(r.cancel_app("a").len(), 1);
-        assert!(!r.app_has_any("a"));
+        assert!(!r.iter().any(|(_, a)| &*a.app == "a"));
         assert_eq!(r.cancel_ask(&ask("b", "k")).len(), 1);
         assert!(r.is_empty());
     }

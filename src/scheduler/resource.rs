@@ -259,12 +259,6 @@ impl Resource {
     pub fn min(&self, other: &Resource) -> Resource {
         self.merge(other, i64::min)
     }
-
-    /// `a > b` pointwise: every type `>=` and at least one differs.
-    pub fn strictly_greater_than(&self, other: &Resource) -> bool {
-        let d = self.sub(other);
-        d.entries.iter().all(|e| e.1 >= 0) && d.entries.iter().any(|e| e.1 > 0)
-    }
 }
 
 /// Fairness comparison (spec 14.5): the shares of `usage` relative to
