@@ -28,3 +28,11 @@ pub use api::{ResourceManagerCallback, SchedulerApi};
 pub use error::{Error, Status};
 pub use options::Options;
 pub use rmproxy::Scheduler;
+
+/// The core thread allocates and frees on every decision, often memory
+/// another thread allocated (requests decoded on the RM's thread, reports
+/// encoded on the dispatcher); mimalloc's thread-sharded free lists make
+/// that several times cheaper than the system allocator.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
