@@ -53,6 +53,17 @@ impl NodeKey {
     }
 }
 
+impl NodeKey {
+    /// The same node's key with a new score.
+    fn rescored(&self, score: f64) -> Self {
+        NodeKey {
+            score_bits: ordered_bits(score),
+            id_prefix: self.id_prefix,
+            id: self.id.clone(),
+        }
+    }
+}
+
 impl Ord for NodeKey {
     fn cmp(&self, other: &Self) -> Ordering {
         self.score_bits
@@ -196,11 +207,12 @@ impl Node {
     /// Recomputes `available` after a change of capacity, occupied or
     /// allocated. Returns the node's new key.
     pub fn refresh(&mut self, policy: &NodeSortPolicy) -> NodeKey {
-        self.available = self.capacity.sub(&self.allocated).sub(&self.occupied);
-        self.key = NodeKey::new(
-            policy.score(&self.capacity, &self.available),
-            self.id.clone(),
-        );
+        self.available.clone_from(&self.capacity);
+        self.available.sub_assign(&self.allocated);
+        self.available.sub_assign(&self.occupied);
+        self.key = self
+            .key
+            .rescored(policy.score(&self.capacity, &self.available));
         self.key.clone()
     }
 

@@ -533,7 +533,7 @@ impl QueueTree {
 
     /// Subtracts allocated resource from the leaf up, clamped at zero.
     pub fn sub_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, true, |q| q.allocated = q.allocated.sub_clamped(res));
+        self.update_chain(id, true, |q| q.allocated.sub_clamped_assign(res));
     }
 
     /// Adds pending demand from the leaf up.
@@ -545,14 +545,14 @@ impl QueueTree {
     /// allocation does, in one walk and one re-keying per level.
     pub fn pending_to_allocated(&mut self, id: QueueId, res: &Resource) {
         self.update_chain(id, true, |q| {
-            q.pending = q.pending.sub_clamped(res);
+            q.pending.sub_clamped_assign(res);
             q.allocated.add_assign(res);
         });
     }
 
     /// Subtracts pending demand from the leaf up, clamped at zero.
     pub fn sub_pending(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, false, |q| q.pending = q.pending.sub_clamped(res));
+        self.update_chain(id, false, |q| q.pending.sub_clamped_assign(res));
     }
 
     /// Children with pending demand, in fair order (spec 3.6): lowest

@@ -205,6 +205,20 @@ impl Resource {
     /// Applies `f` per type in place. When `other` has no type `self`
     /// lacks (the usual case on the hot path) nothing is reallocated.
     fn merge_assign(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
+        // Same types in the same order (an ask against the usage it adds
+        // to, nearly always): one zipped walk.
+        if self.entries.len() == other.entries.len()
+            && self
+                .entries
+                .iter()
+                .zip(other.entries.iter())
+                .all(|(a, b)| a.0 == b.0)
+        {
+            for (a, b) in self.entries.iter_mut().zip(other.entries.iter()) {
+                a.1 = f(a.1, b.1);
+            }
+            return;
+        }
         let covered = other
             .entries
             .iter()
@@ -230,6 +244,11 @@ impl Resource {
     /// In-place `self -= other`.
     pub fn sub_assign(&mut self, other: &Resource) {
         self.merge_assign(other, i64::saturating_sub);
+    }
+
+    /// In-place `self -= other` with negative results clamped to zero.
+    pub fn sub_clamped_assign(&mut self, other: &Resource) {
+        self.merge_assign(other, |a, b| a.saturating_sub(b).max(0));
     }
 
     /// `self * n` per type, saturating.
@@ -357,6 +376,19 @@ mod tests {
         c.add_assign(&b);
         c.sub_assign(&b);
         assert_eq!(c, r(&[("memory", 10), ("vcore", 2), ("gpu", 0)]));
+        // In place, over the same types (the zipped fast path), over a
+        // subset, and over types self lacks: all as the copying forms.
+        for (x, y) in [(&a, &a), (&a, &r(&[("vcore", 5)])), (&a, &b), (&b, &a)] {
+            let mut v = x.clone();
+            v.sub_clamped_assign(y);
+            assert_eq!(v, x.sub_clamped(y));
+            let mut v = x.clone();
+            v.add_assign(y);
+            assert_eq!(v, x.add(y));
+            let mut v = x.clone();
+            v.sub_assign(y);
+            assert_eq!(v, x.sub(y));
+        }
         assert_eq!(
             r(&[("m", i64::MAX)]).add(&r(&[("m", 1)])),
             r(&[("m", i64::MAX)])

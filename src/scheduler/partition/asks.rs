@@ -76,7 +76,7 @@ impl Partition {
             key: old.key.clone(),
         });
         let demand = old.resource.mul(old.pending_repeat.max(0) as i64);
-        app.pending = app.pending.sub_clamped(&demand);
+        app.pending.sub_clamped_assign(&demand);
         let q = app.queue;
         self.queues.sub_pending(q, &demand);
         true

@@ -304,34 +304,36 @@ impl Partition {
         pass: &mut PassState,
         now: Instant,
     ) -> NodeChoice {
-        let me = ReservedAsk {
+        let any_reserved = !self.reservations.is_empty();
+        // Only built when reservations exist: it costs two shared-string clones.
+        let me = any_reserved.then(|| ReservedAsk {
             app: app.id.clone(),
             key: ask.key.clone(),
-        };
-        let held = self.reservations.count_for(&me);
+        });
+        let held = me.as_ref().map_or(0, |me| self.reservations.count_for(me));
         let may_reserve = self
             .timeouts
             .reservation_delay
             .is_some_and(|d| now.saturating_duration_since(ask.created) >= d)
             && held < ask.pending_repeat.max(0) as usize;
         let cacheable = cb.is_none() && held == 0;
-        let shape = (ask.resource.clone(), may_reserve);
-        if cacheable && pass.unfit_shapes.contains(&shape) {
+        if cacheable && pass.unfit_shapes[may_reserve as usize].contains(&ask.resource) {
             return NodeChoice::Nothing;
         }
-        let any_reserved = !self.reservations.is_empty();
         let mut candidate: Option<(f64, &Node)> = None;
-        let nodes: Box<dyn Iterator<Item = &Node>> = match &ask.required_node {
-            // A required node is used even while draining.
-            Some(required) => Box::new(self.nodes.get(required.as_str()).into_iter()),
-            None => Box::new(
-                self.node_order
-                    .iter()
-                    .map(|k| &self.nodes[&k.id])
-                    .filter(|n| n.schedulable),
-            ),
-        };
-        for n in nodes {
+        let pinned = ask
+            .required_node
+            .as_ref()
+            .map(|required| self.nodes.get(required.as_str()));
+        // A required node is used even while draining.
+        let pinned_nodes = pinned.into_iter().flatten();
+        let ordered_nodes = self
+            .node_order
+            .iter()
+            .take_while(|_| pinned.is_none())
+            .map(|k| &self.nodes[&k.id])
+            .filter(|n| n.schedulable);
+        for n in pinned_nodes.chain(ordered_nodes) {
             if !n.fits_capacity(&ask.resource) {
                 continue;
             }
@@ -340,7 +342,7 @@ impl Partition {
             } else {
                 None
             };
-            if reserved_by.is_some_and(|r| *r != me) {
+            if reserved_by.is_some_and(|r| Some(r) != me.as_ref()) {
                 continue;
             }
             if self.try_node(&app.id, ask, n, cb, true, &mut pass.events) {
@@ -362,7 +364,7 @@ impl Partition {
             }
         }
         if cacheable {
-            pass.unfit_shapes.insert(shape);
+            pass.unfit_shapes[may_reserve as usize].insert(ask.resource.clone());
         }
         NodeChoice::Nothing
     }
@@ -388,17 +390,20 @@ impl Partition {
         let (priority, placeholder) = (ask.priority, ask.placeholder);
         let tags = ask.tags.clone();
         let task_group = ask.task_group.clone();
-        app.pending = app.pending.sub_clamped(&resource);
+        app.pending.sub_clamped_assign(&resource);
         app.allocated.add_assign(&resource);
         let mut buf = uuid::Uuid::encode_buffer();
         let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
         app.allocations.insert(uuid.clone());
+        // A running application stays running: no state machine call.
+        let progresses = !placeholder && app.state != AppState::Running;
         let queue = app.queue;
         self.queues.pending_to_allocated(queue, &resource);
         let node = self.nodes.get_mut(node_id).expect("found by the search");
         node.allocated.add_assign(&resource);
         node.allocations.insert(uuid.clone());
-        self.reposition_node(node_id);
+        self.node_order.remove(&node.key);
+        self.node_order.insert(node.refresh(&self.node_policy));
         self.allocation_count += 1;
 
         if !self.reservations.is_empty() {
@@ -445,7 +450,7 @@ impl Partition {
             },
         );
         self.rekey_app(app_id);
-        if !placeholder {
+        if progresses {
             self.fire(app_id, AppEvent::Run, None, out);
         }
     }

@@ -111,9 +111,9 @@ struct PassState {
     ask_cursor: FastMap<u64, AskOrderKey>,
     exhausted_apps: FastSet<u64>,
     exhausted_queues: FastSet<QueueId>,
-    /// Ask shapes (and whether they could reserve) that found no node and
-    /// no reservation candidate (only used without predicates).
-    unfit_shapes: FastSet<(Resource, bool)>,
+    /// Ask shapes that found no node and no reservation candidate (only
+    /// used without predicates); indexed by whether the ask could reserve.
+    unfit_shapes: [FastSet<Resource>; 2],
     /// Event records of the pass (REQUEST events, spec 13.2).
     events: Vec<si::EventRecord>,
 }

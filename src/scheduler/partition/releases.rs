@@ -18,14 +18,14 @@ impl Partition {
         let a = self.allocations.remove(uuid)?;
         if let Some(n) = self.nodes.get_mut(&a.node_id) {
             n.allocations.remove(uuid);
-            n.allocated = n.allocated.sub_clamped(&a.resource);
+            n.allocated.sub_clamped_assign(&a.resource);
             let id = a.node_id.clone();
             self.reposition_node(&id);
         }
         self.queues.sub_allocated(a.queue, &a.resource);
         if let Some(app) = self.apps.get_mut(&a.app_id) {
             app.allocations.remove(uuid);
-            app.allocated = app.allocated.sub_clamped(&a.resource);
+            app.allocated.sub_clamped_assign(&a.resource);
             self.rekey_app(&a.app_id);
         }
         Some(a)
