@@ -329,6 +329,58 @@ fn a_reservation_holds_a_node_until_room_appears() {
 }
 
 #[test]
+fn reserved_asks_are_retried_in_fair_queue_order_not_node_order() {
+    let mut o = config("{type: fair}", TWO_LEAVES);
+    o.reservation_delay_ms = Some(0);
+    let h = Harness::new(o);
+    assert_eq!(h.register("rm", "queues").0, SICORE_OK);
+    assert_eq!(
+        h.nodes(vec![node("node-0", 1000, 10), node("node-1", 1000, 10)])
+            .0,
+        SICORE_OK
+    );
+    h.submit(app("app-a", "root.a")).unwrap();
+    h.submit(app("app-b", "root.b")).unwrap();
+    // Queue a uses 600 on node-0, queue b 700 on node-1: a is first in
+    // fair order.
+    assert_eq!(h.asks(vec![ask("app-a", "a-used", 600, 0, 1)]).0, SICORE_OK);
+    h.wait("a-used", |s| s.allocations.len() == 1);
+    assert_eq!(h.asks(vec![ask("app-b", "b-used", 700, 0, 1)]).0, SICORE_OK);
+    h.wait("b-used", |s| s.allocations.len() == 2);
+    // Neither 500 fits: b reserves node-0 (first in node order), a node-1.
+    assert_eq!(h.asks(vec![ask("app-b", "b-big", 500, 0, 1)]).0, SICORE_OK);
+    assert_eq!(
+        reservations(&h),
+        vec![("node-0".to_string(), "b-big".to_string())]
+    );
+    assert_eq!(h.asks(vec![ask("app-a", "a-big", 500, 0, 1)]).0, SICORE_OK);
+    assert_eq!(
+        reservations(&h),
+        vec![
+            ("node-0".to_string(), "b-big".to_string()),
+            ("node-1".to_string(), "a-big".to_string())
+        ]
+    );
+    // A node with room for one of them: the reserved pass goes in queue
+    // order, so a (the lower share) gets it although b holds node-0.
+    assert_eq!(h.nodes(vec![node("node-2", 500, 10)]).0, SICORE_OK);
+    h.wait("a-big placed", |s| s.allocations.len() == 3);
+    h.seen(|s| {
+        assert_eq!(
+            (
+                s.allocations[2].allocation_key.as_str(),
+                s.allocations[2].node_id.as_str()
+            ),
+            ("a-big", "node-2")
+        );
+    });
+    assert_eq!(
+        reservations(&h),
+        vec![("node-0".to_string(), "b-big".to_string())]
+    );
+}
+
+#[test]
 fn releasing_a_reserved_ask_cancels_its_reservation() {
     let (h, _) = fragmented(Behaviour::default());
     assert_eq!(h.asks(vec![ask("app-1", "big", 450, 0, 1)]).0, SICORE_OK);

@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use super::*;
 use crate::scheduler::outcome::NewAllocation;
+use crate::scheduler::resource::ShareKey;
 
 /// What the search found for one ask.
 enum NodeChoice {
@@ -90,62 +91,150 @@ impl Partition {
         made
     }
 
-    /// Tries every reserved ask on its node, then elsewhere (spec 8.10).
+    /// Applications holding reservations, in the order the regular search
+    /// visits them (spec 8.10): leaves in depth-first fair order, then each
+    /// leaf's application order (`stateaware` as `fifo`, without its filter).
+    fn reserved_apps_in_order(&self) -> Vec<Arc<str>> {
+        let mut leaf_rank: FastMap<QueueId, usize> = FastMap::default();
+        let mut stack = vec![ROOT];
+        while let Some(q) = stack.pop() {
+            if self.queues.get(q).leaf {
+                let rank = leaf_rank.len();
+                leaf_rank.insert(q, rank);
+            } else {
+                let children: Vec<QueueId> = self.queues.sorted_children(q).collect();
+                stack.extend(children.into_iter().rev());
+            }
+        }
+        let mut apps: Vec<(usize, ShareKey, u64, Arc<str>)> = Vec::new();
+        let mut seen: FastSet<&str> = FastSet::default();
+        for (_, r) in self.reservations.iter() {
+            if !seen.insert(&*r.app) {
+                continue;
+            }
+            let Some(app) = self.apps.get(&r.app) else {
+                // Gone: sorted last, where its reservations are cancelled.
+                apps.push((usize::MAX, ShareKey::default(), u64::MAX, r.app.clone()));
+                continue;
+            };
+            let fair = self.queues.get(app.queue).sort_policy == AppSortPolicy::Fair;
+            apps.push((
+                // A leaf without demand is not walked: after every other.
+                leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
+                if fair {
+                    app.fair_key.clone()
+                } else {
+                    ShareKey::default()
+                },
+                app.seq,
+                app.id.clone(),
+            ));
+        }
+        apps.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+        apps.into_iter().map(|a| a.3).collect()
+    }
+
+    /// The reserved pass (spec 8.10): applications in queue order; each
+    /// first tries its reserved asks on their reserved nodes, then on any
+    /// other free node. Stale reservations are cancelled on the way.
     fn reserved_pass(
         &mut self,
         cb: Option<&dyn ResourceManagerCallback>,
         budget: usize,
         out: &mut Outcomes,
     ) -> usize {
-        let held: Vec<(Arc<str>, ReservedAsk)> = self
-            .reservations
-            .iter()
-            .map(|(n, r)| (n.clone(), r.clone()))
-            .collect();
         let mut made = 0;
-        for (node_id, r) in held {
+        for app_id in self.reserved_apps_in_order() {
             if made >= budget {
                 break;
             }
-            if self.reservations.on_node(&node_id) != Some(&r) {
-                continue;
-            }
-            let ask = self.apps.get(&r.app).and_then(|a| a.asks.get(&r.key));
-            let node_ok = self.nodes.get(&node_id).is_some_and(|n| n.schedulable);
-            let Some(ask) = ask.filter(|a| a.pending_repeat > 0 && node_ok) else {
-                // Stale: the ask is gone or satisfied, or the node is
-                // draining (the reference kept those; the spec recommends not).
-                self.reservations.cancel_node(&node_id);
-                continue;
-            };
-            let queue = self.apps[&r.app].queue;
-            if let Some(h) = self.queues.headroom(queue) {
-                if !ask.resource.fits_in_max_undef(&h) {
+            let held = self.reservations_of_app(&app_id);
+            let mut unsatisfied = Vec::new();
+            for (node_id, r) in held {
+                if made >= budget {
+                    break;
+                }
+                if self.reservations.on_node(&node_id) != Some(&r) {
                     continue;
                 }
-            }
-            let mut refusals = Vec::new();
-            let target =
-                if self.try_node(&r.app, ask, &self.nodes[&node_id], cb, true, &mut refusals) {
-                    Some(node_id.clone())
-                } else {
-                    self.node_order
-                        .iter()
-                        .map(|k| &self.nodes[&k.id])
-                        .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
-                        .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut refusals))
-                        .map(|n| n.id.clone())
-                };
-            out.events.append(&mut refusals);
-            if let Some(target) = target {
-                if target != node_id {
+                let Some(fits_queue) = self.reserved_ask_usable(&node_id, &r) else {
+                    // Stale: the ask is gone or satisfied, or the node is
+                    // draining (the reference kept those; the spec recommends not).
                     self.reservations.cancel_node(&node_id);
+                    continue;
+                };
+                if !fits_queue {
+                    continue;
                 }
-                self.commit(&r.app, &r.key, &target, out);
-                made += 1;
+                let mut refusals = Vec::new();
+                let ask = &self.apps[&r.app].asks[&r.key];
+                let ok = self.try_node(&r.app, ask, &self.nodes[&node_id], cb, true, &mut refusals);
+                out.events.append(&mut refusals);
+                if ok {
+                    self.commit(&r.app, &r.key, &node_id, out);
+                    made += 1;
+                } else {
+                    unsatisfied.push((node_id, r));
+                }
+            }
+            // Then each still-held reservation on another node (the reserved
+            // node is freed when that works).
+            for (node_id, r) in unsatisfied {
+                if made >= budget {
+                    break;
+                }
+                if self.reservations.on_node(&node_id) != Some(&r)
+                    || self.reserved_ask_usable(&node_id, &r) != Some(true)
+                {
+                    continue;
+                }
+                let ask = &self.apps[&r.app].asks[&r.key];
+                let mut refusals = Vec::new();
+                let target = self
+                    .node_order
+                    .iter()
+                    .map(|k| &self.nodes[&k.id])
+                    .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
+                    .filter(|n| n.fits_capacity(&ask.resource))
+                    .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut refusals))
+                    .map(|n| n.id.clone());
+                out.events.append(&mut refusals);
+                if let Some(target) = target {
+                    self.reservations.cancel_node(&node_id);
+                    self.commit(&r.app, &r.key, &target, out);
+                    made += 1;
+                }
             }
         }
         made
+    }
+
+    /// One application's reservations, its asks in scheduling order.
+    fn reservations_of_app(&self, app_id: &str) -> Vec<(Arc<str>, ReservedAsk)> {
+        let mut held: Vec<(Arc<str>, ReservedAsk)> = self
+            .reservations
+            .iter()
+            .filter(|(_, r)| &*r.app == app_id)
+            .map(|(n, r)| (n.clone(), r.clone()))
+            .collect();
+        if let Some(app) = self.apps.get(app_id) {
+            held.sort_by_cached_key(|(n, r)| (app.asks.get(&r.key).map(Ask::order_key), n.clone()));
+        }
+        held
+    }
+
+    /// Whether a reservation can still be served: `None` when it is stale
+    /// (ask gone or satisfied, node gone or draining), else whether the ask
+    /// fits the queue's headroom now.
+    fn reserved_ask_usable(&self, node_id: &str, r: &ReservedAsk) -> Option<bool> {
+        let app = self.apps.get(&r.app)?;
+        let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
+        self.nodes.get(node_id).filter(|n| n.schedulable)?;
+        Some(
+            self.queues
+                .headroom(app.queue)
+                .is_none_or(|h| ask.resource.fits_in_max_undef(&h)),
+        )
     }
 
     /// Depth-first search for the next decision in fair queue order.
