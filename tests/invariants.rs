@@ -30,6 +30,7 @@ partitions:
                 resources:
                   max: {memory: 1500}
               - name: y
+                maxapplications: 2
           - name: open
             properties: {application.sort.policy: fair}
 ";
@@ -60,13 +61,43 @@ fn fits(a: &BTreeMap<String, i64>, max: &BTreeMap<String, i64>) -> bool {
     a.iter().all(|(k, v)| max.get(k).is_none_or(|m| v <= m))
 }
 
+/// Whether an application counts against `maxapplications` (spec 3.8):
+/// it holds allocations, or it has had one and is not done.
+fn counts_as_active(a: &Value) -> bool {
+    let holds = !a["allocations"].as_array().unwrap().is_empty();
+    match a["state"].as_str().unwrap() {
+        "Starting" | "Running" | "Completing" => holds || a["started"].as_bool().unwrap(),
+        "Completed" | "Failed" | "Expired" | "Rejected" => false,
+        _ => holds,
+    }
+}
+
 /// Checks a queue and its subtree; returns its allocated resource.
 fn check_queue(
     q: &Value,
     apps: &HashMap<String, BTreeMap<String, i64>>,
     app_queue: &HashMap<String, String>,
+    active: &HashSet<String>,
 ) -> BTreeMap<String, i64> {
     let path = q["path"].as_str().unwrap();
+    // The maxapplications counter matches the applications below, and the
+    // limit holds (no allocation recovery or reload in this test).
+    let below = app_queue
+        .iter()
+        .filter(|(app, queue)| {
+            active.contains(*app) && (*queue == path || queue.starts_with(&format!("{path}.")))
+        })
+        .count() as u64;
+    assert_eq!(
+        q["active_applications"].as_u64().unwrap(),
+        below,
+        "queue {path}: active applications counter"
+    );
+    let limit = q["max_applications"].as_u64().unwrap();
+    assert!(
+        limit == 0 || below <= limit,
+        "queue {path}: {below} active applications over maxapplications {limit}"
+    );
     let allocated = res_of(&q["allocated"]);
     let mut sum = BTreeMap::new();
     if q["leaf"].as_bool().unwrap() {
@@ -77,7 +108,7 @@ fn check_queue(
         }
     } else {
         for c in q["children"].as_array().unwrap() {
-            add(&mut sum, &check_queue(c, apps, app_queue));
+            add(&mut sum, &check_queue(c, apps, app_queue, active));
         }
     }
     assert!(
@@ -126,8 +157,12 @@ fn check(h: &Harness, step: usize) {
     let mut app_alloc: HashMap<String, BTreeMap<String, i64>> = HashMap::new();
     let mut app_queue = HashMap::new();
     let mut seen = HashSet::new();
+    let mut active = HashSet::new();
     for a in p["applications"].as_array().unwrap() {
         let id = a["id"].as_str().unwrap().to_string();
+        if counts_as_active(a) {
+            active.insert(id.clone());
+        }
         let mut sum = BTreeMap::new();
         for u in a["allocations"].as_array().unwrap() {
             let u = u.as_str().unwrap();
@@ -152,7 +187,7 @@ fn check(h: &Harness, step: usize) {
         on_nodes.len(),
         "step {step}: allocations without an application"
     );
-    check_queue(&p["root"], &app_alloc, &app_queue);
+    check_queue(&p["root"], &app_alloc, &app_queue, &active);
     // What the RM was told matches: allocations minus releases.
     // The dispatcher delivers asynchronously: wait for it to catch up.
     let known: HashSet<String> = on_nodes.keys().cloned().collect();

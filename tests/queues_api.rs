@@ -304,6 +304,44 @@ partitions:
     });
 }
 
+#[test]
+fn an_application_that_never_ran_takes_no_maxapplications_slot() {
+    let yaml = r#"
+partitions:
+  - queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: one
+            maxapplications: 1
+"#;
+    let mut o = yaml_options(yaml);
+    o.app_completing_timeout_ms = Some(60_000);
+    let h = Harness::configured(o, 1);
+    let queue = |h: &Harness| find_queue(&h.dump(), "default", "root.one").unwrap();
+    assert_eq!(h.submit(app("w1", "root.one")), Ok(()));
+    assert_eq!(h.submit(app("o2", "root.one")), Ok(()));
+    // w1 asks for more than the node has, then withdraws: the state machine
+    // moves it to Completing although it never held anything.
+    assert_eq!(h.asks(vec![ask("w1", "big", 5000, 0, 1)]).0, SICORE_OK);
+    let rel = si::AllocationAskRelease {
+        application_id: "w1".into(),
+        partition_name: "default".into(),
+        allocationkey: "big".into(),
+        ..Default::default()
+    };
+    assert_eq!(h.releases(vec![], vec![rel]).0, SICORE_OK);
+    assert_eq!(queue(&h)["active_applications"], 0);
+    // The single slot is still free for o2.
+    assert_eq!(h.asks(vec![ask("o2", "k", 10, 0, 1)]).0, SICORE_OK);
+    h.wait("o2 allocated", |s| {
+        s.allocations.iter().any(|a| a.application_id == "o2")
+    });
+    let q = queue(&h);
+    assert_eq!(q["active_applications"], 1);
+    assert_eq!(q["max_applications"], 1);
+}
+
 // ---------------------------------------------------------------- reload
 
 fn reload_config(max: &str, extra: &str) -> String {

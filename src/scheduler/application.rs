@@ -199,6 +199,11 @@ pub struct Application {
     pub placeholder_ask: Option<Resource>,
     /// Its key in the leaf's fair order (see `Queue::fair_apps`).
     pub fair_key: super::resource::ShareKey,
+    /// Whether its queues count it in `active_apps` (see
+    /// `Partition::sync_active`).
+    pub counted_active: bool,
+    /// Whether it has ever held an allocation.
+    pub started: bool,
 }
 
 impl Application {

@@ -106,6 +106,11 @@ pub struct QueueDump {
     pub total_applications: usize,
     /// Of those, the ones in `Running`.
     pub running_applications: usize,
+    /// Applications at or below this queue that count against
+    /// `maxapplications` (started and not finished).
+    pub active_applications: u64,
+    /// Configured `maxapplications` (0: no limit).
+    pub max_applications: u64,
     /// Application sort policy (leaves).
     pub sort_policy: String,
     /// Properties after inheritance.
@@ -139,6 +144,8 @@ pub struct AppDump {
     pub pending_asks: Vec<AskDump>,
     /// UUIDs of its allocations.
     pub allocations: Vec<String>,
+    /// Whether it has ever held an allocation.
+    pub started: bool,
 }
 
 /// One ask.
@@ -216,6 +223,8 @@ fn queue_dump(p: &Partition, id: QueueId) -> QueueDump {
         pending: res(&q.pending),
         total_applications: apps.len(),
         running_applications: apps.iter().filter(|a| a.state == AppState::Running).count(),
+        active_applications: q.active_apps,
+        max_applications: q.max_applications,
         sort_policy: q.sort_policy.name().to_string(),
         properties: q.properties.clone(),
         submit_acl: q.submit_acl.0.clone(),
@@ -257,6 +266,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                     v.sort();
                     v
                 },
+                started: a.started,
             }
         })
         .collect();

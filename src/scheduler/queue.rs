@@ -111,6 +111,9 @@ pub struct Queue {
     pub fair_apps: BTreeSet<(ShareKey, u64)>,
     /// Applications of a leaf in `Starting` (for the stateaware policy).
     pub starting_apps: usize,
+    /// Applications at or below this queue that count against
+    /// `maxapplications` (spec 3.8), kept as they start and stop counting.
+    pub active_apps: u64,
     /// Children with pending demand in fair order (spec 3.6), re-keyed
     /// whenever a child's usage or demand changes.
     child_order: BTreeSet<ChildKey>,
@@ -175,6 +178,7 @@ impl Queue {
             apps: BTreeMap::new(),
             fair_apps: BTreeSet::new(),
             starting_apps: 0,
+            active_apps: 0,
             child_order: BTreeSet::new(),
             order_key: None,
         }
@@ -409,6 +413,20 @@ impl QueueTree {
             cur = q.parent;
         }
         out
+    }
+
+    /// Counts an application in or out of `active_apps` from the leaf up.
+    pub fn adjust_active_apps(&mut self, id: QueueId, counted: bool) {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get_mut(c);
+            if counted {
+                q.active_apps += 1;
+            } else {
+                q.active_apps = q.active_apps.saturating_sub(1);
+            }
+            cur = q.parent;
+        }
     }
 
     /// Whether `anc` is `id` or one of its ancestors.

@@ -54,6 +54,8 @@ impl Partition {
                 state_epoch: 0,
                 placeholder_ask,
                 fair_key: ShareKey::default(),
+                counted_active: false,
+                started: false,
             },
         );
         let leaf = self.queues.get_mut(queue);
@@ -122,14 +124,27 @@ fn parse_quota(text: &str) -> Option<Resource> {
     r.is_strictly_positive().then_some(r)
 }
 
-/// Whether an application counts against `maxapplications`: it has started
-/// (`Starting`, `Running`, `Completing`) or holds allocations in any other
-/// live state (an `Accepted` application with gang placeholders, `Failing`,
-/// `Resuming`).
+/// Brings the queue counters of `maxapplications` in line with whether the
+/// application counts now; called after every change of its state or of
+/// its allocations.
+pub(super) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
+    let now = counts_as_running(app);
+    if now != app.counted_active {
+        app.counted_active = now;
+        queues.adjust_active_apps(app.queue, now);
+    }
+}
+
+/// Whether an application counts against `maxapplications`: it holds
+/// allocations, or it has had one and is `Starting`, `Running` or
+/// `Completing`. An application that never got an allocation does not
+/// count even when the state machine moved it on (`Accepted` ->
+/// `Completing` when its asks are withdrawn, then `Running` on a new ask):
+/// it would otherwise take a slot the limit never granted.
 pub(super) fn counts_as_running(a: &Application) -> bool {
     match a.state {
-        AppState::Starting | AppState::Running | AppState::Completing => true,
         AppState::Completed | AppState::Failed | AppState::Expired | AppState::Rejected => false,
+        AppState::Starting | AppState::Running | AppState::Completing if a.started => true,
         _ => !a.allocations.is_empty(),
     }
 }
@@ -222,19 +237,10 @@ impl Partition {
 
     /// Whether the leaf or an ancestor is at its `maxapplications` limit.
     pub fn app_limit_reached(&self, q: QueueId) -> bool {
-        let limits = self.queues.app_limits(q);
-        if limits.is_empty() {
-            return false;
-        }
-        let mut running = vec![0u64; limits.len()];
-        for a in self.apps.values().filter(|a| counts_as_running(a)) {
-            for (i, (lq, _)) in limits.iter().enumerate() {
-                if self.queues.is_ancestor_or_self(*lq, a.queue) {
-                    running[i] += 1;
-                }
-            }
-        }
-        limits.iter().zip(running).any(|((_, max), n)| n >= *max)
+        self.queues
+            .app_limits(q)
+            .iter()
+            .any(|(lq, max)| self.queues.get(*lq).active_apps >= *max)
     }
 
     /// The partition is going away (removed from the configuration, spec

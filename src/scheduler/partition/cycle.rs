@@ -225,15 +225,19 @@ impl Partition {
 
     /// Whether a reservation can still be served: `None` when it is stale
     /// (ask gone or satisfied, node gone or draining), else whether the ask
-    /// fits the queue's headroom now.
+    /// may be allocated now: it fits the queue's headroom, and the
+    /// application is not held back by `maxapplications`.
     fn reserved_ask_usable(&self, node_id: &str, r: &ReservedAsk) -> Option<bool> {
         let app = self.apps.get(&r.app)?;
         let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
         self.nodes.get(node_id).filter(|n| n.schedulable)?;
+        let held_back = !app.counted_active && self.app_limit_reached(app.queue);
         Some(
-            self.queues
-                .headroom(app.queue)
-                .is_none_or(|h| ask.resource.fits_in_max_undef(&h)),
+            !held_back
+                && self
+                    .queues
+                    .headroom(app.queue)
+                    .is_none_or(|h| ask.resource.fits_in_max_undef(&h)),
         )
     }
 
@@ -484,6 +488,8 @@ impl Partition {
         let mut buf = uuid::Uuid::encode_buffer();
         let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
         app.allocations.insert(uuid.clone());
+        app.started = true;
+        apps::sync_active(app, &mut self.queues);
         // A running application stays running: no state machine call.
         let progresses = !placeholder && app.state != AppState::Running;
         let queue = app.queue;

@@ -55,6 +55,7 @@ impl Partition {
         if to == AppState::Starting {
             leaf.starting_apps += 1;
         }
+        apps::sync_active(app, &mut self.queues);
         let skip_start = app.stateaware_disabled();
         let id = app.id.clone();
         let queue = self.queues.get(app.queue).path.clone();
@@ -201,6 +202,9 @@ impl Partition {
             self.remove_allocation(&u);
         }
         let app = self.apps.remove(app_id).expect("looked up above");
+        if app.counted_active {
+            self.queues.adjust_active_apps(app.queue, false);
+        }
         self.reservations.cancel_app(app_id);
         self.queues.sub_pending(app.queue, &app.pending);
         self.queues.sub_allocated(app.queue, &app.allocated);

@@ -153,6 +153,8 @@ impl Partition {
         let uuid: Arc<str> = Arc::from(a.uuid.as_str());
         app.allocations.insert(uuid.clone());
         app.allocated.add_assign(&resource);
+        app.started = true;
+        apps::sync_active(app, &mut self.queues);
         let queue = app.queue;
         self.rekey_app(app_id);
         self.queues.add_allocated(queue, &resource);

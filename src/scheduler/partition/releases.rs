@@ -26,6 +26,7 @@ impl Partition {
         if let Some(app) = self.apps.get_mut(&a.app_id) {
             app.allocations.remove(uuid);
             app.allocated.sub_clamped_assign(&a.resource);
+            apps::sync_active(app, &mut self.queues);
             self.rekey_app(&a.app_id);
         }
         Some(a)
