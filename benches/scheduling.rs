@@ -356,19 +356,23 @@ fn main() {
     };
     println!("BenchmarkScheduling through the C ABI (callbacks decode every message)");
     println!(
-        "{:>8} {:>9} {:>14} {:>10} {:>14}",
-        "nodes", "asks", "allocs/s", "seconds", "peak RSS MiB"
+        "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14}",
+        "nodes", "asks", "median allocs/s", "best allocs/s", "median seconds", "peak RSS MiB"
     );
     for (nodes, asks) in sizes {
-        // Best of three runs for the small sizes; the large one runs once.
-        let runs = if asks > 100_000 || custom { 1 } else { 3 };
-        let best = (0..runs)
-            .map(|_| run(nodes, asks))
-            .fold((0.0, 0.0), |b, r| if r.0 > b.0 { r } else { b });
+        // Wall clock on a small shared machine varies from run to run: the
+        // small sizes run five times and report the median and the best;
+        // the large one (and a custom size) runs once.
+        let runs = if asks > 100_000 || custom { 1 } else { 5 };
+        let mut results: Vec<(f64, f64)> = (0..runs).map(|_| run(nodes, asks)).collect();
+        results.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let median = results[results.len() / 2];
+        let best = results[results.len() - 1];
         println!(
-            "{nodes:>8} {asks:>9} {:>14.0} {:>10.3} {:>14.1}",
+            "{nodes:>8} {asks:>9} {:>16.0} {:>14.0} {:>16.3} {:>14.1}",
+            median.0,
             best.0,
-            best.1,
+            median.1,
             peak_rss_mib()
         );
     }

@@ -77,7 +77,7 @@ pub trait ResourceManagerCallback: Send + Sync {
     /// [`Self::update_allocation`] (spec 8.11). The default does exactly
     /// that; an adapter may override it to encode the messages straight from
     /// the records (the C ABI does). Errors are only logged by the core.
-    fn new_allocations(&self, allocations: &[NewAllocation]) -> Result<(), String> {
+    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
         let assumed = si::ReSyncSchedulerCacheArgs {
             assumed_allocations: allocations
                 .iter()
@@ -92,7 +92,7 @@ pub trait ResourceManagerCallback: Send + Sync {
             log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
         }
         self.update_allocation(&si::AllocationResponse {
-            new: allocations.iter().map(NewAllocation::to_proto).collect(),
+            new: allocations.iter().map(|a| a.to_proto()).collect(),
             ..Default::default()
         })
     }

@@ -159,7 +159,7 @@ impl Drop for CallbackTable {
 }
 
 impl ResourceManagerCallback for CallbackTable {
-    fn new_allocations(&self, allocations: &[NewAllocation]) -> Result<(), String> {
+    fn new_allocations(&self, allocations: &[std::sync::Arc<NewAllocation>]) -> Result<(), String> {
         if self.0.resync_scheduler_cache.is_some() {
             let assumed = super::encode::assumed_allocations(allocations);
             let r = self.status_call_bytes(

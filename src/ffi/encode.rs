@@ -8,6 +8,8 @@
 
 use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
 
+use std::sync::Arc;
+
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::{name_of, Resource};
 
@@ -135,7 +137,7 @@ fn put_allocation(a: &NewAllocation, res_len: usize, buf: &mut Vec<u8>) {
 }
 
 /// `si.v1.AllocationResponse { repeated Allocation new = 1 }`.
-pub fn allocation_response(new: &[NewAllocation]) -> Vec<u8> {
+pub fn allocation_response(new: &[Arc<NewAllocation>]) -> Vec<u8> {
     let lens: Vec<(usize, usize)> = new
         .iter()
         .map(|a| {
@@ -157,7 +159,7 @@ pub fn allocation_response(new: &[NewAllocation]) -> Vec<u8> {
 
 /// `si.v1.ReSyncSchedulerCacheArgs { repeated AssumedAllocation assumedAllocations = 1 }`
 /// with `AssumedAllocation { allocationKey = 1; nodeID = 2 }`.
-pub fn assumed_allocations(new: &[NewAllocation]) -> Vec<u8> {
+pub fn assumed_allocations(new: &[Arc<NewAllocation>]) -> Vec<u8> {
     let mut buf = Vec::with_capacity(new.len() * 48);
     for a in new {
         put_len(1, string_len(1, &a.key) + string_len(2, &a.node), &mut buf);
@@ -175,8 +177,8 @@ mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
 
-    fn sample(i: i32, tags: &[(&str, &str)], placeholder: bool) -> NewAllocation {
-        NewAllocation {
+    fn sample(i: i32, tags: &[(&str, &str)], placeholder: bool) -> Arc<NewAllocation> {
+        Arc::new(NewAllocation {
             key: Arc::from(format!("ask-{i}").as_str()),
             uuid: Arc::from("6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11"),
             node: Arc::from("node-00017"),
@@ -198,7 +200,7 @@ mod tests {
             ),
             task_group: Arc::from(if placeholder { "tg" } else { "" }),
             placeholder,
-        }
+        })
     }
 
     #[test]
@@ -214,7 +216,7 @@ mod tests {
         ];
         let got = si::AllocationResponse::decode(allocation_response(&v).as_slice()).unwrap();
         let want = si::AllocationResponse {
-            new: v.iter().map(NewAllocation::to_proto).collect(),
+            new: v.iter().map(|a| a.to_proto()).collect(),
             ..Default::default()
         };
         assert_eq!(got, want);

@@ -294,7 +294,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                     .map(|a| AllocationDump {
                         uuid: a.uuid.to_string(),
                         allocation_key: a.key.to_string(),
-                        application_id: a.app_id.to_string(),
+                        application_id: a.app.to_string(),
                         resource: res(&a.resource),
                     })
                     .collect();

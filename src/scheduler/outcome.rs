@@ -63,8 +63,9 @@ impl NewAllocation {
 pub enum OutMsg {
     /// For `UpdateAllocation`.
     Allocation(si::AllocationResponse),
-    /// For `UpdateAllocation`: new allocations, batched.
-    NewAllocations(Vec<NewAllocation>),
+    /// For `UpdateAllocation`: new allocations, batched (the records the
+    /// partition keeps, shared).
+    NewAllocations(Vec<Arc<NewAllocation>>),
     /// For `UpdateApplication`.
     Application(si::ApplicationResponse),
     /// For `UpdateNode`.
@@ -112,7 +113,7 @@ pub struct Outcomes {
 impl Outcomes {
     /// Reports a new allocation, batched with the new allocations just
     /// before it (batching keeps the relative order of everything else).
-    pub fn new_allocation(&mut self, a: NewAllocation) {
+    pub fn new_allocation(&mut self, a: Arc<NewAllocation>) {
         match self.messages.last_mut() {
             Some(OutMsg::NewAllocations(v)) => v.push(a),
             _ => self.messages.push(OutMsg::NewAllocations(vec![a])),

@@ -516,34 +516,21 @@ impl Partition {
             }
         }
 
-        out.new_allocation(NewAllocation {
+        let record = Arc::new(NewAllocation {
             key: key.clone(),
             uuid: uuid.clone(),
             node: node_id.clone(),
             app: app_id.clone(),
             queue: self.queues.get(queue).path.clone(),
             partition: self.name_shared.clone(),
-            resource: resource.clone(),
+            resource,
             priority,
-            tags: tags.clone(),
-            task_group: task_group.clone(),
+            tags,
+            task_group,
             placeholder,
         });
-        self.allocations.insert(
-            uuid.clone(),
-            Allocation {
-                uuid,
-                key: key.clone(),
-                app_id: app_id.clone(),
-                node_id: node_id.clone(),
-                resource,
-                queue,
-                tags,
-                priority,
-                task_group,
-                placeholder,
-            },
-        );
+        out.new_allocation(record.clone());
+        self.allocations.insert(uuid, Allocation { record, queue });
         self.rekey_app(app_id);
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);

@@ -11,7 +11,7 @@ mod outstanding; // the outstanding-request check (spec 8.12)
 pub use outstanding::OUTSTANDING_REASON;
 mod releases;
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -20,7 +20,7 @@ use super::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
 use super::node::{Node, NodeKey, NodeSortPolicy};
-use super::outcome::{AppTimer, Outcomes};
+use super::outcome::{AppTimer, NewAllocation, Outcomes};
 use super::placement::{PlacementManager, QueueView};
 use super::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
 use super::request::priority_of;
@@ -63,29 +63,22 @@ impl AppTimeouts {
     }
 }
 
-/// An allocation: an ask placed on a node.
+/// An allocation: an ask placed on a node. The record is the one reported
+/// to the RM, shared rather than copied: the partition's map entry stays
+/// small and making an allocation builds one record, not two.
 #[derive(Debug, Clone)]
 pub struct Allocation {
-    /// Allocation id, chosen by the core (or recovered from the RM).
-    pub uuid: Arc<str>,
-    /// The ask's key.
-    pub key: Arc<str>,
-    /// Owning application.
-    pub app_id: Arc<str>,
-    /// Node it runs on.
-    pub node_id: Arc<str>,
-    /// Resource held.
-    pub resource: Resource,
+    /// What the RM was told (uuid, key, application, node, resource, ...).
+    pub record: Arc<NewAllocation>,
     /// The application's leaf queue.
     pub queue: QueueId,
-    /// Tags copied from the ask.
-    pub tags: Arc<HashMap<String, String>>,
-    /// Priority copied from the ask.
-    pub priority: i32,
-    /// Gang task group.
-    pub task_group: Arc<str>,
-    /// Gang placeholder.
-    pub placeholder: bool,
+}
+
+impl std::ops::Deref for Allocation {
+    type Target = NewAllocation;
+    fn deref(&self) -> &NewAllocation {
+        &self.record
+    }
 }
 
 /// A terminated application kept for the state dump.

@@ -162,21 +162,20 @@ impl Partition {
         node.allocations.insert(uuid.clone());
         node.allocated.add_assign(&resource);
         self.reposition_node(node_id);
-        self.allocations.insert(
-            uuid.clone(),
-            Allocation {
-                uuid,
-                key,
-                app_id: Arc::from(app_id),
-                node_id: node_id.clone(),
-                resource,
-                queue,
-                tags: shared_tags(&a.allocation_tags),
-                priority: priority_of(a.priority.as_ref()),
-                task_group: shared_str(&a.task_group_name),
-                placeholder: a.placeholder,
-            },
-        );
+        let record = Arc::new(NewAllocation {
+            uuid: uuid.clone(),
+            key,
+            app: Arc::from(app_id),
+            node: node_id.clone(),
+            queue: self.queues.get(queue).path.clone(),
+            partition: self.name_shared.clone(),
+            resource,
+            tags: shared_tags(&a.allocation_tags),
+            priority: priority_of(a.priority.as_ref()),
+            task_group: shared_str(&a.task_group_name),
+            placeholder: a.placeholder,
+        });
+        self.allocations.insert(uuid, Allocation { record, queue });
         if !a.placeholder {
             self.fire(app_id, AppEvent::Run, None, out);
         }
@@ -254,16 +253,16 @@ impl Partition {
             // Gang swaps in flight (spec 11.5) need gang scheduling, which
             // does not exist yet: every allocation takes the normal path.
             if let Some(a) = self.remove_allocation(&u) {
-                match touched.iter_mut().find(|t| t.0 == a.app_id) {
+                match touched.iter_mut().find(|t| t.0 == a.app) {
                     Some(t) => {
                         t.1 |= !a.placeholder;
                         t.2 |= a.placeholder;
                     }
-                    None => touched.push((a.app_id.clone(), !a.placeholder, a.placeholder)),
+                    None => touched.push((a.app.clone(), !a.placeholder, a.placeholder)),
                 }
                 released.push(si::AllocationRelease {
                     partition_name: self.name.clone(),
-                    application_id: a.app_id.to_string(),
+                    application_id: a.app.to_string(),
                     uuid: a.uuid.to_string(),
                     termination_type: si::TerminationType::StoppedByRm as i32,
                     message: format!("Node {node_id} Removed"),

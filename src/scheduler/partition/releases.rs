@@ -16,18 +16,18 @@ impl Partition {
     /// Removes an allocation from node, queue, application and partition.
     pub(super) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
         let a = self.allocations.remove(uuid)?;
-        if let Some(n) = self.nodes.get_mut(&a.node_id) {
+        if let Some(n) = self.nodes.get_mut(&a.node) {
             n.allocations.remove(uuid);
             n.allocated.sub_clamped_assign(&a.resource);
-            let id = a.node_id.clone();
+            let id = a.node.clone();
             self.reposition_node(&id);
         }
         self.queues.sub_allocated(a.queue, &a.resource);
-        if let Some(app) = self.apps.get_mut(&a.app_id) {
+        if let Some(app) = self.apps.get_mut(&a.app) {
             app.allocations.remove(uuid);
             app.allocated.sub_clamped_assign(&a.resource);
             apps::sync_active(app, &mut self.queues);
-            self.rekey_app(&a.app_id);
+            self.rekey_app(&a.app);
         }
         Some(a)
     }
