@@ -188,23 +188,56 @@ fn check(h: &Harness, step: usize) {
         "step {step}: allocations without an application"
     );
     check_queue(&p["root"], &app_alloc, &app_queue, &active);
-    // What the RM was told matches: allocations minus releases.
-    // The dispatcher delivers asynchronously: wait for it to catch up.
-    let known: HashSet<String> = on_nodes.keys().cloned().collect();
-    h.wait(
-        &format!("step {step}: the RM's view to match the scheduler's"),
-        |s| {
-            let released: HashSet<&str> = s.released.iter().map(|r| r.uuid.as_str()).collect();
-            let live: HashSet<String> = s
-                .allocations
-                .iter()
-                .map(|a| a.uuid.as_str())
-                .filter(|u| !released.contains(u))
-                .map(String::from)
-                .collect();
-            live == known
-        },
-    );
+    // What the RM was told matches: allocations minus releases. The
+    // dispatcher delivers asynchronously, and the scheduler may still move
+    // on by itself (a timer frees a maxapplications slot, say): compare
+    // against its current state until both agree.
+    let on_nodes_of = |d: &Value| -> HashSet<String> {
+        d["partitions"][0]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|n| n["allocations"].as_array().unwrap().iter())
+            .map(|a| a["uuid"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let rm_view = |s: &Seen| -> HashSet<String> {
+        let released: HashSet<&str> = s.released.iter().map(|r| r.uuid.as_str()).collect();
+        s.allocations
+            .iter()
+            .map(|a| a.uuid.as_str())
+            .filter(|u| !released.contains(u))
+            .map(String::from)
+            .collect()
+    };
+    let mut known: HashSet<String> = on_nodes.keys().cloned().collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let live = h.seen(|s| rm_view(s));
+        if live == known {
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            let only_rm: Vec<String> = h.seen(|s| {
+                s.allocations
+                    .iter()
+                    .filter(|a| live.contains(&a.uuid) && !known.contains(&a.uuid))
+                    .map(|a| {
+                        format!(
+                            "{} ({} {} on {})",
+                            a.uuid, a.application_id, a.allocation_key, a.node_id
+                        )
+                    })
+                    .collect()
+            });
+            panic!(
+                "step {step}: the RM's view does not match the scheduler's: only the RM has {only_rm:?}, only the scheduler has {:?}",
+                known.difference(&live).collect::<Vec<_>>(),
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        known = on_nodes_of(&h.dump());
+    }
 }
 
 #[test]
