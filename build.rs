@@ -19,7 +19,12 @@ fn main() {
 
     let descriptors = protox::compile(["si.proto", "sicore.proto"], ["proto"])
         .expect("proto/ files must compile");
+    // Map fields (resources, tags, attributes) as BTreeMap: every message
+    // carries a few small maps, and a std HashMap costs a random seed and
+    // SipHash per entry on each decode; a B-tree of two or three entries is
+    // cheaper, and encodes in a stable order.
     prost_build::Config::new()
+        .btree_map(["."])
         .compile_fds(descriptors)
         .expect("generating Rust code from the protobuf descriptors");
 

@@ -1,6 +1,6 @@
 //! Scheduler options: the decoded form of `sicore.v1.SchedulerOptions`.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::Error;
@@ -27,7 +27,7 @@ pub struct Options {
     /// Directory of `<policyGroup>.yaml` files; empty means the reference's search.
     pub config_dir: String,
     /// In-memory configuration text per policy group; wins over files.
-    pub policy_configs: HashMap<String, String>,
+    pub policy_configs: BTreeMap<String, String>,
     /// Longest sleep of an idle scheduling loop.
     pub scheduling_interval: Duration,
     /// Period of event flushes to `SendEvent`.

@@ -5,7 +5,7 @@
 //! placement rule build checks of 2.7. [`load`] finds the text for a policy
 //! group (spec 1.3) and parses it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -684,7 +684,7 @@ pub const SOURCE_EMBEDDED_DEFAULT: &str = "embedded default";
 pub fn load(
     policy_group: &str,
     config_dir: &str,
-    policy_configs: &HashMap<String, String>,
+    policy_configs: &BTreeMap<String, String>,
 ) -> Result<LoadedConfig, ConfigError> {
     if let Some(text) = policy_configs.get(policy_group) {
         return loaded(text.clone(), SOURCE_IN_MEMORY.to_string());

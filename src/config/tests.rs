@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeMap;
 
 fn ok(text: &str) -> SchedulerConfig {
     parse(text).unwrap_or_else(|e| panic!("expected valid config, got: {e}\n{text}"))
@@ -781,7 +782,7 @@ fn load_in_memory_wins() {
         "partitions:\n  - name: fromfile\n    queues: []\n",
     )
     .unwrap();
-    let mut mem = HashMap::new();
+    let mut mem = BTreeMap::new();
     mem.insert(
         "pg".to_string(),
         "partitions:\n  - name: frommem\n    queues: []\n".to_string(),
@@ -806,14 +807,14 @@ fn load_from_config_dir() {
     let dir = temp_dir("dir");
     let text = "partitions:\n  - name: fromfile\n    queues: []\n";
     std::fs::write(dir.join("queues.yaml"), text).unwrap();
-    let l = load("queues", dir.to_str().unwrap(), &HashMap::new()).unwrap();
+    let l = load("queues", dir.to_str().unwrap(), &BTreeMap::new()).unwrap();
     assert_eq!(l.source, dir.join("queues.yaml").display().to_string());
     assert_eq!(l.text, text);
     assert_eq!(l.config.partitions[0].name, "fromfile");
     // an invalid file is an error, not a fallback
     std::fs::write(dir.join("bad.yaml"), "partitions:\n  - name: x\n").unwrap();
     assert_eq!(
-        load("bad", dir.to_str().unwrap(), &HashMap::new())
+        load("bad", dir.to_str().unwrap(), &BTreeMap::new())
             .unwrap_err()
             .message,
         "queue config is not set"
@@ -824,7 +825,7 @@ fn load_from_config_dir() {
 #[test]
 fn load_missing_file_in_explicit_dir_is_error() {
     let dir = temp_dir("missing");
-    let e = load(NO_SUCH_GROUP, dir.to_str().unwrap(), &HashMap::new()).unwrap_err();
+    let e = load(NO_SUCH_GROUP, dir.to_str().unwrap(), &BTreeMap::new()).unwrap_err();
     let path = dir.join(format!("{NO_SUCH_GROUP}.yaml"));
     assert!(
         e.message.starts_with(&format!(
@@ -838,7 +839,7 @@ fn load_missing_file_in_explicit_dir_is_error() {
 
 #[test]
 fn load_embedded_default_when_nothing_exists() {
-    let l = load(NO_SUCH_GROUP, "", &HashMap::new()).unwrap();
+    let l = load(NO_SUCH_GROUP, "", &BTreeMap::new()).unwrap();
     assert_eq!(l.source, "embedded default");
     assert_eq!(l.text, DEFAULT_CONFIG);
     assert_eq!(l.config, parse(DEFAULT_CONFIG).unwrap());

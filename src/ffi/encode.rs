@@ -174,7 +174,7 @@ mod tests {
     use super::*;
     use crate::proto::si::v1 as si;
     use prost::Message;
-    use std::collections::HashMap;
+    use std::collections::BTreeMap;
     use std::sync::Arc;
 
     fn sample(i: i32, tags: &[(&str, &str)], placeholder: bool) -> Arc<NewAllocation> {
@@ -196,7 +196,7 @@ mod tests {
             tags: Arc::new(
                 tags.iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect::<HashMap<_, _>>(),
+                    .collect::<BTreeMap<_, _>>(),
             ),
             task_group: Arc::from(if placeholder { "tg" } else { "" }),
             placeholder,

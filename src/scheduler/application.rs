@@ -1,7 +1,7 @@
 //! Applications, their asks and their state machine (spec 6 and 7).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -110,9 +110,9 @@ pub fn transition(from: AppState, event: AppEvent) -> Option<AppState> {
 
 /// Shared tags and task group of asks that have none (most asks), so that
 /// adding such an ask allocates nothing for them.
-pub fn shared_tags(tags: &HashMap<String, String>) -> Arc<HashMap<String, String>> {
+pub fn shared_tags(tags: &BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
     use std::sync::OnceLock;
-    static EMPTY: OnceLock<Arc<HashMap<String, String>>> = OnceLock::new();
+    static EMPTY: OnceLock<Arc<BTreeMap<String, String>>> = OnceLock::new();
     if tags.is_empty() {
         EMPTY.get_or_init(Default::default).clone()
     } else {
@@ -147,7 +147,7 @@ pub struct Ask {
     /// Arrival time.
     pub created: Instant,
     /// Tags, copied into allocations.
-    pub tags: Arc<HashMap<String, String>>,
+    pub tags: Arc<BTreeMap<String, String>>,
     /// Gang task group.
     pub task_group: Arc<str>,
     /// Whether this is a gang placeholder.
@@ -176,7 +176,7 @@ pub struct Application {
     /// Submitting user and groups.
     pub user: UserGroup,
     /// Tags (keys as sent).
-    pub tags: HashMap<String, String>,
+    pub tags: BTreeMap<String, String>,
     /// Current state.
     pub state: AppState,
     /// Submission order (fifo key).

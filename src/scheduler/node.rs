@@ -1,7 +1,7 @@
 //! Nodes and the policy that orders them.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::resource::{intern, ResId, Resource};
@@ -162,7 +162,7 @@ pub struct Node {
     /// Node id, unique in its partition.
     pub id: Arc<str>,
     /// Attributes as the RM sent them.
-    pub attributes: HashMap<String, String>,
+    pub attributes: BTreeMap<String, String>,
     /// Schedulable capacity.
     pub capacity: Resource,
     /// Used by things outside the scheduler.
@@ -183,7 +183,7 @@ impl Node {
     /// A new node; `capacity - occupied` is clamped at zero per type.
     pub fn new(
         id: &str,
-        attributes: HashMap<String, String>,
+        attributes: BTreeMap<String, String>,
         capacity: Resource,
         occupied: Resource,
         policy: &NodeSortPolicy,

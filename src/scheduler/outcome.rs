@@ -1,6 +1,6 @@
 //! What the core tells a resource manager, collected in production order.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,7 +29,7 @@ pub struct NewAllocation {
     /// The ask's priority.
     pub priority: i32,
     /// The ask's tags (shared with the ask).
-    pub tags: Arc<HashMap<String, String>>,
+    pub tags: Arc<BTreeMap<String, String>>,
     /// Gang task group.
     pub task_group: Arc<str>,
     /// Gang placeholder.

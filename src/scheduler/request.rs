@@ -2,7 +2,7 @@
 //! the RM's calling thread, so the core thread receives interned resources
 //! and shared strings instead of doing the conversion itself.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
@@ -34,7 +34,7 @@ pub struct AskRequest {
     /// Priority value.
     pub priority: i32,
     /// Tags, shared with the ask and its allocations.
-    pub tags: Arc<HashMap<String, String>>,
+    pub tags: Arc<BTreeMap<String, String>>,
     /// Node the ask is pinned to.
     pub required_node: Option<String>,
     /// Gang task group.

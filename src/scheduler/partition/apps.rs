@@ -2,7 +2,7 @@
 //! plus the queue-side admission rules: draining queues, the
 //! `namespace.resourcequota` tag and `maxapplications`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -71,7 +71,7 @@ impl Partition {
         app_id: &str,
         requested: &str,
         user: &UserGroup,
-        tags: &HashMap<String, String>,
+        tags: &BTreeMap<String, String>,
     ) -> Result<QueueId, String> {
         let path = if self.placement.is_empty() {
             match self.queues.lookup(requested) {
@@ -153,7 +153,7 @@ impl Partition {
     /// `namespace.resourcequota` on an application added to a dynamic leaf
     /// replaces the leaf's max (spec 3.5). Ignored for managed queues and
     /// for values that do not parse or are not strictly positive.
-    fn apply_quota_tag(&mut self, queue: QueueId, tags: &HashMap<String, String>) {
+    fn apply_quota_tag(&mut self, queue: QueueId, tags: &BTreeMap<String, String>) {
         if self.queues.get(queue).managed {
             return;
         }

@@ -5,7 +5,7 @@
 //! It only reads the queue tree through [`QueueView`]; creating the placed
 //! queue (5.6) and the no-rules case (5.1) belong to the core.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -127,7 +127,7 @@ struct Rule {
 struct Ctx<'a> {
     requested_queue: &'a str,
     user: &'a UserGroup,
-    tags: &'a HashMap<String, String>,
+    tags: &'a BTreeMap<String, String>,
     view: &'a dyn QueueView,
 }
 
@@ -323,7 +323,7 @@ impl PlacementManager {
         app_id: &str,
         requested_queue: &str,
         user: &UserGroup,
-        tags: &HashMap<String, String>,
+        tags: &BTreeMap<String, String>,
         view: &dyn QueueView,
     ) -> Result<String, String> {
         let ctx = Ctx {

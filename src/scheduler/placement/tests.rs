@@ -1,14 +1,15 @@
 use super::*;
+use std::collections::BTreeMap;
 
 /// In-test queue tree: path -> is leaf; plus paths the user may not submit to.
 struct View {
-    queues: HashMap<String, bool>,
+    queues: BTreeMap<String, bool>,
     no_access: HashSet<String>,
 }
 
 impl View {
     fn new() -> View {
-        let mut queues = HashMap::new();
+        let mut queues = BTreeMap::new();
         for (p, leaf) in [
             ("root", false),
             ("root.leaf", true),
@@ -57,7 +58,7 @@ fn filter(t: &str, users: &[&str], groups: &[&str]) -> FilterConfig {
     }
 }
 
-fn tags(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+fn tags(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -68,7 +69,7 @@ fn place_with(
     rules: Vec<PlacementRuleConfig>,
     queue: &str,
     user: &UserGroup,
-    tags: &HashMap<String, String>,
+    tags: &BTreeMap<String, String>,
 ) -> Result<String, String> {
     let pm = PlacementManager::new(&rules).expect("rules build");
     pm.place("app-1", queue, user, tags, &View::new())
@@ -86,7 +87,7 @@ fn rule_setup(
     PlacementRuleConfig,
     String,
     UserGroup,
-    HashMap<String, String>,
+    BTreeMap<String, String>,
 ) {
     let groups = ["dev"];
     match kind {
@@ -94,19 +95,19 @@ fn rule_setup(
             rule("provided", "", false),
             name.to_string(),
             UserGroup::new("bob", &groups),
-            HashMap::new(),
+            BTreeMap::new(),
         ),
         "user" => (
             rule("user", "", false),
             String::new(),
             UserGroup::new(name, &groups),
-            HashMap::new(),
+            BTreeMap::new(),
         ),
         "fixed" => (
             rule("fixed", name, false),
             String::new(),
             UserGroup::new("bob", &groups),
-            HashMap::new(),
+            BTreeMap::new(),
         ),
         "tag" => (
             rule("tag", "ns", false),
@@ -217,13 +218,13 @@ fn parent_rule_no_match_and_create() {
     let mut r = rule("provided", "", true);
     r.parent = Some(Box::new(rule("fixed", "absent", false)));
     assert_eq!(
-        place_with(vec![r.clone()], "x", &user, &HashMap::new()),
+        place_with(vec![r.clone()], "x", &user, &BTreeMap::new()),
         Err(NO_MATCH.into())
     );
     // parent may be created -> full path returned, access checked on root
     r.parent = Some(Box::new(rule("fixed", "absent", true)));
     assert_eq!(
-        place_with(vec![r], "x", &user, &HashMap::new()),
+        place_with(vec![r], "x", &user, &BTreeMap::new()),
         Ok("root.absent.x".into())
     );
     // parent filtered out -> no match
@@ -232,7 +233,7 @@ fn parent_rule_no_match_and_create() {
     p.filter = filter("deny", &["bob"], &[]);
     r.parent = Some(Box::new(p));
     assert_eq!(
-        place_with(vec![r], "x", &user, &HashMap::new()),
+        place_with(vec![r], "x", &user, &BTreeMap::new()),
         Err(NO_MATCH.into())
     );
     // nested parents: user under tag under fixed
@@ -253,14 +254,14 @@ fn qualified_names_skip_parent_rule() {
     r.parent = Some(Box::new(rule("fixed", "leaf", false)));
     // qualified: parent rule (which would error) is skipped
     assert_eq!(
-        place_with(vec![r.clone()], "root.par.leaf", &user, &HashMap::new()),
+        place_with(vec![r.clone()], "root.par.leaf", &user, &BTreeMap::new()),
         Ok("root.par.leaf".into())
     );
     // the qualified prefix is case-sensitive: ROOT.x is unqualified
     r.parent = None;
     r.create = true;
     assert_eq!(
-        place_with(vec![r], "ROOT.leaf", &user, &HashMap::new()),
+        place_with(vec![r], "ROOT.leaf", &user, &BTreeMap::new()),
         Ok("root.root_dot_leaf".into())
     );
     // tag value qualified
@@ -276,7 +277,7 @@ fn qualified_names_skip_parent_rule() {
             vec![rule("fixed", "ROOT.Par.Leaf", false)],
             "",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.par.leaf".into())
     );
@@ -284,7 +285,7 @@ fn qualified_names_skip_parent_rule() {
     let mut f = rule("fixed", "leaf", false);
     f.parent = Some(Box::new(rule("fixed", "root.par", false)));
     assert_eq!(
-        place_with(vec![f], "", &user, &HashMap::new()),
+        place_with(vec![f], "", &user, &BTreeMap::new()),
         Ok("root.par.leaf".into())
     );
 }
@@ -297,12 +298,12 @@ fn dots_are_replaced_in_generated_names() {
             vec![rule("provided", "", false)],
             "a.b",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.a_dot_b".into())
     );
     assert_eq!(
-        place_with(vec![rule("user", "", false)], "", &user, &HashMap::new()),
+        place_with(vec![rule("user", "", false)], "", &user, &BTreeMap::new()),
         Ok("root.john_dot_doe".into())
     );
     assert_eq!(
@@ -320,7 +321,7 @@ fn dots_are_replaced_in_generated_names() {
             vec![rule("fixed", "par.leaf", false)],
             "",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.par.leaf".into())
     );
@@ -334,7 +335,7 @@ fn result_is_lower_cased_and_lookup_case_insensitive() {
             vec![rule("provided", "", false)],
             "LEAF",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.leaf".into())
     );
@@ -343,7 +344,7 @@ fn result_is_lower_cased_and_lookup_case_insensitive() {
             vec![rule("Provided", "", true)],
             "NewQ",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.newq".into())
     );
@@ -360,7 +361,7 @@ fn tag_rule_details() {
     );
     // absent and empty tag values do not match
     assert_eq!(
-        place_with(r(), "", &user, &HashMap::new()),
+        place_with(r(), "", &user, &BTreeMap::new()),
         Err(NO_MATCH.into())
     );
     assert_eq!(
@@ -373,7 +374,12 @@ fn tag_rule_details() {
 fn provided_without_queue_does_not_match() {
     let user = UserGroup::new("bob", &[]);
     assert_eq!(
-        place_with(vec![rule("provided", "", true)], "", &user, &HashMap::new()),
+        place_with(
+            vec![rule("provided", "", true)],
+            "",
+            &user,
+            &BTreeMap::new()
+        ),
         Err(NO_MATCH.into())
     );
 }
@@ -387,7 +393,7 @@ fn test_rule() {
             vec![rule("test", "", false)],
             "root.leaf",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Err(NO_MATCH.into())
     );
@@ -397,7 +403,7 @@ fn test_rule() {
             vec![rule("test", "", false)],
             "root",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Err(NO_MATCH.into())
     );
@@ -406,7 +412,7 @@ fn test_rule() {
     let ctx = Ctx {
         requested_queue: "",
         user: &user,
-        tags: &HashMap::new(),
+        tags: &BTreeMap::new(),
         view: &ctx_view,
     };
     assert_eq!(pm.rules[0].place(&ctx), Ok(Some("test".into())));
@@ -424,7 +430,7 @@ fn access_checks() {
             ],
             "locked",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.fallback".into())
     );
@@ -434,7 +440,7 @@ fn access_checks() {
             vec![rule("provided", "", true), rule("fixed", "fallback", false)],
             "root.lockedpar.x.y",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.fallback".into())
     );
@@ -444,7 +450,7 @@ fn access_checks() {
             vec![rule("provided", "", true)],
             "root.leaf.x",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Ok("root.leaf.x".into())
     );
@@ -454,7 +460,7 @@ fn access_checks() {
             vec![rule("fixed", "rootless.x", true)],
             "",
             &user,
-            &HashMap::new()
+            &BTreeMap::new()
         ),
         Err(NO_MATCH.into())
     );
@@ -469,11 +475,11 @@ fn rules_tried_in_order() {
         rule("fixed", "fallback", false),
     ];
     assert_eq!(
-        place_with(rules.clone(), "leaf", &user, &HashMap::new()),
+        place_with(rules.clone(), "leaf", &user, &BTreeMap::new()),
         Ok("root.leaf".into())
     );
     assert_eq!(
-        place_with(rules, "absent", &user, &HashMap::new()),
+        place_with(rules, "absent", &user, &BTreeMap::new()),
         Ok("root.bob".into())
     );
 }
