@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::buffer::{borrow_str, decode, sicore_buffer};
+use super::buffer::{borrow_bytes, borrow_str, decode, sicore_buffer};
 use super::callbacks::{sicore_callbacks, CallbackTable};
 use super::{boundary, sicore_status};
 use crate::api::SchedulerApi;
@@ -152,11 +152,13 @@ pub extern "C" fn sicore_update_allocation(
 ) -> sicore_status {
     boundary(error_out, || {
         let sched = scheduler(s)?;
-        sched.update_allocation(decode(
+        let bytes = borrow_bytes(
             request,
             request_len,
             "request (si.v1.AllocationRequest)",
-        )?)
+            false,
+        )?;
+        sched.update_allocation_encoded(bytes)
     })
 }
 

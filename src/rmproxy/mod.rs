@@ -7,6 +7,7 @@
 
 pub mod dispatch;
 mod validate;
+pub mod wire;
 
 use std::cell::Cell;
 use std::collections::HashSet;
@@ -97,6 +98,23 @@ impl Scheduler {
             return Err(Error::stopped());
         }
         Ok(())
+    }
+
+    /// [`SchedulerApi::update_allocation`] for an encoded request: decoded
+    /// straight into core terms (see [`wire`]), the same checks, the same
+    /// effect, without building the generated message first.
+    pub fn update_allocation_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
+        let update = wire::decode_allocation_update(bytes).map_err(|e| {
+            Error::new(
+                Status::DecodeError,
+                format!(
+                    "request (si.v1.AllocationRequest): not a valid encoding of the message: {e}"
+                ),
+            )
+        })?;
+        self.check_registered(&update.rm_id, "AllocationRequest")?;
+        validate::allocation_update(&update)?;
+        self.send(Command::Allocation(update))
     }
 
     fn send(&self, cmd: Command) -> Result<(), Error> {

@@ -4,6 +4,7 @@
 
 use crate::error::Error;
 use crate::proto::si::v1 as si;
+use crate::scheduler::request::AllocationUpdate;
 
 fn require(value: &str, what: impl FnOnce() -> String) -> Result<(), Error> {
     if value.is_empty() {
@@ -24,15 +25,28 @@ pub fn register(r: &si::RegisterResourceManagerRequest) -> Result<(), Error> {
 /// AllocationRequest: every ask names its key and application; every
 /// release names its application.
 pub fn allocation(r: &si::AllocationRequest) -> Result<(), Error> {
-    for (i, a) in r.asks.iter().enumerate() {
-        require(&a.allocation_key, || {
-            format!("AllocationRequest.asks[{i}].allocationKey")
-        })?;
-        require(&a.application_id, || {
-            format!("AllocationRequest.asks[{i}].applicationID")
-        })?;
+    let asks = r
+        .asks
+        .iter()
+        .map(|a| (a.allocation_key.as_str(), a.application_id.as_str()));
+    allocation_parts(asks, r.releases.as_ref())
+}
+
+/// [`allocation`] for a request decoded straight into core terms.
+pub fn allocation_update(r: &AllocationUpdate) -> Result<(), Error> {
+    let asks = r.asks.iter().map(|a| (&*a.key, &*a.app));
+    allocation_parts(asks, r.releases.as_ref())
+}
+
+fn allocation_parts<'a>(
+    asks: impl Iterator<Item = (&'a str, &'a str)>,
+    releases: Option<&si::AllocationReleasesRequest>,
+) -> Result<(), Error> {
+    for (i, (key, app)) in asks.enumerate() {
+        require(key, || format!("AllocationRequest.asks[{i}].allocationKey"))?;
+        require(app, || format!("AllocationRequest.asks[{i}].applicationID"))?;
     }
-    if let Some(rel) = &r.releases {
+    if let Some(rel) = releases {
         for (i, a) in rel.allocations_to_release.iter().enumerate() {
             require(&a.application_id, || {
                 format!("AllocationRequest.releases.allocationsToRelease[{i}].applicationID")

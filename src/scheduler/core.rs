@@ -447,7 +447,7 @@ impl Core {
         // internal name once.
         let mut last: Option<(&str, String)> = None;
         for ask in &req.asks {
-            if last.as_ref().is_none_or(|(raw, _)| *raw != ask.partition) {
+            if last.as_ref().is_none_or(|(raw, _)| *raw != &*ask.partition) {
                 last = Some((&ask.partition, internal_partition_name(&rm, &ask.partition)));
             }
             let pname = last

@@ -19,14 +19,14 @@ pub fn priority_of(p: Option<&si::Priority>) -> i32 {
 }
 
 /// One `AllocationAsk`, converted.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AskRequest {
     /// Allocation key.
     pub key: Arc<str>,
     /// Application id.
     pub app: Arc<str>,
     /// Partition name as the RM sent it.
-    pub partition: String,
+    pub partition: Arc<str>,
     /// Resource per allocation, or why it could not be converted.
     pub resource: Result<Resource, String>,
     /// Repeat count as sent.
@@ -49,7 +49,7 @@ impl AskRequest {
         AskRequest {
             key: Arc::from(a.allocation_key),
             app: Arc::from(a.application_id),
-            partition: a.partition_name,
+            partition: Arc::from(a.partition_name),
             resource: Resource::from_proto_opt(a.resource_ask.as_ref())
                 .map(Option::unwrap_or_default),
             max_allocations: a.max_allocations,
@@ -63,7 +63,7 @@ impl AskRequest {
 }
 
 /// An `AllocationRequest`, converted: asks first, then releases (spec 7.1).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AllocationUpdate {
     /// The RM that sent it.
     pub rm_id: String,

@@ -1,0 +1,440 @@
+//! Direct decoding of an encoded `si.v1.AllocationRequest` into the core's
+//! [`AllocationUpdate`], on the RM's calling thread.
+//!
+//! Asks are the bulk of what an RM sends, and decoding them through the
+//! generated message types costs several heap allocations per ask (key,
+//! application id, partition name, resource map and its names) that are
+//! thrown away at once by the conversion. Reading the asks straight from
+//! the wire keeps one allocation per ask (its key): resource names are
+//! interned from the buffer and equal ids are shared. Everything else in
+//! the request (releases, priorities, tags) goes through prost, and the
+//! rules are prost's: fields in any order, the last scalar wins, repeated
+//! message fields merge, unknown fields are skipped, strings must be UTF-8.
+//! The tests compare the two paths on random and corrupted messages.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use prost::encoding::WireType;
+use prost::encoding::{btree_map, decode_key, decode_varint, skip_field, string, DecodeContext};
+use prost::Message;
+use smallvec::SmallVec;
+
+use crate::proto::si::v1 as si;
+use crate::scheduler::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
+use crate::scheduler::request::{priority_of, AllocationUpdate, AskRequest};
+use crate::scheduler::resource::{intern, ResId, Resource};
+
+type Result<T> = std::result::Result<T, String>;
+
+fn decode_error(e: prost::DecodeError) -> String {
+    e.to_string()
+}
+
+/// Checks a known field's wire type, as prost does.
+fn expect(actual: WireType, wanted: WireType, field: &str) -> Result<()> {
+    if actual == wanted {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid wire type: {actual:?} (expected {wanted:?}) for {field}"
+        ))
+    }
+}
+
+/// The body of a length-delimited field; advances `buf` past it.
+fn read_len<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a [u8]> {
+    let len = decode_varint(buf).map_err(decode_error)?;
+    if len > buf.len() as u64 {
+        return Err(format!("buffer underflow in {field}"));
+    }
+    let (body, rest) = buf.split_at(len as usize);
+    *buf = rest;
+    Ok(body)
+}
+
+fn read_str<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
+    std::str::from_utf8(read_len(buf, field)?)
+        .map_err(|_| format!("invalid string value: data is not UTF-8 encoded ({field})"))
+}
+
+fn skip(wire_type: WireType, tag: u32, buf: &mut &[u8]) -> Result<()> {
+    skip_field(wire_type, tag, buf, DecodeContext::default()).map_err(decode_error)
+}
+
+/// Equal application ids and partition names of consecutive asks share one
+/// string; resource names seen in the request are interned once.
+#[derive(Default)]
+struct Shared<'a> {
+    app: Option<Arc<str>>,
+    partition: Option<Arc<str>>,
+    names: SmallVec<[(&'a str, ResId); 4]>,
+}
+
+impl<'a> Shared<'a> {
+    /// The resource `(name, quantity)` entries of one ask, interned.
+    fn resource(&mut self, entries: &[(&'a str, i64)]) -> std::result::Result<Resource, String> {
+        let mut r = Resource::new();
+        for (name, v) in entries {
+            let id = match self.names.iter().find(|(n, _)| n == name) {
+                Some((_, id)) => *id,
+                None => {
+                    let id = intern(name)?;
+                    self.names.push((name, id));
+                    id
+                }
+            };
+            r.set(id, *v);
+        }
+        Ok(r)
+    }
+}
+
+fn share(slot: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
+    match slot {
+        Some(a) if &**a == s => a.clone(),
+        _ => {
+            let a: Arc<str> = Arc::from(s);
+            *slot = Some(a.clone());
+            a
+        }
+    }
+}
+
+/// `si.v1.Quantity`: merges its value into `value`.
+fn decode_quantity(mut buf: &[u8], value: &mut i64) -> Result<()> {
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
+        match tag {
+            1 => {
+                expect(wt, WireType::Varint, "Quantity.value")?;
+                *value = decode_varint(&mut buf).map_err(decode_error)? as i64;
+            }
+            _ => skip(wt, tag, &mut buf)?,
+        }
+    }
+    Ok(())
+}
+
+/// One entry of `map<string, Quantity>`, merged into `entries` (a later
+/// entry for the same name replaces an earlier one, as in a map).
+fn decode_resource_entry<'a>(
+    mut buf: &'a [u8],
+    entries: &mut SmallVec<[(&'a str, i64); 4]>,
+) -> Result<()> {
+    let (mut name, mut value) = ("", 0i64);
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
+        match tag {
+            1 => {
+                expect(wt, WireType::LengthDelimited, "Resource.resources key")?;
+                name = read_str(&mut buf, "Resource.resources key")?;
+            }
+            2 => {
+                expect(wt, WireType::LengthDelimited, "Resource.resources value")?;
+                decode_quantity(read_len(&mut buf, "Resource.resources value")?, &mut value)?;
+            }
+            _ => skip(wt, tag, &mut buf)?,
+        }
+    }
+    match entries.iter_mut().find(|(n, _)| *n == name) {
+        Some(e) => e.1 = value,
+        None => entries.push((name, value)),
+    }
+    Ok(())
+}
+
+/// `si.v1.Resource`, merged into `entries`.
+fn decode_resource<'a>(
+    mut buf: &'a [u8],
+    entries: &mut SmallVec<[(&'a str, i64); 4]>,
+) -> Result<()> {
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
+        match tag {
+            1 => {
+                expect(wt, WireType::LengthDelimited, "Resource.resources")?;
+                decode_resource_entry(read_len(&mut buf, "Resource.resources")?, entries)?;
+            }
+            _ => skip(wt, tag, &mut buf)?,
+        }
+    }
+    Ok(())
+}
+
+/// `si.v1.AllocationAsk`, converted as [`AskRequest::from_proto`] does.
+fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskRequest> {
+    let (mut key, mut app, mut partition, mut task_group) = ("", "", "", "");
+    let mut resource: SmallVec<[(&str, i64); 4]> = SmallVec::new();
+    let mut max_allocations = 0i32;
+    let mut priority: Option<si::Priority> = None;
+    let mut tags: BTreeMap<String, String> = BTreeMap::new();
+    let mut placeholder = false;
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
+        match tag {
+            1 => {
+                expect(wt, WireType::LengthDelimited, "AllocationAsk.allocationKey")?;
+                key = read_str(&mut buf, "AllocationAsk.allocationKey")?;
+            }
+            2 => {
+                expect(wt, WireType::LengthDelimited, "AllocationAsk.applicationID")?;
+                app = read_str(&mut buf, "AllocationAsk.applicationID")?;
+            }
+            3 => {
+                expect(wt, WireType::LengthDelimited, "AllocationAsk.partitionName")?;
+                partition = read_str(&mut buf, "AllocationAsk.partitionName")?;
+            }
+            4 => {
+                expect(wt, WireType::LengthDelimited, "AllocationAsk.resourceAsk")?;
+                decode_resource(
+                    read_len(&mut buf, "AllocationAsk.resourceAsk")?,
+                    &mut resource,
+                )?;
+            }
+            5 => {
+                expect(wt, WireType::Varint, "AllocationAsk.maxAllocations")?;
+                max_allocations = decode_varint(&mut buf).map_err(decode_error)? as i32;
+            }
+            6 => {
+                expect(wt, WireType::LengthDelimited, "AllocationAsk.priority")?;
+                let body = read_len(&mut buf, "AllocationAsk.priority")?;
+                priority
+                    .get_or_insert_with(Default::default)
+                    .merge(body)
+                    .map_err(decode_error)?;
+            }
+            7 => {
+                expect(
+                    wt,
+                    WireType::Varint,
+                    "AllocationAsk.executionTimeoutMilliSeconds",
+                )?;
+                decode_varint(&mut buf).map_err(decode_error)?;
+            }
+            8 => {
+                expect(wt, WireType::LengthDelimited, "AllocationAsk.tags")?;
+                btree_map::merge(
+                    string::merge,
+                    string::merge,
+                    &mut tags,
+                    &mut buf,
+                    DecodeContext::default(),
+                )
+                .map_err(decode_error)?;
+            }
+            9 => {
+                expect(wt, WireType::LengthDelimited, "AllocationAsk.taskGroupName")?;
+                task_group = read_str(&mut buf, "AllocationAsk.taskGroupName")?;
+            }
+            10 => {
+                expect(wt, WireType::Varint, "AllocationAsk.placeholder")?;
+                placeholder = decode_varint(&mut buf).map_err(decode_error)? != 0;
+            }
+            _ => skip(wt, tag, &mut buf)?,
+        }
+    }
+    Ok(AskRequest {
+        key: Arc::from(key),
+        app: share(&mut shared.app, app),
+        partition: share(&mut shared.partition, partition),
+        resource: shared.resource(&resource),
+        max_allocations,
+        priority: priority_of(priority.as_ref()),
+        required_node: tags.get(TAG_REQUIRED_NODE).cloned(),
+        tags: shared_tags(&tags),
+        task_group: shared_str(task_group),
+        placeholder,
+    })
+}
+
+/// Decodes an encoded `si.v1.AllocationRequest` straight into an
+/// [`AllocationUpdate`]: the same result as decoding it with prost and
+/// converting it with [`AllocationUpdate::from_proto`], and an error for
+/// every buffer prost refuses.
+pub fn decode_allocation_update(mut buf: &[u8]) -> Result<AllocationUpdate> {
+    // An encoded ask takes some 60 bytes or more: room for all of them at once.
+    let mut asks = Vec::with_capacity(buf.len() / 64);
+    let mut releases: Option<si::AllocationReleasesRequest> = None;
+    let mut rm_id = "";
+    let mut shared = Shared::default();
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
+        match tag {
+            1 => {
+                expect(wt, WireType::LengthDelimited, "AllocationRequest.asks")?;
+                let body = read_len(&mut buf, "AllocationRequest.asks")?;
+                asks.push(decode_ask(body, &mut shared)?);
+            }
+            2 => {
+                expect(wt, WireType::LengthDelimited, "AllocationRequest.releases")?;
+                let body = read_len(&mut buf, "AllocationRequest.releases")?;
+                releases
+                    .get_or_insert_with(Default::default)
+                    .merge(body)
+                    .map_err(decode_error)?;
+            }
+            3 => {
+                expect(wt, WireType::LengthDelimited, "AllocationRequest.rmID")?;
+                rm_id = read_str(&mut buf, "AllocationRequest.rmID")?;
+            }
+            _ => skip(wt, tag, &mut buf)?,
+        }
+    }
+    Ok(AllocationUpdate {
+        rm_id: rm_id.to_string(),
+        asks,
+        releases,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_request(rng: &mut fastrand::Rng) -> si::AllocationRequest {
+        let names = ["memory", "vcore", "nvidia.com/gpu", "", "ephemeral-storage"];
+        let asks = (0..rng.usize(0..6))
+            .map(|i| si::AllocationAsk {
+                allocation_key: if rng.u8(..) < 20 {
+                    String::new()
+                } else {
+                    format!("ask-{i}-{}", rng.u32(..))
+                },
+                application_id: format!("app-{}", rng.u8(0..3)),
+                partition_name: ["default", "", "gpu"][rng.usize(0..3)].to_string(),
+                resource_ask: rng.bool().then(|| si::Resource {
+                    resources: (0..rng.usize(0..4))
+                        .map(|_| {
+                            (
+                                names[rng.usize(0..names.len())].to_string(),
+                                si::Quantity {
+                                    value: rng.i64(-5..1 << 40),
+                                },
+                            )
+                        })
+                        .collect(),
+                }),
+                max_allocations: rng.i32(-2..5),
+                priority: match rng.u8(0..4) {
+                    0 => None,
+                    1 => Some(si::Priority { priority: None }),
+                    2 => Some(si::Priority {
+                        priority: Some(si::priority::Priority::PriorityValue(rng.i32(..))),
+                    }),
+                    _ => Some(si::Priority {
+                        priority: Some(si::priority::Priority::PriorityClassName("high".into())),
+                    }),
+                },
+                execution_timeout_milli_seconds: rng.i64(..),
+                tags: match rng.u8(0..3) {
+                    0 => BTreeMap::new(),
+                    1 => [(TAG_REQUIRED_NODE.to_string(), "node-7".to_string())].into(),
+                    _ => [
+                        ("a".to_string(), "b".to_string()),
+                        ("".to_string(), "".to_string()),
+                    ]
+                    .into(),
+                },
+                task_group_name: if rng.bool() {
+                    String::new()
+                } else {
+                    "tg".into()
+                },
+                placeholder: rng.bool(),
+            })
+            .collect();
+        let releases = rng.bool().then(|| si::AllocationReleasesRequest {
+            allocations_to_release: vec![si::AllocationRelease {
+                partition_name: "default".into(),
+                application_id: "app-1".into(),
+                uuid: "u".into(),
+                termination_type: 1,
+                message: "m".into(),
+            }],
+            allocation_asks_to_release: vec![],
+        });
+        si::AllocationRequest {
+            asks,
+            releases,
+            rm_id: if rng.bool() {
+                "rm".into()
+            } else {
+                String::new()
+            },
+        }
+    }
+
+    fn through_prost(bytes: &[u8]) -> Option<AllocationUpdate> {
+        si::AllocationRequest::decode(bytes)
+            .ok()
+            .map(AllocationUpdate::from_proto)
+    }
+
+    #[test]
+    fn agrees_with_prost_on_random_requests() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for _ in 0..3000 {
+            let bytes = random_request(&mut rng).encode_to_vec();
+            let direct = decode_allocation_update(&bytes).expect("valid message");
+            assert_eq!(Some(direct), through_prost(&bytes));
+        }
+    }
+
+    #[test]
+    fn concatenated_messages_merge_as_in_prost() {
+        let mut rng = fastrand::Rng::with_seed(12);
+        for _ in 0..500 {
+            let mut bytes = random_request(&mut rng).encode_to_vec();
+            bytes.extend(random_request(&mut rng).encode_to_vec());
+            assert_eq!(decode_allocation_update(&bytes).ok(), through_prost(&bytes));
+        }
+        // A resourceAsk sent twice merges its map; a later value wins.
+        let part = |name: &str, v: i64| si::AllocationAsk {
+            resource_ask: Some(si::Resource {
+                resources: [(name.to_string(), si::Quantity { value: v })].into(),
+            }),
+            ..Default::default()
+        };
+        let mut ask = part("memory", 1).encode_to_vec();
+        ask.extend(part("vcore", 2).encode_to_vec());
+        ask.extend(part("memory", 3).encode_to_vec());
+        let req = [&[0x0a, ask.len() as u8][..], &ask].concat();
+        let got = decode_allocation_update(&req).unwrap();
+        assert_eq!(
+            got.asks[0].resource,
+            Ok(Resource::from_pairs([("memory", 3), ("vcore", 2)]).unwrap())
+        );
+        assert_eq!(Some(got), through_prost(&req));
+    }
+
+    #[test]
+    fn refuses_what_prost_refuses() {
+        let mut rng = fastrand::Rng::with_seed(13);
+        let mut refused = 0;
+        for _ in 0..5000 {
+            let mut bytes = random_request(&mut rng).encode_to_vec();
+            if bytes.is_empty() {
+                continue;
+            }
+            match rng.u8(0..3) {
+                0 => bytes.truncate(rng.usize(0..bytes.len())),
+                1 => {
+                    let i = rng.usize(0..bytes.len());
+                    bytes[i] = rng.u8(..);
+                }
+                _ => {
+                    let i = rng.usize(0..bytes.len());
+                    bytes.insert(i, rng.u8(..));
+                }
+            }
+            let direct = decode_allocation_update(&bytes);
+            refused += direct.is_err() as usize;
+            assert_eq!(direct.ok(), through_prost(&bytes), "bytes {bytes:?}");
+        }
+        assert!(
+            refused > 500,
+            "the corruptions must exercise the error paths"
+        );
+    }
+}
