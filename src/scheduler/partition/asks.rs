@@ -11,11 +11,11 @@ impl Partition {
     pub fn add_ask(&mut self, ask: &AskRequest, out: &mut Outcomes) -> Result<(), String> {
         let app_id = &*ask.app;
         let key = &*ask.key;
-        if !self.apps.contains_key(app_id) {
+        let Some(state) = self.apps.get(app_id).map(|a| a.state) else {
             return Err(format!(
                 "failed to find application {app_id}, for allocation ask {key}"
             ));
-        }
+        };
         if key.is_empty() {
             return Err(format!(
                 "invalid ask added to app {app_id}: empty allocation key"
@@ -31,13 +31,9 @@ impl Partition {
                 ask.max_allocations
             ));
         }
-        if matches!(
-            self.apps[app_id].state,
-            AppState::New | AppState::Completing
-        ) {
+        if matches!(state, AppState::New | AppState::Completing) {
             self.fire(app_id, AppEvent::Run, None, out);
         }
-        self.remove_ask(app_id, key);
         let seq = self.next_seq();
         let new = Ask {
             key: ask.key.clone(),
@@ -54,21 +50,34 @@ impl Partition {
         let demand = resource.mul(ask.max_allocations as i64);
         let app = self.apps.get_mut(app_id).expect("checked above");
         app.ask_order.insert(new.order_key());
-        app.asks.insert(ask.key.clone(), new);
+        // An ask with the same key is replaced (spec 7.1).
+        let replaced = app.asks.insert(ask.key.clone(), new);
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);
+        if let Some(old) = replaced {
+            self.forget_ask(app_id, old);
+        }
         Ok(())
     }
 
     /// Removes one ask and its outstanding demand. Returns whether it existed.
     pub(super) fn remove_ask(&mut self, app_id: &str, key: &str) -> bool {
-        let Some(app) = self.apps.get_mut(app_id) else {
+        let Some(old) = self
+            .apps
+            .get_mut(app_id)
+            .and_then(|app| app.asks.remove(key))
+        else {
             return false;
         };
-        let Some(old) = app.asks.remove(key) else {
-            return false;
-        };
+        self.forget_ask(app_id, old);
+        true
+    }
+
+    /// Takes an ask that left its application's map out of the order, the
+    /// reservations and the pending demand.
+    fn forget_ask(&mut self, app_id: &str, old: Ask) {
+        let app = self.apps.get_mut(app_id).expect("the ask's application");
         app.ask_order.remove(&old.order_key());
         // A removed or replaced ask gives up its reservations (spec 8.9).
         self.reservations.cancel_ask(&ReservedAsk {
@@ -79,7 +88,6 @@ impl Partition {
         app.pending.sub_clamped_assign(&demand);
         let q = app.queue;
         self.queues.sub_pending(q, &demand);
-        true
     }
 
     /// Releases asks (spec 7.4). Nothing is sent back.
