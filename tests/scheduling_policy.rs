@@ -241,6 +241,37 @@ fn higher_priority_asks_go_first() {
     });
 }
 
+#[test]
+fn an_ask_sent_again_with_its_key_replaces_the_first() {
+    let h = Harness::configured(config("{type: fair}", TWO_LEAVES), 1);
+    h.submit(app("app-1", "root.a")).unwrap();
+    let pending = |h: &Harness| {
+        let d = h.dump();
+        let app = d["partitions"][0]["applications"][0].clone();
+        let queue = find_queue(&d, "default", "root.a").unwrap();
+        (
+            app["pending"]["memory"].as_i64().unwrap_or(0),
+            queue["pending"]["memory"].as_i64().unwrap_or(0),
+            app["pending_asks"].as_array().unwrap().len(),
+        )
+    };
+    // Too big for the 1000-memory node: it waits, 2 x 2000 pending.
+    assert_eq!(h.asks(vec![ask("app-1", "k", 2000, 0, 2)]).0, SICORE_OK);
+    assert_eq!(pending(&h), (4000, 4000, 1));
+    // The same key again replaces it, demand and all: 3 x 100.
+    assert_eq!(h.asks(vec![ask("app-1", "k", 100, 0, 3)]).0, SICORE_OK);
+    h.wait("three allocations of the new ask", |s| {
+        s.allocations.len() == 3
+    });
+    h.settle();
+    h.seen(|s| {
+        assert_eq!(s.allocations.len(), 3);
+        assert!(s.allocations.iter().all(|a| a.allocation_key == "k"
+            && a.resource_per_alloc.as_ref().unwrap().resources["memory"].value == 100));
+    });
+    assert_eq!(pending(&h), (0, 0, 0));
+}
+
 fn reservations(h: &Harness) -> Vec<(String, String)> {
     h.dump()["partitions"][0]["reservations"]
         .as_array()
