@@ -1,7 +1,7 @@
 //! Applications, their asks and their state machine (spec 6 and 7).
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -159,12 +159,13 @@ pub struct Ask {
 impl Ask {
     /// The ask's key in its application's order.
     pub fn order_key(&self) -> AskOrderKey {
-        (Reverse(self.priority), self.seq, self.key.clone())
+        (Reverse(self.priority), self.seq)
     }
 }
 
-/// Priority descending, then arrival order.
-pub type AskOrderKey = (Reverse<i32>, u64, Arc<str>);
+/// Priority descending, then arrival order (sequence numbers are unique in
+/// the partition, so the key is too).
+pub type AskOrderKey = (Reverse<i32>, u64);
 
 /// An application in a partition.
 #[derive(Debug, Clone)]
@@ -186,7 +187,7 @@ pub struct Application {
     /// Asks by key.
     pub asks: super::FastMap<Arc<str>, Ask>,
     /// Asks with repeats left, in scheduling order.
-    pub ask_order: BTreeSet<AskOrderKey>,
+    pub ask_order: BTreeMap<AskOrderKey, Arc<str>>,
     /// Outstanding demand.
     pub pending: Resource,
     /// Sum of the application's allocations.

@@ -240,9 +240,9 @@ fn partition_dump(p: &Partition) -> PartitionDump {
         .map(|a| {
             let mut pending_asks: Vec<AskDump> = a
                 .ask_order
-                .iter()
+                .values()
                 .map(|k| {
-                    let ask = &a.asks[&k.2];
+                    let ask = &a.asks[k];
                     AskDump {
                         allocation_key: ask.key.to_string(),
                         resource: res(&ask.resource),

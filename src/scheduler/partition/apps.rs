@@ -2,7 +2,7 @@
 //! plus the queue-side admission rules: draining queues, the
 //! `namespace.resourcequota` tag and `maxapplications`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -47,7 +47,7 @@ impl Partition {
                 seq,
                 submitted: Instant::now(),
                 asks: Default::default(),
-                ask_order: BTreeSet::new(),
+                ask_order: BTreeMap::new(),
                 pending: Resource::new(),
                 allocated: Resource::new(),
                 allocations: Default::default(),

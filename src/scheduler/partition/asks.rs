@@ -49,7 +49,7 @@ impl Partition {
         };
         let demand = resource.mul(ask.max_allocations as i64);
         let app = self.apps.get_mut(app_id).expect("checked above");
-        app.ask_order.insert(new.order_key());
+        app.ask_order.insert(new.order_key(), ask.key.clone());
         // An ask with the same key is replaced (spec 7.1).
         let replaced = app.asks.insert(ask.key.clone(), new);
         app.pending.add_assign(&demand);

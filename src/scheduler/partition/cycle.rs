@@ -314,11 +314,11 @@ impl Partition {
         now: Instant,
     ) -> Option<Decision> {
         let start = match pass.ask_cursor.get(&app.seq) {
-            Some(k) => Bound::Excluded(k.clone()),
+            Some(k) => Bound::Excluded(*k),
             None => Bound::Unbounded,
         };
-        for okey in app.ask_order.range((start, Bound::Unbounded)) {
-            let ask = &app.asks[&okey.2];
+        for (okey, key) in app.ask_order.range((start, Bound::Unbounded)) {
+            let ask = &app.asks[key];
             // An allocated ask keeps its place (its order key does not
             // change); a failed or reserving one moves the cursor past it.
             let fits_queue = headroom.is_none_or(|h| ask.resource.fits_in_max_undef(h));
@@ -332,7 +332,7 @@ impl Partition {
                         })
                     }
                     NodeChoice::Reserve(node) => {
-                        pass.ask_cursor.insert(app.seq, okey.clone());
+                        pass.ask_cursor.insert(app.seq, *okey);
                         return Some(Decision::Reserve {
                             app: app.id.clone(),
                             key: ask.key.clone(),
@@ -345,7 +345,7 @@ impl Partition {
                 // Skipped for queue headroom: a REQUEST event (spec 13.2).
                 pass.events.push(self.queue_headroom_event(app, ask));
             }
-            pass.ask_cursor.insert(app.seq, okey.clone());
+            pass.ask_cursor.insert(app.seq, *okey);
         }
         None
     }
@@ -473,10 +473,11 @@ impl Partition {
     ) {
         let app = self.apps.get_mut(app_id).expect("found by the search");
         let ask = app.asks.get_mut(key).expect("found by the search");
-        app.ask_order.remove(&ask.order_key());
+        // The order key does not depend on the repeat count: the ask
+        // leaves the order only when it is done.
         ask.pending_repeat -= 1;
-        if ask.pending_repeat > 0 {
-            app.ask_order.insert(ask.order_key());
+        if ask.pending_repeat <= 0 {
+            app.ask_order.remove(&ask.order_key());
         }
         let remaining = ask.pending_repeat;
         let resource = ask.resource.clone();

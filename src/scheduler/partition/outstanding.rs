@@ -35,8 +35,8 @@ impl Partition {
         let mut headroom = self.headroom_below_root(q);
         for app_id in self.outstanding_app_order(q) {
             let app = &self.apps[&app_id];
-            for okey in &app.ask_order {
-                let ask = &app.asks[&okey.2];
+            for key in app.ask_order.values() {
+                let ask = &app.asks[key];
                 let fits = headroom
                     .as_ref()
                     .is_none_or(|h| ask.resource.fits_in_max_undef(h));
