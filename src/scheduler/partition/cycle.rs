@@ -414,19 +414,22 @@ impl Partition {
             return NodeChoice::Nothing;
         }
         let mut candidate: Option<(f64, &Node)> = None;
-        let pinned = ask
-            .required_node
-            .as_ref()
-            .map(|required| self.nodes.get(required.as_str()));
-        // A required node is used even while draining.
-        let pinned_nodes = pinned.into_iter().flatten();
-        let ordered_nodes = self
-            .node_order
-            .iter()
-            .take_while(|_| pinned.is_none())
-            .map(|k| &self.nodes[&k.id])
-            .filter(|n| n.schedulable);
-        for n in pinned_nodes.chain(ordered_nodes) {
+        // A required node is the only candidate, used even while draining;
+        // otherwise every schedulable node in policy order.
+        let mut pinned: Option<&Node> = None;
+        let mut ordered = None;
+        match &ask.required_node {
+            Some(required) => pinned = self.nodes.get(required.as_str()),
+            None => ordered = Some(self.node_order.iter()),
+        }
+        let next_node = || -> Option<&Node> {
+            if let Some(keys) = ordered.as_mut() {
+                keys.map(|k| &self.nodes[&k.id]).find(|n| n.schedulable)
+            } else {
+                pinned.take()
+            }
+        };
+        for n in std::iter::from_fn(next_node) {
             if !n.fits_capacity(&ask.resource) {
                 continue;
             }
