@@ -94,7 +94,11 @@ impl Partition {
     /// Applications holding reservations, in the order the regular search
     /// visits them (spec 8.10): leaves in depth-first fair order, then each
     /// leaf's application order (`stateaware` as `fifo`, without its filter).
-    fn reserved_apps_in_order(&self) -> Vec<Arc<str>> {
+    ///
+    /// Returns each application with its reservations, its asks in
+    /// scheduling order: one walk over the reservations, whatever their
+    /// number.
+    fn reserved_apps_in_order(&self) -> Vec<(Arc<str>, Vec<(Arc<str>, ReservedAsk)>)> {
         let mut leaf_rank: FastMap<QueueId, usize> = FastMap::default();
         let mut stack = vec![ROOT];
         while let Some(q) = stack.pop() {
@@ -106,15 +110,25 @@ impl Partition {
                 stack.extend(children.into_iter().rev());
             }
         }
-        let mut apps: Vec<(usize, ShareKey, u64, Arc<str>)> = Vec::new();
-        let mut seen: FastSet<&str> = FastSet::default();
-        for (_, r) in self.reservations.iter() {
-            if !seen.insert(&*r.app) {
+        type Held = Vec<(Arc<str>, ReservedAsk)>;
+        let mut apps: Vec<(usize, ShareKey, u64, Arc<str>, Held)> = Vec::new();
+        let mut index: FastMap<&str, usize> = FastMap::default();
+        for (node, r) in self.reservations.iter() {
+            if let Some(i) = index.get(&*r.app) {
+                apps[*i].4.push((node.clone(), r.clone()));
                 continue;
             }
+            index.insert(&*r.app, apps.len());
+            let held = vec![(node.clone(), r.clone())];
             let Some(app) = self.apps.get(&r.app) else {
                 // Gone: sorted last, where its reservations are cancelled.
-                apps.push((usize::MAX, ShareKey::default(), u64::MAX, r.app.clone()));
+                apps.push((
+                    usize::MAX,
+                    ShareKey::default(),
+                    u64::MAX,
+                    r.app.clone(),
+                    held,
+                ));
                 continue;
             };
             let fair = self.queues.get(app.queue).sort_policy == AppSortPolicy::Fair;
@@ -128,10 +142,20 @@ impl Partition {
                 },
                 app.seq,
                 app.id.clone(),
+                held,
             ));
         }
         apps.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
-        apps.into_iter().map(|a| a.3).collect()
+        apps.into_iter()
+            .map(|(_, _, _, id, mut held)| {
+                if let Some(app) = self.apps.get(&id) {
+                    held.sort_by_cached_key(|(n, r)| {
+                        (app.asks.get(&r.key).map(Ask::order_key), n.clone())
+                    });
+                }
+                (id, held)
+            })
+            .collect()
     }
 
     /// The reserved pass (spec 8.10): applications in queue order; each
@@ -144,11 +168,10 @@ impl Partition {
         out: &mut Outcomes,
     ) -> usize {
         let mut made = 0;
-        for app_id in self.reserved_apps_in_order() {
+        for (_, held) in self.reserved_apps_in_order() {
             if made >= budget {
                 break;
             }
-            let held = self.reservations_of_app(&app_id);
             let mut unsatisfied = Vec::new();
             for (node_id, r) in held {
                 if made >= budget {
@@ -207,20 +230,6 @@ impl Partition {
             }
         }
         made
-    }
-
-    /// One application's reservations, its asks in scheduling order.
-    fn reservations_of_app(&self, app_id: &str) -> Vec<(Arc<str>, ReservedAsk)> {
-        let mut held: Vec<(Arc<str>, ReservedAsk)> = self
-            .reservations
-            .iter()
-            .filter(|(_, r)| &*r.app == app_id)
-            .map(|(n, r)| (n.clone(), r.clone()))
-            .collect();
-        if let Some(app) = self.apps.get(app_id) {
-            held.sort_by_cached_key(|(n, r)| (app.asks.get(&r.key).map(Ask::order_key), n.clone()));
-        }
-        held
     }
 
     /// Whether a reservation can still be served: `None` when it is stale
