@@ -14,6 +14,9 @@ use super::*;
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::ShareKey;
 
+/// Reserved nodes and the asks holding them.
+type HeldNodes = Vec<(Arc<str>, ReservedAsk)>;
+
 /// What the search found for one ask.
 enum NodeChoice {
     /// Allocate on this node.
@@ -98,7 +101,7 @@ impl Partition {
     /// Returns each application with its reservations, its asks in
     /// scheduling order: one walk over the reservations, whatever their
     /// number.
-    fn reserved_apps_in_order(&self) -> Vec<(Arc<str>, Vec<(Arc<str>, ReservedAsk)>)> {
+    fn reserved_apps_in_order(&self) -> Vec<(Arc<str>, HeldNodes)> {
         let mut leaf_rank: FastMap<QueueId, usize> = FastMap::default();
         let mut stack = vec![ROOT];
         while let Some(q) = stack.pop() {
@@ -110,8 +113,7 @@ impl Partition {
                 stack.extend(children.into_iter().rev());
             }
         }
-        type Held = Vec<(Arc<str>, ReservedAsk)>;
-        let mut apps: Vec<(usize, ShareKey, u64, Arc<str>, Held)> = Vec::new();
+        let mut apps: Vec<(usize, ShareKey, u64, Arc<str>, HeldNodes)> = Vec::new();
         let mut index: FastMap<&str, usize> = FastMap::default();
         for (node, r) in self.reservations.iter() {
             if let Some(i) = index.get(&*r.app) {
