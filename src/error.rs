@@ -47,6 +47,15 @@ impl Error {
         Self::new(Status::Rejected, message)
     }
 
+    /// `what` (an argument, named with its message type) is not a valid
+    /// encoding of that message.
+    pub fn decode(what: &str, detail: impl fmt::Display) -> Self {
+        Self::new(
+            Status::DecodeError,
+            format!("{what}: not a valid encoding of the message: {detail}"),
+        )
+    }
+
     /// The scheduler has stopped.
     pub fn stopped() -> Self {
         Self::new(Status::Stopped, "the scheduler has been stopped")

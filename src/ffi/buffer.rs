@@ -88,10 +88,5 @@ pub(crate) fn decode<M: prost::Message + Default>(
     what: &str,
 ) -> Result<M, Error> {
     let bytes = borrow_bytes(ptr, len, what, false)?;
-    M::decode(bytes).map_err(|e| {
-        Error::new(
-            crate::error::Status::DecodeError,
-            format!("{what}: not a valid encoding of the message: {e}"),
-        )
-    })
+    M::decode(bytes).map_err(|e| Error::decode(what, e))
 }

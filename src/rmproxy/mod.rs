@@ -104,14 +104,8 @@ impl Scheduler {
     /// straight into core terms (see [`wire`]), the same checks, the same
     /// effect, without building the generated message first.
     pub fn update_allocation_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
-        let update = wire::decode_allocation_update(bytes).map_err(|e| {
-            Error::new(
-                Status::DecodeError,
-                format!(
-                    "request (si.v1.AllocationRequest): not a valid encoding of the message: {e}"
-                ),
-            )
-        })?;
+        let update = wire::decode_allocation_update(bytes)
+            .map_err(|e| Error::decode("request (si.v1.AllocationRequest)", e))?;
         self.check_registered(&update.rm_id, "AllocationRequest")?;
         validate::allocation_update(&update)?;
         self.send(Command::Allocation(update))

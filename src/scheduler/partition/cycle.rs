@@ -94,14 +94,12 @@ impl Partition {
         made
     }
 
-    /// Applications holding reservations, in the order the regular search
-    /// visits them (spec 8.10): leaves in depth-first fair order, then each
-    /// leaf's application order (`stateaware` as `fifo`, without its filter).
-    ///
-    /// Returns each application with its reservations, its asks in
-    /// scheduling order: one walk over the reservations, whatever their
-    /// number.
-    fn reserved_apps_in_order(&self) -> Vec<(Arc<str>, HeldNodes)> {
+    /// Reservations grouped by application, the applications in the order
+    /// the regular search visits them (spec 8.10): leaves in depth-first
+    /// fair order, then each leaf's application order (`stateaware` as
+    /// `fifo`, without its filter); within an application, its asks in
+    /// scheduling order. One walk over the reservations.
+    fn reserved_apps_in_order(&self) -> Vec<HeldNodes> {
         let mut leaf_rank: FastMap<QueueId, usize> = FastMap::default();
         let mut stack = vec![ROOT];
         while let Some(q) = stack.pop() {
@@ -113,49 +111,43 @@ impl Partition {
                 stack.extend(children.into_iter().rev());
             }
         }
-        let mut apps: Vec<(usize, ShareKey, u64, Arc<str>, HeldNodes)> = Vec::new();
+        let mut apps: Vec<((usize, ShareKey, u64), HeldNodes)> = Vec::new();
         let mut index: FastMap<&str, usize> = FastMap::default();
         for (node, r) in self.reservations.iter() {
             if let Some(i) = index.get(&*r.app) {
-                apps[*i].4.push((node.clone(), r.clone()));
+                apps[*i].1.push((node.clone(), r.clone()));
                 continue;
             }
             index.insert(&*r.app, apps.len());
-            let held = vec![(node.clone(), r.clone())];
-            let Some(app) = self.apps.get(&r.app) else {
+            let order = match self.apps.get(&r.app) {
                 // Gone: sorted last, where its reservations are cancelled.
-                apps.push((
-                    usize::MAX,
-                    ShareKey::default(),
-                    u64::MAX,
-                    r.app.clone(),
-                    held,
-                ));
-                continue;
+                None => (usize::MAX, ShareKey::default(), u64::MAX),
+                Some(app) => {
+                    let fair = self.queues.get(app.queue).sort_policy == AppSortPolicy::Fair;
+                    (
+                        // A leaf without demand is not walked: after every other.
+                        leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
+                        if fair {
+                            app.fair_key.clone()
+                        } else {
+                            ShareKey::default()
+                        },
+                        app.seq,
+                    )
+                }
             };
-            let fair = self.queues.get(app.queue).sort_policy == AppSortPolicy::Fair;
-            apps.push((
-                // A leaf without demand is not walked: after every other.
-                leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
-                if fair {
-                    app.fair_key.clone()
-                } else {
-                    ShareKey::default()
-                },
-                app.seq,
-                app.id.clone(),
-                held,
-            ));
+            apps.push((order, vec![(node.clone(), r.clone())]));
         }
-        apps.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+        apps.sort_by(|a, b| a.0.cmp(&b.0));
         apps.into_iter()
-            .map(|(_, _, _, id, mut held)| {
-                if let Some(app) = self.apps.get(&id) {
+            .map(|(_, mut held)| {
+                let app = held.first().and_then(|(_, r)| self.apps.get(&r.app));
+                if let Some(app) = app {
                     held.sort_by_cached_key(|(n, r)| {
                         (app.asks.get(&r.key).map(Ask::order_key), n.clone())
                     });
                 }
-                (id, held)
+                held
             })
             .collect()
     }
@@ -170,7 +162,7 @@ impl Partition {
         out: &mut Outcomes,
     ) -> usize {
         let mut made = 0;
-        for (_, held) in self.reserved_apps_in_order() {
+        for held in self.reserved_apps_in_order() {
             if made >= budget {
                 break;
             }
@@ -191,11 +183,9 @@ impl Partition {
                 if !fits_queue {
                     continue;
                 }
-                let mut refusals = Vec::new();
                 let ask = &self.apps[&r.app].asks[&r.key];
-                let ok = self.try_node(&r.app, ask, &self.nodes[&node_id], cb, true, &mut refusals);
-                out.events.append(&mut refusals);
-                if ok {
+                let node = &self.nodes[&node_id];
+                if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
                     self.commit(&r.app, &r.key, &node_id, out);
                     made += 1;
                 } else {
@@ -214,16 +204,14 @@ impl Partition {
                     continue;
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
-                let mut refusals = Vec::new();
                 let target = self
                     .node_order
                     .iter()
                     .map(|k| &self.nodes[&k.id])
                     .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
                     .filter(|n| n.fits_capacity(&ask.resource))
-                    .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut refusals))
+                    .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut out.events))
                     .map(|n| n.id.clone());
-                out.events.append(&mut refusals);
                 if let Some(target) = target {
                     self.reservations.cancel_node(&node_id);
                     self.commit(&r.app, &r.key, &target, out);
