@@ -95,6 +95,9 @@ pub enum TimerKind {
     /// `Completed`/`Failed` -> `Expired` for the history entry that
     /// terminated at this time (ns since the epoch).
     Expire(i64),
+    /// The gang placeholder timer (spec 9.4); `epoch` is the application's
+    /// placeholder timer epoch.
+    Placeholder,
 }
 
 /// Outcomes for one RM, in the order they were produced.

@@ -79,6 +79,8 @@ impl Partition {
         if !self.reservations.is_empty() {
             made += self.reserved_pass(cb, budget, out);
         }
+        // Step b: gang placeholder replacement (spec 8.2, 9.3).
+        made += self.replacement_pass(cb, budget.saturating_sub(made), out);
         while made < budget {
             match self.find_in_queue(ROOT, cb, &mut pass, now) {
                 Some(Decision::Allocate { app, key, node }) => self.commit(&app, &key, &node, out),
@@ -230,7 +232,8 @@ impl Partition {
         let app = self.apps.get(&r.app)?;
         let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
         self.nodes.get(node_id).filter(|n| n.schedulable)?;
-        let held_back = !app.counted_active && self.app_limit_reached(app.queue);
+        let held_back = (!app.counted_active && self.app_limit_reached(app.queue))
+            || Self::served_by_replacement(app, ask);
         Some(
             !held_back
                 && self
@@ -318,6 +321,10 @@ impl Partition {
         };
         for (okey, key) in app.ask_order.range((start, Bound::Unbounded)) {
             let ask = &app.asks[key];
+            if Self::served_by_replacement(app, ask) {
+                pass.ask_cursor.insert(app.seq, *okey);
+                continue;
+            }
             // An allocated ask keeps its place (its order key does not
             // change); a failed or reserving one moves the cursor past it.
             let fits_queue = headroom.is_none_or(|h| ask.resource.fits_in_max_undef(h));
@@ -352,7 +359,7 @@ impl Partition {
     /// One allocation attempt of an ask on a node (spec 8.7 step 3): free
     /// resource, then the RM's predicates. A refusal's reason becomes a
     /// `REQUEST` event (the store keeps the latest per ask).
-    fn try_node(
+    pub(super) fn try_node(
         &self,
         app: &str,
         ask: &Ask,
@@ -487,7 +494,9 @@ impl Partition {
         let tags = ask.tags.clone();
         let task_group = ask.task_group.clone();
         app.pending.sub_clamped_assign(&resource);
-        app.allocated.add_assign(&resource);
+        if !placeholder {
+            app.allocated.add_assign(&resource);
+        }
         let mut buf = uuid::Uuid::encode_buffer();
         let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
         app.allocations.insert(uuid.clone());
@@ -533,8 +542,15 @@ impl Partition {
             placeholder,
         });
         out.new_allocation(record.clone());
-        self.allocations.insert(uuid, Allocation { record, queue });
-        self.rekey_app(app_id);
+        let group = record.task_group.clone();
+        let resource = record.resource.clone();
+        self.allocations
+            .insert(uuid.clone(), Allocation { record, queue });
+        if placeholder {
+            self.placeholder_added(app_id, &uuid, &group, &resource, out);
+        } else {
+            self.rekey_app(app_id);
+        }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);
         }

@@ -5,6 +5,8 @@
 mod apps;
 mod asks;
 mod cycle;
+mod gang; // placeholder replacement, confirmation and timeout (spec 9)
+pub use gang::GangBook;
 mod lifecycle;
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
@@ -49,6 +51,8 @@ pub struct AppTimeouts {
     pub reservation_delay: Option<std::time::Duration>,
     /// `Completed`/`Failed` -> `Expired`.
     pub terminated: std::time::Duration,
+    /// Gang placeholder timeout when the application sets none.
+    pub placeholder: std::time::Duration,
 }
 
 impl AppTimeouts {
@@ -58,6 +62,7 @@ impl AppTimeouts {
             start: o.app_start_timeout,
             completing: o.app_completing_timeout,
             terminated: o.app_terminated_timeout,
+            placeholder: o.placeholder_timeout,
             reservation_delay: (!o.disable_reservation).then_some(o.reservation_delay),
         }
     }
@@ -145,6 +150,8 @@ pub struct Partition {
     pub allocation_count: u64,
     /// Nodes held by asks that fit nowhere else (spec 8.9).
     pub reservations: Reservations,
+    /// Gang swaps in flight and placeholders being released (spec 9).
+    pub gang: GangBook,
     seq: u64,
     timeouts: AppTimeouts,
 }
@@ -197,6 +204,7 @@ impl Partition {
             finished: VecDeque::new(),
             allocation_count: 0,
             reservations: Reservations::default(),
+            gang: GangBook::default(),
             seq: 0,
             timeouts,
         })
