@@ -93,12 +93,10 @@ impl Partition {
             if let Some(m) = &queue.max {
                 max = Some(match max {
                     None => m.clone(),
-                    Some(prev) => {
-                        let mut merged = prev.min(m);
-                        for (t, v) in m.iter().chain(prev.iter()) {
-                            if merged.lookup(t).is_none() {
-                                merged.set(t, v);
-                            }
+                    Some(mut merged) => {
+                        for (t, v) in m.iter() {
+                            let v = merged.lookup(t).map_or(v, |prev| prev.min(v));
+                            merged.set(t, v);
                         }
                         merged
                     }
