@@ -188,6 +188,8 @@ pub struct ReplacementDump {
     pub node: String,
     /// The real allocation's resource.
     pub resource: Res,
+    /// What it needs beyond the placeholder, already in queue usage.
+    pub queue_excess: Res,
 }
 
 /// One ask.
@@ -344,6 +346,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                             allocation_key: s.real.key.to_string(),
                             node: s.real.node.to_string(),
                             resource: res(&s.real.resource),
+                            queue_excess: res(&s.excess),
                         })
                         .collect();
                     v.sort_by(|x, y| x.placeholder.cmp(&y.placeholder));

@@ -27,6 +27,10 @@ pub struct Swap {
     pub real: Arc<NewAllocation>,
     /// Whether it sits on the placeholder's node, in its space.
     pub same_node: bool,
+    /// What the real allocation needs beyond the placeholder, per type:
+    /// counted in queue usage from the decision on, so that the queue's
+    /// max holds when the swap is confirmed.
+    pub excess: Resource,
 }
 
 /// The partition's gang books.
@@ -198,6 +202,12 @@ impl Partition {
             return;
         };
         let real = swap.real;
+        if !swap.excess.is_zero() {
+            if let Some(app) = self.apps.get(&real.app) {
+                let q = app.queue;
+                self.queues.sub_allocated(q, &swap.excess);
+            }
+        }
         if !swap.same_node {
             self.gang.by_real.remove(&*real.uuid);
             if let Some(n) = self.nodes.get_mut(&real.node) {
@@ -349,6 +359,17 @@ impl Partition {
             }
         }
         let (ask, ph) = first?;
+        // A real allocation bigger than its placeholder needs the queue's
+        // headroom for the difference.
+        let excess = ask.resource.sub_clamped(&self.allocations[ph].resource);
+        if !excess.is_zero()
+            && !self
+                .queues
+                .headroom(app.queue)
+                .is_none_or(|h| excess.fits_in_max_undef(&h))
+        {
+            return None;
+        }
         let mut pinned = None;
         let mut ordered = None;
         match &ask.required_node {
@@ -418,6 +439,10 @@ impl Partition {
         let q = app.queue;
         let queue_path = self.queues.get(q).path.clone();
         self.queues.sub_pending(q, &real.resource);
+        let excess = real.resource.sub_clamped(&ph_resource);
+        if !excess.is_zero() {
+            self.queues.add_allocated(q, &excess);
+        }
         if !plan.same_node {
             let n = self.nodes.get_mut(&plan.node).expect("found by the search");
             n.allocated.add_assign(&real.resource);
@@ -463,6 +488,7 @@ impl Partition {
             Swap {
                 real,
                 same_node: plan.same_node,
+                excess,
             },
         );
         si::AllocationRelease {
@@ -542,9 +568,11 @@ impl Partition {
         if !swap.same_node {
             self.gang.by_real.remove(&*real.uuid);
         }
-        // Queue usage follows the real size (the spec's recommended fix).
+        // Queue usage follows the real size (the spec's recommended fix);
+        // an excess was counted at the decision already.
         if real.resource != a.resource {
-            self.queues.sub_allocated(a.queue, &a.resource);
+            self.queues
+                .sub_allocated(a.queue, &a.resource.add(&swap.excess));
             self.queues.add_allocated(a.queue, &real.resource);
         }
         let app = self.apps.get_mut(&a.app)?;
