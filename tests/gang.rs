@@ -424,7 +424,12 @@ fn a_different_size_replacement_adjusts_usage_on_confirmation() {
         800,
         "placeholder and real"
     );
-    assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 300);
+    // The queue holds the excess from the decision on, so its max holds.
+    assert_eq!(
+        app_dump(&d, "g")["replacements"][0]["queue_excess"]["memory"],
+        300
+    );
+    assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 600);
     assert_eq!(
         h.releases(vec![confirm("g", &rel.uuid)], vec![]).0,
         SICORE_OK
