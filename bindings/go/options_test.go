@@ -27,6 +27,7 @@ func TestOptionsEncoding(t *testing.T) {
 		WithAppTerminatedTimeout(time.Hour),
 		WithoutEvents(),
 		WithOutstandingCheckInterval(3 * time.Second),
+		WithPlaceholderTimeout(90 * time.Second),
 	} {
 		if err := o(&c); err != nil {
 			t.Fatal(err)
@@ -69,6 +70,7 @@ func TestOptionsEncoding(t *testing.T) {
 		10: {uint64(3600000)},
 		11: {uint64(1)},
 		12: {uint64(3000)},
+		14: {uint64(90000)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("encoded options\n got %v\nwant %v", got, want)

@@ -42,7 +42,8 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
     ``scheduling_interval_ms``, ``event_flush_interval_ms``, ``log_level``,
     ``reservation_delay_ms``, ``disable_reservation``, ``app_start_timeout_ms``,
     ``app_completing_timeout_ms``, ``app_terminated_timeout_ms``,
-    ``disable_events``, ``outstanding_check_interval_ms``). ``None`` leaves a
+    ``disable_events``, ``outstanding_check_interval_ms``,
+    ``placeholder_timeout_ms``). ``None`` leaves a
     field unset; ``config_dir`` accepts any path-like object.
     """
     unknown = sorted(set(options) - _OPTION_FIELDS)
