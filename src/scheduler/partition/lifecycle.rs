@@ -77,6 +77,7 @@ impl Partition {
                 .timers
                 .push(timer(self.timeouts.completing, TimerKind::State)),
             AppState::Completed | AppState::Failed => {
+                self.release_on_termination(app_id, to, out);
                 let after = self.timeouts.terminated;
                 let finished = self.terminate(app_id);
                 out.timers.push(timer(after, TimerKind::Expire(finished)));
@@ -150,6 +151,36 @@ impl Partition {
             }
             _ => {}
         }
+    }
+
+    /// An application terminating with allocations left (a hard gang that
+    /// failed while holding real allocations, say) releases them to the RM
+    /// instead of dropping them silently: the RM must stop them.
+    fn release_on_termination(&mut self, app_id: &str, to: AppState, out: &mut Outcomes) {
+        let Some(app) = self.apps.get(app_id) else {
+            return;
+        };
+        if app.allocations.is_empty() {
+            return;
+        }
+        let mut uuids: Vec<Arc<str>> = app.allocations.iter().cloned().collect();
+        uuids.sort();
+        let mut released = Vec::new();
+        for u in uuids {
+            if let Some(a) = self.remove_allocation(&u) {
+                released.push(si::AllocationRelease {
+                    partition_name: self.name.clone(),
+                    application_id: app_id.to_string(),
+                    uuid: a.uuid.to_string(),
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    message: format!("Application {app_id} {}", to.as_str()),
+                });
+            }
+        }
+        out.new_allocation_message(si::AllocationResponse {
+            released,
+            ..Default::default()
+        });
     }
 
     /// `Completed`/`Failed` -> `Expired` for a history entry (spec 6.4).
