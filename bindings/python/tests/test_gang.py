@@ -54,7 +54,7 @@ def test_gang_placeholders_are_replaced_by_real_allocations() -> None:
         node_of = {p.UUID: p.nodeID for p in placeholders}
         for r in rels:
             real_uuid = r.message.removeprefix("replacing UUID: ")
-            (a,) = [a for a in real if a.UUID == real_uuid]
+            (a,) = [a for a in real if real_uuid == a.UUID]
             assert a.allocationKey == "worker"
             assert a.nodeID == node_of[r.UUID]
         rm.wait_for(lambda: "Running" in rm.app_states("job"))
