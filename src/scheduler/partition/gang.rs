@@ -458,9 +458,11 @@ impl Partition {
                 key: plan.key.clone(),
             });
         }
-        self.gang.unlinked.remove(&*plan.placeholder);
+        if !self.gang.unlinked.is_empty() {
+            self.gang.unlinked.remove(&*plan.placeholder);
+        }
         self.sync_holder(&plan.app);
-        if plan.same_node && real.resource != ph_resource {
+        if self.timeouts.events && plan.same_node && real.resource != ph_resource {
             // The swap proceeds; the RM hears of the mismatch (spec 13.2).
             out.event(events::record(
                 EventType::Request,
@@ -473,7 +475,8 @@ impl Partition {
                 ),
             ));
         }
-        out.event(events::record(
+        if self.timeouts.events {
+            out.event(events::record(
             EventType::App,
             &plan.app,
             &queue_path,
@@ -483,6 +486,7 @@ impl Partition {
                 plan.app, real.key, plan.placeholder, plan.node
             ),
         ));
+        }
         self.gang.swaps.insert(
             plan.placeholder.clone(),
             Swap {
@@ -551,19 +555,28 @@ impl Partition {
         let swap = self.gang.swaps.remove(ph)?;
         let real = swap.real;
         let a = self.allocations.remove(ph)?;
-        self.gang.unlinked.remove(ph);
-        self.gang.releasing.remove(ph);
+        if !self.gang.unlinked.is_empty() {
+            self.gang.unlinked.remove(ph);
+        }
+        if !self.gang.releasing.is_empty() {
+            self.gang.releasing.remove(ph);
+        }
         // Node: the placeholder's entry goes; on the same node the real one
         // takes it, sized as the real allocation.
         if let Some(n) = self.nodes.get_mut(&a.node) {
             n.allocations.remove(ph);
-            n.allocated.sub_clamped_assign(&a.resource);
             if swap.same_node {
                 n.allocations.insert(real.uuid.clone());
-                n.allocated.add_assign(&real.resource);
             }
-            let id = n.id.clone();
-            self.reposition_node(&id);
+            // The usual swap (same node, same size) leaves usage as it is.
+            if !swap.same_node || real.resource != a.resource {
+                n.allocated.sub_clamped_assign(&a.resource);
+                if swap.same_node {
+                    n.allocated.add_assign(&real.resource);
+                }
+                let id = n.id.clone();
+                self.reposition_node(&id);
+            }
         }
         if !swap.same_node {
             self.gang.by_real.remove(&*real.uuid);
@@ -603,16 +616,18 @@ impl Partition {
         self.allocation_count += 1;
         self.rekey_app(&a.app);
         self.sync_holder(&a.app);
-        out.event(events::record(
-            EventType::App,
-            &a.app,
-            &queue_path,
-            "PlaceholderReplaced",
-            format!(
-                "Application {}: placeholder {ph} replaced by {} on node {}",
-                a.app, real.uuid, real.node
-            ),
-        ));
+        if self.timeouts.events {
+            out.event(events::record(
+                EventType::App,
+                &a.app,
+                &queue_path,
+                "PlaceholderReplaced",
+                format!(
+                    "Application {}: placeholder {ph} replaced by {} on node {}",
+                    a.app, real.uuid, real.node
+                ),
+            ));
+        }
         if !first {
             self.fire(&a.app, AppEvent::Run, None, out);
         }

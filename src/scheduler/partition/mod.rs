@@ -53,6 +53,9 @@ pub struct AppTimeouts {
     pub terminated: std::time::Duration,
     /// Gang placeholder timeout when the application sets none.
     pub placeholder: std::time::Duration,
+    /// Whether event records are wanted (the gang path skips building
+    /// them otherwise: three per replacement).
+    pub events: bool,
 }
 
 impl AppTimeouts {
@@ -63,6 +66,7 @@ impl AppTimeouts {
             completing: o.app_completing_timeout,
             terminated: o.app_terminated_timeout,
             placeholder: o.placeholder_timeout,
+            events: !o.disable_events,
             reservation_delay: (!o.disable_reservation).then_some(o.reservation_delay),
         }
     }
