@@ -47,12 +47,13 @@ impl Partition {
         if !self.apps.contains_key(app_id) {
             return;
         }
+        // A replacement confirmation (spec 9.3), unless it is to be
+        // handled as a normal release (gang.rs).
         if !rel.uuid.is_empty()
             && rel.termination_type == si::TerminationType::PlaceholderReplaced as i32
+            && self.confirm_replacement(rel, out)
         {
-            if self.confirm_replacement(rel, out) {
-                return;
-            }
+            return;
         }
         let app = &self.apps[app_id];
         let uuids: Vec<Arc<str>> = if rel.uuid.is_empty() {
