@@ -1060,3 +1060,74 @@ fn timeout_undoes_swaps_in_flight_and_late_confirmations_release() {
         .iter()
         .all(|n| n["allocations"].as_array().unwrap().is_empty()));
 }
+
+#[test]
+fn a_bigger_replacement_needs_queue_headroom_for_the_difference() {
+    let yaml = "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: capped
+            resources:
+              max: {memory: 300, vcore: 10}
+";
+    let h = Harness::configured(yaml_options(yaml), 2);
+    h.submit(gang_app("g", "root.capped", 200, "")).unwrap();
+    assert_eq!(
+        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 2)]).0,
+        SICORE_OK
+    );
+    h.wait("placeholders", |s| s.allocations.len() == 2);
+    // 250 in place of 100: the queue would end at 350 > 300. It waits.
+    assert_eq!(
+        h.asks(vec![real_ask("g", "huge", "tg", 250, 1)]).0,
+        SICORE_OK
+    );
+    h.settle();
+    assert!(
+        h.seen(|s| s.released.is_empty()),
+        "no replacement over the queue max"
+    );
+    let d = h.dump();
+    assert!(app_dump(&d, "g")["replacements"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 200);
+    // 150 in place of 100 fits (250 <= 300): replaced, the excess held.
+    let release = si::AllocationAskRelease {
+        partition_name: "default".into(),
+        application_id: "g".into(),
+        allocationkey: "huge".into(),
+        termination_type: STOPPED,
+        ..Default::default()
+    };
+    assert_eq!(h.releases(vec![], vec![release]).0, SICORE_OK);
+    assert_eq!(
+        h.asks(vec![real_ask("g", "big", "tg", 150, 1)]).0,
+        SICORE_OK
+    );
+    h.wait("replacement", |s| {
+        s.released.iter().any(|r| r.termination_type == PR)
+    });
+    let d = h.dump();
+    assert_eq!(
+        find_queue(&d, "default", "root.capped").unwrap()["allocated"]["memory"],
+        250
+    );
+    let rel = replaced(&h).remove(0);
+    assert_eq!(
+        h.releases(vec![confirm("g", &rel.uuid)], vec![]).0,
+        SICORE_OK
+    );
+    h.wait("real", |s| s.allocations.len() == 3);
+    let d = h.dump();
+    assert_eq!(
+        find_queue(&d, "default", "root.capped").unwrap()["allocated"]["memory"],
+        250
+    );
+    assert_eq!(app_dump(&d, "g")["allocated"]["memory"], 150);
+}
