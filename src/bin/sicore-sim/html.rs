@@ -3,8 +3,10 @@
 //! and can be attached to a ticket. Tooltips are SVG `<title>` elements.
 
 use std::fmt::Write;
+use std::path::Path;
+use std::time::Instant;
 
-use crate::report::Report;
+use crate::report::{Recorder, Report};
 
 /// Escapes text for HTML and SVG content and attribute values.
 pub fn esc(s: &str) -> String {
@@ -254,7 +256,7 @@ svg text{fill:#1d2329}
 .sw.used{background:#0969da}.sw.guar{background:#1a7f37}.sw.max{background:#cf222e}.sw.markk{background:#8250df}
 table.queues{border-collapse:collapse}
 table.queues td{vertical-align:top;padding:6px 10px 6px 0;border-top:1px solid #eaeef2}
-td.qname{font-size:13px;width:200px}
+td.qname{font-size:13px;width:210px}
 td.qname b{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:13px;word-break:break-all}
 td.qname div{color:#57606a;font-size:12px;margin-top:3px}
 .ctitle{font-size:12px;font-weight:bold;margin:0 0 2px 58px}
@@ -289,6 +291,25 @@ fn state_colour(state: &str) -> &'static str {
     }
 }
 
+/// Builds the report from the recorder and the final state dump and writes
+/// it to `path`; returns a line for the simulator's text report.
+pub fn write(
+    path: &Path,
+    rec: &Recorder,
+    dump: &serde_json::Value,
+    meta: Vec<(String, String)>,
+) -> Result<String, String> {
+    let started = Instant::now();
+    let page = render(&rec.finish(dump, meta));
+    std::fs::write(path, &page).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(format!(
+        "{} ({} KiB, built in {:.0} ms)",
+        path.display(),
+        page.len() / 1024,
+        started.elapsed().as_secs_f64() * 1e3
+    ))
+}
+
 pub fn render(r: &Report) -> String {
     let unit = TimeUnit::for_span(r.end_ns);
     let mut out = String::with_capacity(256 * 1024);
@@ -308,6 +329,12 @@ pub fn render(r: &Report) -> String {
     for (k, v) in &r.meta {
         let _ = write!(out, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
     }
+    let _ = write!(
+        out,
+        "<tr><td>cost of recording</td><td>{:.1} ms ({:.0} ns per allocation) wall-clock in the RM's callback thread, including any wait for a CPU; none on the scheduler's thread</td></tr>",
+        r.recording_ns as f64 / 1e6,
+        r.recording_ns as f64 / r.total_allocations.max(1) as f64
+    );
     for (t, label) in &r.marks {
         let _ = write!(
             out,
@@ -421,13 +448,18 @@ fn queues(out: &mut String, r: &Report, unit: &TimeUnit) {
             out,
             r#"<tr><td class="qname" style="padding-left:{}px"><b>{}</b><div>{}{} application(s)</div>"#,
             q.depth * 12,
-            esc(&q.path),
+            // Long paths may wrap after a dot, not inside a name.
+            esc(&q.path).replace('.', ".<wbr>"),
             if q.leaf { "leaf, " } else { "parent, " },
             q.applications
         );
-        for (title, m) in [("guaranteed", &q.guaranteed), ("max", &q.max)] {
+        for (title, m, none) in [
+            ("guaranteed", &q.guaranteed, "not set"),
+            ("max", &q.max, "not set"),
+            ("pending at end", &q.pending, "none"),
+        ] {
             let text = if m.is_empty() {
-                "not set".to_string()
+                none.to_string()
             } else {
                 m.iter()
                     .map(|(k, v)| format!("{k} {}", fmt_num(*v as f64)))
@@ -447,8 +479,7 @@ fn queues(out: &mut String, r: &Report, unit: &TimeUnit) {
             let p = Plot::new(440.0, 170.0, r.end_ns, (top as f64).max(1.0));
             let _ = write!(
                 out,
-                r#"<td><div class="ctitle">{} — {}: {} at end, peak {}</div>"#,
-                esc(&q.path),
+                r#"<td><div class="ctitle">{}: {} at end, peak {}</div>"#,
                 esc(res),
                 fmt_num(last as f64),
                 fmt_num(peak as f64)
@@ -509,17 +540,16 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
         }
     );
     // Colour scale.
-    out.push_str(r#"<div class="legend">utilisation: "#);
+    out.push_str(r#"<div class="legend">utilisation 0% "#);
     for (i, c) in HEAT.iter().enumerate() {
         let _ = write!(
             out,
-            r#"<span style="margin-right:2px"><i class="sw" style="background:{c};width:34px"></i></span>"#
+            r#"<i class="sw" style="background:{c};width:34px;margin:0" title="{}–{}%"></i>"#,
+            i * 10,
+            i * 10 + 10
         );
-        if i == HEAT.len() - 1 {
-            out.push_str(" 0% → 100% (steps of 10%)");
-        }
     }
-    out.push_str("</div>");
+    out.push_str(" 100% (steps of 10%)</div>");
     if r.heat.is_empty() {
         out.push_str(r#"<p class="note">No nodes.</p>"#);
         return;
@@ -552,13 +582,13 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
             );
         }
         for (ci, &(mean, top)) in row.cells.iter().enumerate() {
-            let t0 = ci as u64 * r.heat_col_ns;
             let t1 = ((ci as u64 + 1) * r.heat_col_ns).min(r.end_ns);
             let _ = write!(
                 out,
                 r#"<rect x="{:.1}" y="{y:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{} ({} node(s)) at {}: mean {:.1}%, busiest {:.1}%</title></rect>"#,
                 label_w + cell_w * ci as f64,
-                cell_w + 0.05,
+                // Overlap the next cell a little: no hairline gaps when scaled.
+                cell_w + 0.6,
                 row_h,
                 heat_colour(mean),
                 esc(&label),
@@ -567,7 +597,6 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
                 mean * 100.0,
                 top * 100.0
             );
-            let _ = t0;
         }
     }
     let y0 = row_h * r.heat.len() as f64 + 4.0;

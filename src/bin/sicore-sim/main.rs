@@ -333,7 +333,7 @@ fn run(args: Args) -> Result<(), String> {
         counters: Arc::new(Counters::default()),
     };
     if args.html.is_some() {
-        let _ = sim.counters.report.set(report::Recorder::new());
+        let _ = sim.counters.report.set(report::Recorder::new(args.asks));
     }
     let mark = |label: &str| {
         if let Some(r) = sim.counters.report.get() {
@@ -614,14 +614,9 @@ fn run(args: Args) -> Result<(), String> {
             ("asks submitted".into(), args.asks.to_string()),
             ("allocations made".into(), made.to_string()),
         ];
-        let rendering = Instant::now();
-        let page = html::render(&rec.finish(&dump, meta));
-        std::fs::write(path, &page).map_err(|e| format!("{}: {e}", path.display()))?;
         println!(
-            "\nhtml report        {} ({} KiB, built in {:.0} ms)",
-            path.display(),
-            page.len() / 1024,
-            rendering.elapsed().as_secs_f64() * 1e3
+            "\nhtml report        {}",
+            html::write(path, rec, &dump, meta)?
         );
     }
     Ok(())
