@@ -259,7 +259,10 @@ fn bucket_width(end_ns: u64) -> u64 {
     }
 }
 
-fn resource_map(v: &Value) -> BTreeMap<String, i64> {
+/// Resource name to quantity, as the state dump writes resources.
+type Quantities = BTreeMap<String, i64>;
+
+fn resource_map(v: &Value) -> Quantities {
     v.as_object()
         .into_iter()
         .flatten()
@@ -307,7 +310,8 @@ fn build(g: &Inner, dump: &Value, meta: Vec<(String, String)>, end: u64) -> Repo
 
     // Nodes in id order, with capacities from the dump; resource order:
     // memory and vcore first (what operators look at), then by name.
-    let mut node_list: Vec<(String, BTreeMap<String, i64>, BTreeMap<String, i64>)> = partition
+    // (id, capacity, allocated)
+    let mut node_list: Vec<(String, Quantities, Quantities)> = partition
         ["nodes"]
         .as_array()
         .into_iter()
@@ -641,7 +645,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bucket_width_bounds_the_bucket_count() {
+    fn bucket_width_is_the_smallest_round_width_within_the_bound() {
         for end in [
             1,
             999,
@@ -652,12 +656,179 @@ mod tests {
         ] {
             let w = bucket_width(end);
             assert!(end.div_ceil(w) <= MAX_BUCKETS, "{end} -> {w}");
-            // The next smaller step would have been too many buckets.
+            let digits = w.to_string();
             assert!(
-                w == 1_000 || end.div_ceil(w / 2) > MAX_BUCKETS / 2,
+                matches!(&digits[..1], "1" | "2" | "5") && digits[1..].chars().all(|c| c == '0'),
+                "{w} is not 1, 2 or 5 times a power of ten"
+            );
+            // The next smaller round width would give too many buckets.
+            let smaller = if digits.starts_with('5') {
+                w * 2 / 5
+            } else {
+                w / 2
+            };
+            assert!(
+                w == 1_000 || end.div_ceil(smaller) > MAX_BUCKETS,
                 "{end} -> {w}"
             );
         }
+    }
+
+    fn alloc(uuid: &str, node: &str, queue: &str, memory: i64, vcore: i64) -> si::Allocation {
+        si::Allocation {
+            uuid: uuid.into(),
+            node_id: node.into(),
+            queue_name: queue.into(),
+            resource_per_alloc: Some(si::Resource {
+                resources: [("memory", memory), ("vcore", vcore)]
+                    .into_iter()
+                    .map(|(k, v)| (k.into(), si::Quantity { value: v }))
+                    .collect(),
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn dump(x_memory: i64) -> Value {
+        serde_json::json!({"partitions": [{
+            "name": "default",
+            "root": {"path": "root", "leaf": false, "guaranteed": null, "max": {"memory": 200, "vcore": 20},
+                "allocated": {"memory": 40, "vcore": 4}, "pending": {}, "total_applications": 0,
+                "children": [
+                    {"path": "root.x", "leaf": true, "guaranteed": {"memory": 20}, "max": {"memory": 50},
+                     "allocated": {"memory": x_memory, "vcore": 3}, "pending": {"memory": 5},
+                     "total_applications": 1, "children": []},
+                    {"path": "root.y", "leaf": true, "guaranteed": null, "max": null,
+                     "allocated": {"memory": 10, "vcore": 1}, "pending": {}, "total_applications": 1,
+                     "children": []}]},
+            "nodes": [
+                {"id": "node-b", "capacity": {"memory": 100, "vcore": 10}, "allocated": {"memory": 10, "vcore": 1}},
+                {"id": "node-a", "capacity": {"memory": 100, "vcore": 10}, "allocated": {"memory": 30, "vcore": 3}}],
+            "applications": [{"id": "app-1", "queue": "root.x"}, {"id": "app-2", "queue": "root.y"}]
+        }]})
+    }
+
+    /// What an RM would be told: two applications, one running; four
+    /// allocations and the release of one.
+    fn recorded() -> Recorder {
+        let r = Recorder::new(4);
+        r.mark("start");
+        r.on_application(&si::ApplicationResponse {
+            accepted: ["app-1", "app-2"]
+                .into_iter()
+                .map(|id| si::AcceptedApplication {
+                    application_id: id.into(),
+                })
+                .collect(),
+            ..Default::default()
+        });
+        for state in ["Accepted", "Starting", "Running"] {
+            r.on_application(&si::ApplicationResponse {
+                updated: vec![si::UpdatedApplication {
+                    application_id: "app-1".into(),
+                    state: state.into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+        }
+        r.on_allocation(&si::AllocationResponse {
+            new: vec![
+                alloc("u1", "node-a", "root.x", 20, 2),
+                alloc("u2", "node-a", "root.x", 15, 1),
+                alloc("u3", "node-b", "root.y", 10, 1),
+                alloc("u4", "node-a", "root.x", 10, 1),
+            ],
+            ..Default::default()
+        });
+        r.on_allocation(&si::AllocationResponse {
+            released: vec![si::AllocationRelease {
+                uuid: "u2".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn usage_is_replayed_per_queue_and_node() {
+        let rep = recorded().finish(&dump(30), vec![]);
+        assert_eq!(rep.mismatches, Vec::<String>::new());
+        assert_eq!(rep.resources, ["memory", "vcore"]);
+        assert_eq!(rep.total_allocations, 4);
+        let seconds = rep.bucket_ns as f64 / 1e9;
+        let made: f64 = rep.allocs_per_s.iter().map(|r| r * seconds).sum();
+        let released: f64 = rep.releases_per_s.iter().map(|r| r * seconds).sum();
+        assert_eq!((made.round(), released.round()), (4.0, 1.0));
+
+        let paths: Vec<&str> = rep.queues.iter().map(|q| q.path.as_str()).collect();
+        assert_eq!(paths, ["root", "root.x", "root.y"]);
+        let end = |q: usize, r: usize| *rep.queues[q].usage[r].last().unwrap();
+        assert_eq!((end(0, 0), end(0, 1)), (40, 4), "root counts its children");
+        assert_eq!((end(1, 0), end(1, 1)), (30, 3));
+        assert_eq!((end(2, 0), end(2, 1)), (10, 1));
+        assert_eq!(rep.queues[1].guaranteed["memory"], 20);
+        assert_eq!(rep.queues[1].pending["memory"], 5);
+        assert!(rep.queues[2].max.is_empty());
+
+        // Nodes sorted by id; node-a ends at 30% (memory and vcore alike).
+        assert_eq!(rep.heat.len(), 2);
+        assert_eq!(rep.heat[0].first, "node-a");
+        let (mean, top) = *rep.heat[0].cells.last().unwrap();
+        assert!((mean - 0.3).abs() < 1e-9 && (top - 0.3).abs() < 1e-9);
+
+        let states: Vec<&str> = rep.app_states.iter().map(|(s, _)| s.as_str()).collect();
+        assert_eq!(
+            states,
+            ["New", "Accepted", "Starting", "Running"],
+            "lifecycle order"
+        );
+        let at_end: Vec<u32> = rep
+            .app_states
+            .iter()
+            .map(|(_, c)| *c.last().unwrap())
+            .collect();
+        assert_eq!(at_end, [1, 0, 0, 1]);
+        let app1 = &rep.app_timelines[0];
+        assert_eq!((app1.id.as_str(), app1.queue.as_str()), ("app-1", "root.x"));
+        let seq: Vec<&str> = app1.segments.iter().map(|s| s.2.as_str()).collect();
+        assert_eq!(seq, ["New", "Accepted", "Starting", "Running"]);
+        assert!(app1.segments.windows(2).all(|w| w[0].1 == w[1].0));
+    }
+
+    #[test]
+    fn a_difference_from_the_state_dump_is_reported() {
+        let rep = recorded().finish(&dump(45), vec![]);
+        assert_eq!(
+            rep.mismatches,
+            ["queue root.x: memory recorded 30, state dump 45"]
+        );
+        let page = crate::html::render(&rep);
+        assert!(page.contains(r#"id="consistency" class="bad""#));
+        assert!(page.contains("queue root.x: memory recorded 30, state dump 45"));
+    }
+
+    #[test]
+    fn page_names_every_queue_and_has_every_section() {
+        let page = crate::html::render(&recorded().finish(&dump(30), vec![]));
+        for needle in [
+            "root.<wbr>x",
+            "root.<wbr>y",
+            r#"id="consistency" class="ok""#,
+            r#"id="throughput""#,
+            r#"id="queues""#,
+            r#"id="nodes""#,
+            r#"id="applications""#,
+            r#"id="timelines""#,
+        ] {
+            assert!(page.contains(needle), "{needle}");
+        }
+        assert!(!page.contains("<script"), "the report needs no script");
+        assert!(
+            !page.contains("http://") && !page.contains("https://"),
+            "nothing fetched"
+        );
     }
 }
 
