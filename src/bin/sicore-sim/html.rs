@@ -75,19 +75,22 @@ struct TimeUnit {
 }
 
 impl TimeUnit {
+    /// The largest unit in which the span is at least one.
     fn for_span(end_ns: u64) -> Self {
         let (ns, name) = match end_ns {
-            0..=1_999_999 => (1e3, "µs"),
-            2_000_000..=1_999_999_999 => (1e6, "ms"),
-            2_000_000_000..=299_999_999_999 => (1e9, "s"),
+            0..=999_999 => (1e3, "µs"),
+            1_000_000..=999_999_999 => (1e6, "ms"),
+            1_000_000_000..=119_999_999_999 => (1e9, "s"),
             _ => (60e9, "min"),
         };
         TimeUnit { ns, name }
     }
+}
 
-    fn fmt(&self, t_ns: f64) -> String {
-        format!("{} {}", fmt_num(t_ns / self.ns), self.name)
-    }
+/// A duration or instant in its own unit ("14.6 ms", "1.15 s").
+fn duration(t_ns: f64) -> String {
+    let unit = TimeUnit::for_span(t_ns.max(0.0) as u64);
+    format!("{} {}", fmt_num(t_ns / unit.ns), unit.name)
 }
 
 /// The drawing area of one chart: time on x, a quantity on y.
@@ -185,7 +188,7 @@ impl Plot {
     }
 
     /// Vertical lines at the run's milestones, labelled when `labels`.
-    fn marks(&self, out: &mut String, r: &Report, unit: &TimeUnit, labels: bool) {
+    fn marks(&self, out: &mut String, r: &Report, labels: bool) {
         for (i, (t, label)) in r.marks.iter().enumerate() {
             let x = self.x(*t as f64);
             let _ = write!(
@@ -194,7 +197,7 @@ impl Plot {
                 self.top,
                 self.h - self.bottom,
                 esc(label),
-                esc(&unit.fmt(*t as f64))
+                esc(&duration(*t as f64))
             );
             if labels {
                 let _ = write!(
@@ -321,8 +324,8 @@ pub fn render(r: &Report) -> String {
     let _ = write!(
         out,
         r#"<p class="note">Timeline of one simulator run, {} long, sampled from what the resource manager was told (allocations, releases, application state changes) in buckets of {}. Hover over a chart for exact values.</p>"#,
-        esc(&unit.fmt(r.end_ns as f64)),
-        esc(&TimeUnit::for_span(r.bucket_ns * 20).fmt(r.bucket_ns as f64))
+        esc(&duration(r.end_ns as f64)),
+        esc(&duration(r.bucket_ns as f64))
     );
 
     out.push_str(r#"<table class="meta">"#);
@@ -340,7 +343,7 @@ pub fn render(r: &Report) -> String {
             out,
             "<tr><td>{}</td><td>at {}</td></tr>",
             esc(label),
-            esc(&unit.fmt(*t as f64))
+            esc(&duration(*t as f64))
         );
     }
     out.push_str("</table>");
@@ -372,7 +375,7 @@ fn throughput(out: &mut String, r: &Report, unit: &TimeUnit) {
     let _ = write!(
         out,
         r#"<p class="note">New allocations the RM received in each {} bucket, as a rate; {} in all, peak {}/s. Dotted lines mark the run's milestones.</p>"#,
-        esc(&TimeUnit::for_span(r.bucket_ns * 20).fmt(r.bucket_ns as f64)),
+        esc(&duration(r.bucket_ns as f64)),
         r.total_allocations,
         fmt_num(peak)
     );
@@ -410,8 +413,8 @@ fn throughput(out: &mut String, r: &Report, unit: &TimeUnit) {
             r##"<rect x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="#0969da"><title>{}–{}: {}/s</title></rect>"##,
             (bw - 0.5).max(0.5),
             p.y(0.0) - y,
-            esc(&unit.fmt(t0 as f64)),
-            esc(&unit.fmt((t0 + r.bucket_ns).min(r.end_ns) as f64)),
+            esc(&duration(t0 as f64)),
+            esc(&duration((t0 + r.bucket_ns).min(r.end_ns) as f64)),
             fmt_num(v)
         );
     }
@@ -427,7 +430,7 @@ fn throughput(out: &mut String, r: &Report, unit: &TimeUnit) {
             );
         }
     }
-    p.marks(out, r, unit, true);
+    p.marks(out, r, true);
     out.push_str("</svg>");
 }
 
@@ -486,7 +489,7 @@ fn queues(out: &mut String, r: &Report, unit: &TimeUnit) {
             );
             p.open(out, &format!("{} {res} usage over time", q.path));
             p.axes(out, unit, res, &fmt_num);
-            p.marks(out, r, unit, false);
+            p.marks(out, r, false);
             let pts = p.level_points(r, usage.iter().map(|&v| v as f64));
             let _ = write!(
                 out,
@@ -529,7 +532,7 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
     let _ = write!(
         out,
         r#"<p class="note">Each cell is the utilisation of a node at the end of a {} interval: the largest share of any resource type it has allocated (its dominant resource). {}. Hover for the mean and the busiest node of a cell.</p>"#,
-        esc(&TimeUnit::for_span(r.heat_col_ns * 20).fmt(r.heat_col_ns as f64)),
+        esc(&duration(r.heat_col_ns as f64)),
         if group > 1 {
             format!(
                 "{} nodes in rows of {group} consecutive node ids; the colour is the row's mean",
@@ -593,7 +596,7 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
                 heat_colour(mean),
                 esc(&label),
                 row.nodes,
-                esc(&unit.fmt(t1 as f64)),
+                esc(&duration(t1 as f64)),
                 mean * 100.0,
                 top * 100.0
             );
@@ -685,7 +688,7 @@ fn app_states(out: &mut String, r: &Report, unit: &TimeUnit) {
         );
         base = top;
     }
-    p.marks(out, r, unit, false);
+    p.marks(out, r, false);
     out.push_str("</svg>");
 
     if r.app_timelines.is_empty() {
@@ -729,8 +732,8 @@ fn app_states(out: &mut String, r: &Report, unit: &TimeUnit) {
                 state_colour(state),
                 esc(&app.id),
                 esc(state),
-                esc(&unit.fmt(*t0 as f64)),
-                esc(&unit.fmt(*t1 as f64))
+                esc(&duration(*t0 as f64)),
+                esc(&duration(*t1 as f64))
             );
         }
     }

@@ -311,8 +311,7 @@ fn build(g: &Inner, dump: &Value, meta: Vec<(String, String)>, end: u64) -> Repo
     // Nodes in id order, with capacities from the dump; resource order:
     // memory and vcore first (what operators look at), then by name.
     // (id, capacity, allocated)
-    let mut node_list: Vec<(String, Quantities, Quantities)> = partition
-        ["nodes"]
+    let mut node_list: Vec<(String, Quantities, Quantities)> = partition["nodes"]
         .as_array()
         .into_iter()
         .flatten()
