@@ -529,9 +529,16 @@ fn queues(out: &mut String, r: &Report, unit: &TimeUnit) {
 fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
     out.push_str(r#"<h2 id="nodes">Node utilisation</h2>"#);
     let group = r.heat.first().map_or(1, |h| h.nodes);
+    let (sum, busiest) = r
+        .heat
+        .iter()
+        .filter_map(|row| Some((row.nodes, *row.cells.last()?)))
+        .fold((0.0, 0.0f64), |(s, b), (n, (mean, top))| {
+            (s + mean * n as f64, b.max(top))
+        });
     let _ = write!(
         out,
-        r#"<p class="note">Each cell is the utilisation of a node at the end of a {} interval: the largest share of any resource type it has allocated (its dominant resource). {}. Hover for the mean and the busiest node of a cell.</p>"#,
+        r#"<p class="note">Each cell is the utilisation of a node at the end of a {} interval: the largest share of any resource type it has allocated (its dominant resource). {}. At the end: {:.1}% on average, {:.1}% on the busiest node. Hover for the mean and the busiest node of a cell.</p>"#,
         esc(&duration(r.heat_col_ns as f64)),
         if group > 1 {
             format!(
@@ -540,7 +547,9 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
             )
         } else {
             format!("{} nodes, one per row", r.node_count)
-        }
+        },
+        100.0 * sum / r.node_count.max(1) as f64,
+        100.0 * busiest
     );
     // Colour scale.
     out.push_str(r#"<div class="legend">utilisation 0% "#);
@@ -565,7 +574,8 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
     let h = row_h * r.heat.len() as f64 + 40.0;
     let _ = write!(
         out,
-        r#"<svg class="chart" width="{width}" height="{h}" viewBox="0 0 {width} {h}" role="img" aria-label="node utilisation heat map">"#
+        // crispEdges: no hairline seams between cells of one colour.
+        r#"<svg class="chart" width="{width}" height="{h}" viewBox="0 0 {width} {h}" role="img" aria-label="node utilisation heat map" shape-rendering="crispEdges">"#
     );
     let show_every = ((12.0 / row_h).ceil() as usize).max(1);
     for (ri, row) in r.heat.iter().enumerate() {
@@ -590,7 +600,6 @@ fn heat_map(out: &mut String, r: &Report, unit: &TimeUnit) {
                 out,
                 r#"<rect x="{:.1}" y="{y:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{} ({} node(s)) at {}: mean {:.1}%, busiest {:.1}%</title></rect>"#,
                 label_w + cell_w * ci as f64,
-                // Overlap the next cell a little: no hairline gaps when scaled.
                 cell_w + 0.6,
                 row_h,
                 heat_colour(mean),
@@ -654,33 +663,19 @@ fn app_states(out: &mut String, r: &Report, unit: &TimeUnit) {
     let mut base = vec![0u32; r.buckets];
     for (state, counts) in &r.app_states {
         let top: Vec<u32> = base.iter().zip(counts).map(|(b, c)| b + c).collect();
-        // Steps: each bucket's count holds from its start to its end.
-        let mut upper = String::new();
-        let mut lower = Vec::new();
-        for i in 0..r.buckets {
-            let t0 = (i as u64 * r.bucket_ns) as f64;
-            let t1 = ((i as u64 + 1) * r.bucket_ns).min(r.end_ns) as f64;
-            let _ = write!(
-                upper,
-                "{:.1},{:.1} {:.1},{:.1} ",
-                p.x(t0),
-                p.y(top[i] as f64),
-                p.x(t1),
-                p.y(top[i] as f64)
-            );
-            lower.push(format!(
-                "{:.1},{:.1} {:.1},{:.1}",
-                p.x(t1),
-                p.y(base[i] as f64),
-                p.x(t0),
-                p.y(base[i] as f64)
-            ));
-        }
+        // Counts at bucket ends joined by straight lines, as the queue
+        // charts draw usage: the band between `base` and `top`.
+        let upper = p.level_points(r, top.iter().map(|&v| v as f64));
+        let mut lower: Vec<String> = p
+            .level_points(r, base.iter().map(|&v| v as f64))
+            .split(' ')
+            .map(str::to_string)
+            .collect();
         lower.reverse();
         let peak = counts.iter().copied().max().unwrap_or(0);
         let _ = write!(
             out,
-            r#"<polygon points="{upper}{}" fill="{}" stroke="white" stroke-width="0.5"><title>{}: at most {peak} at once, {} at end</title></polygon>"#,
+            r#"<polygon points="{upper} {}" fill="{}" stroke="white" stroke-width="0.5"><title>{}: at most {peak} at once, {} at end</title></polygon>"#,
             lower.join(" "),
             state_colour(state),
             esc(state),
