@@ -64,6 +64,9 @@ class Browser:
         if exe is None:
             raise SystemExit("chromium not found (scripts/test.sh installs Debian's chromium)")
         self.profile = tempfile.mkdtemp(prefix="sicore-chromium-")
+        # Chromium's own log goes to a file: a pipe nobody reads would fill
+        # up and block it. Shown when it fails to start.
+        self.log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
             [
                 exe,
@@ -83,7 +86,7 @@ class Browser:
                 "about:blank",
             ],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=self.log,
             text=True,
         )
         port = self._port()
@@ -109,15 +112,17 @@ class Browser:
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise SystemExit(
-                    f"chromium exited with {self.proc.returncode}: {self.proc.stderr.read()[-2000:]}"
-                )
+                raise SystemExit(f"chromium exited with {self.proc.returncode}: {self.log_tail()}")
             if path.exists():
                 first = path.read_text().split("\n")[0].strip()
                 if first:
                     return int(first)
             time.sleep(0.05)
         raise SystemExit("chromium did not open its DevTools port")
+
+    def log_tail(self) -> str:
+        self.log.seek(0)
+        return self.log.read()[-2000:]
 
     def call(self, method: str, **params) -> dict:
         self.next_id += 1
@@ -194,6 +199,7 @@ class Browser:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.log.close()
         shutil.rmtree(self.profile, ignore_errors=True)
 
 

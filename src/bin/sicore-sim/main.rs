@@ -332,7 +332,9 @@ fn run(args: Args) -> Result<(), String> {
         sched,
         counters: Arc::new(Counters::default()),
     };
-    if args.html.is_some() {
+    if let Some(path) = &args.html {
+        // A path that cannot be written fails now, not after the run.
+        std::fs::write(path, "").map_err(|e| format!("--html {}: {e}", path.display()))?;
         let _ = sim.counters.report.set(report::Recorder::new(args.asks));
     }
     let mark = |label: &str| {
