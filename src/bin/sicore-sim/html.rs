@@ -200,10 +200,15 @@ impl Plot {
                 esc(&duration(*t as f64))
             );
             if labels {
+                // Right of the line, or left of it near the right edge.
+                let (lx, anchor) = if x > self.w * 0.8 {
+                    (x - 3.0, "end")
+                } else {
+                    (x + 3.0, "start")
+                };
                 let _ = write!(
                     out,
-                    r#"<text class="mark-label" x="{:.1}" y="{:.1}">{}</text>"#,
-                    x + 3.0,
+                    r#"<text class="mark-label" x="{lx:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
                     self.top + 11.0 + 12.0 * i as f64,
                     esc(label)
                 );

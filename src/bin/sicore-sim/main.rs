@@ -504,6 +504,7 @@ fn run(args: Args) -> Result<(), String> {
     if tty {
         eprintln!();
     }
+    mark("workload done");
 
     let c = &sim.counters;
     let made = c.allocations.load(Ordering::SeqCst);
@@ -615,6 +616,13 @@ fn run(args: Args) -> Result<(), String> {
             ),
             ("asks submitted".into(), args.asks.to_string()),
             ("allocations made".into(), made.to_string()),
+            (
+                "throughput".into(),
+                format!(
+                    "{:.0} allocations/s, asks submitted to last allocation",
+                    made as f64 / last.max(1e-9)
+                ),
+            ),
         ];
         println!(
             "\nhtml report        {}",

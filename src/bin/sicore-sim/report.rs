@@ -181,9 +181,21 @@ impl Recorder {
     }
 
     /// Builds the report's series from the samples and the final state dump.
+    /// The timeline ends with the last sample or milestone, so the time
+    /// taken afterwards (the final state dump of a large run can take
+    /// seconds) does not stretch it.
     pub fn finish(&self, dump: &Value, meta: Vec<(String, String)>) -> Report {
-        let end = self.now().max(1);
         let g = self.lock();
+        let end = g
+            .allocs
+            .iter()
+            .map(|a| a.t_ns)
+            .chain(g.app_events.iter().map(|e| e.0))
+            .chain(g.rejected_asks.iter().copied())
+            .chain(g.marks.iter().map(|m| m.0))
+            .max()
+            .unwrap_or(0)
+            .max(1);
         build(&g, dump, meta, end)
     }
 }
