@@ -647,13 +647,8 @@ fn app_states(out: &mut String, r: &Report, unit: &TimeUnit) {
         r#"<p class="note">How many of the {} applications were in each state at the end of each time bucket (stacked), as the RM learnt it from UpdateApplication.</p>"#,
         r.app_count
     );
-    let items: Vec<(String, String)> = r
-        .app_states
-        .iter()
-        .map(|(s, _)| (s.clone(), s.clone()))
-        .collect();
     out.push_str(r#"<div class="legend">"#);
-    for (s, _) in &items {
+    for (s, _) in &r.app_states {
         let _ = write!(
             out,
             r#"<span><i class="sw" style="background:{}"></i>{}</span>"#,
