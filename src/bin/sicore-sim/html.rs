@@ -267,7 +267,7 @@ table.queues td{vertical-align:top;padding:6px 10px 6px 0;border-top:1px solid #
 td.qname{font-size:13px;width:210px}
 td.qname b{font-family:"DejaVu Sans Mono","Liberation Mono",monospace;font-size:13px;word-break:break-all}
 td.qname div{color:#57606a;font-size:12px;margin-top:3px}
-.ctitle{font-size:12px;font-weight:bold;margin:0 0 2px 58px}
+.ctitle{font-size:11.5px;font-weight:bold;margin:0 0 2px 40px;white-space:nowrap}
 "#;
 
 /// Colours of the heat map: viridis in ten steps (perceptually even and
@@ -485,12 +485,28 @@ fn queues(out: &mut String, r: &Report, unit: &TimeUnit) {
             let m = q.max.get(res).copied();
             let top = [Some(peak), g, m].into_iter().flatten().max().unwrap_or(0);
             let p = Plot::new(440.0, 170.0, r.end_ns, (top as f64).max(1.0));
+            // How close to its limits the queue ended, where it has them.
+            let share = [(m, "max"), (g, "guaranteed")]
+                .into_iter()
+                .filter_map(|(v, name)| {
+                    let v = v.filter(|&v| v > 0)?;
+                    Some(format!(
+                        ", {:.0}% of {name}",
+                        100.0 * last as f64 / v as f64
+                    ))
+                })
+                .collect::<String>();
             let _ = write!(
                 out,
-                r#"<td><div class="ctitle">{}: {} at end, peak {}</div>"#,
+                r#"<td><div class="ctitle">{}: {} at end{}{}</div>"#,
                 esc(res),
                 fmt_num(last as f64),
-                fmt_num(peak as f64)
+                share,
+                if peak > last {
+                    format!("; peak {}", fmt_num(peak as f64))
+                } else {
+                    String::new()
+                }
             );
             p.open(out, &format!("{} {res} usage over time", q.path));
             p.axes(out, unit, res, &fmt_num);
