@@ -328,7 +328,7 @@ pub fn render(r: &Report) -> String {
     out.push_str("</style></head><body>\n<h1>sicore-sim report</h1>");
     let _ = write!(
         out,
-        r#"<p class="note">Timeline of one simulator run, {} long, sampled from what the resource manager was told (allocations, releases, application state changes) in buckets of {}. Hover over a chart for exact values.</p>"#,
+        r#"<p class="note">Timeline of one simulator run, {} from the scheduler's creation to the end of the workload, sampled from what the resource manager was told (allocations, releases, application state changes) in buckets of {}. Hover over a chart for exact values.</p>"#,
         esc(&duration(r.end_ns as f64)),
         esc(&duration(r.bucket_ns as f64))
     );
