@@ -832,6 +832,7 @@ mod tests {
             r#"id="nodes""#,
             r#"id="applications""#,
             r#"id="timelines""#,
+            "releases/s",
         ] {
             assert!(page.contains(needle), "{needle}");
         }
