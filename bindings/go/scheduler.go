@@ -267,6 +267,34 @@ func (s *Scheduler) updateConfiguration(op string, p *C.sicore_scheduler, cluste
 	return nil
 }
 
+// SetPolicyConfig replaces the in-memory queues.yaml text of a policy
+// group (the text WithPolicyConfig gave, which wins over files) and
+// reloads every registered resource manager that uses the group. It waits
+// for the outcome and is all or nothing: invalid text, or a reload that
+// would fail for any of those resource managers, returns an error matching
+// ErrRejected and the old configuration stays in force. An empty
+// queuesYAML removes the in-memory text, so the group's file applies
+// again. A group no resource manager uses yet is checked and kept for
+// later registrations.
+func (s *Scheduler) SetPolicyConfig(policyGroup, queuesYAML string) error {
+	const op = "SetPolicyConfig"
+	p, err := s.enter(op)
+	if err != nil {
+		return err
+	}
+	defer s.leave()
+	g := []byte(policyGroup)
+	y := []byte(queuesYAML)
+	var errBuf C.sicore_buffer
+	st := C.sicore_set_policy_config(p, bytePtr(g), C.size_t(len(g)), bytePtr(y), C.size_t(len(y)), &errBuf)
+	runtime.KeepAlive(g)
+	runtime.KeepAlive(y)
+	if st != C.SICORE_OK {
+		return takeError(op, st, &errBuf)
+	}
+	return nil
+}
+
 // StateDump returns the scheduler's state as JSON: partitions with their
 // queue tree, applications and nodes (field names are documented in the
 // project README).
