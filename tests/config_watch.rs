@@ -84,7 +84,10 @@ fn a_file_written_after_the_call_is_applied_by_the_watcher() {
     replace_file(&dir, "partitions: [");
     let (st, msg) = h.reload("rm");
     assert_eq!(st, SICORE_REJECTED);
-    assert!(msg.contains("configuration reload for RM rm failed"), "{msg}");
+    assert!(
+        msg.contains("configuration reload for RM rm failed"),
+        "{msg}"
+    );
     assert_eq!(checksum(&h), before);
 }
 
@@ -223,7 +226,10 @@ fn invalid_policy_config_is_rejected_and_the_old_one_stays() {
     let nested = "partitions:\n  - name: default\n    queues:\n      - name: root\n        queues:\n          - name: a\n            queues: [{name: x}]\n";
     let (st, msg) = set_config(&h, "queues", nested);
     assert_eq!(st, SICORE_REJECTED, "{msg}");
-    assert!(msg.contains("configuration reload for RM rm failed"), "{msg}");
+    assert!(
+        msg.contains("configuration reload for RM rm failed"),
+        "{msg}"
+    );
     assert_eq!(checksum(&h), before);
     // The stored text is still the old one: a reload changes nothing.
     assert_eq!(h.reload("rm").0, SICORE_OK);
@@ -291,6 +297,9 @@ fn empty_text_hands_the_group_back_to_its_file() {
     let (st, msg) = set_config(&h, "queues", "");
     assert_eq!(st, SICORE_OK, "{msg}");
     assert!(has_queue(&h, "root.from_file"));
-    let source = h.dump()["rms"][0]["config_source"].as_str().unwrap().to_string();
+    let source = h.dump()["rms"][0]["config_source"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert!(source.ends_with("queues.yaml"), "{source}");
 }

@@ -132,12 +132,18 @@ fn asks_over_the_queue_headroom_get_a_request_event() {
 #[test]
 fn by_default_only_request_and_node_records_reach_the_rm() {
     let h = Harness::standard(options(20, 0), Behaviour::default(), 1);
-    assert_eq!(h.dump()["events"]["types"], serde_json::json!(["REQUEST", "NODE"]));
+    assert_eq!(
+        h.dump()["events"]["types"],
+        serde_json::json!(["REQUEST", "NODE"])
+    );
     // An application goes Accepted -> Starting -> Running, an ask is over
     // the queue limit (REQUEST), then a node is drained (NODE).
     assert_eq!(
-        h.asks(vec![ask("app-1", "k", 100, 1, 2), ask("app-1", "big", 6000, 1, 1)])
-            .0,
+        h.asks(vec![
+            ask("app-1", "k", 100, 1, 2),
+            ask("app-1", "big", 6000, 1, 1)
+        ])
+        .0,
         SICORE_OK
     );
     h.wait("running", |s| {
@@ -181,7 +187,10 @@ fn unknown_event_types_fail_sicore_new() {
     assert_eq!(st, SICORE_INVALID_ARGUMENT);
     assert!(sched.is_null());
     let msg = take_string(err);
-    assert!(msg.contains("event_types") && msg.contains("'ALLOCATION'"), "{msg}");
+    assert!(
+        msg.contains("event_types") && msg.contains("'ALLOCATION'"),
+        "{msg}"
+    );
 }
 
 #[test]

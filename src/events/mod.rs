@@ -62,7 +62,10 @@ const TYPE_NAMES: [(&str, si::event_record::Type); 4] = [
 
 impl Default for EventTypes {
     fn default() -> Self {
-        EventTypes::of(&[si::event_record::Type::Request, si::event_record::Type::Node])
+        EventTypes::of(&[
+            si::event_record::Type::Request,
+            si::event_record::Type::Node,
+        ])
     }
 }
 
@@ -259,7 +262,10 @@ mod tests {
         assert!(!all.allows(Type::Request as i32));
         assert!(!all.allows(0) && !all.allows(99) && !all.allows(-1));
         let e = EventTypes::parse(&["NODE".into(), "APPLICATION".into()]).unwrap_err();
-        assert!(e.contains("'APPLICATION'") && e.contains("event_types"), "{e}");
+        assert!(
+            e.contains("'APPLICATION'") && e.contains("event_types"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -248,7 +248,10 @@ impl Job {
                 reply,
             });
             // No answer: the core has stopped.
-            let Ok(verdict) = sent.map_err(drop).and_then(|()| answer.recv().map_err(drop)) else {
+            let Ok(verdict) = sent
+                .map_err(drop)
+                .and_then(|()| answer.recv().map_err(drop))
+            else {
                 return;
             };
             match verdict {

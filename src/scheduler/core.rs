@@ -605,8 +605,7 @@ impl Core {
         let Some(rm) = self.rms.get(rm_id) else {
             return WatchVerdict::Gone;
         };
-        if rm.policy_group != policy_group
-            || self.options.policy_configs.contains_key(policy_group)
+        if rm.policy_group != policy_group || self.options.policy_configs.contains_key(policy_group)
         {
             return WatchVerdict::Gone;
         }
