@@ -245,7 +245,10 @@ func (s *Scheduler) queueEncoded(op string, b []byte) error {
 // UpdateConfiguration makes the library re-read the configuration of the
 // resource manager clusterID (its rmID) and apply it. It waits for the
 // outcome: an invalid configuration returns an error matching ErrRejected
-// and the old configuration stays in force.
+// and the old configuration stays in force. When the file has not changed
+// yet (Kubernetes reports a configmap change before the kubelet rewrites
+// the mounted file), the library watches it for two minutes and applies
+// the first changed, valid version; see the README.
 func (s *Scheduler) UpdateConfiguration(clusterID string) error {
 	const op = "UpdateConfiguration"
 	p, err := s.enter(op)
