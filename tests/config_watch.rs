@@ -163,7 +163,22 @@ fn in_memory_configuration_is_not_watched() {
     let h = Harness::configured(yaml_options(&queues(&["a"])), 0);
     assert_eq!(h.reload("rm").0, SICORE_OK);
     // Only sicore_set_policy_config changes in-memory text: nothing to poll.
+    std::thread::sleep(Duration::from_millis(50));
     assert_eq!(watcher_threads(), 0);
+}
+
+/// Waits until `watcher_threads()` is `n`. A new thread names itself
+/// once it runs, and a joined one leaves `/proc` a moment after the join.
+fn wait_watchers(n: usize) {
+    let deadline = std::time::Instant::now() + WAIT;
+    while watcher_threads() != n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} watcher threads, expected {n}",
+            watcher_threads()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 #[test]
@@ -173,12 +188,15 @@ fn the_watcher_stops_at_free() {
     let h = Harness::configured(dir_options(&dir, &queues(&["a"])), 0);
     assert_eq!(watcher_threads(), 0);
     assert_eq!(h.reload("rm").0, SICORE_OK);
-    assert_eq!(watcher_threads(), 1);
+    wait_watchers(1);
     // Another call extends the running watcher instead of adding one.
     assert_eq!(h.reload("rm").0, SICORE_OK);
+    std::thread::sleep(Duration::from_millis(50));
     assert_eq!(watcher_threads(), 1);
-    drop(h); // sicore_free
-    assert_eq!(watcher_threads(), 0);
+    // sicore_free stops and joins it; left alone it would poll for two
+    // minutes.
+    drop(h);
+    wait_watchers(0);
 }
 
 // ------------------------------------------------ sicore_set_policy_config
@@ -302,4 +320,121 @@ fn empty_text_hands_the_group_back_to_its_file() {
         .unwrap()
         .to_string();
     assert!(source.ends_with("queues.yaml"), "{source}");
+}
+
+/// What the re-entrant callback below saw.
+struct Reentrant {
+    sched: std::sync::atomic::AtomicPtr<sicore_scheduler>,
+    status: std::sync::Mutex<Option<sicore_status>>,
+}
+
+unsafe extern "C" fn set_config_from_callback(
+    ud: *mut std::ffi::c_void,
+    _p: *const u8,
+    _len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    // SAFETY: user_data is the Reentrant the test keeps alive until free.
+    let r = unsafe { &*(ud as *const Reentrant) };
+    let yaml = queues(&["from_callback"]);
+    let st = sicore_set_policy_config(
+        r.sched.load(std::sync::atomic::Ordering::SeqCst),
+        b"queues".as_ptr(),
+        6,
+        yaml.as_ptr(),
+        yaml.len(),
+        std::ptr::null_mut(),
+    );
+    *r.status.lock().unwrap() = Some(st);
+    0
+}
+
+#[test]
+fn set_policy_config_from_a_callback_would_deadlock() {
+    let h = Harness::new(yaml_options(&queues(&["a"])));
+    let r = Box::new(Reentrant {
+        sched: std::sync::atomic::AtomicPtr::new(h.sched),
+        status: std::sync::Mutex::new(None),
+    });
+    let cbs = sicore_callbacks {
+        user_data: &*r as *const Reentrant as *mut std::ffi::c_void,
+        update_allocation: None,
+        update_application: None,
+        update_node: Some(set_config_from_callback),
+        predicates: None,
+        resync_scheduler_cache: None,
+        send_event: None,
+        update_container_scheduling_state: None,
+        update_configuration: None,
+        release: None,
+    };
+    let req = prost::Message::encode_to_vec(&si::RegisterResourceManagerRequest {
+        rm_id: "rm".into(),
+        version: "test".into(),
+        policy_group: "queues".into(),
+    });
+    let mut err = sicore_buffer::empty();
+    let st = sicore_register_resource_manager(
+        h.sched,
+        req.as_ptr(),
+        req.len(),
+        &cbs,
+        std::ptr::null_mut(),
+        &mut err,
+    );
+    assert_eq!(st, SICORE_OK, "{}", take_string(err));
+    assert_eq!(h.nodes(vec![node("n", 10, 1)]).0, SICORE_OK);
+    let deadline = std::time::Instant::now() + WAIT;
+    while r.status.lock().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "no node callback");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(*r.status.lock().unwrap(), Some(SICORE_WOULD_DEADLOCK));
+    assert!(!has_queue(&h, "root.from_callback"));
+    drop(h); // no callback runs after free: `r` may go
+}
+
+/// The same through the Rust API, which can count its watchers exactly.
+#[test]
+fn one_watcher_per_rm_only_for_files_and_none_after_close() {
+    use sicore::{Options, ResourceManagerCallback, Scheduler, SchedulerApi, Status};
+    struct Quiet;
+    impl ResourceManagerCallback for Quiet {}
+    let dir = temp_config_dir("watch-count");
+    std::fs::write(dir.join("files.yaml"), queues(&["a"])).unwrap();
+    let mut options = Options {
+        config_dir: dir.display().to_string(),
+        ..Options::default()
+    };
+    options
+        .policy_configs
+        .insert("memory".into(), queues(&["m"]));
+    let sched = Scheduler::new(options).unwrap();
+    let register = |rm: &str, group: &str| {
+        sched
+            .register_resource_manager(
+                si::RegisterResourceManagerRequest {
+                    rm_id: rm.into(),
+                    version: "test".into(),
+                    policy_group: group.into(),
+                },
+                std::sync::Arc::new(Quiet),
+            )
+            .unwrap();
+    };
+    register("file-rm", "files");
+    register("memory-rm", "memory");
+    sched.update_configuration("memory-rm").unwrap();
+    assert_eq!(sched.config_watchers_running(), 0);
+    sched.update_configuration("file-rm").unwrap();
+    sched.update_configuration("file-rm").unwrap();
+    assert_eq!(sched.config_watchers_running(), 1);
+    // A changed file applied synchronously starts no second watcher.
+    std::fs::write(dir.join("files.yaml"), queues(&["a", "b"])).unwrap();
+    sched.update_configuration("file-rm").unwrap();
+    assert!(sched.config_watchers_running() <= 1);
+    sched.close().unwrap();
+    assert_eq!(sched.config_watchers_running(), 0);
+    let e = sched.update_configuration("file-rm").unwrap_err();
+    assert_eq!(e.status, Status::Stopped);
 }
