@@ -3,6 +3,8 @@ package sicore
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +172,76 @@ func TestEventTypes(t *testing.T) {
 			t.Fatalf("unknown type: got %v, want ErrInvalidArgument", err)
 		}
 	})
+}
+
+// watcherThreads counts this process's configuration watcher threads.
+func watcherThreads(t *testing.T) int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	n := 0
+	for _, task := range tasks {
+		comm, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "comm"))
+		if err == nil && strings.HasPrefix(string(comm), "sicore-watch") {
+			n++
+		}
+	}
+	return n
+}
+
+// replaceFile swaps dir/queues.yaml in one step, as the kubelet updates a
+// mounted configmap.
+func replaceFile(t *testing.T, dir, yaml string) {
+	t.Helper()
+	tmp := filepath.Join(dir, ".queues.yaml.new")
+	if err := os.WriteFile(tmp, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "queues.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConfigurationWatcher is the RM's view of spec 2.8: UpdateConfiguration
+// comes before the file changes; a broken version is reported as a QUEUE
+// event and the next valid one is applied without another call; Close stops
+// the watcher.
+func TestConfigurationWatcher(t *testing.T) {
+	dir := t.TempDir()
+	replaceFile(t, dir, rootWith("a"))
+	others := watcherThreads(t) // of schedulers other tests left open
+	s := newTestScheduler(t, WithConfigDir(dir), WithEventFlushInterval(20*time.Millisecond),
+		WithEventTypes(si.EventRecord_NODE, si.EventRecord_QUEUE))
+	rm := newFakeRM()
+	register(t, s, "rm-watch", rm)
+	before, _ := configOf(t, s, "rm-watch")
+	if err := s.UpdateConfiguration("rm-watch"); err != nil {
+		t.Fatalf("UpdateConfiguration: %v", err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	replaceFile(t, dir, rootWith("a", "bad/name"))
+	waitFor(t, "the refused version reported", func() (ok bool) {
+		rm.read(func() {
+			for _, e := range rm.events {
+				ok = ok || (e.Type == si.EventRecord_QUEUE && e.Reason == "ConfigurationRejected" &&
+					strings.Contains(e.Message, "bad/name"))
+			}
+		})
+		return ok
+	})
+	if c, _ := configOf(t, s, "rm-watch"); c.Checksum != before.Checksum {
+		t.Fatal("a broken file changed the configuration")
+	}
+	replaceFile(t, dir, rootWith("a", "b"))
+	waitFor(t, "root.b applied by the watcher", func() bool {
+		_, dump := configOf(t, s, "rm-watch")
+		return strings.Contains(dump, `"root.b"`)
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Closed means joined; the thread leaves /proc a moment after.
+	waitFor(t, "no watcher thread after Close", func() bool { return watcherThreads(t) <= others })
 }

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
 
 import pytest
-from conftest import RM_ID, RecordingRM, app_request, ask_request, node_request, register_request
+from conftest import (
+    RM_ID,
+    WAIT,
+    RecordingRM,
+    app_request,
+    ask_request,
+    node_request,
+    register_request,
+)
 
 import sicore
 from sicore import si_pb2
@@ -117,3 +129,53 @@ def test_unknown_event_types_are_refused() -> None:
         sicore.Scheduler(event_types="NODE")
     with pytest.raises(TypeError):
         sicore.Scheduler(event_types=[99])
+
+
+def _watcher_threads() -> int:
+    tasks = Path("/proc/self/task")
+    if not tasks.is_dir():
+        pytest.skip("no /proc")
+    count = 0
+    for task in tasks.iterdir():
+        with contextlib.suppress(OSError):
+            if (task / "comm").read_text().startswith("sicore-watch"):
+                count += 1
+    return count
+
+
+def _replace_file(directory: Path, yaml: str) -> None:
+    """Swap queues.yaml in one step, as the kubelet updates a mounted configmap."""
+    tmp = directory / ".queues.yaml.new"
+    tmp.write_text(yaml)
+    os.replace(tmp, directory / "queues.yaml")
+
+
+def _wait(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_the_reload_watcher_catches_a_file_written_after_the_call(
+        rm: RecordingRM, tmp_path: Path) -> None:
+    _replace_file(tmp_path, root_with("a"))
+    others = _watcher_threads()  # of schedulers other tests left open
+    sched = sicore.Scheduler(config_dir=tmp_path, event_flush_interval_ms=20,
+                             event_types=["NODE", "QUEUE"])
+    try:
+        sched.register_resource_manager(register_request(), rm)
+        before = rm_config(sched, RM_ID)["config_checksum"]
+        sched.update_configuration(RM_ID)
+        time.sleep(1.5)
+        _replace_file(tmp_path, root_with("a", "bad/name"))
+        rm.wait_for(lambda: any(e.type == si_pb2.EventRecord.QUEUE
+                                and e.reason == "ConfigurationRejected"
+                                and "bad/name" in e.message for e in rm.events))
+        assert rm_config(sched, RM_ID)["config_checksum"] == before
+        _replace_file(tmp_path, root_with("a", "b"))
+        _wait(lambda: "root.b" in queue_paths(sched, RM_ID), "root.b from the watcher")
+    finally:
+        sched.close()
+    # close() joined the watcher; its thread leaves /proc a moment later.
+    _wait(lambda: _watcher_threads() <= others, "no watcher thread after close")
