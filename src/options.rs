@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::events::EventTypes;
 use crate::proto::sicore::v1::SchedulerOptions;
 
 /// Longest sleep of an idle scheduling loop (YuniKorn v1.0's cadence).
@@ -50,6 +51,8 @@ pub struct Options {
     pub outstanding_check_interval: Duration,
     /// Gang placeholder timeout for applications that set none.
     pub placeholder_timeout: Duration,
+    /// Record types handed to `SendEvent`; default `REQUEST` and `NODE`.
+    pub event_types: EventTypes,
 }
 
 impl Default for Options {
@@ -126,6 +129,7 @@ impl Options {
                 }
                 Some(ms) => Duration::from_millis(ms),
             },
+            event_types: EventTypes::parse(&p.event_types).map_err(Error::invalid)?,
         })
     }
 }

@@ -131,6 +131,7 @@ fn replaced(h: &Harness) -> Vec<si::AllocationRelease> {
 fn fast_events() -> SchedulerOptions {
     SchedulerOptions {
         event_flush_interval_ms: 20,
+        event_types: vec!["REQUEST".into(), "APP".into()],
         ..Default::default()
     }
 }

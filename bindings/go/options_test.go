@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -28,6 +29,7 @@ func TestOptionsEncoding(t *testing.T) {
 		WithoutEvents(),
 		WithOutstandingCheckInterval(3 * time.Second),
 		WithPlaceholderTimeout(90 * time.Second),
+		WithEventTypes(si.EventRecord_NODE, si.EventRecord_APP),
 	} {
 		if err := o(&c); err != nil {
 			t.Fatal(err)
@@ -70,6 +72,7 @@ func TestOptionsEncoding(t *testing.T) {
 		10: {uint64(3600000)},
 		11: {uint64(1)},
 		12: {uint64(3000)},
+		13: {"NODE", "APP"},
 		14: {uint64(90000)},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -462,7 +462,10 @@ impl Partition {
             self.gang.unlinked.remove(&*plan.placeholder);
         }
         self.sync_holder(&plan.app);
-        if self.timeouts.events && plan.same_node && real.resource != ph_resource {
+        if self.timeouts.events.allows(EventType::Request as i32)
+            && plan.same_node
+            && real.resource != ph_resource
+        {
             // The swap proceeds; the RM hears of the mismatch (spec 13.2).
             out.event(events::record(
                 EventType::Request,
@@ -475,7 +478,7 @@ impl Partition {
                 ),
             ));
         }
-        if self.timeouts.events {
+        if self.timeouts.events.allows(EventType::App as i32) {
             out.event(events::record(
             EventType::App,
             &plan.app,
@@ -616,7 +619,7 @@ impl Partition {
         self.allocation_count += 1;
         self.rekey_app(&a.app);
         self.sync_holder(&a.app);
-        if self.timeouts.events {
+        if self.timeouts.events.allows(EventType::App as i32) {
             out.event(events::record(
                 EventType::App,
                 &a.app,

@@ -53,9 +53,9 @@ pub struct AppTimeouts {
     pub terminated: std::time::Duration,
     /// Gang placeholder timeout when the application sets none.
     pub placeholder: std::time::Duration,
-    /// Whether event records are wanted (the gang path skips building
-    /// them otherwise: three per replacement).
-    pub events: bool,
+    /// The event record types wanted (the gang path skips building the
+    /// others: up to three per replacement).
+    pub events: crate::events::EventTypes,
 }
 
 impl AppTimeouts {
@@ -66,7 +66,11 @@ impl AppTimeouts {
             completing: o.app_completing_timeout,
             terminated: o.app_terminated_timeout,
             placeholder: o.placeholder_timeout,
-            events: !o.disable_events,
+            events: if o.disable_events {
+                crate::events::EventTypes::of(&[])
+            } else {
+                o.event_types
+            },
             reservation_delay: (!o.disable_reservation).then_some(o.reservation_delay),
         }
     }
