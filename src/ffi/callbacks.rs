@@ -159,18 +159,25 @@ impl Drop for CallbackTable {
 }
 
 impl ResourceManagerCallback for CallbackTable {
-    fn new_allocations(&self, allocations: &[std::sync::Arc<NewAllocation>]) -> Result<(), String> {
-        if self.0.resync_scheduler_cache.is_some() {
-            let assumed = super::encode::assumed_allocations(allocations);
-            let r = self.status_call_bytes(
-                self.0.resync_scheduler_cache,
-                &assumed,
-                "resync_scheduler_cache",
-            );
-            if let Err(e) = r {
-                log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
-            }
+    fn assume_allocations(
+        &self,
+        allocations: &[std::sync::Arc<NewAllocation>],
+    ) -> Result<(), String> {
+        if self.0.resync_scheduler_cache.is_none() {
+            return Ok(());
         }
+        let assumed = super::encode::assumed_allocations(allocations);
+        self.status_call_bytes(
+            self.0.resync_scheduler_cache,
+            &assumed,
+            "resync_scheduler_cache",
+        )
+    }
+
+    fn announce_allocations(
+        &self,
+        allocations: &[std::sync::Arc<NewAllocation>],
+    ) -> Result<(), String> {
         if self.0.update_allocation.is_none() {
             return Ok(());
         }

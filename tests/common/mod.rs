@@ -18,7 +18,7 @@ use sicore::proto::sicore::v1 as sicore_pb;
 pub const WAIT: Duration = Duration::from_secs(20);
 
 /// Everything the RM has been told, in arrival order per kind.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct Seen {
     pub allocations: Vec<si::Allocation>,
     pub released: Vec<si::AllocationRelease>,
@@ -45,6 +45,9 @@ pub struct Seen {
     pub violations: Vec<String>,
     /// Predicate calls answered with a refusal.
     pub refused: usize,
+    /// Reservation checks (`allocate: false`) the predicate approved: each
+    /// is a reservation the scheduler makes.
+    pub reservations_approved: usize,
 }
 
 impl Seen {
@@ -209,8 +212,9 @@ unsafe extern "C" fn on_predicates(
     let full = max_per_node.is_some_and(|k| r.seen.lock().unwrap().cached_on(&m.node_id) >= k);
     let refuse = listed || full;
     r.record(|s| {
-        s.predicate_calls.push(m);
         s.refused += refuse as usize;
+        s.reservations_approved += (!refuse && !m.allocate) as usize;
+        s.predicate_calls.push(m);
     });
     if refuse {
         let reason = b"node refused by the test RM";
@@ -235,8 +239,7 @@ unsafe extern "C" fn on_resync(
         }
         for a in &m.assumed_allocations {
             s.log.push(format!("assume:{}", a.allocation_key));
-            s.cache
-                .insert(a.allocation_key.clone(), a.node_id.clone());
+            s.cache.insert(a.allocation_key.clone(), a.node_id.clone());
             let held = s.cached_on(&a.node_id);
             if let Some(k) = max_per_node.filter(|k| held > *k) {
                 s.violations.push(format!(
