@@ -62,6 +62,8 @@ pub trait ResourceManagerCallback: Send + Sync {
     }
 
     /// May the ask run on the node? `Err(reason)` keeps it off the node.
+    /// Before each call, [`Self::assume_allocations`] has told the RM of
+    /// every allocation decided before it (on the core thread).
     fn predicates(&self, _args: &si::PredicatesArgs) -> Result<(), String> {
         Ok(())
     }

@@ -77,6 +77,9 @@ pub struct sicore_callbacks {
     /// `si.v1.PredicatesArgs`: return 0 when the ask may run on the node.
     pub predicates: sicore_status_callback,
     /// `si.v1.ReSyncSchedulerCacheArgs`: assumed and forgotten allocations.
+    /// When `predicates` is set, assumed allocations arrive from the core
+    /// thread before the next `predicates` call and before the
+    /// `update_allocation` that announces them.
     pub resync_scheduler_cache: sicore_status_callback,
     /// `sicore.v1.EventRecords`: one batch of events.
     pub send_event: sicore_notify_callback,
