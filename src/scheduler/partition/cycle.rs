@@ -70,7 +70,11 @@ impl Partition {
         out: &mut Outcomes,
     ) -> usize {
         let root = self.queues.get(ROOT);
-        if root.max.is_none() || !root.pending.is_strictly_positive() {
+        // No max on root means no nodes, or an unlimited node (spec 11.6;
+        // v0.12 could not allocate there, sicore does).
+        if (root.max.is_none() && !self.has_unlimited_node())
+            || !root.pending.is_strictly_positive()
+        {
             return 0;
         }
         // With a Predicates callback, decisions reach the RM's cache before
@@ -376,7 +380,8 @@ impl Partition {
         if allocate && !n.fits_available(&ask.resource) {
             return false;
         }
-        let Some(cb) = cb else {
+        // Predicates are not asked for an unlimited node (spec 8.7).
+        let Some(cb) = cb.filter(|_| !n.unlimited) else {
             return true;
         };
         let args = si::PredicatesArgs {
