@@ -164,8 +164,10 @@ fn an_unlimited_node_needs_reservations_off() {
 
 #[test]
 fn an_unlimited_node_comes_alone_and_first() {
-    let mut o = SchedulerOptions::default();
-    o.disable_reservation = true;
+    let o = SchedulerOptions {
+        disable_reservation: true,
+        ..Default::default()
+    };
     let h = Harness::configured(o, 0);
     // Not with other nodes in the same request.
     assert_eq!(
