@@ -93,3 +93,125 @@ impl Drop for ResyncBarrier<'_> {
         self.deliver();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Records the order of what the barrier asks of the RM.
+    #[derive(Default)]
+    struct Log {
+        calls: Mutex<Vec<String>>,
+        panic_on_resync: bool,
+    }
+
+    impl ResourceManagerCallback for Log {
+        fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("predicates {}", args.allocation_key));
+            Ok(())
+        }
+
+        fn resync_scheduler_cache(
+            &self,
+            args: &si::ReSyncSchedulerCacheArgs,
+        ) -> Result<(), String> {
+            if self.panic_on_resync {
+                panic!("the RM's cache broke");
+            }
+            let keys: Vec<&str> = args
+                .assumed_allocations
+                .iter()
+                .map(|a| a.allocation_key.as_str())
+                .collect();
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("resync {}", keys.join(",")));
+            Ok(())
+        }
+    }
+
+    fn alloc(key: &str) -> Arc<NewAllocation> {
+        Arc::new(NewAllocation {
+            key: key.into(),
+            uuid: format!("uuid-{key}").into(),
+            node: "n1".into(),
+            app: "app".into(),
+            queue: "root.a".into(),
+            partition: "default".into(),
+            resource: Default::default(),
+            priority: 0,
+            tags: Default::default(),
+            task_group: "".into(),
+            placeholder: false,
+        })
+    }
+
+    fn ask(key: &str) -> si::PredicatesArgs {
+        si::PredicatesArgs {
+            allocation_key: key.into(),
+            node_id: "n1".into(),
+            allocate: true,
+        }
+    }
+
+    #[test]
+    fn pending_allocations_reach_the_rm_in_one_batch_before_a_predicate_call() {
+        let rm = Log::default();
+        let mut out = Outcomes::default();
+        {
+            let b = ResyncBarrier::new(&rm);
+            b.predicates(&ask("k1")).unwrap();
+            b.record(alloc("k1"), &mut out);
+            b.record(alloc("k2"), &mut out);
+            b.predicates(&ask("k3")).unwrap();
+            b.predicates(&ask("k3")).unwrap();
+            b.record(alloc("k3"), &mut out);
+            b.deliver();
+            b.deliver();
+        }
+        assert_eq!(
+            *rm.calls.lock().unwrap(),
+            [
+                "predicates k1",
+                "resync k1,k2",
+                "predicates k3",
+                "predicates k3",
+                "resync k3"
+            ]
+        );
+        // One UpdateAllocation for the dispatcher, marked as resynced.
+        match out.messages.as_slice() {
+            [OutMsg::NewAllocationsResynced(v)] => assert_eq!(v.len(), 3),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_barrier_dropped_early_still_delivers() {
+        let rm = Log::default();
+        let mut out = Outcomes::default();
+        let b = ResyncBarrier::new(&rm);
+        b.record(alloc("k1"), &mut out);
+        drop(b);
+        assert_eq!(*rm.calls.lock().unwrap(), ["resync k1"]);
+    }
+
+    #[test]
+    fn a_panicking_resync_callback_does_not_stop_the_pass() {
+        let rm = Log {
+            panic_on_resync: true,
+            ..Default::default()
+        };
+        let mut out = Outcomes::default();
+        let b = ResyncBarrier::new(&rm);
+        b.record(alloc("k1"), &mut out);
+        assert_eq!(b.predicates(&ask("k2")), Ok(()));
+        assert_eq!(*rm.calls.lock().unwrap(), ["predicates k2"]);
+    }
+}
