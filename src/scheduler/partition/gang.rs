@@ -17,6 +17,7 @@ use super::*;
 use crate::events;
 use crate::scheduler::gang::{INFO_RESERVATION_TIMEOUT, MSG_ASK_TIMEOUT, MSG_PLACEHOLDER_TIMEOUT};
 use crate::scheduler::outcome::TimerKind;
+use crate::scheduler::resync::ResyncBarrier;
 
 use si::event_record::Type as EventType;
 
@@ -48,6 +49,9 @@ pub struct GangBook {
     pub unlinked: FastSet<Arc<str>>,
     /// Applications holding at least one free placeholder.
     pub holders: FastSet<Arc<str>>,
+    /// Real allocations of confirmed swaps, reported at the start of the
+    /// next pass (through its ReSync barrier).
+    pub confirmed: Vec<Arc<NewAllocation>>,
 }
 
 /// A replacement the search found.
@@ -245,7 +249,7 @@ impl Partition {
     /// placeholders, applications in queue order. Returns the swaps made.
     pub(super) fn replacement_pass(
         &mut self,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&ResyncBarrier>,
         budget: usize,
         out: &mut Outcomes,
     ) -> usize {
@@ -318,7 +322,7 @@ impl Partition {
     fn find_swap(
         &self,
         app_id: &str,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&ResyncBarrier>,
         events: &mut Vec<si::EventRecord>,
     ) -> Option<Plan> {
         let app = self.apps.get(app_id)?;
@@ -546,9 +550,31 @@ impl Partition {
     }
 
     /// The one place where the real allocation of a confirmed swap is
-    /// reported to the RM (`ReSyncSchedulerCache` plus `new`).
-    fn emit_new_allocation(&mut self, real: Arc<NewAllocation>, out: &mut Outcomes) {
-        out.new_allocation(real);
+    /// queued for the RM: it is reported (`ReSyncSchedulerCache`, then
+    /// `new`) by [`Self::emit_confirmed`] at the start of the next pass, the
+    /// same core step, so that with a `Predicates` callback its ReSync goes
+    /// through the pass's barrier like every other decision.
+    fn emit_new_allocation(&mut self, real: Arc<NewAllocation>, _out: &mut Outcomes) {
+        self.gang.confirmed.push(real);
+    }
+
+    /// Reports the real allocations of swaps confirmed since the last pass.
+    /// Returns whether there were any.
+    pub(super) fn emit_confirmed(
+        &mut self,
+        barrier: Option<&ResyncBarrier>,
+        out: &mut Outcomes,
+    ) -> bool {
+        if self.gang.confirmed.is_empty() {
+            return false;
+        }
+        for real in std::mem::take(&mut self.gang.confirmed) {
+            match barrier {
+                Some(b) => b.record(real, out),
+                None => out.new_allocation(real),
+            }
+        }
+        true
     }
 
     /// Moves a swap's real allocation into its application in place of
