@@ -16,6 +16,7 @@ within ``requires-python`` can use it, but only on this platform.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -52,6 +53,14 @@ def _crate_manifest() -> Path:
         "sicore: the Rust crate was not found: build from a checkout of the repository "
         "(bindings/python) or from an sdist made with `python -m build --sdist`"
     )
+
+
+def _crate_version(manifest: Path) -> str:
+    """The package version is the crate's, so it matches ``sicore_version()``."""
+    found = re.search(r'^version\s*=\s*"([^"]+)"', manifest.read_text(), re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"sicore: no version in {manifest}")
+    return found.group(1)
 
 
 class BuildRustAsLibrary(build_rust):
@@ -104,6 +113,7 @@ class PlatformWheel(bdist_wheel):
 
 
 setup(
+    version=_crate_version(_crate_manifest()),
     rust_extensions=[
         RustExtension(
             "sicore.libsicore",
