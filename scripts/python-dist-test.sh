@@ -28,14 +28,16 @@ wheel=$(ls "$work"/dist/sicore-*.whl)
 echo "built $(basename "$sdist") and $(basename "$wheel")"
 # The sdist carries the crate; the wheel carries the library and is
 # tagged for this platform, for any Python 3.
-tar tzf "$sdist" | grep -q '/rust/Cargo.lock$'
-tar tzf "$sdist" | grep -q '/rust/src/lib.rs$'
-if tar tzf "$sdist" | grep -q '/rust/target/'; then echo "the sdist carries a target directory" >&2; exit 1; fi
+tar tzf "$sdist" > "$work/sdist.txt"
+grep -q '/rust/Cargo.lock$' "$work/sdist.txt"
+grep -q '/rust/src/lib.rs$' "$work/sdist.txt"
+if grep -q '/rust/target/' "$work/sdist.txt"; then echo "the sdist carries a target directory" >&2; exit 1; fi
 case "$(basename "$wheel")" in
   *-py3-none-linux_*.whl) ;;
   *) echo "unexpected wheel tag: $(basename "$wheel")" >&2; exit 1 ;;
 esac
-python3 -m zipfile -l "$wheel" | grep -q ' *sicore/libsicore.so '
+python3 -m zipfile -l "$wheel" > "$work/wheel.txt"
+grep -q '^sicore/libsicore.so ' "$work/wheel.txt"
 
 step "python: the installed wheel's test suite on every Python in requires-python"
 spec=$("$buildenv/bin/python" - bindings/python/pyproject.toml <<'EOF'
