@@ -123,4 +123,30 @@ export GONOSUMDB=github.com/sicore/sicore GOFLAGS=-mod=mod
   fi
   ./gorm-static
 )
+
+# musl (Alpine images): the static library built for the musl target, a C
+# program and the Go RM linked fully static with musl-gcc. Runs when the
+# rustup target and musl-gcc (Debian musl-tools) are there; scripts/test.sh
+# installs both when SICORE_TEST_MUSL=1.
+targets=$(rustup target list --installed 2>/dev/null || true)
+if [[ $'\n'$targets$'\n' == *$'\n'x86_64-unknown-linux-musl$'\n'* ]] && command -v musl-gcc >/dev/null 2>&1; then
+  step "install: musl static library, C and Go linked fully static against musl"
+  mprefix=$work/musl
+  cargo cinstall --release --locked --target x86_64-unknown-linux-musl --library-type staticlib \
+    --prefix="$mprefix" --libdir="$mprefix/lib"
+  export PKG_CONFIG_PATH=$mprefix/lib/pkgconfig
+  # shellcheck disable=SC2046
+  musl-gcc -std=c11 -Wall -Wextra -Werror -static -o "$work/c-musl" tests/install/installed.c \
+    $(pkg-config --static --cflags --libs sicore)
+  "$work/c-musl"
+  (
+    cd "$app"
+    CC=musl-gcc go build -ldflags '-linkmode external -extldflags -static' -o gorm-musl . 2> link-musl.log \
+      || { cat link-musl.log >&2; exit 1; }
+    if readelf -d gorm-musl | grep NEEDED; then echo "gorm-musl needs the shared libraries above" >&2; exit 1; fi
+    ./gorm-musl
+  )
+else
+  echo "(musl: target x86_64-unknown-linux-musl or musl-gcc missing; set SICORE_TEST_MUSL=1 for scripts/test.sh to install them)"
+fi
 step "install: all checks passed"

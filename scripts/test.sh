@@ -19,6 +19,10 @@ command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+# SICORE_TEST_MUSL=1: the install test also builds and links for musl.
+if [ "${SICORE_TEST_MUSL:-0}" = 1 ]; then
+  command -v musl-gcc >/dev/null 2>&1 || need_apt+=(musl-tools)
+fi
 # cargo-c builds the cargo crate, which links the system OpenSSL.
 if ! command -v cargo-cinstall >/dev/null 2>&1; then
   [ -f /usr/include/openssl/ssl.h ] || need_apt+=(libssl-dev)
@@ -67,6 +71,9 @@ fi
 if ! command -v cargo-cinstall >/dev/null 2>&1; then
   step "installing cargo-c 0.10.24 (cargo install --locked, into ~/.cargo/bin)"
   cargo install --locked cargo-c --version 0.10.24
+fi
+if [ "${SICORE_TEST_MUSL:-0}" = 1 ]; then
+  rustup target add x86_64-unknown-linux-musl
 fi
 step "install: cargo cinstall, pkg-config, CMake, Go module outside the checkout"
 bash scripts/install-test.sh
