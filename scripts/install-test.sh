@@ -18,7 +18,10 @@ step() { printf '\n== %s\n' "$*"; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sicore-install.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-prefix=$work/prefix
+# The prefixes keep one path from run to run: Go's build cache does not
+# notice when pkg-config's output changes, and would link with a stale -L.
+prefix=$root/target/install-test/prefix
+rm -rf "$root/target/install-test"
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 major=${version%%.*}
 
@@ -47,11 +50,14 @@ case "$deps" in
   *"libsicore.so.$major => $lib/"*) ;;
   *) echo "the C program does not load libsicore.so.$major from the prefix:" >&2; echo "$deps" >&2; exit 1 ;;
 esac
-# A fully static binary: with -static the linker takes libsicore.a, and
-# Libs.private (--static) lists what the Rust standard library needs.
+# A fully static binary: with -static the linker takes libsicore.a. The
+# same --libs serve: what the Rust standard library needs from glibc is in
+# libc.a (glibc >= 2.34), and the driver adds libgcc_eh and libm (C++).
+# (`pkg-config --static` would add Libs.private, Rust's list for a static
+# library inside a dynamic program, whose -lgcc_s has no static form.)
 # shellcheck disable=SC2046
 c++ -std=c++17 -Wall -Wextra -Werror -pedantic -static -o "$work/cxx-static" tests/install/installed.cpp \
-  $(pkg-config --static --cflags --libs sicore) 2> "$work/cxx-link.log" \
+  $(pkg-config --cflags --libs sicore) 2> "$work/cxx-link.log" \
   || { cat "$work/cxx-link.log" >&2; exit 1; }
 "$work/cxx-static"
 if readelf -d "$work/cxx-static" | grep NEEDED; then
@@ -107,6 +113,10 @@ EOF
 upstream=$(go env GOPROXY)
 export GOPROXY="file://$proxy,${upstream:-https://proxy.golang.org,direct}"
 export GONOSUMDB=github.com/sicore/sicore GOFLAGS=-mod=mod
+# Go's build cache keys a cgo package by its #cgo flags and CGO_* variables,
+# not by pkg-config's output: naming the prefix here keeps a cached build
+# made against another prefix from being reused.
+export CGO_CFLAGS="-O2 -g -I$prefix/include/sicore"
 (
   cd "$app"
   go mod tidy
@@ -131,7 +141,7 @@ export GONOSUMDB=github.com/sicore/sicore GOFLAGS=-mod=mod
 targets=$(rustup target list --installed 2>/dev/null || true)
 if [[ $'\n'$targets$'\n' == *$'\n'x86_64-unknown-linux-musl$'\n'* ]] && command -v musl-gcc >/dev/null 2>&1; then
   step "install: musl static library, C and Go linked fully static against musl"
-  mprefix=$work/musl
+  mprefix=$root/target/install-test/musl
   cargo cinstall --release --locked --target x86_64-unknown-linux-musl --library-type staticlib \
     --prefix="$mprefix" --libdir="$mprefix/lib"
   export PKG_CONFIG_PATH=$mprefix/lib/pkgconfig
@@ -141,7 +151,7 @@ if [[ $'\n'$targets$'\n' == *$'\n'x86_64-unknown-linux-musl$'\n'* ]] && command 
   "$work/c-musl"
   (
     cd "$app"
-    CC=musl-gcc go build -ldflags '-linkmode external -extldflags -static' -o gorm-musl . 2> link-musl.log \
+    CC=musl-gcc CGO_CFLAGS="-O2 -g -I$mprefix/include/sicore" go build -ldflags '-linkmode external -extldflags -static' -o gorm-musl . 2> link-musl.log \
       || { cat link-musl.log >&2; exit 1; }
     if readelf -d gorm-musl | grep NEEDED; then echo "gorm-musl needs the shared libraries above" >&2; exit 1; fi
     ./gorm-musl

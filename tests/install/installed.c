@@ -35,8 +35,9 @@ int main(void) {
     }
     /* si.v1.RegisterResourceManagerRequest{rmID: "c-rm" (1), policyGroup: "queues" (3)} */
     static const uint8_t req[] = {0x0a, 4, 'c', '-', 'r', 'm', 0x1a, 6, 'q', 'u', 'e', 'u', 'e', 's'};
+    sicore_callbacks cb = {0}; /* NULL callbacks: not implemented */
     sicore_buffer resp = {0};
-    if (sicore_register_resource_manager(s, req, sizeof req, NULL, &resp, &err) != SICORE_OK) {
+    if (sicore_register_resource_manager(s, req, sizeof req, &cb, &resp, &err) != SICORE_OK) {
         fprintf(stderr, "register: %.*s\n", (int)err.len, (const char *)err.data);
         return 1;
     }
@@ -46,7 +47,8 @@ int main(void) {
         fprintf(stderr, "state dump: %.*s\n", (int)err.len, (const char *)err.data);
         return 1;
     }
-    int registered = memmem(dump.data, dump.len, "\"rm_id\":\"c-rm\"", 14) != NULL;
+    static const char want[] = "\"rm_id\": \"c-rm\"";
+    int registered = memmem(dump.data, dump.len, want, sizeof want - 1) != NULL;
     sicore_buffer_free(dump);
     sicore_free(s);
     if (!registered) {

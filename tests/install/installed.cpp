@@ -40,16 +40,17 @@ int main() {
     Scheduler s(raw);
     // si.v1.RegisterResourceManagerRequest{rmID: "cxx-rm" (1), policyGroup: "queues" (3)}
     const std::string req = std::string("\x0a\x06") + "cxx-rm" + "\x1a\x06" + "queues";
+    const sicore_callbacks cb{};  // null callbacks: not implemented
     sicore_buffer resp{};
     if (sicore_register_resource_manager(s.get(), reinterpret_cast<const uint8_t *>(req.data()),
-                                         req.size(), nullptr, &resp, &err) != SICORE_OK) {
+                                         req.size(), &cb, &resp, &err) != SICORE_OK) {
         std::fprintf(stderr, "register: %s\n", take(err).c_str());
         return 1;
     }
     take(resp);
     // A bad request is refused with a message and changes nothing.
     const uint8_t garbage[] = {0xff, 0xff, 0xff};
-    if (sicore_register_resource_manager(s.get(), garbage, sizeof garbage, nullptr, nullptr, &err) ==
+    if (sicore_register_resource_manager(s.get(), garbage, sizeof garbage, &cb, nullptr, &err) ==
         SICORE_OK) {
         std::fprintf(stderr, "garbage registration accepted\n");
         return 1;
@@ -60,7 +61,7 @@ int main() {
         std::fprintf(stderr, "state dump: %s\n", take(err).c_str());
         return 1;
     }
-    if (take(dump).find("\"rm_id\":\"cxx-rm\"") == std::string::npos) {
+    if (take(dump).find("\"rm_id\": \"cxx-rm\"") == std::string::npos) {
         std::fprintf(stderr, "the state dump does not list rm cxx-rm\n");
         return 1;
     }

@@ -31,11 +31,11 @@ func (r *rm) UpdateAllocation(resp *si.AllocationResponse) error {
 	}
 	return nil
 }
-func (r *rm) UpdateApplication(*si.ApplicationResponse) error        { return nil }
-func (r *rm) UpdateNode(*si.NodeResponse) error                      { return nil }
-func (r *rm) Predicates(*si.PredicatesArgs) error                    { return nil }
+func (r *rm) UpdateApplication(*si.ApplicationResponse) error         { return nil }
+func (r *rm) UpdateNode(*si.NodeResponse) error                       { return nil }
+func (r *rm) Predicates(*si.PredicatesArgs) error                     { return nil }
 func (r *rm) ReSyncSchedulerCache(*si.ReSyncSchedulerCacheArgs) error { return nil }
-func (r *rm) SendEvent([]*si.EventRecord)                            {}
+func (r *rm) SendEvent([]*si.EventRecord)                             {}
 func (r *rm) UpdateContainerSchedulingState(*si.UpdateContainerSchedulingStateRequest) {
 }
 func (r *rm) UpdateConfiguration(*si.UpdateConfigurationRequest) *si.UpdateConfigurationResponse {
@@ -71,7 +71,7 @@ func main() {
 
 	select {
 	case a := <-r.allocated:
-		fmt.Printf("sicore %s: %s allocated on %s\n", sched.Version(), a.AllocationKey, a.NodeID)
+		fmt.Printf("sicore %s: %s allocated on %s\n", sicore.Version(), a.AllocationKey, a.NodeID)
 	case <-time.After(60 * time.Second): // a bound for a hung run, not a speed check
 		fail("no allocation within 60 s")
 	}
