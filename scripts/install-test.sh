@@ -145,13 +145,19 @@ if [[ $'\n'$targets$'\n' == *$'\n'x86_64-unknown-linux-musl$'\n'* ]] && command 
   cargo cinstall --release --locked --target x86_64-unknown-linux-musl --library-type staticlib \
     --prefix="$mprefix" --libdir="$mprefix/lib"
   export PKG_CONFIG_PATH=$mprefix/lib/pkgconfig
+  # Rust's musl standard library unwinds with LLVM's libunwind, which a
+  # static library cannot carry: sicore.pc names -lunwind. Alpine has it
+  # as llvm-libunwind-static; here it is the copy Rust's musl target ships.
+  unwind=$work/musl-unwind
+  mkdir -p "$unwind"
+  cp "$(rustc --print sysroot)/lib/rustlib/x86_64-unknown-linux-musl/lib/self-contained/libunwind.a" "$unwind/"
   # shellcheck disable=SC2046
   musl-gcc -std=c11 -Wall -Wextra -Werror -static -o "$work/c-musl" tests/install/installed.c \
-    $(pkg-config --static --cflags --libs sicore)
+    $(pkg-config --cflags --libs sicore) -L"$unwind"
   "$work/c-musl"
   (
     cd "$app"
-    CC=musl-gcc CGO_CFLAGS="-O2 -g -I$mprefix/include/sicore" go build -ldflags '-linkmode external -extldflags -static' -o gorm-musl . 2> link-musl.log \
+    CC=musl-gcc CGO_CFLAGS="-O2 -g -I$mprefix/include/sicore" CGO_LDFLAGS="-O2 -g -L$unwind" go build -ldflags '-linkmode external -extldflags -static' -o gorm-musl . 2> link-musl.log \
       || { cat link-musl.log >&2; exit 1; }
     if readelf -d gorm-musl | grep NEEDED; then echo "gorm-musl needs the shared libraries above" >&2; exit 1; fi
     ./gorm-musl
