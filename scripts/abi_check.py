@@ -34,7 +34,7 @@ HEADER = ROOT / "include" / "sicore.h"
 
 def cargo_version() -> tuple[int, str]:
     text = (ROOT / "Cargo.toml").read_text()
-    version = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+    version = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
     if version is None:
         sys.exit("abi_check: no version in Cargo.toml")
     return int(version.group(1).split(".")[0]), version.group(1)
@@ -62,16 +62,16 @@ def without_parameter_names(decl: str) -> str:
 def header_entries() -> dict[str, str]:
     """Map ``kind name`` to the normalized declaration, from the header."""
     text = HEADER.read_text()
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
     text = re.sub(r"//[^\n]*", " ", text)
-    text = re.sub(r"^\s*#.*$", " ", text, flags=re.M)
+    text = re.sub(r"^\s*#.*$", " ", text, flags=re.MULTILINE)
     text = re.sub(r'extern\s+"C"\s*\{', " ", text)
     entries: dict[str, str] = {}
     # Struct layouts are ABI: each struct is one entry, fields in order.
-    for struct in re.finditer(r"typedef struct (\w+) \{(.*?)\} \w+;", text, flags=re.S):
+    for struct in re.finditer(r"typedef struct (\w+) \{(.*?)\} \w+;", text, flags=re.DOTALL):
         fields = "; ".join(" ".join(f.split()) for f in struct.group(2).split(";") if f.strip())
         entries[f"struct {struct.group(1)}"] = f"struct {struct.group(1)} {{ {fields}; }}"
-    text = re.sub(r"typedef struct \w+ \{.*?\} \w+;", " ", text, flags=re.S)
+    text = re.sub(r"typedef struct \w+ \{.*?\} \w+;", " ", text, flags=re.DOTALL)
     for decl in text.split(";"):
         decl = " ".join(decl.replace("{", " { ").replace("}", " } ").split())
         decl = decl.lstrip("} ").strip()
