@@ -11,6 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// The version of this header (Cargo.toml's); `sicore_version()` returns the
+// library's. A library with the same major version is ABI-compatible
+// (CHANGELOG.md).
+#define SICORE_VERSION_MAJOR 0
+#define SICORE_VERSION_MINOR 1
+#define SICORE_VERSION_PATCH 0
+#define SICORE_VERSION_STRING "0.1.0"
+
 // Result of every fallible call. Non-zero values come with a message in
 // the call's `error_out` buffer when one is given.
 typedef enum sicore_status {
