@@ -382,6 +382,13 @@ fn validate_partition(
     } else {
         raw.name
     };
+    // An RM names an already normalised partition as `[rmID]name`, so a
+    // configured name starting with `[` could never be reached.
+    if name.starts_with('[') {
+        return Err(ConfigError::new(format!(
+            "partition name {name} must not start with '[' (reserved for the [rmID] prefix)"
+        )));
+    }
     if !seen.insert(name.to_lowercase()) {
         return Err(ConfigError::new(format!(
             "duplicate partition name found with name {name}"

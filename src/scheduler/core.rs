@@ -69,15 +69,15 @@ pub struct RmState {
     pub config_source: String,
     /// Checksum of the configuration in force.
     pub checksum: String,
-    /// Internal names of its partitions.
-    pub partitions: Vec<String>,
+    /// Keys of its partitions.
+    pub partitions: Vec<PartitionKey>,
 }
 
 /// The core's state. Only the core thread touches it.
 pub struct Core {
     options: Options,
     rms: BTreeMap<String, RmState>,
-    partitions: BTreeMap<String, Partition>,
+    partitions: BTreeMap<PartitionKey, Partition>,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
     timer_data: HashMap<u64, AppTimer>,
     timer_seq: u64,
@@ -92,15 +92,41 @@ pub struct Core {
     next_outstanding_check: Instant,
 }
 
-/// Normalises a partition name from the RM to the internal form (spec 1.5).
-pub fn internal_partition_name(rm_id: &str, name: &str) -> String {
-    if name.starts_with('[') {
-        name.to_string()
-    } else if name.is_empty() {
-        format!("[{rm_id}]default")
-    } else {
-        format!("[{rm_id}]{name}")
+/// A partition's identity inside the core: the owning RM and the plain
+/// partition name, kept apart. The display form `[rmID]name` is ambiguous
+/// (`]` may occur in both parts), so it is never used as a key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionKey {
+    /// Owning RM.
+    pub rm_id: String,
+    /// Plain partition name, as configured.
+    pub name: String,
+}
+
+impl std::fmt::Display for PartitionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}]{}", self.rm_id, self.name)
     }
+}
+
+/// Resolves a partition name from RM `rm_id` to its key (spec 1.5): empty
+/// means `default`; a name starting with `[` is taken as already normalised
+/// and must carry the caller's own `[rmID]` prefix, so a request can only
+/// ever reach its own RM's partitions.
+pub fn resolve_partition(rm_id: &str, name: &str) -> Result<PartitionKey, String> {
+    let plain = if let Some(rest) = name.strip_prefix('[') {
+        rest.strip_prefix(rm_id)
+            .and_then(|r| r.strip_prefix(']'))
+            .ok_or_else(|| {
+                format!("partition {name} does not belong to RM {rm_id}: a request may only name its own RM's partitions")
+            })?
+    } else {
+        name
+    };
+    Ok(PartitionKey {
+        rm_id: rm_id.to_string(),
+        name: if plain.is_empty() { "default" } else { plain }.to_string(),
+    })
 }
 
 impl Core {
@@ -314,7 +340,7 @@ impl Core {
 
     fn schedule(&mut self) -> usize {
         let mut made = 0;
-        let names: Vec<String> = self.partitions.keys().cloned().collect();
+        let names: Vec<PartitionKey> = self.partitions.keys().cloned().collect();
         for name in names {
             let p = self.partitions.get_mut(&name).expect("listed");
             let rm = p.rm_id.clone();
@@ -403,9 +429,9 @@ impl Core {
             })?;
             created.push(p);
         }
-        let names = created.iter().map(|p| p.internal_name.clone()).collect();
+        let names = created.iter().map(|p| p.key.clone()).collect();
         for p in created {
-            self.partitions.insert(p.internal_name.clone(), p);
+            self.partitions.insert(p.key.clone(), p);
         }
         log::info!(
             "RM {rm_id} registered with policy group '{policy_group}' from {}",
@@ -445,21 +471,19 @@ impl Core {
         let mut rejected = Vec::new();
         // Asks of one request nearly always share a partition: resolve its
         // internal name once.
-        let mut last: Option<(&str, String)> = None;
+        let mut last: Option<(&str, Result<PartitionKey, String>)> = None;
         for ask in &req.asks {
             if last.as_ref().is_none_or(|(raw, _)| *raw != &*ask.partition) {
-                last = Some((&ask.partition, internal_partition_name(&rm, &ask.partition)));
+                last = Some((&ask.partition, resolve_partition(&rm, &ask.partition)));
             }
-            let pname = last
-                .as_ref()
-                .map(|(_, internal)| internal.as_str())
-                .unwrap_or_default();
-            let result = match self.partitions.get_mut(pname) {
-                None => Err(format!(
-                    "Failed to find partition {pname}, for application {} and allocation {}",
+            let Some((_, key)) = &last else { continue };
+            let result = match key.as_ref().map(|k| (k, self.partitions.get_mut(k))) {
+                Err(e) => Err(e.clone()),
+                Ok((k, None)) => Err(format!(
+                    "Failed to find partition {k}, for application {} and allocation {}",
                     ask.app, ask.key
                 )),
-                Some(p) => p.add_ask(ask, &mut out),
+                Ok((_, Some(p))) => p.add_ask(ask, &mut out),
             };
             if let Err(reason) = result {
                 rejected.push(si::RejectedAllocationAsk {
@@ -477,14 +501,12 @@ impl Core {
         }
         if let Some(rel) = &req.releases {
             for r in &rel.allocation_asks_to_release {
-                let pname = internal_partition_name(&rm, &r.partition_name);
-                if let Some(p) = self.partitions.get_mut(&pname) {
+                if let Some(p) = self.own_partition(&rm, &r.partition_name) {
                     p.release_asks(r, &mut out);
                 }
             }
             for r in &rel.allocations_to_release {
-                let pname = internal_partition_name(&rm, &r.partition_name);
-                if let Some(p) = self.partitions.get_mut(&pname) {
+                if let Some(p) = self.own_partition(&rm, &r.partition_name) {
                     p.release_allocations(r, &mut out);
                 }
             }
@@ -497,13 +519,14 @@ impl Core {
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut response = si::ApplicationResponse::default();
         for app in &req.new {
-            let pname = internal_partition_name(&rm, &app.partition_name);
-            let result = match self.partitions.get_mut(&pname) {
-                None => Err(format!(
-                    "Failed to add application {} to partition {pname}, partition doesn't exist",
+            let key = resolve_partition(&rm, &app.partition_name);
+            let result = match key.as_ref().map(|k| (k, self.partitions.get_mut(k))) {
+                Err(e) => Err(e.clone()),
+                Ok((k, None)) => Err(format!(
+                    "Failed to add application {} to partition {k}, partition doesn't exist",
                     app.application_id
                 )),
-                Some(p) => p.add_application(app),
+                Ok((_, Some(p))) => p.add_application(app),
             };
             match result {
                 Ok(()) => response.accepted.push(si::AcceptedApplication {
@@ -519,8 +542,7 @@ impl Core {
             out.messages.push(OutMsg::Application(response));
         }
         for r in &req.remove {
-            let pname = internal_partition_name(&rm, &r.partition_name);
-            if let Some(p) = self.partitions.get_mut(&pname) {
+            if let Some(p) = self.own_partition(&rm, &r.partition_name) {
                 p.remove_application(&r.application_id, &mut out);
             }
         }
@@ -532,20 +554,25 @@ impl Core {
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut response = si::NodeResponse::default();
         for node in &req.nodes {
-            let pname = internal_partition_name(
+            let key = resolve_partition(
                 &rm,
                 node.attributes
                     .get(super::node::ATTR_PARTITION)
                     .map_or("", String::as_str),
             );
-            let p = self.partitions.get_mut(&pname);
+            let pname = match &key {
+                Ok(k) => k.to_string(),
+                Err(e) => e.clone(),
+            };
+            let p = key.as_ref().ok().and_then(|k| self.partitions.get_mut(k));
             if node.action == ActionFromRm::Create as i32 {
-                let result = match p {
-                    None => Err(format!(
-                        "Failed to find partition {pname} for new node {}",
+                let result = match (p, &key) {
+                    (_, Err(e)) => Err(e.clone()),
+                    (None, Ok(k)) => Err(format!(
+                        "Failed to find partition {k} for new node {}",
                         node.node_id
                     )),
-                    Some(p) => p.add_node(node, &mut out),
+                    (Some(p), Ok(_)) => p.add_node(node, &mut out),
                 };
                 match result {
                     Ok(()) => response.accepted.push(si::AcceptedNode {
@@ -571,6 +598,15 @@ impl Core {
         self.outcomes.insert(rm, out);
     }
 
+    /// The partition `name` of RM `rm_id`; `None` when it does not exist or
+    /// names another RM's partition (callers ignore such entries, as spec
+    /// 7.4 does for unknown partitions; the request check refused them
+    /// already).
+    fn own_partition(&mut self, rm_id: &str, name: &str) -> Option<&mut Partition> {
+        let key = resolve_partition(rm_id, name).ok()?;
+        self.partitions.get_mut(&key)
+    }
+
     /// Outcomes for `rm_id`, delivered at the next flush (for the reload module).
     pub(super) fn outcomes_for(&mut self, rm_id: &str) -> &mut Outcomes {
         self.outcomes.entry(rm_id.to_string()).or_default()
@@ -582,7 +618,7 @@ impl Core {
     ) -> (
         &Options,
         &mut BTreeMap<String, RmState>,
-        &mut BTreeMap<String, Partition>,
+        &mut BTreeMap<PartitionKey, Partition>,
     ) {
         (&self.options, &mut self.rms, &mut self.partitions)
     }

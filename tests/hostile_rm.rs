@@ -1,0 +1,199 @@
+//! A hostile or buggy RM (issue 16): every request that reaches outside its
+//! own RM, or that would exhaust or corrupt shared state, is refused with a
+//! reason, and the other RMs and schedulers in the process carry on.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use prost::Message;
+use sicore::ffi::sicore_status::*;
+use sicore::ffi::*;
+use sicore::proto::si::v1 as si;
+use sicore::proto::sicore::v1::SchedulerOptions;
+
+/// Registers a further RM `rm` on `h`'s scheduler, recording into `rec`.
+fn register_as(
+    h: &Harness,
+    rm: &str,
+    policy_group: &str,
+    rec: &Arc<Recorder>,
+) -> (sicore_status, String) {
+    let req = si::RegisterResourceManagerRequest {
+        rm_id: rm.into(),
+        version: "test".into(),
+        policy_group: policy_group.into(),
+    }
+    .encode_to_vec();
+    let cbs = callbacks_for(rec);
+    let mut err = sicore_buffer::empty();
+    let st = sicore_register_resource_manager(
+        h.sched,
+        req.as_ptr(),
+        req.len(),
+        &cbs,
+        std::ptr::null_mut(),
+        &mut err,
+    );
+    (st, take_string(err))
+}
+
+fn node_req(rm: &str, nodes: Vec<si::NodeInfo>) -> Vec<u8> {
+    si::NodeRequest {
+        nodes,
+        rm_id: rm.into(),
+    }
+    .encode_to_vec()
+}
+
+/// The dump's partition of RM `rm` named `name`.
+fn partition<'a>(d: &'a serde_json::Value, rm: &str, name: &str) -> Option<&'a serde_json::Value> {
+    d["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["rm_id"] == rm && p["name"] == name)
+}
+
+#[test]
+fn an_rm_cannot_touch_another_rms_partition() {
+    let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);
+    let rec2 = new_recorder(h.sched, Behaviour::default());
+    let (st, msg) = register_as(&h, "rm2", "queues", &rec2);
+    assert_eq!(st, SICORE_OK, "{msg}");
+    assert_eq!(h.asks(vec![ask("app-1", "k1", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("rm's allocation", |s| s.allocations.len() == 1);
+    let alloc = h.seen(|s| s.allocations[0].clone());
+
+    // rm2 releases rm's allocation by naming rm's internal partition.
+    let release = si::AllocationRequest {
+        rm_id: "rm2".into(),
+        releases: Some(si::AllocationReleasesRequest {
+            allocations_to_release: vec![si::AllocationRelease {
+                partition_name: "[rm]default".into(),
+                application_id: "app-1".into(),
+                uuid: alloc.uuid.clone(),
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let (st, msg) = h.raw(sicore_update_allocation, &release);
+    assert_eq!(st, SICORE_REJECTED, "{msg}");
+    assert!(
+        msg.contains("[rm]default") && msg.contains("does not belong to RM rm2"),
+        "{msg}"
+    );
+
+    // rm2 removes rm's application.
+    let remove = si::ApplicationRequest {
+        rm_id: "rm2".into(),
+        remove: vec![si::RemoveApplicationRequest {
+            application_id: "app-1".into(),
+            partition_name: "[rm]default".into(),
+        }],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let (st, msg) = h.raw(sicore_update_application, &remove);
+    assert_eq!(st, SICORE_REJECTED, "{msg}");
+    assert!(
+        msg.contains("ApplicationRequest.remove[0].partitionName"),
+        "{msg}"
+    );
+
+    // rm2 adds a node to rm's partition, or asks in it.
+    let (st, msg) = h.raw(
+        sicore_update_node,
+        &node_req("rm2", vec![node_in("intruder", "[rm]default", 1000, 10)]),
+    );
+    assert_eq!(st, SICORE_REJECTED, "{msg}");
+    assert!(msg.contains("si/node-partition"), "{msg}");
+    let mut a = ask("app-1", "k2", 10, 1, 1);
+    a.partition_name = "[rm]default".into();
+    let asks = si::AllocationRequest {
+        rm_id: "rm2".into(),
+        asks: vec![a],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let (st, msg) = h.raw(sicore_update_allocation, &asks);
+    assert_eq!(st, SICORE_REJECTED, "{msg}");
+
+    // rm2 may use the prefixed form of its own partition.
+    let (st, msg) = h.raw(
+        sicore_update_node,
+        &node_req("rm2", vec![node_in("own", "[rm2]default", 1000, 10)]),
+    );
+    assert_eq!(st, SICORE_OK, "{msg}");
+    rec2.wait("rm2's own node", |s| s.nodes_accepted == ["own"]);
+
+    // Nothing of rm changed, and nobody was told otherwise.
+    let d = h.dump();
+    let p = partition(&d, "rm", "default").unwrap();
+    assert_eq!(p["nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(p["applications"][0]["id"], "app-1");
+    assert_eq!(p["applications"][0]["allocations"][0], alloc.uuid.as_str());
+    assert!(h.seen(|s| s.released.is_empty()));
+    assert!(rec2.seen.lock().unwrap().released.is_empty());
+}
+
+#[test]
+fn partition_names_of_different_rms_never_collide() {
+    let mut o = SchedulerOptions::default();
+    o.policy_configs.insert(
+        "plain".into(),
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n"
+            .into(),
+    );
+    o.policy_configs.insert(
+        "tricky".into(),
+        "partitions:\n  - name: y]default\n    queues:\n      - name: root\n        submitacl: '*'\n".into(),
+    );
+    let h = Harness::new(o);
+    let victim = new_recorder(h.sched, Behaviour::default());
+    let (st, msg) = register_as(&h, "x]y", "plain", &victim);
+    assert_eq!(st, SICORE_OK, "{msg}");
+    let (st, msg) = h.raw(
+        sicore_update_node,
+        &node_req("x]y", vec![node("n1", 1000, 10)]),
+    );
+    assert_eq!(st, SICORE_OK, "{msg}");
+    victim.wait("victim's node", |s| s.nodes_accepted == ["n1"]);
+
+    let attacker = new_recorder(h.sched, Behaviour::default());
+    let (st, msg) = register_as(&h, "x", "tricky", &attacker);
+    assert_eq!(st, SICORE_OK, "{msg}");
+    // The attacker reaches its own `y]default` through the prefixed name.
+    let (st, msg) = h.raw(
+        sicore_update_node,
+        &node_req("x", vec![node_in("n2", "[x]y]default", 500, 5)]),
+    );
+    assert_eq!(st, SICORE_OK, "{msg}");
+    attacker.wait("attacker's node", |s| s.nodes_accepted == ["n2"]);
+
+    let d = h.dump();
+    let victim_p = partition(&d, "x]y", "default").expect("the victim's partition survives");
+    assert_eq!(victim_p["nodes"][0]["id"], "n1");
+    assert_eq!(victim_p["total"]["memory"], 1000);
+    let attacker_p = partition(&d, "x", "y]default").expect("the attacker's partition exists");
+    assert_eq!(attacker_p["nodes"][0]["id"], "n2");
+    assert_eq!(d["partitions"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn a_configured_partition_name_may_not_look_prefixed() {
+    let mut o = SchedulerOptions::default();
+    o.policy_configs.insert(
+        "queues".into(),
+        "partitions:\n  - name: '[other]default'\n    queues:\n      - name: root\n".into(),
+    );
+    let h = Harness::new(o);
+    let (st, msg) = h.register("rm", "queues");
+    assert_eq!(st, SICORE_REJECTED);
+    assert!(msg.contains("must not start with '['"), "{msg}");
+}
