@@ -24,6 +24,7 @@ use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::scheduler::core::{Command, Core};
 use crate::scheduler::request::AllocationUpdate;
+use crate::scheduler::resource;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -32,6 +33,12 @@ thread_local! {
     /// library thread). Not error state: it only detects re-entrant
     /// synchronous calls that would wait on the thread making them.
     static OWNER: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The id of the scheduler whose library thread this is (0: none), so the
+/// core can charge what it converts to the right scheduler.
+pub fn current_scheduler() -> u64 {
+    OWNER.with(|o| o.get())
 }
 
 /// A running scheduler instance: a core thread and a dispatcher thread.
@@ -104,9 +111,18 @@ impl Scheduler {
     /// straight into core terms (see [`wire`]), the same checks, the same
     /// effect, without building the generated message first.
     pub fn update_allocation_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
-        let update = wire::decode_allocation_update(bytes)
-            .map_err(|e| Error::decode("request (si.v1.AllocationRequest)", e))?;
-        self.check_registered(&update.rm_id, "AllocationRequest")?;
+        const WHAT: &str = "request (si.v1.AllocationRequest)";
+        // The RM is checked before anything is decoded: a refused request
+        // must not leave resource names behind in the process-wide table.
+        let Some(rm_id) = wire::peek_rm_id(bytes) else {
+            let e = <si::AllocationRequest as prost::Message>::decode(bytes)
+                .err()
+                .map_or_else(|| "malformed message".to_string(), |e| e.to_string());
+            return Err(Error::decode(WHAT, e));
+        };
+        self.check_registered(rm_id, "AllocationRequest")?;
+        let update = resource::charged_to(self.id, rm_id, || wire::decode_allocation_update(bytes))
+            .map_err(|e| Error::decode(WHAT, e))?;
         validate::allocation_update(&update)?;
         self.send(Command::Allocation(update))
     }
@@ -208,7 +224,10 @@ impl SchedulerApi for Scheduler {
     fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {
         self.check_registered(&request.rm_id, "AllocationRequest")?;
         validate::allocation(&request)?;
-        self.send(Command::Allocation(AllocationUpdate::from_proto(request)))
+        let rm_id = request.rm_id.clone();
+        let update =
+            resource::charged_to(self.id, &rm_id, || AllocationUpdate::from_proto(request));
+        self.send(Command::Allocation(update))
     }
 
     fn update_application(&self, request: si::ApplicationRequest) -> Result<(), Error> {

@@ -248,6 +248,24 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
     })
 }
 
+/// The rmID of an encoded `AllocationRequest` (the last one, as a decoder
+/// merges), found by skipping over the other top-level fields without
+/// decoding them; `None` when the top level is malformed (the full decode
+/// then reports why). Lets the caller refuse an unregistered RM before
+/// anything of the request, resource names in particular, is taken in.
+pub fn peek_rm_id(mut buf: &[u8]) -> Option<&str> {
+    let mut rm_id = "";
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).ok()?;
+        if tag == 3 && wt == WireType::LengthDelimited {
+            rm_id = read_str(&mut buf, "AllocationRequest.rmID").ok()?;
+        } else {
+            skip(wt, tag, &mut buf).ok()?;
+        }
+    }
+    Some(rm_id)
+}
+
 /// Decodes an encoded `si.v1.AllocationRequest` straight into an
 /// [`AllocationUpdate`]: the same result as decoding it with prost and
 /// converting it with [`AllocationUpdate::from_proto`], and an error for

@@ -18,8 +18,10 @@ use crate::error::Error;
 use crate::events::{EventStats, EventStore};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
+use crate::rmproxy::current_scheduler;
 use crate::rmproxy::dispatch::Outbound;
 use crate::scheduler::request::AllocationUpdate;
+use crate::scheduler::resource::charged_to;
 
 use si::node_info::ActionFromRm;
 
@@ -365,9 +367,19 @@ impl Core {
             Command::Reload { rm_id, reply } => {
                 let _ = reply.send(self.reload(&rm_id));
             }
-            Command::Allocation(req) => self.allocation_request(req),
-            Command::Application(req) => self.application_request(req),
-            Command::Node(req) => self.node_request(req),
+            // Resource names converted here are charged to the sending RM.
+            Command::Allocation(req) => {
+                let rm = req.rm_id.clone();
+                charged_to(current_scheduler(), &rm, || self.allocation_request(req))
+            }
+            Command::Application(req) => {
+                let rm = req.rm_id.clone();
+                charged_to(current_scheduler(), &rm, || self.application_request(req))
+            }
+            Command::Node(req) => {
+                let rm = req.rm_id.clone();
+                charged_to(current_scheduler(), &rm, || self.node_request(req))
+            }
             Command::Dump(reply) => {
                 // Answer with the state the earlier requests lead to: run
                 // the pass they trigger first, so a dump right after a
