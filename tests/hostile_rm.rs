@@ -197,3 +197,67 @@ fn a_configured_partition_name_may_not_look_prefixed() {
     assert_eq!(st, SICORE_REJECTED);
     assert!(msg.contains("must not start with '['"), "{msg}");
 }
+
+/// `levels` nested groups in unknown field 99.
+fn nested_groups(levels: usize) -> Vec<u8> {
+    use prost::encoding::{encode_key, WireType};
+    let mut b = Vec::new();
+    for _ in 0..levels {
+        encode_key(99, WireType::StartGroup, &mut b);
+    }
+    for _ in 0..levels {
+        encode_key(99, WireType::EndGroup, &mut b);
+    }
+    b
+}
+
+/// A length-delimited field `tag` holding `body`.
+fn field(tag: u32, body: &[u8]) -> Vec<u8> {
+    use prost::encoding::{encode_key, encode_varint, WireType};
+    let mut b = Vec::new();
+    encode_key(tag, WireType::LengthDelimited, &mut b);
+    encode_varint(body.len() as u64, &mut b);
+    b.extend_from_slice(body);
+    b
+}
+
+#[test]
+fn nested_unknown_groups_are_refused_where_prost_refuses_them() {
+    let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);
+    let rm = field(3, b"rm");
+    for levels in [1, 97, 98, 99, 100, 101] {
+        // Groups at the top level, inside an ask, and inside its resource.
+        let mut in_ask = ask("app-1", &format!("g{levels}"), 1, 0, 1).encode_to_vec();
+        in_ask.extend(nested_groups(levels));
+        let mut res = res(&[("memory", 1)]).unwrap().encode_to_vec();
+        res.extend(nested_groups(levels));
+        let mut in_res = ask("app-1", &format!("r{levels}"), 1, 0, 1);
+        in_res.resource_ask = None;
+        let mut in_res = in_res.encode_to_vec();
+        in_res.extend(field(4, &res));
+        let mut top = rm.clone();
+        top.extend(nested_groups(levels));
+        for (place, bytes) in [
+            ("top level", top),
+            ("ask", [field(1, &in_ask), rm.clone()].concat()),
+            ("resource", [field(1, &in_res), rm.clone()].concat()),
+        ] {
+            let prost_ok = si::AllocationRequest::decode(bytes.as_slice()).is_ok();
+            let (st, msg) = h.raw(sicore_update_allocation, &bytes);
+            let want = if prost_ok {
+                SICORE_OK
+            } else {
+                SICORE_DECODE_ERROR
+            };
+            assert_eq!(st, want, "{levels} groups in the {place}: {msg}");
+            if !prost_ok {
+                assert!(msg.contains("recursion limit"), "{msg}");
+            }
+        }
+    }
+    // prost refuses 100 levels inside an ask (the case of the report).
+    let mut in_ask = ask("app-1", "x", 1, 0, 1).encode_to_vec();
+    in_ask.extend(nested_groups(100));
+    let (st, _) = h.raw(sicore_update_allocation, &[field(1, &in_ask), rm].concat());
+    assert_eq!(st, SICORE_DECODE_ERROR);
+}
