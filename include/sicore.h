@@ -133,7 +133,10 @@ void sicore_reply_set(struct sicore_reply *reply, const uint8_t *data, size_t le
 
 // Sends the library's log records at `max_level` (1..5 = error..trace) or
 // more severe to `log`, from whichever thread logs, so `log` must be
-// thread-safe. NULL `log` switches forwarding off. The process-wide
+// thread-safe, and may itself call `sicore_set_logger`. NULL `log`
+// switches forwarding off; a record already being delivered on another
+// thread may still reach the previous function, so keep its `user_data`
+// valid until such calls are over. The process-wide
 // logger is claimed on first use; if the host process already installed a
 // Rust `log` logger, records go there instead and this has no effect.
 void sicore_set_logger(sicore_log_fn log, void *user_data, int32_t max_level);
