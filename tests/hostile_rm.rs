@@ -261,3 +261,83 @@ fn nested_unknown_groups_are_refused_where_prost_refuses_them() {
     let (st, _) = h.raw(sicore_update_allocation, &[field(1, &in_ask), rm].concat());
     assert_eq!(st, SICORE_DECODE_ERROR);
 }
+
+/// A Rust RM with a bug: dropping it panics. The core drops the old
+/// callback object inside a re-registration, on its own thread.
+struct PanicsOnDrop;
+
+impl sicore::ResourceManagerCallback for PanicsOnDrop {}
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("the RM's callback object blew up when dropped");
+    }
+}
+
+#[derive(Default)]
+struct CountingRm(std::sync::Mutex<usize>);
+
+impl sicore::ResourceManagerCallback for CountingRm {
+    fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
+        *self.0.lock().unwrap() += r.new.len();
+        Ok(())
+    }
+}
+
+#[test]
+fn a_panic_in_a_synchronous_call_is_internal_and_the_scheduler_goes_on() {
+    use sicore::{Options, ResourceManagerCallback, Scheduler, SchedulerApi, Status};
+    let sched = Scheduler::new(Options::default()).unwrap();
+    let register = |cb: Arc<dyn ResourceManagerCallback>| {
+        sched.register_resource_manager(
+            si::RegisterResourceManagerRequest {
+                rm_id: "rm".into(),
+                policy_group: "queues".into(),
+                ..Default::default()
+            },
+            cb,
+        )
+    };
+    register(Arc::new(PanicsOnDrop)).unwrap();
+    let rm = Arc::new(CountingRm::default());
+    let err = register(rm.clone()).unwrap_err();
+    assert_eq!(err.status, Status::Internal, "{err}");
+    assert!(err.message.contains("blew up when dropped"), "{err}");
+    assert_eq!(
+        sicore::ffi::sicore_status::from(err.status),
+        SICORE_INTERNAL
+    );
+
+    // The scheduler keeps running: the RM registers again and is served.
+    register(rm.clone()).unwrap();
+    sched
+        .update_node(si::NodeRequest {
+            nodes: vec![node("n1", 1000, 10)],
+            rm_id: "rm".into(),
+        })
+        .unwrap();
+    sched
+        .update_application(si::ApplicationRequest {
+            new: vec![app("app-1", "root.a")],
+            rm_id: "rm".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    sched
+        .update_allocation(si::AllocationRequest {
+            asks: vec![ask("app-1", "k1", 10, 1, 1)],
+            rm_id: "rm".into(),
+            ..Default::default()
+        })
+        .unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while *rm.0.lock().unwrap() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no allocation after the panic"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let d: serde_json::Value = serde_json::from_str(&sched.state_dump().unwrap()).unwrap();
+    assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 10);
+}

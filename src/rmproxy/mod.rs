@@ -153,7 +153,7 @@ impl Scheduler {
     /// The whole scheduler state as JSON (see the README for the fields).
     pub fn state_dump(&self) -> Result<String, Error> {
         self.refuse_sync("state dump")?;
-        self.call(Command::Dump)
+        self.call(Command::Dump)?
     }
 
     /// Stops the scheduler: pending work is abandoned, both threads are

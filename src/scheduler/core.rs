@@ -56,7 +56,7 @@ pub enum Command {
         reply: Sender<Result<(), Error>>,
     },
     /// State dump as JSON.
-    Dump(Sender<String>),
+    Dump(Sender<Result<String, Error>>),
     /// Stop the thread.
     Shutdown,
 }
@@ -92,6 +92,14 @@ pub struct Core {
     events_retired: EventStats,
     next_event_flush: Instant,
     next_outstanding_check: Instant,
+}
+
+/// Text of a caught panic payload.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 /// A partition's identity inside the core: the owning RM and the plain
@@ -202,13 +210,25 @@ impl Core {
     /// Runs `f`, logging a panic instead of killing the core thread.
     fn guarded(&mut self, what: &str, f: impl FnOnce(&mut Core)) {
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(self))) {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            log::error!("internal error while handling {what}: {msg}");
+            log::error!("internal error while handling {what}: {}", panic_text(&*p));
         }
+    }
+
+    /// Runs the body of a synchronous call; a panic becomes
+    /// [`Status::Internal`](crate::Status::Internal) with its message.
+    fn answer<T>(
+        &mut self,
+        what: &str,
+        f: impl FnOnce(&mut Core) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        catch_unwind(AssertUnwindSafe(|| f(self))).unwrap_or_else(|p| {
+            let msg = panic_text(&*p);
+            log::error!("internal error while handling {what}: {msg}");
+            Err(Error::new(
+                crate::Status::Internal,
+                format!("internal error (panic) while handling {what}: {msg}"),
+            ))
+        })
     }
 
     /// When the next periodic job (event flush, outstanding check) is due.
@@ -356,16 +376,21 @@ impl Core {
 
     fn handle(&mut self, cmd: Command) {
         match cmd {
+            // A panic in a synchronous call is answered, not left as a
+            // dropped reply: the caller learns it was a bug, with the
+            // panic's message, and the core goes on.
             Command::Register {
                 rm_id,
                 policy_group,
                 callback,
                 reply,
             } => {
-                let _ = reply.send(self.register(&rm_id, &policy_group, callback));
+                let _ = reply.send(self.answer("RegisterResourceManager", |core| {
+                    core.register(&rm_id, &policy_group, callback)
+                }));
             }
             Command::Reload { rm_id, reply } => {
-                let _ = reply.send(self.reload(&rm_id));
+                let _ = reply.send(self.answer("UpdateConfiguration", |core| core.reload(&rm_id)));
             }
             // Resource names converted here are charged to the sending RM.
             Command::Allocation(req) => {
@@ -381,17 +406,19 @@ impl Core {
                 charged_to(current_scheduler(), &rm, || self.node_request(req))
             }
             Command::Dump(reply) => {
-                // Answer with the state the earlier requests lead to: run
-                // the pass they trigger first, so a dump right after a
-                // request shows its outcome.
-                self.schedule();
-                self.flush();
-                let _ = reply.send(dump::render(
-                    &self.rms,
-                    &self.partitions,
-                    self.started,
-                    self.event_stats(),
-                ));
+                let _ = reply.send(self.answer("state dump", |core| {
+                    // Answer with the state the earlier requests lead to:
+                    // run the pass they trigger first, so a dump right after
+                    // a request shows its outcome.
+                    core.schedule();
+                    core.flush();
+                    Ok(dump::render(
+                        &core.rms,
+                        &core.partitions,
+                        core.started,
+                        core.event_stats(),
+                    ))
+                }));
             }
             Command::Shutdown => {}
         }
