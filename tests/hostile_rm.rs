@@ -341,3 +341,28 @@ fn a_panic_in_a_synchronous_call_is_internal_and_the_scheduler_goes_on() {
     let d: serde_json::Value = serde_json::from_str(&sched.state_dump().unwrap()).unwrap();
     assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 10);
 }
+
+#[test]
+fn a_config_whose_child_guarantees_overflow_is_rejected() {
+    let yaml = "partitions:
+  - name: default
+    queues:
+      - name: root
+        queues:
+          - name: parent
+            queues:
+              - name: a
+                resources:
+                  guaranteed: {memory: 9223372036854775807}
+              - name: b
+                resources:
+                  guaranteed: {memory: 9223372036854775807}
+";
+    let h = Harness::new(yaml_options(yaml));
+    let (st, msg) = h.register("rm", "queues");
+    assert_eq!(st, SICORE_REJECTED, "{msg}");
+    assert!(msg.contains("overflows") && msg.contains("parent"), "{msg}");
+    // The scheduler is fine: a valid registration succeeds afterwards.
+    let h2 = Harness::configured(SchedulerOptions::default(), 1);
+    assert_eq!(h2.dump()["rms"][0]["rm_id"], "rm");
+}

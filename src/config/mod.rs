@@ -561,7 +561,13 @@ fn check_queue_resources(
     let mut sum = Res::new();
     for child in &queue.queues {
         for (k, v) in check_queue_resources(child, Some(&effective_max))? {
-            *sum.entry(k).or_insert(0) += v;
+            let total = sum.entry(k.clone()).or_insert(0);
+            *total = total.checked_add(v).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "sum of guaranteed resources of the children of queue {} overflows a 64-bit quantity for resource {}",
+                    queue.name, k
+                ))
+            })?;
         }
     }
     if !is_zero(&guaranteed) && !fits_missing_zero(&sum, &guaranteed) {
