@@ -366,3 +366,50 @@ fn a_config_whose_child_guarantees_overflow_is_rejected() {
     let h2 = Harness::configured(SchedulerOptions::default(), 1);
     assert_eq!(h2.dump()["rms"][0]["rm_id"], "rm");
 }
+
+#[test]
+fn racing_registrations_of_one_rm_agree_with_the_core() {
+    let mut o = SchedulerOptions::default();
+    o.policy_configs
+        .insert("bad".into(), "partitions: [".into());
+    let app_req = |id: &str| {
+        si::ApplicationRequest {
+            new: vec![app(id, "root.a")],
+            rm_id: "rm".into(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    for trial in 0..1000 {
+        let h = Harness::new(o.clone());
+        let mut probes_ok = Vec::new();
+        std::thread::scope(|scope| {
+            let good = scope.spawn(|| register_as(&h, "rm", "queues", &h.rec).0);
+            let bad = scope.spawn(|| register_as(&h, "rm", "bad", &h.rec).0);
+            for j in 0..4 {
+                let id = format!("probe-{j}");
+                if h.raw(sicore_update_application, &app_req(&id)).0 == SICORE_OK {
+                    probes_ok.push(id);
+                }
+            }
+            assert_eq!(good.join().unwrap(), SICORE_OK);
+            assert_eq!(bad.join().unwrap(), SICORE_REJECTED);
+        });
+        // An update that returned OK was applied, never dropped: its
+        // verdict reaches the RM.
+        h.wait("a verdict for every accepted probe", |s| {
+            probes_ok.iter().all(|id| {
+                s.apps_accepted.contains(id)
+                    || s.apps_rejected.iter().any(|r| &r.application_id == id)
+            })
+        });
+        // After both calls: the core holds the RM exactly when updates are taken.
+        let holds = h.dump()["rms"].as_array().unwrap().len() == 1;
+        let (st, msg) = h.raw(sicore_update_application, &app_req("final"));
+        assert_eq!(
+            st == SICORE_OK,
+            holds,
+            "trial {trial}: core holds the RM: {holds}, update: {st:?} {msg}"
+        );
+    }
+}

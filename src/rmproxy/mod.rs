@@ -10,19 +10,19 @@ mod validate;
 pub mod wire;
 
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Sender};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
-use crate::scheduler::core::{Command, Core};
+use crate::scheduler::core::{Command, Core, Registry};
 use crate::scheduler::request::AllocationUpdate;
 use crate::scheduler::resource;
 
@@ -47,7 +47,14 @@ pub fn current_scheduler() -> u64 {
 pub struct Scheduler {
     id: u64,
     tx: Sender<Command>,
-    registered: RwLock<HashSet<String>>,
+    /// RMs the core holds; written only by the core thread, when it
+    /// applies a registration, so it is never out of order with the core.
+    registered: Registry,
+    /// Registrations sent to the core and not yet answered, per rmID, and
+    /// the lock under which updates are checked and queued (see
+    /// [`Scheduler::send_update`]).
+    in_flight: Mutex<HashMap<String, usize>>,
+    registration_done: Condvar,
     stopped: AtomicBool,
     dispatcher_stopping: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -62,7 +69,8 @@ impl Scheduler {
         let dispatcher_stopping = Arc::new(AtomicBool::new(false));
         let spawn_err =
             |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
-        let core = Core::new(options, out_tx);
+        let registered = Registry::default();
+        let core = Core::new(options, out_tx).with_registry(registered.clone());
         let core_thread = std::thread::Builder::new()
             .name(format!("sicore-core-{id}"))
             .spawn(move || {
@@ -81,7 +89,9 @@ impl Scheduler {
         Ok(Scheduler {
             id,
             tx,
-            registered: RwLock::new(HashSet::new()),
+            registered,
+            in_flight: Mutex::new(HashMap::new()),
+            registration_done: Condvar::new(),
             stopped: AtomicBool::new(false),
             dispatcher_stopping,
             threads: Mutex::new(vec![core_thread, dispatcher]),
@@ -124,7 +134,8 @@ impl Scheduler {
         let update = resource::charged_to(self.id, rm_id, || wire::decode_allocation_update(bytes))
             .map_err(|e| Error::decode(WHAT, e))?;
         validate::allocation_update(&update)?;
-        self.send(Command::Allocation(update))
+        let rm_id = update.rm_id.clone();
+        self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
     }
 
     fn send(&self, cmd: Command) -> Result<(), Error> {
@@ -138,6 +149,25 @@ impl Scheduler {
         let (reply, answer) = bounded(1);
         self.send(make(reply))?;
         answer.recv().map_err(|_| Error::stopped())
+    }
+
+    /// Queues an update of RM `rm_id` in the order the core sees
+    /// registrations: a registration of the same rmID still in flight is
+    /// waited for, then the RM is checked against what the core holds and
+    /// the update queued, both under the lock that registrations are queued
+    /// under. So an update that returns OK is never dropped by the core for
+    /// an RM it no longer holds, and one that is refused names an RM the
+    /// core does not hold. From a library thread (inside a callback) there
+    /// is no waiting: the core may be the one that has to answer.
+    fn send_update(&self, rm_id: &str, what: &str, cmd: Command) -> Result<(), Error> {
+        let mut in_flight = self.in_flight.lock();
+        if !self.on_own_thread() {
+            while in_flight.get(rm_id).is_some_and(|n| *n > 0) {
+                self.registration_done.wait(&mut in_flight);
+            }
+        }
+        self.check_registered(rm_id, what)?;
+        self.send(cmd)
     }
 
     fn check_registered(&self, rm_id: &str, what: &str) -> Result<(), Error> {
@@ -177,6 +207,7 @@ impl Scheduler {
             }
         }
         self.registered.write().clear();
+        self.registration_done.notify_all();
         Ok(())
     }
 }
@@ -198,27 +229,35 @@ impl SchedulerApi for Scheduler {
         self.refuse_sync("RegisterResourceManager")?;
         validate::register(&request)?;
         let rm_id = request.rm_id.clone();
-        // No lock is held across the call: the core may run callbacks that
-        // call back into this scheduler while it works. Updates made during
-        // a re-registration are queued behind it and see the new state.
-        let result = self.call(|reply| Command::Register {
-            rm_id: request.rm_id,
-            policy_group: request.policy_group,
-            callback,
-            reply,
-        });
-        let mut registered = self.registered.write();
-        match result {
-            Ok(Ok(())) => {
-                registered.insert(rm_id);
-                Ok(si::RegisterResourceManagerResponse {})
-            }
-            // A failed registration leaves the RM unregistered (spec 1.2).
-            Ok(Err(e)) | Err(e) => {
-                registered.remove(&rm_id);
-                Err(e)
+        // Queued under the update lock, and counted as in flight until the
+        // core answers; no lock is held while waiting, since the core may
+        // run callbacks that call back into this scheduler meanwhile. The
+        // core itself records whether the RM is registered (spec 1.2: a
+        // failed registration leaves it unregistered).
+        let (reply, answer) = bounded(1);
+        {
+            let mut in_flight = self.in_flight.lock();
+            self.send(Command::Register {
+                rm_id: request.rm_id,
+                policy_group: request.policy_group,
+                callback,
+                reply,
+            })?;
+            *in_flight.entry(rm_id.clone()).or_default() += 1;
+        }
+        let result = answer.recv().map_err(|_| Error::stopped());
+        {
+            let mut in_flight = self.in_flight.lock();
+            if let Some(n) = in_flight.get_mut(&rm_id) {
+                *n -= 1;
+                if *n == 0 {
+                    in_flight.remove(&rm_id);
+                }
             }
         }
+        self.registration_done.notify_all();
+        result??;
+        Ok(si::RegisterResourceManagerResponse {})
     }
 
     fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {
@@ -227,19 +266,21 @@ impl SchedulerApi for Scheduler {
         let rm_id = request.rm_id.clone();
         let update =
             resource::charged_to(self.id, &rm_id, || AllocationUpdate::from_proto(request));
-        self.send(Command::Allocation(update))
+        self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
     }
 
     fn update_application(&self, request: si::ApplicationRequest) -> Result<(), Error> {
         self.check_registered(&request.rm_id, "ApplicationRequest")?;
         validate::application(&request)?;
-        self.send(Command::Application(request))
+        let rm_id = request.rm_id.clone();
+        self.send_update(&rm_id, "ApplicationRequest", Command::Application(request))
     }
 
     fn update_node(&self, request: si::NodeRequest) -> Result<(), Error> {
         self.check_registered(&request.rm_id, "NodeRequest")?;
         validate::node(&request)?;
-        self.send(Command::Node(request))
+        let rm_id = request.rm_id.clone();
+        self.send_update(&rm_id, "NodeRequest", Command::Node(request))
     }
 
     fn update_configuration(&self, cluster_id: &str) -> Result<(), Error> {

@@ -75,6 +75,10 @@ pub struct RmState {
     pub partitions: Vec<PartitionKey>,
 }
 
+/// The rmIDs the core holds, shared read-only with the calling side; only
+/// the core thread writes it, as it applies registrations.
+pub type Registry = Arc<parking_lot::RwLock<std::collections::HashSet<String>>>;
+
 /// The core's state. Only the core thread touches it.
 pub struct Core {
     options: Options,
@@ -92,6 +96,7 @@ pub struct Core {
     events_retired: EventStats,
     next_event_flush: Instant,
     next_outstanding_check: Instant,
+    registry: Registry,
 }
 
 /// Text of a caught panic payload.
@@ -156,7 +161,14 @@ impl Core {
             next_event_flush: Instant::now() + options.event_flush_interval,
             next_outstanding_check: Instant::now() + options.outstanding_check_interval,
             options,
+            registry: Registry::default(),
         }
+    }
+
+    /// Publishes the set of registered RMs into `registry`.
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
     }
 
     /// Runs until `Shutdown` or until every sender is gone.
@@ -429,6 +441,7 @@ impl Core {
     }
 
     fn remove_rm(&mut self, rm_id: &str) {
+        self.registry.write().remove(rm_id);
         if let Some(rm) = self.rms.remove(rm_id) {
             for p in rm.partitions {
                 self.partitions.remove(&p);
@@ -486,6 +499,7 @@ impl Core {
                 partitions: names,
             },
         );
+        self.registry.write().insert(rm_id.to_string());
         Ok(())
     }
 
