@@ -413,3 +413,160 @@ fn racing_registrations_of_one_rm_agree_with_the_core() {
         );
     }
 }
+
+/// user_data of a predicates callback that dumps another scheduler.
+struct DumpsOther {
+    other: std::sync::atomic::AtomicPtr<sicore_scheduler>,
+    statuses: std::sync::Mutex<Vec<sicore_status>>,
+}
+
+unsafe extern "C" fn predicates_dumping_other(
+    ud: *mut std::ffi::c_void,
+    _msg: *const u8,
+    _len: usize,
+    _err: *mut sicore_reply,
+) -> i32 {
+    // SAFETY: a leaked DumpsOther, alive for the whole test.
+    let d = unsafe { &*(ud as *const DumpsOther) };
+    let mut json = sicore_buffer::empty();
+    let st = sicore_state_dump(
+        d.other.load(std::sync::atomic::Ordering::SeqCst),
+        &mut json,
+        std::ptr::null_mut(),
+    );
+    sicore_buffer_free(json);
+    d.statuses.lock().unwrap().push(st);
+    0
+}
+
+#[test]
+fn callbacks_of_two_schedulers_cannot_deadlock_each_other() {
+    let a = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);
+    let b = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);
+    let mut users = Vec::new();
+    for (h, other) in [(&a, b.sched), (&b, a.sched)] {
+        let ud: &'static DumpsOther = Box::leak(Box::new(DumpsOther {
+            other: std::sync::atomic::AtomicPtr::new(other),
+            statuses: std::sync::Mutex::new(Vec::new()),
+        }));
+        users.push(ud);
+        // A second RM on each scheduler whose predicates dump the other.
+        let cbs = sicore_callbacks {
+            user_data: ud as *const DumpsOther as *mut std::ffi::c_void,
+            update_allocation: None,
+            update_application: None,
+            update_node: None,
+            predicates: Some(predicates_dumping_other),
+            resync_scheduler_cache: None,
+            send_event: None,
+            update_container_scheduling_state: None,
+            update_configuration: None,
+            release: None,
+        };
+        let req = si::RegisterResourceManagerRequest {
+            rm_id: "dumper".into(),
+            policy_group: "queues".into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let st = sicore_register_resource_manager(
+            h.sched,
+            req.as_ptr(),
+            req.len(),
+            &cbs,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        );
+        assert_eq!(st, SICORE_OK);
+        let nodes = node_req("dumper", vec![node("d1", 1000, 10)]);
+        assert_eq!(h.raw(sicore_update_node, &nodes).0, SICORE_OK);
+        let apps = si::ApplicationRequest {
+            new: vec![app("dapp", "root.a")],
+            rm_id: "dumper".into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        assert_eq!(h.raw(sicore_update_application, &apps).0, SICORE_OK);
+    }
+    // Both schedulers call predicates, each dumping the other, at once.
+    for (i, h) in [&a, &b].into_iter().enumerate() {
+        let asks = si::AllocationRequest {
+            asks: (0..20)
+                .map(|k| ask("dapp", &format!("k{i}-{k}"), 1, 0, 1))
+                .collect(),
+            rm_id: "dumper".into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        assert_eq!(h.raw(sicore_update_allocation, &asks).0, SICORE_OK);
+    }
+    let deadline = std::time::Instant::now() + WAIT;
+    while users.iter().any(|u| u.statuses.lock().unwrap().len() < 20) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "predicates calls did not finish"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for u in &users {
+        assert!(u
+            .statuses
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|s| *s == SICORE_WOULD_DEADLOCK));
+    }
+    // Both schedulers still answer from an ordinary thread.
+    assert_eq!(a.dump()["rms"].as_array().unwrap().len(), 2);
+    assert_eq!(b.dump()["rms"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn shutdown_stops_racing_callers_and_makes_free_safe() {
+    let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 2);
+    let sched = h.sched as usize;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let mut callers = Vec::new();
+        for t in 0..4 {
+            let stop = &stop;
+            let h = &h;
+            callers.push(scope.spawn(move || {
+                let mut stopped_seen = 0;
+                let mut i = 0;
+                loop {
+                    let (st, _) = h.asks(vec![ask("app-1", &format!("t{t}-{i}"), 1, 0, 1)]);
+                    i += 1;
+                    let mut json = sicore_buffer::empty();
+                    let dump = sicore_state_dump(sched as *mut _, &mut json, std::ptr::null_mut());
+                    sicore_buffer_free(json);
+                    for s in [st, dump] {
+                        assert!(s == SICORE_OK || s == SICORE_STOPPED, "{s:?}");
+                    }
+                    if st == SICORE_STOPPED && dump == SICORE_STOPPED {
+                        stopped_seen += 1;
+                    }
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) && stopped_seen > 0 {
+                        return i;
+                    }
+                }
+            }));
+        }
+        h.wait("some allocations", |s| s.allocations.len() > 10);
+        let mut err = sicore_buffer::empty();
+        assert_eq!(sicore_shutdown(h.sched, &mut err), SICORE_OK);
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        for c in callers {
+            assert!(c.join().unwrap() > 0);
+        }
+    });
+    // After shutdown everything is STOPPED, and a second shutdown is a no-op.
+    assert_eq!(
+        h.asks(vec![ask("app-1", "late", 1, 0, 1)]).0,
+        SICORE_STOPPED
+    );
+    assert_eq!(h.register("rm", "queues").0, SICORE_STOPPED);
+    assert_eq!(sicore_shutdown(h.sched, std::ptr::null_mut()), SICORE_OK);
+    assert_eq!(h.rec.releases.load(std::sync::atomic::Ordering::SeqCst), 1);
+    // The harness's drop frees it.
+}

@@ -105,10 +105,12 @@ impl Scheduler {
     }
 
     fn refuse_sync(&self, what: &str) -> Result<(), Error> {
-        if self.on_own_thread() {
+        // Any library thread, not only this scheduler's: two schedulers
+        // whose callbacks wait on each other would hang both.
+        if current_scheduler() != 0 {
             return Err(Error::new(
                 Status::WouldDeadlock,
-                format!("{what} is synchronous and cannot be called from inside a callback of the same scheduler"),
+                format!("{what} is synchronous and cannot be called from inside a callback (of this or any other scheduler)"),
             ));
         }
         if self.stopped.load(Ordering::Acquire) {
@@ -171,6 +173,9 @@ impl Scheduler {
     }
 
     fn check_registered(&self, rm_id: &str, what: &str) -> Result<(), Error> {
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Error::stopped());
+        }
         if self.registered.read().contains(rm_id) {
             Ok(())
         } else {
@@ -190,10 +195,10 @@ impl Scheduler {
     /// joined, and every callback object is dropped, so no callback runs
     /// after this returns. Calling it again does nothing.
     pub fn close(&self) -> Result<(), Error> {
-        if self.on_own_thread() {
+        if current_scheduler() != 0 {
             return Err(Error::new(
                 Status::WouldDeadlock,
-                "the scheduler cannot be freed from inside one of its own callbacks",
+                "a scheduler cannot be stopped or freed from inside a callback (of this or any other scheduler)",
             ));
         }
         if self.stopped.swap(true, Ordering::AcqRel) {
