@@ -570,3 +570,52 @@ fn shutdown_stops_racing_callers_and_makes_free_safe() {
     assert_eq!(h.rec.releases.load(std::sync::atomic::Ordering::SeqCst), 1);
     // The harness's drop frees it.
 }
+
+#[test]
+fn a_slow_report_callback_neither_piles_up_reports_nor_delays_allocations() {
+    let o = SchedulerOptions {
+        outstanding_check_interval_ms: 5,
+        ..Default::default()
+    };
+    let b = Behaviour {
+        slow_container_state: Some(std::time::Duration::from_millis(1)),
+        ..Default::default()
+    };
+    let h = Harness::standard(o, b, 1);
+    // 300 asks that fit no node: each is reported every 5 ms, while the
+    // RM takes 1 ms per report (a round of reports takes 300 ms).
+    let waiting = (0..300)
+        .map(|i| ask("app-1", &format!("big-{i}"), 5000, 1, 1))
+        .collect();
+    assert_eq!(h.asks(waiting).0, SICORE_OK);
+    h.wait("a full round of reports", |s| {
+        s.container_states.len() >= 300
+    });
+    let before = h.seen(|s| s.container_states.len());
+    assert_eq!(h.asks(vec![ask("app-1", "small", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("the allocation", |s| s.allocations.len() == 1);
+    // Some 60 rounds (18,000 reports) were produced meanwhile; the
+    // allocation was not queued behind them.
+    let at_allocation = h.seen(|s| s.container_states.len());
+    assert!(
+        at_allocation < before + 300,
+        "{} reports were delivered ahead of the allocation",
+        at_allocation - before
+    );
+    // Coalesced: every ask keeps being reported, none far more than others.
+    h.wait("two more rounds", |s| {
+        s.container_states.len() >= at_allocation + 600
+    });
+    h.seen(|s| {
+        let mut per_ask = std::collections::HashMap::new();
+        for r in &s.container_states {
+            *per_ask.entry(r.allocation_key.clone()).or_insert(0usize) += 1;
+        }
+        assert_eq!(per_ask.len(), 300);
+        let (min, max) = (
+            per_ask.values().min().unwrap(),
+            per_ask.values().max().unwrap(),
+        );
+        assert!(max - min <= 2, "reports per ask from {min} to {max}");
+    });
+}

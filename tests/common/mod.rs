@@ -52,6 +52,8 @@ pub struct Behaviour {
     pub reenter: bool,
     /// Sleep this long in `update_allocation`.
     pub slow: Option<Duration>,
+    /// Sleep this long in `update_container_scheduling_state`.
+    pub slow_container_state: Option<Duration>,
 }
 
 pub struct Recorder {
@@ -224,7 +226,12 @@ unsafe extern "C" fn on_event(ud: *mut c_void, p: *const u8, len: usize) {
 
 unsafe extern "C" fn on_container_state(ud: *mut c_void, p: *const u8, len: usize) {
     let m: si::UpdateContainerSchedulingStateRequest = msg(p, len);
-    rec(ud).record(|s| s.container_states.push(m));
+    let r = rec(ud);
+    let slow = r.behaviour.lock().unwrap().slow_container_state;
+    if let Some(d) = slow {
+        std::thread::sleep(d);
+    }
+    r.record(|s| s.container_states.push(m));
 }
 
 unsafe extern "C" fn on_update_configuration(
