@@ -619,3 +619,77 @@ fn a_slow_report_callback_neither_piles_up_reports_nor_delays_allocations() {
         assert!(max - min <= 2, "reports per ask from {min} to {max}");
     });
 }
+
+#[test]
+fn totals_that_would_overflow_are_refused_and_stay_exact() {
+    let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);
+    // Case 1: a huge ask takes all of pending; one more would saturate it.
+    assert_eq!(
+        h.asks(vec![ask("app-1", "huge", i64::MAX, 1, 1)]).0,
+        SICORE_OK
+    );
+    assert_eq!(h.asks(vec![ask("app-1", "more", 10, 1, 1)]).0, SICORE_OK);
+    assert_eq!(
+        h.asks(vec![ask("app-1", "times", i64::MAX / 2, 1, 3)]).0,
+        SICORE_OK
+    );
+    h.wait("two asks rejected", |s| s.rejected_asks.len() == 2);
+    h.seen(|s| {
+        for r in &s.rejected_asks {
+            assert!(r.reason.contains("overflow"), "{}", r.reason);
+        }
+    });
+    let rel = si::AllocationAskRelease {
+        application_id: "app-1".into(),
+        partition_name: "default".into(),
+        allocationkey: "huge".into(),
+        termination_type: si::TerminationType::StoppedByRm as i32,
+        ..Default::default()
+    };
+    assert_eq!(h.releases(vec![], vec![rel]).0, SICORE_OK);
+    assert_eq!(h.asks(vec![ask("app-1", "small", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("the small ask is placed", |s| s.allocations.len() == 1);
+    let d = h.dump();
+    assert_eq!(
+        d["partitions"][0]["root"]["pending"]["memory"]
+            .as_i64()
+            .unwrap_or(0),
+        0
+    );
+    assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 10);
+
+    // Case 2: a second node at i64::MAX would saturate the partition total.
+    let (st, _) = h.nodes(vec![node("max-1", i64::MAX - 1000, 10)]);
+    assert_eq!(st, SICORE_OK);
+    h.wait("first big node", |s| {
+        s.nodes_accepted.contains(&"max-1".to_string())
+    });
+    assert_eq!(h.nodes(vec![node("max-2", i64::MAX, 10)]).0, SICORE_OK);
+    h.wait("second big node refused", |s| !s.nodes_rejected.is_empty());
+    let reason = h.seen(|s| s.nodes_rejected[0].reason.clone());
+    assert!(reason.contains("overflow the partition total"), "{reason}");
+    let d = h.dump();
+    assert_eq!(d["partitions"][0]["total"]["memory"], i64::MAX);
+    assert_eq!(d["partitions"][0]["root"]["max"]["memory"], i64::MAX);
+
+    // Case 3: recovered allocations whose usage would overflow.
+    let recovered = |uuid: &str| si::Allocation {
+        allocation_key: uuid.into(),
+        uuid: uuid.into(),
+        application_id: "app-1".into(),
+        partition_name: "default".into(),
+        resource_per_alloc: res(&[("memory", i64::MAX / 2 + 1)]),
+        ..Default::default()
+    };
+    let mut n = node("rec", 0, 10);
+    n.existing_allocations = vec![recovered("r1"), recovered("r2")];
+    assert_eq!(h.nodes(vec![n]).0, SICORE_OK);
+    h.wait("recovering node refused", |s| s.nodes_rejected.len() == 2);
+    let reason = h.seen(|s| s.nodes_rejected[1].reason.clone());
+    assert!(
+        reason.contains("recovered allocation") && reason.contains("overflow"),
+        "{reason}"
+    );
+    let d = h.dump();
+    assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 10);
+}

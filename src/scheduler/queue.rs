@@ -574,6 +574,28 @@ impl QueueTree {
     }
 
     /// Adds pending demand from the leaf up.
+    /// Checks that adding `res` to the pending (or, with `allocated`, the
+    /// allocated) total of `id` and each ancestor stays exact.
+    pub fn check_add(&self, id: QueueId, res: &Resource, allocated: bool) -> Result<(), String> {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get(c);
+            let (total, what) = if allocated {
+                (&q.allocated, "allocated")
+            } else {
+                (&q.pending, "pending")
+            };
+            if total.checked_add(res).is_none() {
+                return Err(format!(
+                    "{res} would overflow the {what} total {total} of queue {}",
+                    q.path
+                ));
+            }
+            cur = q.parent;
+        }
+        Ok(())
+    }
+
     pub fn add_pending(&mut self, id: QueueId, res: &Resource) {
         self.update_chain(id, false, |q| q.pending.add_assign(res));
     }

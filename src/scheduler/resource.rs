@@ -237,6 +237,23 @@ impl Resource {
         Resource { entries: out }
     }
 
+    /// `self + other` per type, or `None` when a sum does not fit an i64:
+    /// totals that are later subtracted from must stay exact.
+    pub fn checked_add(&self, other: &Resource) -> Option<Resource> {
+        let exact = self
+            .iter()
+            .chain(other.iter())
+            .all(|(id, _)| self.get(id).checked_add(other.get(id)).is_some());
+        exact.then(|| self.add(other))
+    }
+
+    /// `self * n` per type, or `None` when a product does not fit an i64.
+    pub fn checked_mul(&self, n: i64) -> Option<Resource> {
+        self.iter()
+            .all(|(_, v)| v.checked_mul(n).is_some())
+            .then(|| self.mul(n))
+    }
+
     /// `self + other` per type, saturating.
     pub fn add(&self, other: &Resource) -> Resource {
         self.merge(other, i64::saturating_add)
