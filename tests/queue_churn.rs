@@ -46,7 +46,7 @@ fn dynamic_queue_churn_keeps_memory_flat() {
     let h = Harness::configured(o, 0);
     churn(&h, 0, 5_000); // warm up allocator and maps
     let before = rss_bytes();
-    churn(&h, 5_000, 40_000);
+    churn(&h, 5_000, 60_000);
     let after = rss_bytes();
     let d = h.dump();
     let root = &d["partitions"][0]["root"];
@@ -55,11 +55,11 @@ fn dynamic_queue_churn_keeps_memory_flat() {
         0,
         "every dynamic queue went"
     );
-    // 40,000 leaked queues would be tens of MB; reused slots stay flat.
+    // 60,000 leaked queues would be some 40 MB; reused slots stay flat.
     let growth = after.saturating_sub(before);
     assert!(
-        growth < 8 << 20,
-        "RSS grew by {} KiB over 40,000 queues",
+        growth < 16 << 20,
+        "RSS grew by {} KiB over 60,000 queues",
         growth >> 10
     );
 }
