@@ -111,6 +111,19 @@ unsafe extern "C" fn on_resync(
     0
 }
 
+/// A predicate that decodes its question and lets every node pass: the
+/// cost of the Predicates path itself (one call per node tried, and the
+/// ReSync that must reach the RM before each call).
+unsafe extern "C" fn on_predicates(
+    _ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let _ = si::PredicatesArgs::decode(bytes(p, len)).expect("valid message");
+    0
+}
+
 unsafe extern "C" fn on_release(ud: *mut c_void) {
     // SAFETY: the Arc leaked at registration, released once.
     drop(Arc::from_raw(ud as *const Rm));
@@ -193,7 +206,7 @@ fn peak_rss_mib() -> f64 {
 }
 
 /// Runs one size; returns (allocations per second, seconds).
-fn run(nodes: usize, asks: usize) -> (f64, f64) {
+fn run(nodes: usize, asks: usize, predicates: bool) -> (f64, f64) {
     let mut opts = SchedulerOptions::default();
     opts.policy_configs.insert("bench".into(), CONFIG.into());
     opts.disable_events = true;
@@ -211,7 +224,11 @@ fn run(nodes: usize, asks: usize) -> (f64, f64) {
         update_allocation: Some(on_alloc),
         update_application: Some(on_app),
         update_node: Some(on_node),
-        predicates: None,
+        predicates: if predicates {
+            Some(on_predicates)
+        } else {
+            None
+        },
         resync_scheduler_cache: Some(on_resync),
         send_event: None,
         update_container_scheduling_state: None,
@@ -329,9 +346,13 @@ fn run(nodes: usize, asks: usize) -> (f64, f64) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    // `--predicates` registers a Predicates callback (the path a Kubernetes
+    // RM takes).
+    let predicates = all.iter().any(|a| a == "--predicates");
+    let args: Vec<String> = all
+        .into_iter()
+        .filter(|a| a != "--bench" && a != "--predicates")
         .collect();
     let custom = args.len() == 2 && args[0].parse::<usize>().is_ok();
     let sizes: Vec<(usize, usize)> = match args.as_slice() {
@@ -354,7 +375,14 @@ fn main() {
             (5000, 10_000),
         ],
     };
-    println!("BenchmarkScheduling through the C ABI (callbacks decode every message)");
+    println!(
+        "BenchmarkScheduling through the C ABI (callbacks decode every message){}",
+        if predicates {
+            ", with a Predicates callback"
+        } else {
+            ""
+        }
+    );
     println!(
         "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14}",
         "nodes", "asks", "median allocs/s", "best allocs/s", "median seconds", "peak RSS MiB"
@@ -364,7 +392,8 @@ fn main() {
         // small sizes run five times and report the median and the best;
         // the large one (and a custom size) runs once.
         let runs = if asks > 100_000 || custom { 1 } else { 5 };
-        let mut results: Vec<(f64, f64)> = (0..runs).map(|_| run(nodes, asks)).collect();
+        let mut results: Vec<(f64, f64)> =
+            (0..runs).map(|_| run(nodes, asks, predicates)).collect();
         results.sort_by(|a, b| a.0.total_cmp(&b.0));
         let median = results[results.len() / 2];
         let best = results[results.len() - 1];

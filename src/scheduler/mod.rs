@@ -16,6 +16,7 @@ pub mod reload;
 pub mod request;
 pub mod reservation;
 pub mod resource;
+pub mod resync;
 
 /// Hash map with a fast, randomly seeded hasher for the hot paths (keys
 /// are ids chosen by the RM, so the seed still matters).

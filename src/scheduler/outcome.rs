@@ -66,6 +66,10 @@ pub enum OutMsg {
     /// For `UpdateAllocation`: new allocations, batched (the records the
     /// partition keeps, shared).
     NewAllocations(Vec<Arc<NewAllocation>>),
+    /// For `UpdateAllocation`: new allocations whose `ReSyncSchedulerCache`
+    /// the core thread already delivered (see [`super::resync`]); the
+    /// dispatcher sends the `UpdateAllocation` only.
+    NewAllocationsResynced(Vec<Arc<NewAllocation>>),
     /// For `UpdateApplication`.
     Application(si::ApplicationResponse),
     /// For `UpdateNode`.

@@ -214,8 +214,17 @@ impl Partition {
     }
 
     fn update_root_max(&mut self) {
-        let max = (!self.nodes.is_empty()).then(|| self.total.clone());
+        // An unlimited node leaves the partition without a size: root has
+        // no max (the scheduling pass knows, see `has_unlimited_node`).
+        let max =
+            (!self.nodes.is_empty() && !self.has_unlimited_node()).then(|| self.total.clone());
         self.queues.get_mut(ROOT).max = max;
+    }
+
+    /// Whether the partition's node is an unlimited one (spec 11.6; it is
+    /// then the only node).
+    pub fn has_unlimited_node(&self) -> bool {
+        self.nodes.len() == 1 && self.nodes.values().all(|n| n.unlimited)
     }
 }
 

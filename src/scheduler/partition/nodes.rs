@@ -14,6 +14,21 @@ impl Partition {
         if node_id.is_empty() {
             return Err(wrap("node ID must not be empty".into()));
         }
+        // Unlimited nodes (spec 11.6): only with reservations off, and
+        // alone in their partition.
+        let unlimited = crate::scheduler::node::is_unlimited(&info.attributes);
+        if unlimited && self.timeouts.reservation_delay.is_some() {
+            return Err("Reservation is enabled, registering unlimited node is forbidden".into());
+        }
+        if self.has_unlimited_node() {
+            return Err(
+                "The partition has an unlimited node registered, registering other nodes is forbidden"
+                    .into(),
+            );
+        }
+        if unlimited && !self.nodes.is_empty() {
+            return Err("The unlimited node should be registered first, there are other nodes registered in the partition".into());
+        }
         if self.nodes.contains_key(node_id) {
             return Err(wrap(format!(
                 "failed to add node {node_id} to partition {p}, error: partition {p} has an existing node {node_id}, node name must be unique",
