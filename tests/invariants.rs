@@ -528,6 +528,24 @@ fn random_operations_keep_the_books_balanced() {
         }
     }
     check(&h, 2000, &confirmed);
+    // Whether a random gang timed out depends on the machine's speed; one
+    // that can never assemble (one of two placeholders), on a fresh node in
+    // a queue of its own, makes the timeout path run on every machine.
+    let _ = h.nodes(vec![node("n-timeout", 10_000, 100)]);
+    let mut a = app("app-timeout", "root.timeout");
+    a.placeholder_ask = res(&[("memory", 200), ("vcore", 2)]);
+    a.execution_timeout_milli_seconds = 100;
+    let _ = h.apps(vec![a], vec![]);
+    let mut p = ask("app-timeout", "p0", 100, 1, 1);
+    p.placeholder = true;
+    p.task_group_name = "tg0".into();
+    let _ = h.asks(vec![p]);
+    h.wait("a placeholder released on timeout", |s| {
+        s.released
+            .iter()
+            .any(|r| r.termination_type == si::TerminationType::Timeout as i32)
+    });
+    check(&h, 2001, &confirmed);
     // The run did real work.
     h.seen(|s| {
         assert!(
