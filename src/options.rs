@@ -48,6 +48,8 @@ pub struct Options {
     pub disable_events: bool,
     /// Period of the outstanding-request check.
     pub outstanding_check_interval: Duration,
+    /// `host:port` of the REST service; empty: none.
+    pub rest_address: String,
 }
 
 impl Default for Options {
@@ -115,6 +117,7 @@ impl Options {
                 p.outstanding_check_interval_ms,
                 DEFAULT_OUTSTANDING_CHECK_INTERVAL,
             ),
+            rest_address: p.rest_address.trim().to_string(),
         })
     }
 }

@@ -34,6 +34,13 @@ thread_local! {
     static OWNER: Cell<u64> = const { Cell::new(0) };
 }
 
+/// Marks the calling thread as one of scheduler `id`'s own threads (the
+/// REST service's), so synchronous calls from callbacks it runs are
+/// refused like those from the dispatcher's.
+pub(crate) fn mark_library_thread(id: u64) {
+    OWNER.with(|o| o.set(id));
+}
+
 /// A running scheduler instance: a core thread and a dispatcher thread.
 ///
 /// Dropping it stops both threads (see [`Scheduler::close`]).
@@ -44,6 +51,9 @@ pub struct Scheduler {
     stopped: AtomicBool,
     dispatcher_stopping: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    metrics: Arc<crate::metrics::Metrics>,
+    rest: Mutex<Option<crate::rest::RestServer>>,
+    rest_addr: Option<std::net::SocketAddr>,
 }
 
 impl Scheduler {
@@ -55,7 +65,20 @@ impl Scheduler {
         let dispatcher_stopping = Arc::new(AtomicBool::new(false));
         let spawn_err =
             |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
-        let core = Core::new(options, out_tx);
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        // Bind before any thread starts, so a bad address fails `new` cleanly.
+        let rest = if options.rest_address.is_empty() {
+            None
+        } else {
+            Some(crate::rest::RestServer::start(
+                &options.rest_address,
+                id,
+                tx.clone(),
+                metrics.clone(),
+            )?)
+        };
+        let rest_addr = rest.as_ref().map(crate::rest::RestServer::local_addr);
+        let core = Core::new(options, out_tx).with_metrics(metrics.clone());
         let core_thread = std::thread::Builder::new()
             .name(format!("sicore-core-{id}"))
             .spawn(move || {
@@ -78,6 +101,9 @@ impl Scheduler {
             stopped: AtomicBool::new(false),
             dispatcher_stopping,
             threads: Mutex::new(vec![core_thread, dispatcher]),
+            metrics,
+            rest: Mutex::new(rest),
+            rest_addr,
         })
     }
 
@@ -140,6 +166,24 @@ impl Scheduler {
         self.call(Command::Dump)
     }
 
+    /// The Prometheus text exposition of the `yunikorn_*` metrics (spec
+    /// 15.2). Never waits for the core thread, so it may be called from
+    /// anywhere, callbacks included.
+    pub fn metrics_text(&self) -> Result<String, Error> {
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Error::stopped());
+        }
+        self.metrics
+            .encode()
+            .map_err(|e| Error::new(Status::Internal, format!("cannot encode metrics: {e}")))
+    }
+
+    /// The address the REST service listens on (`None` when
+    /// `rest_address` was empty).
+    pub fn rest_address(&self) -> Option<std::net::SocketAddr> {
+        self.rest_addr
+    }
+
     /// Stops the scheduler: pending work is abandoned, both threads are
     /// joined, and every callback object is dropped, so no callback runs
     /// after this returns. Calling it again does nothing.
@@ -152,6 +196,10 @@ impl Scheduler {
         }
         if self.stopped.swap(true, Ordering::AcqRel) {
             return Ok(());
+        }
+        // The REST service first: it may be waiting on the core.
+        if let Some(mut rest) = self.rest.lock().take() {
+            rest.stop();
         }
         self.dispatcher_stopping.store(true, Ordering::Release);
         let _ = self.tx.send(Command::Shutdown);
