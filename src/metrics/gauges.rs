@@ -10,7 +10,9 @@ use crate::scheduler::partition::Partition;
 use crate::scheduler::resource::{name_of, Resource};
 
 fn pairs(r: &Resource) -> Vec<(String, i64)> {
-    r.iter().map(|(id, v)| (name_of(id).to_string(), v)).collect()
+    r.iter()
+        .map(|(id, v)| (name_of(id).to_string(), v))
+        .collect()
 }
 
 /// Computes the state gauges (and, when `history` is set, a history
@@ -50,15 +52,16 @@ pub fn refresh(
         }
         for (_, q) in p.queues.iter() {
             if q.leaf {
-                sample.queue_usage.push((q.path.to_string(), pairs(&q.allocated)));
-                sample.queue_pending.push((q.path.to_string(), pairs(&q.pending)));
+                sample
+                    .queue_usage
+                    .push((q.path.to_string(), pairs(&q.allocated)));
+                sample
+                    .queue_pending
+                    .push((q.path.to_string(), pairs(&q.pending)));
             }
         }
     }
-    sample.node_usage = usage
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    sample.node_usage = usage.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     metrics.refresh(&sample);
     if history {
         metrics.record_history(HistorySample {

@@ -81,7 +81,13 @@ pub fn usage_bucket(used: i64, total: i64) -> usize {
 /// Replaces characters Prometheus does not allow in a metric name.
 pub fn sanitize(name: &str) -> String {
     name.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 
@@ -173,7 +179,9 @@ impl Metrics {
         let sched = registry.sub_registry_with_prefix("scheduler");
 
         let attempts = Family::<StateLabel, Counter>::default();
-        let label = |s: &str| StateLabel { state: s.to_string() };
+        let label = |s: &str| StateLabel {
+            state: s.to_string(),
+        };
         let allocated = attempts.get_or_create(&label("allocated")).clone();
         let rejected = attempts.get_or_create(&label("rejected")).clone();
         // Shown as 0: a node whose existing allocations cannot be
@@ -188,7 +196,9 @@ impl Metrics {
         );
 
         let submissions = Family::<ResultLabel, Counter>::default();
-        let result = |s: &str| ResultLabel { result: s.to_string() };
+        let result = |s: &str| ResultLabel {
+            result: s.to_string(),
+        };
         let app_accepted = submissions.get_or_create(&result("accepted")).clone();
         let app_rejected = submissions.get_or_create(&result("rejected")).clone();
         sched.register(
@@ -200,18 +210,10 @@ impl Metrics {
         let status = Family::<StateLabel, Gauge>::default();
         let app_running = status.get_or_create(&label("running")).clone();
         let app_completed = status.get_or_create(&label("completed")).clone();
-        sched.register(
-            "application_status_total",
-            "Applications by state",
-            status,
-        );
+        sched.register("application_status_total", "Applications by state", status);
 
         let node_active = Gauge::default();
-        sched.register(
-            "node_active_total",
-            "Registered nodes",
-            node_active.clone(),
-        );
+        sched.register("node_active_total", "Registered nodes", node_active.clone());
         let node_failed = Gauge::default();
         sched.register(
             "node_failed_total",
@@ -233,11 +235,19 @@ impl Metrics {
             g
         };
         let event_created = event_gauge("total_created", "Event records created");
-        let event_channeled = event_gauge("total_channeled", "Event records accepted by the event store");
-        let event_not_channeled =
-            event_gauge("total_not_channeled", "Event records dropped before the store");
+        let event_channeled = event_gauge(
+            "total_channeled",
+            "Event records accepted by the event store",
+        );
+        let event_not_channeled = event_gauge(
+            "total_not_channeled",
+            "Event records dropped before the store",
+        );
         let event_processed = event_gauge("total_processed", "Event records handed to the RM");
-        let event_collected = event_gauge("total_collected", "Event records collected for the next flush");
+        let event_collected = event_gauge(
+            "total_collected",
+            "Event records collected for the next flush",
+        );
 
         Metrics {
             registry: Mutex::new(registry),
@@ -313,7 +323,8 @@ impl Metrics {
         self.app_completed.set(s.completed_apps);
         let e = &s.events;
         let not_channeled = e.dropped_input.saturating_add(e.dropped_store_full);
-        self.event_created.set(clamp(e.received.saturating_add(not_channeled)));
+        self.event_created
+            .set(clamp(e.received.saturating_add(not_channeled)));
         self.event_channeled.set(clamp(e.received));
         self.event_not_channeled.set(clamp(not_channeled));
         self.event_processed.set(clamp(e.published));
@@ -328,11 +339,14 @@ impl Metrics {
         for (res, buckets) in &s.node_usage {
             let family = node_usage.entry(res.clone()).or_insert_with(|| {
                 let f = Family::<RangeLabel, Gauge>::default();
-                self.registry.lock().sub_registry_with_prefix("scheduler").register(
-                    format!("{}_node_usage_total", sanitize(res)),
-                    format!("Nodes per {res} usage range"),
-                    f.clone(),
-                );
+                self.registry
+                    .lock()
+                    .sub_registry_with_prefix("scheduler")
+                    .register(
+                        format!("{}_node_usage_total", sanitize(res)),
+                        format!("Nodes per {res} usage range"),
+                        f.clone(),
+                    );
                 f
             });
             for (i, n) in buckets.iter().enumerate() {
@@ -350,11 +364,14 @@ impl Metrics {
             map.entry(path.to_string())
                 .or_insert_with(|| {
                     let f = Family::<ResourceLabel, Gauge>::default();
-                    self.registry.lock().sub_registry_with_prefix("queue").register(
-                        format!("{}_{suffix}", queue_metric_name(path)),
-                        format!("{help} of queue {path}"),
-                        f.clone(),
-                    );
+                    self.registry
+                        .lock()
+                        .sub_registry_with_prefix("queue")
+                        .register(
+                            format!("{}_{suffix}", queue_metric_name(path)),
+                            format!("{help} of queue {path}"),
+                            f.clone(),
+                        );
                     f
                 })
                 .clone()

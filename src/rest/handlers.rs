@@ -305,7 +305,11 @@ fn find_queue<'a>(q: &'a QueueSnap, path: &str) -> Option<&'a QueueSnap> {
 /// `GET /ws/v1/apps[?queue=path]`; `Err` names an unknown queue.
 pub fn apps(snap: &Snapshot, queue: Option<&str>) -> Result<Value, String> {
     if let Some(q) = queue {
-        if !snap.partitions.iter().any(|p| find_queue(&p.root, q).is_some()) {
+        if !snap
+            .partitions
+            .iter()
+            .any(|p| find_queue(&p.root, q).is_some())
+        {
             return Err(format!("queue {q} not found"));
         }
     }
@@ -451,10 +455,10 @@ fn partition_queue(p: &PartitionSnap, q: &QueueSnap) -> Value {
         "isManaged": q.managed,
         "properties": q.properties,
         "parent": q.parent.clone().unwrap_or_default(),
-        "template": q.template.as_ref().map(|(max, guaranteed, props)| json!({
-            "maxResource": res_str(max.as_ref()),
-            "guaranteedResource": res_str(guaranteed.as_ref()),
-            "properties": props,
+        "template": q.template.as_ref().map(|t| json!({
+            "maxResource": res_str(t.max.as_ref()),
+            "guaranteedResource": res_str(t.guaranteed.as_ref()),
+            "properties": t.properties,
         })),
         "children": q.children.iter().map(|c| partition_queue(p, c)).collect::<Vec<_>>(),
     })
@@ -476,7 +480,10 @@ pub fn history(samples: &[crate::metrics::HistorySample], containers: bool) -> V
                 if containers {
                     m.insert("totalContainers".into(), json!(s.containers.to_string()));
                 } else {
-                    m.insert("totalApplications".into(), json!(s.applications.to_string()));
+                    m.insert(
+                        "totalApplications".into(),
+                        json!(s.applications.to_string()),
+                    );
                 }
                 Value::Object(m)
             })
@@ -511,7 +518,9 @@ pub fn checksum_entry(text: &str) -> Option<String> {
     let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).ok()?;
     match v.get("checksum")? {
         serde_yaml_ng::Value::String(s) => Some(s.clone()),
-        other => serde_yaml_ng::to_string(other).ok().map(|s| s.trim().to_string()),
+        other => serde_yaml_ng::to_string(other)
+            .ok()
+            .map(|s| s.trim().to_string()),
     }
 }
 
@@ -527,7 +536,10 @@ mod tests {
             route("/ws/v1/partition/default/queue/root.a%2Db/applications"),
             Some(Endpoint::QueueApps("default".into(), "root.a-b".into()))
         );
-        assert!(matches!(route("/debug/pprof/heap"), Some(Endpoint::NotProvided(_))));
+        assert!(matches!(
+            route("/debug/pprof/heap"),
+            Some(Endpoint::NotProvided(_))
+        ));
         assert_eq!(route("/ws/v1/nope"), None);
         assert_eq!(route("/ws/v2/queues"), None);
     }
@@ -548,6 +560,9 @@ mod tests {
         let t = "partitions: []\nchecksum: ABC\n";
         assert_eq!(checksum_entry(t).as_deref(), Some("ABC"));
         assert_eq!(strip_checksum_line(t), "partitions: []\n");
-        assert_eq!(config_with_checksum(t, "D"), "partitions: []\nchecksum: D\n");
+        assert_eq!(
+            config_with_checksum(t, "D"),
+            "partitions: []\nchecksum: D\n"
+        );
     }
 }

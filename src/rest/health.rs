@@ -52,9 +52,8 @@ fn add(sum: &mut Wide, r: &Named) {
 /// Equal when every type has the same quantity, a missing type being zero.
 fn same(a: &Named, b: &Wide) -> bool {
     let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter().all(|k| {
-        i128::from(a.get(k).copied().unwrap_or(0)) == b.get(k).copied().unwrap_or(0)
-    })
+    keys.into_iter()
+        .all(|k| i128::from(a.get(k).copied().unwrap_or(0)) == b.get(k).copied().unwrap_or(0))
 }
 
 fn wide_text(w: &Wide) -> String {
@@ -133,7 +132,11 @@ fn check_partition(
     for a in &p.apps {
         for (what, r) in [("allocated", &a.allocated), ("pending", &a.pending)] {
             if negative(r) {
-                negatives.push(format!("{part}: application {} {what} {}", a.id, named_text(r)));
+                negatives.push(format!(
+                    "{part}: application {} {what} {}",
+                    a.id,
+                    named_text(r)
+                ));
             }
         }
     }
@@ -146,7 +149,9 @@ fn check_partition(
         for uuid in &n.allocations {
             listed_on_node.insert(uuid);
             match p.allocations.get(uuid) {
-                Some(a) if &*a.node == n.id.as_str() => add(&mut sum, &super::snapshot::named(&a.resource)),
+                Some(a) if &*a.node == n.id.as_str() => {
+                    add(&mut sum, &super::snapshot::named(&a.resource))
+                }
                 Some(a) => orphans_node.push(format!(
                     "{part}: node {} lists allocation {uuid}, which is on node {}",
                     n.id, a.node
@@ -354,7 +359,12 @@ mod tests {
                 "root",
                 false,
                 named(&[("memory", 10)]),
-                vec![queue("root.a", true, named(&[("memory", queue_alloc)]), vec![])],
+                vec![queue(
+                    "root.a",
+                    true,
+                    named(&[("memory", queue_alloc)]),
+                    vec![],
+                )],
             ),
             apps: vec![AppSnap {
                 id: "app".into(),
@@ -399,14 +409,21 @@ mod tests {
     #[test]
     fn each_inconsistency_fails_its_check() {
         let failed = |h: &HealthInfo| -> Vec<&str> {
-            h.checks.iter().filter(|c| !c.succeeded).map(|c| c.name).collect()
+            h.checks
+                .iter()
+                .filter(|c| !c.succeeded)
+                .map(|c| c.name)
+                .collect()
         };
         let h = run(partition(20, 10, false));
         assert_eq!(failed(&h), ["Consistency of data: node usage"]);
         let h = run(partition(10, 7, false));
         assert_eq!(failed(&h), ["Consistency of data: queue usage"]);
         let h = run(partition(10, 10, true));
-        assert!(failed(&h).contains(&"Orphan allocations on application"), "{h:?}");
+        assert!(
+            failed(&h).contains(&"Orphan allocations on application"),
+            "{h:?}"
+        );
         let h = run(partition(-5, 10, false));
         assert!(failed(&h).contains(&"Negative resources"), "{h:?}");
     }

@@ -255,6 +255,19 @@ fn error(status: StatusCode, message: impl Into<String>) -> Resp {
     )
 }
 
+/// A failed request: its status and the reason, answered with [`error`].
+struct Fail {
+    status: StatusCode,
+    message: String,
+}
+
+fn fail(status: StatusCode, message: impl Into<String>) -> Fail {
+    Fail {
+        status,
+        message: message.into(),
+    }
+}
+
 async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Result<Resp, Infallible> {
     let Some(endpoint) = handlers::route(req.uri().path()) else {
         return Ok(error(
@@ -293,7 +306,7 @@ async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Result<Resp, Infal
     }
     Ok(match dispatch(&ctx, endpoint, req).await {
         Ok(r) => r,
-        Err(r) => r,
+        Err(f) => error(f.status, f.message),
     })
 }
 
@@ -308,14 +321,14 @@ fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
 
 /// Reads the body within the size limit; 413 beyond it, 400 when it is
 /// not UTF-8.
-async fn read_body(req: Request<Incoming>) -> Result<String, Resp> {
+async fn read_body(req: Request<Incoming>) -> Result<String, Fail> {
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     let too_large = || {
-        error(
+        fail(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("request body is larger than the limit of {MAX_BODY_BYTES} bytes"),
         )
@@ -323,19 +336,21 @@ async fn read_body(req: Request<Incoming>) -> Result<String, Resp> {
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
-    let collected = Limited::new(req.into_body(), MAX_BODY_BYTES).collect().await;
+    let collected = Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await;
     let bytes = match collected {
         Ok(c) => c.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
         Err(e) => {
-            return Err(error(
+            return Err(fail(
                 StatusCode::BAD_REQUEST,
                 format!("cannot read the request body: {e}"),
             ))
         }
     };
     String::from_utf8(bytes.to_vec())
-        .map_err(|_| error(StatusCode::BAD_REQUEST, "request body is not UTF-8 text"))
+        .map_err(|_| fail(StatusCode::BAD_REQUEST, "request body is not UTF-8 text"))
 }
 
 impl Context {
@@ -343,20 +358,20 @@ impl Context {
     async fn on_core<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Core) -> T + Send + 'static,
-    ) -> Result<T, Resp> {
+    ) -> Result<T, Fail> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let cmd = Command::Inspect(Box::new(move |core: &mut Core| {
             let _ = tx.send(f(core));
         }));
-        let unavailable = || error(StatusCode::SERVICE_UNAVAILABLE, "the scheduler is stopping");
+        let unavailable = || fail(StatusCode::SERVICE_UNAVAILABLE, "the scheduler is stopping");
         self.core.send(cmd).map_err(|_| unavailable())?;
         match tokio::time::timeout(CORE_TIMEOUT, rx).await {
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(_)) => Err(error(
+            Ok(Err(_)) => Err(fail(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "the scheduler failed to answer (see its log)",
             )),
-            Err(_) => Err(error(
+            Err(_) => Err(fail(
                 StatusCode::SERVICE_UNAVAILABLE,
                 format!(
                     "the scheduler did not answer within {} s",
@@ -367,7 +382,7 @@ impl Context {
     }
 
     /// A recent snapshot: reused while younger than [`SNAPSHOT_REUSE`].
-    async fn snapshot(&self, fresh: bool) -> Result<Arc<Snapshot>, Resp> {
+    async fn snapshot(&self, fresh: bool) -> Result<Arc<Snapshot>, Fail> {
         if !fresh {
             if let Some((at, snap)) = &*self.cache.lock() {
                 if at.elapsed() < SNAPSHOT_REUSE {
@@ -385,7 +400,7 @@ impl Context {
     }
 }
 
-async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> Result<Resp, Resp> {
+async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> Result<Resp, Fail> {
     let ok = |v: Value| Ok(json_resp(StatusCode::OK, &v));
     match endpoint {
         Endpoint::Queues => {
@@ -401,7 +416,7 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
             let snap = ctx.snapshot(false).await?;
             handlers::apps(&snap, queue.as_deref())
                 .map(|v| json_resp(StatusCode::OK, &v))
-                .map_err(|e| error(StatusCode::BAD_REQUEST, e))
+                .map_err(|e| fail(StatusCode::BAD_REQUEST, e))
         }
         Endpoint::Nodes => ok(handlers::nodes(&*ctx.snapshot(false).await?)),
         Endpoint::NodeUtilization => ok(handlers::node_utilization(&*ctx.snapshot(false).await?)),
@@ -409,27 +424,27 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
         Endpoint::PartitionQueues(p) => {
             let snap = ctx.snapshot(false).await?;
             let part = handlers::partition(&snap, &p)
-                .ok_or_else(|| error(StatusCode::NOT_FOUND, format!("partition {p} not found")))?;
+                .ok_or_else(|| fail(StatusCode::NOT_FOUND, format!("partition {p} not found")))?;
             ok(handlers::partition_queues(part))
         }
         Endpoint::PartitionNodes(p) => {
             let snap = ctx.snapshot(false).await?;
             let part = handlers::partition(&snap, &p)
-                .ok_or_else(|| error(StatusCode::NOT_FOUND, format!("partition {p} not found")))?;
+                .ok_or_else(|| fail(StatusCode::NOT_FOUND, format!("partition {p} not found")))?;
             ok(handlers::partition_nodes(part))
         }
         Endpoint::QueueApps(p, q) => {
             let snap = ctx.snapshot(false).await?;
             handlers::queue_apps(&snap, &p, &q)
                 .map(|v| json_resp(StatusCode::OK, &v))
-                .map_err(|e| error(StatusCode::NOT_FOUND, e))
+                .map_err(|e| fail(StatusCode::NOT_FOUND, e))
         }
         Endpoint::Config => match *req.method() {
             Method::GET => get_config(ctx, &req).await,
             Method::PUT => put_config(ctx, req).await,
             _ => {
                 if query_param(&req, "dry_run").as_deref() != Some("1") {
-                    return Err(error(
+                    return Err(fail(
                         StatusCode::BAD_REQUEST,
                         "POST /ws/v1/config only validates: add ?dry_run=1 (use PUT to update)",
                     ));
@@ -460,17 +475,20 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
         )),
         Endpoint::SetLogLevel(level) => {
             let filter = crate::options::parse_log_level(&level)
-                .map_err(|e| error(StatusCode::BAD_REQUEST, e.message))?;
+                .map_err(|e| fail(StatusCode::BAD_REQUEST, e.message))?;
             crate::ffi::set_library_level(filter);
             Ok(body(
                 StatusCode::OK,
                 TEXT,
-                format!("log level set to {}", filter.to_string().to_ascii_lowercase()),
+                format!(
+                    "log level set to {}",
+                    filter.to_string().to_ascii_lowercase()
+                ),
             ))
         }
         Endpoint::Metrics => {
             let text = ctx.metrics.encode().map_err(|e| {
-                error(
+                fail(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("cannot encode metrics: {e}"),
                 )
@@ -483,26 +501,32 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
         }
         Endpoint::HistoryApps => ok(handlers::history(&ctx.metrics.history(), false)),
         Endpoint::HistoryContainers => ok(handlers::history(&ctx.metrics.history(), true)),
-        Endpoint::NotProvided(reason) => Err(error(StatusCode::NOT_FOUND, reason)),
+        Endpoint::NotProvided(reason) => Err(fail(StatusCode::NOT_FOUND, reason)),
     }
 }
 
 /// The RM whose configuration `/ws/v1/config` shows and updates: the
 /// owner of the first partition (spec 2.9).
-fn config_rm(snap: &Snapshot) -> Result<&snapshot::RmSnap, Resp> {
-    let rm_id = snap.partitions.first().map(|p| p.rm_id.as_str()).ok_or_else(|| {
-        error(
+fn config_rm(snap: &Snapshot) -> Result<&snapshot::RmSnap, Fail> {
+    let rm_id = snap
+        .partitions
+        .first()
+        .map(|p| p.rm_id.as_str())
+        .ok_or_else(|| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                "no active partitions: no resource manager is registered",
+            )
+        })?;
+    snap.rms.iter().find(|r| r.rm_id == rm_id).ok_or_else(|| {
+        fail(
             StatusCode::BAD_REQUEST,
-            "no active partitions: no resource manager is registered",
+            format!("RM {rm_id} is not registered"),
         )
-    })?;
-    snap.rms
-        .iter()
-        .find(|r| r.rm_id == rm_id)
-        .ok_or_else(|| error(StatusCode::BAD_REQUEST, format!("RM {rm_id} is not registered")))
+    })
 }
 
-async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Resp> {
+async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Fail> {
     let snap = ctx.snapshot(true).await?;
     let rm = config_rm(&snap)?;
     let wants_json = req
@@ -513,7 +537,7 @@ async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Resp
     if wants_json {
         let mut v: Value = serde_yaml_ng::from_str(&handlers::strip_checksum_line(&rm.config_text))
             .map_err(|e| {
-                error(
+                fail(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("configuration in force is not YAML: {e}"),
                 )
@@ -531,7 +555,7 @@ async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Resp
 }
 
 /// `{"allowed": bool, "reason": string}`, HTTP 200 either way.
-async fn validate(req: Request<Incoming>) -> Result<Resp, Resp> {
+async fn validate(req: Request<Incoming>) -> Result<Resp, Fail> {
     let text = read_body(req).await?;
     let v = match crate::config::parse(&text) {
         Ok(_) => json!({"allowed": true, "reason": ""}),
@@ -544,13 +568,13 @@ async fn validate(req: Request<Incoming>) -> Result<Resp, Resp> {
 async fn ask_rm(
     cb: Arc<dyn crate::api::ResourceManagerCallback>,
     configs: String,
-) -> Result<si::UpdateConfigurationResponse, Resp> {
+) -> Result<si::UpdateConfigurationResponse, Fail> {
     tokio::task::spawn_blocking(move || {
         cb.update_configuration(&si::UpdateConfigurationRequest { configs })
     })
     .await
     .map_err(|e| {
-        error(
+        fail(
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("the RM's UpdateConfiguration callback failed: {e}"),
         )
@@ -559,10 +583,10 @@ async fn ask_rm(
 
 /// `PUT /ws/v1/config` (spec 2.9): validate, check the base checksum, ask
 /// the RM, then apply; roll the RM back if applying fails.
-async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Resp> {
+async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
     let text = read_body(req).await?;
     crate::config::parse(&text).map_err(|e| {
-        error(
+        fail(
             StatusCode::BAD_REQUEST,
             format!("invalid configuration: {e}"),
         )
@@ -571,7 +595,7 @@ async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Resp>
     let rm = config_rm(&snap)?;
     let base = handlers::checksum_entry(&text).unwrap_or_default();
     if base != rm.checksum {
-        return Err(error(
+        return Err(fail(
             StatusCode::CONFLICT,
             format!(
                 "the base configuration is changed: the body's checksum '{base}' is not the current '{}'",
@@ -582,7 +606,7 @@ async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Resp>
     let new_text = handlers::strip_checksum_line(&text);
     let answer = ask_rm(rm.callback.clone(), new_text.clone()).await?;
     if !answer.success {
-        return Err(error(
+        return Err(fail(
             StatusCode::BAD_REQUEST,
             format!(
                 "the resource manager rejected the configuration: {}",
@@ -606,14 +630,17 @@ async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Resp>
             // The RM already stored the new text: give it the old one back.
             let rollback = ask_rm(rm.callback.clone(), rm.config_text.clone()).await;
             if !matches!(&rollback, Ok(r) if r.success) {
-                log::error!("REST config update: rolling the RM back to the old configuration failed");
+                log::error!(
+                    "REST config update: rolling the RM back to the old configuration failed"
+                );
             }
-            let status = if e.status == Status::Rejected && e.message.contains("base configuration") {
+            let status = if e.status == Status::Rejected && e.message.contains("base configuration")
+            {
                 StatusCode::CONFLICT
             } else {
                 StatusCode::BAD_REQUEST
             };
-            Err(error(status, e.message))
+            Err(fail(status, e.message))
         }
         Err(resp) => Err(resp),
     }

@@ -22,7 +22,9 @@ pub type Named = BTreeMap<String, i64>;
 
 /// Named form of a resource.
 pub fn named(r: &Resource) -> Named {
-    r.iter().map(|(id, v)| (name_of(id).to_string(), v)).collect()
+    r.iter()
+        .map(|(id, v)| (name_of(id).to_string(), v))
+        .collect()
 }
 
 /// The whole copy.
@@ -99,10 +101,20 @@ pub struct QueueSnap {
     pub pending: Named,
     /// Properties.
     pub properties: BTreeMap<String, String>,
-    /// Child template: (max, guaranteed, properties).
-    pub template: Option<(Option<Named>, Option<Named>, BTreeMap<String, String>)>,
+    /// Child template.
+    pub template: Option<TemplateSnap>,
     /// Children by name.
     pub children: Vec<QueueSnap>,
+}
+
+/// A parent queue's child template.
+pub struct TemplateSnap {
+    /// Max given to dynamic leaves.
+    pub max: Option<Named>,
+    /// Guarantee given to dynamic leaves.
+    pub guaranteed: Option<Named>,
+    /// Properties given to dynamic leaves.
+    pub properties: BTreeMap<String, String>,
 }
 
 /// One active application.
@@ -184,12 +196,10 @@ fn queue_snap(p: &Partition, id: QueueId) -> QueueSnap {
         allocated: named(&q.allocated),
         pending: named(&q.pending),
         properties: q.properties.clone(),
-        template: q.child_template.as_ref().map(|t| {
-            (
-                t.max.as_ref().map(named),
-                t.guaranteed.as_ref().map(named),
-                t.properties.clone(),
-            )
+        template: q.child_template.as_ref().map(|t| TemplateSnap {
+            max: t.max.as_ref().map(named),
+            guaranteed: t.guaranteed.as_ref().map(named),
+            properties: t.properties.clone(),
         }),
         children: q.children.values().map(|c| queue_snap(p, *c)).collect(),
     }
