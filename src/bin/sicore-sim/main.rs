@@ -19,6 +19,8 @@ use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1::SchedulerOptions;
 
+mod serve;
+
 #[derive(Parser, Debug)]
 #[command(
     version,
@@ -49,6 +51,10 @@ struct Args {
     /// Give up waiting when no allocation arrives for this many seconds.
     #[arg(long, default_value_t = 5)]
     stall_seconds: u64,
+    /// After the workload, keep the scheduler and its REST service on ADDR
+    /// (host:port, e.g. 127.0.0.1:9080) up until Ctrl-C.
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<String>,
 }
 
 /// What the simulated RM has been told.
@@ -303,6 +309,9 @@ fn run(args: Args) -> Result<(), String> {
         }
         None => "embedded default".to_string(),
     };
+    if let Some(addr) = &args.serve {
+        options.rest_address = addr.clone();
+    }
     let bytes = options.encode_to_vec();
     let mut sched = std::ptr::null_mut();
     let mut err = sicore_buffer::empty();
@@ -570,6 +579,9 @@ fn run(args: Args) -> Result<(), String> {
             m
         });
     println!("\napplication states  {by_state:?}");
+    if args.serve.is_some() {
+        serve::until_interrupted(sim.sched)?;
+    }
     Ok(())
 }
 
