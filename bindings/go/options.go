@@ -33,6 +33,7 @@ type config struct {
 	disableEvents              bool
 	outstandingCheckIntervalMs uint64
 	logger                     *slog.Logger
+	restAddress                string
 }
 
 // WithConfigDir sets the directory of the policy group files: policy group
@@ -43,6 +44,20 @@ type config struct {
 func WithConfigDir(dir string) Option {
 	return func(c *config) error {
 		c.configDir = dir
+		return nil
+	}
+}
+
+// WithRESTAddress starts the scheduler's REST service (the YuniKorn v0.12
+// /ws/v1 endpoints and /metrics) on addr, a host:port such as
+// "127.0.0.1:9080"; port 0 picks a free port (see Scheduler.RESTAddress).
+// Without it no port is opened.
+func WithRESTAddress(addr string) Option {
+	return func(c *config) error {
+		if addr == "" {
+			return fmt.Errorf("WithRESTAddress: empty address")
+		}
+		c.restAddress = addr
 		return nil
 	}
 }
@@ -175,6 +190,7 @@ const (
 	fieldAppTerminatedTimeoutMs     = 10
 	fieldDisableEvents              = 11
 	fieldOutstandingCheckIntervalMs = 12
+	fieldRESTAddress                = 16
 )
 
 // encode writes the options as a sicore.v1.SchedulerOptions message. The
@@ -233,5 +249,6 @@ func (c *config) encode() []byte {
 	opt(fieldAppTerminatedTimeoutMs, c.appTerminatedTimeoutMs)
 	flag(fieldDisableEvents, c.disableEvents)
 	u64(fieldOutstandingCheckIntervalMs, c.outstandingCheckIntervalMs)
+	str(fieldRESTAddress, c.restAddress)
 	return b
 }
