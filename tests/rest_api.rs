@@ -427,6 +427,12 @@ fn bad_requests_get_json_errors() {
             r.body
         );
     }
+    let r = http(&addr, "HEAD", "/ws/v1/clusters", &[], b"");
+    assert_eq!(r.status, 200);
+    assert!(r.body.is_empty(), "HEAD has no body: {}", r.body);
+    let r = http(&addr, "OPTIONS", "/ws/v1/config", &[], b"");
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"));
     let r = http(&addr, "POST", "/ws/v1/queues", &[], b"{}");
     r.assert_error(405);
     assert_eq!(r.header("Allow"), Some("GET"));
@@ -529,6 +535,27 @@ fn config_update_round_trip_with_an_accepting_and_a_rejecting_rm() {
     r.assert_error(400);
     assert_eq!(h.seen(|s| s.config_updates.len()), 1);
 
+    // Accepted by the RM but not applicable (root.a holds an application
+    // and cannot become a parent): 400, and the RM gets the old text back.
+    let in_force = sent[0].clone();
+    let reparent =
+        format!("{YAML}            queues:\n              - name: x\nchecksum: {new_checksum}\n");
+    let r = http(&addr, "PUT", "/ws/v1/config", &[], reparent.as_bytes());
+    r.assert_error(400);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot become a parent"),
+        "{}",
+        r.body
+    );
+    let sent = h.seen(|s| s.config_updates.clone());
+    assert_eq!(sent.len(), 3, "the new text, then the rollback");
+    assert!(sent[1].contains("name: x"));
+    assert_eq!(sent[2], in_force, "rolled back to the text in force");
+    assert_eq!(h.dump()["rms"][0]["config_checksum"], new_checksum.as_str());
+
     // Rejected by the RM: 400 with its reason, the old configuration stays.
     h.rec.behaviour.lock().unwrap().reject_config = Some("configmap is read-only".into());
     let without_b = format!("{YAML}checksum: {new_checksum}\n");
@@ -538,7 +565,7 @@ fn config_update_round_trip_with_an_accepting_and_a_rejecting_rm() {
         .as_str()
         .unwrap()
         .contains("configmap is read-only"));
-    assert_eq!(h.seen(|s| s.config_updates.len()), 2);
+    assert_eq!(h.seen(|s| s.config_updates.len()), 4);
     let dump = h.dump();
     assert!(
         find_queue(&dump, "default", "root.b").is_some(),

@@ -288,7 +288,10 @@ async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Result<Resp, Infal
         );
         return Ok(resp);
     }
-    if !allowed.contains(&req.method().as_str()) {
+    // HEAD is GET without the body (hyper leaves the body out).
+    let method_ok = allowed.contains(&req.method().as_str())
+        || (req.method() == Method::HEAD && allowed.contains(&"GET"));
+    if !method_ok {
         let mut resp = error(
             StatusCode::METHOD_NOT_ALLOWED,
             format!(
@@ -440,7 +443,7 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
                 .map_err(|e| fail(StatusCode::NOT_FOUND, e))
         }
         Endpoint::Config => match *req.method() {
-            Method::GET => get_config(ctx, &req).await,
+            Method::GET | Method::HEAD => get_config(ctx, &req).await,
             Method::PUT => put_config(ctx, req).await,
             _ => {
                 if query_param(&req, "dry_run").as_deref() != Some("1") {
