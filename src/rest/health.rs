@@ -178,7 +178,7 @@ fn check_partition(
                 "{part}: allocation {uuid} is on unknown node {}",
                 a.node
             ));
-        } else if !listed_on_node.contains(uuid.as_str()) {
+        } else if !listed_on_node.contains(&**uuid) {
             orphans_node.push(format!(
                 "{part}: allocation {uuid} is not listed on its node {}",
                 a.node
@@ -221,7 +221,7 @@ fn check_partition(
                 "{part}: allocation {uuid} belongs to unknown application {}",
                 a.app
             ));
-        } else if !listed_on_app.contains(uuid.as_str()) {
+        } else if !listed_on_app.contains(&**uuid) {
             orphans_app.push(format!(
                 "{part}: allocation {uuid} is not listed by its application {}",
                 a.app
@@ -387,7 +387,7 @@ mod tests {
                 schedulable: true,
                 allocations: vec!["u1".into()],
             }],
-            allocations: [("u1".to_string(), rec)].into_iter().collect(),
+            allocations: [(Arc::from("u1"), rec)].into_iter().collect(),
         }
     }
 

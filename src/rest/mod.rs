@@ -62,6 +62,10 @@ struct Context {
     core: Sender<Command>,
     metrics: Arc<Metrics>,
     cache: Mutex<Option<(Instant, Arc<Snapshot>)>>,
+    dump_cache: Mutex<Option<(Instant, Arc<String>)>>,
+    /// Held while a copy is requested from the core, so concurrent
+    /// requests wait for that one copy instead of asking for their own.
+    fetching: tokio::sync::Mutex<()>,
     connections: AtomicUsize,
 }
 
@@ -108,6 +112,8 @@ impl RestServer {
             core,
             metrics,
             cache: Mutex::new(None),
+            dump_cache: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
             connections: AtomicUsize::new(0),
         });
         let shutdown = Arc::new(tokio::sync::Notify::new());
@@ -384,22 +390,56 @@ impl Context {
         }
     }
 
-    /// A recent snapshot: reused while younger than [`SNAPSHOT_REUSE`].
-    async fn snapshot(&self, fresh: bool) -> Result<Arc<Snapshot>, Fail> {
-        if !fresh {
-            if let Some((at, snap)) = &*self.cache.lock() {
-                if at.elapsed() < SNAPSHOT_REUSE {
-                    return Ok(snap.clone());
-                }
-            }
+    fn cached<T: Clone>(cache: &Mutex<Option<(Instant, T)>>, since: Instant) -> Option<T> {
+        match &*cache.lock() {
+            Some((at, v)) if *at >= since => Some(v.clone()),
+            _ => None,
         }
+    }
+
+    /// A recent snapshot: one taken after `now - SNAPSHOT_REUSE`, or with
+    /// `fresh`, one taken after this call began. Concurrent callers share
+    /// one request to the core.
+    async fn snapshot(&self, fresh: bool) -> Result<Arc<Snapshot>, Fail> {
+        let asked = Instant::now();
+        let since = if fresh {
+            asked
+        } else {
+            asked.checked_sub(SNAPSHOT_REUSE).unwrap_or(asked)
+        };
+        if let Some(s) = Self::cached(&self.cache, since) {
+            return Ok(s);
+        }
+        let _turn = self.fetching.lock().await;
+        if let Some(s) = Self::cached(&self.cache, since) {
+            return Ok(s);
+        }
+        let taken = Instant::now();
         let snap = Arc::new(self.on_core(|core| core.snapshot()).await?);
-        *self.cache.lock() = Some((Instant::now(), snap.clone()));
+        *self.cache.lock() = Some((taken, snap.clone()));
         Ok(snap)
+    }
+
+    /// The state dump, reused like snapshots.
+    async fn dump(&self) -> Result<Arc<String>, Fail> {
+        let asked = Instant::now();
+        let since = asked.checked_sub(SNAPSHOT_REUSE).unwrap_or(asked);
+        if let Some(d) = Self::cached(&self.dump_cache, since) {
+            return Ok(d);
+        }
+        let _turn = self.fetching.lock().await;
+        if let Some(d) = Self::cached(&self.dump_cache, since) {
+            return Ok(d);
+        }
+        let taken = Instant::now();
+        let dump = Arc::new(self.on_core(|core| core.dump_json()).await?);
+        *self.dump_cache.lock() = Some((taken, dump.clone()));
+        Ok(dump)
     }
 
     fn invalidate(&self) {
         *self.cache.lock() = None;
+        *self.dump_cache.lock() = None;
     }
 }
 
@@ -457,11 +497,11 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
         },
         Endpoint::ValidateConf => validate(req).await,
         Endpoint::FullStateDump => {
-            let dump = ctx.on_core(|core| core.dump_json()).await?;
-            Ok(body(StatusCode::OK, JSON, dump))
+            let dump = ctx.dump().await?;
+            Ok(body(StatusCode::OK, JSON, dump.as_str().to_owned()))
         }
         Endpoint::HealthCheck => {
-            let snap = ctx.snapshot(true).await?;
+            let snap = ctx.snapshot(false).await?;
             let info = health::check(&snap);
             let status = if info.healthy {
                 StatusCode::OK
@@ -530,7 +570,7 @@ fn config_rm(snap: &Snapshot) -> Result<&snapshot::RmSnap, Fail> {
 }
 
 async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Fail> {
-    let snap = ctx.snapshot(true).await?;
+    let snap = ctx.snapshot(false).await?;
     let rm = config_rm(&snap)?;
     let wants_json = req
         .headers()

@@ -73,8 +73,8 @@ pub struct PartitionSnap {
     pub finished: Vec<FinishedSnap>,
     /// Nodes, by id.
     pub nodes: Vec<NodeSnap>,
-    /// Every allocation, by UUID.
-    pub allocations: BTreeMap<String, Arc<NewAllocation>>,
+    /// Every allocation, by UUID (the partition's shared records).
+    pub allocations: BTreeMap<Arc<str>, Arc<NewAllocation>>,
 }
 
 /// One queue.
@@ -134,7 +134,7 @@ pub struct AppSnap {
     /// Allocations still to make over all asks.
     pub pending_allocations: i64,
     /// UUIDs of its allocations, sorted.
-    pub allocations: Vec<String>,
+    pub allocations: Vec<Arc<str>>,
 }
 
 /// A terminated application.
@@ -166,7 +166,7 @@ pub struct NodeSnap {
     /// Schedulable.
     pub schedulable: bool,
     /// UUIDs of the allocations it lists, sorted.
-    pub allocations: Vec<String>,
+    pub allocations: Vec<Arc<str>>,
 }
 
 /// Unix time now, ns.
@@ -210,8 +210,7 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
         .apps
         .values()
         .map(|a| {
-            let mut allocations: Vec<String> =
-                a.allocations.iter().map(|u| u.to_string()).collect();
+            let mut allocations: Vec<Arc<str>> = a.allocations.iter().cloned().collect();
             allocations.sort();
             AppSnap {
                 id: a.id.to_string(),
@@ -234,8 +233,7 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
         .nodes
         .values()
         .map(|n| {
-            let mut allocations: Vec<String> =
-                n.allocations.iter().map(|u| u.to_string()).collect();
+            let mut allocations: Vec<Arc<str>> = n.allocations.iter().cloned().collect();
             allocations.sort();
             NodeSnap {
                 id: n.id.to_string(),
@@ -277,7 +275,7 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
         allocations: p
             .allocations
             .iter()
-            .map(|(uuid, a)| (uuid.to_string(), a.record.clone()))
+            .map(|(uuid, a)| (uuid.clone(), a.record.clone()))
             .collect(),
     }
 }
