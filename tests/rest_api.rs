@@ -283,7 +283,7 @@ fn apps_and_nodes_have_the_reference_shapes() {
     assert_eq!(al["applicationId"], "app-1");
     assert_eq!(al["partition"], "default");
 
-    let r = get(&addr, "/ws/v1/apps?queue=ROOT.A");
+    let r = get(&addr, "/ws/v1/apps?queue=ROOT%2EA");
     assert_eq!(r.status, 200);
     assert_eq!(r.json().as_array().unwrap().len(), 1);
     get(&addr, "/ws/v1/apps?queue=root.nope").assert_error(400);

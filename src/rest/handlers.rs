@@ -45,7 +45,9 @@ pub fn methods(e: &Endpoint) -> &'static [&'static str] {
     }
 }
 
-fn decode_segment(s: &str) -> Option<String> {
+/// Percent-decodes one path segment or query value; `None` when it is not
+/// valid escapes of UTF-8.
+pub fn decode_segment(s: &str) -> Option<String> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

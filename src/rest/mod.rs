@@ -323,7 +323,7 @@ fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
     req.uri().query().and_then(|q| {
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (k == name).then(|| v.replace('+', " "))
+            (k == name).then(|| handlers::decode_segment(&v.replace('+', " ")).unwrap_or_default())
         })
     })
 }
