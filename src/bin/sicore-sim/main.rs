@@ -4,13 +4,19 @@
 //!
 //! With no arguments it runs the built-in workload on the embedded default
 //! configuration: 100 nodes, 4 applications in 3 queues, 10,000 asks.
+//! `--html FILE` also writes a visual report of the run (see `report.rs`);
+//! `--serve ADDR` keeps the scheduler and its REST service up afterwards.
+
+mod html;
+mod report;
+mod serve;
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -18,8 +24,6 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1::SchedulerOptions;
-
-mod serve;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,6 +55,11 @@ struct Args {
     /// Give up waiting when no allocation arrives for this many seconds.
     #[arg(long, default_value_t = 5)]
     stall_seconds: u64,
+    /// Also write a self-contained HTML report (inline SVG, no network
+    /// needed): allocations per second, queue usage against guaranteed and
+    /// max, a node utilisation heat map and application states over time.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// After the workload, keep the scheduler and its REST service on ADDR
     /// (host:port, e.g. 127.0.0.1:9080) up until Ctrl-C.
     #[arg(long, value_name = "ADDR")]
@@ -72,6 +81,8 @@ struct Counters {
     last_alloc_ns: AtomicU64,
     start: Mutex<Option<Instant>>,
     rejections: Mutex<Vec<String>>,
+    /// Samples for `--html`; unset (and free) otherwise.
+    report: OnceLock<report::Recorder>,
 }
 
 impl Counters {
@@ -107,6 +118,9 @@ unsafe extern "C" fn on_allocation(
 ) -> i32 {
     let c = counters(ud);
     let m: si::AllocationResponse = decode(p, len);
+    if let Some(r) = c.report.get() {
+        r.on_allocation(&m);
+    }
     if !m.new.is_empty() {
         let since = c
             .start
@@ -136,6 +150,9 @@ unsafe extern "C" fn on_application(
 ) -> i32 {
     let c = counters(ud);
     let m: si::ApplicationResponse = decode(p, len);
+    if let Some(r) = c.report.get() {
+        r.on_application(&m);
+    }
     c.apps_accepted
         .fetch_add(m.accepted.len(), Ordering::SeqCst);
     c.count_rejections(
@@ -324,6 +341,16 @@ fn run(args: Args) -> Result<(), String> {
         sched,
         counters: Arc::new(Counters::default()),
     };
+    if let Some(path) = &args.html {
+        // A path that cannot be written fails now, not after the run.
+        std::fs::write(path, "").map_err(|e| format!("--html {}: {e}", path.display()))?;
+        let _ = sim.counters.report.set(report::Recorder::new(args.asks));
+    }
+    let mark = |label: &str| {
+        if let Some(r) = sim.counters.report.get() {
+            r.mark(label);
+        }
+    };
 
     let table = sicore_callbacks {
         user_data: Arc::into_raw(sim.counters.clone()) as *mut c_void,
@@ -368,6 +395,7 @@ fn run(args: Args) -> Result<(), String> {
             ..Default::default()
         })
         .collect();
+    mark("nodes submitted");
     sim.call(
         "UpdateNode",
         sicore_update_node,
@@ -402,6 +430,7 @@ fn run(args: Args) -> Result<(), String> {
             ..Default::default()
         })
         .collect();
+    mark("applications submitted");
     sim.call(
         "UpdateApplication",
         sicore_update_application,
@@ -437,6 +466,7 @@ fn run(args: Args) -> Result<(), String> {
             }
         })
         .collect();
+    mark("asks submitted");
     *sim.counters.start.lock().unwrap() = Some(Instant::now());
     let started = Instant::now();
     for chunk in asks.chunks(1000) {
@@ -483,6 +513,7 @@ fn run(args: Args) -> Result<(), String> {
     if tty {
         eprintln!();
     }
+    mark("workload done");
 
     let c = &sim.counters;
     let made = c.allocations.load(Ordering::SeqCst);
@@ -579,6 +610,34 @@ fn run(args: Args) -> Result<(), String> {
             m
         });
     println!("\napplication states  {by_state:?}");
+    if let (Some(path), Some(rec)) = (&args.html, c.report.get()) {
+        let meta = vec![
+            (
+                "library".into(),
+                format!("sicore {}", env!("CARGO_PKG_VERSION")),
+            ),
+            ("configuration".into(), config_name.clone()),
+            ("seed".into(), args.seed.to_string()),
+            ("nodes".into(), args.nodes.to_string()),
+            (
+                "applications".into(),
+                format!("{} in {}", args.apps, args.queues),
+            ),
+            ("asks submitted".into(), args.asks.to_string()),
+            ("allocations made".into(), made.to_string()),
+            (
+                "throughput".into(),
+                format!(
+                    "{:.0} allocations/s, asks submitted to last allocation",
+                    made as f64 / last.max(1e-9)
+                ),
+            ),
+        ];
+        println!(
+            "\nhtml report        {}",
+            html::write(path, rec, &dump, meta)?
+        );
+    }
     if args.serve.is_some() {
         serve::until_interrupted(sim.sched)?;
     }
