@@ -376,6 +376,17 @@ impl Metrics {
                 })
                 .clone()
         };
+        // A queue that is gone (removed, or its partition) shows no stale
+        // values; its family stays registered for when it comes back.
+        let present: std::collections::HashSet<&str> =
+            s.queue_usage.iter().map(|(p, _)| p.as_str()).collect();
+        for map in [&*queue_used, &*queue_pending] {
+            for (path, family) in map {
+                if !present.contains(path.as_str()) {
+                    family.clear();
+                }
+            }
+        }
         for (path, usage) in &s.queue_usage {
             let family = queue_family(queue_used, path, "used_resource", "Allocated resources");
             for (res, v) in usage {
@@ -467,5 +478,9 @@ mod tests {
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
+        // The queue goes away: no stale values remain.
+        m.refresh(&StateSample::default());
+        let text = m.encode().unwrap();
+        assert!(!text.contains("yunikorn_queue_root_a_b_used_resource{"), "{text}");
     }
 }
