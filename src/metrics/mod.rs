@@ -481,6 +481,9 @@ mod tests {
         // The queue goes away: no stale values remain.
         m.refresh(&StateSample::default());
         let text = m.encode().unwrap();
-        assert!(!text.contains("yunikorn_queue_root_a_b_used_resource{"), "{text}");
+        assert!(
+            !text.contains("yunikorn_queue_root_a_b_used_resource{"),
+            "{text}"
+        );
     }
 }
