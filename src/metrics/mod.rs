@@ -279,7 +279,9 @@ impl Metrics {
         let (mut new, mut rejected, mut released) = (0u64, 0u64, 0u64);
         for m in messages {
             match m {
-                OutMsg::NewAllocations(v) => new += v.len() as u64,
+                OutMsg::NewAllocations(v) | OutMsg::NewAllocationsResynced(v) => {
+                    new += v.len() as u64
+                }
                 OutMsg::Allocation(r) => {
                     new += r.new.len() as u64;
                     rejected += r.rejected.len() as u64;

@@ -43,8 +43,8 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
     ``reservation_delay_ms``, ``disable_reservation``, ``app_start_timeout_ms``,
     ``app_completing_timeout_ms``, ``app_terminated_timeout_ms``,
     ``disable_events``, ``outstanding_check_interval_ms``, ``event_types``,
-    ``rest_address``). ``None`` leaves a field unset; ``config_dir`` accepts
-    any path-like object.
+    ``placeholder_timeout_ms``, ``rest_address``). ``None`` leaves a field
+    unset; ``config_dir`` accepts any path-like object.
 
     ``event_types`` lists the event record types sent to ``send_event``, as
     names (``"REQUEST"``, ``"APP"``, ``"NODE"``, ``"QUEUE"``) or
