@@ -15,6 +15,8 @@ fn main() {
     println!("cargo:rerun-if-changed=proto/sicore.proto");
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
+    // The version macros in the header come from the package version.
+    println!("cargo:rerun-if-changed=Cargo.toml");
     println!("cargo:rerun-if-env-changed=SICORE_UPDATE_HEADER");
 
     let descriptors = protox::compile(["si.proto", "sicore.proto"], ["proto"])
@@ -28,8 +30,24 @@ fn main() {
         .compile_fds(descriptors)
         .expect("generating Rust code from the protobuf descriptors");
 
-    let config = cbindgen::Config::from_file(manifest_dir.join("cbindgen.toml"))
+    let mut config = cbindgen::Config::from_file(manifest_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml must parse");
+    // The ABI version as macros, from Cargo.toml, so that C code can check
+    // at compile time what `sicore_version()` reports at run time.
+    let env = |k: &str| std::env::var(k).unwrap();
+    config.after_includes = Some(format!(
+        "\n// The version of this header (Cargo.toml's); `sicore_version()` returns the\n\
+         // library's. A library with the same major version is ABI-compatible\n\
+         // (CHANGELOG.md).\n\
+         #define SICORE_VERSION_MAJOR {}\n\
+         #define SICORE_VERSION_MINOR {}\n\
+         #define SICORE_VERSION_PATCH {}\n\
+         #define SICORE_VERSION_STRING \"{}\"",
+        env("CARGO_PKG_VERSION_MAJOR"),
+        env("CARGO_PKG_VERSION_MINOR"),
+        env("CARGO_PKG_VERSION_PATCH"),
+        env("CARGO_PKG_VERSION"),
+    ));
     let header = out_dir.join("sicore.h");
     cbindgen::Builder::new()
         .with_crate(&manifest_dir)

@@ -15,6 +15,18 @@ command -v protoc-c >/dev/null 2>&1 || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+# The install test (scripts/install-test.sh): pkg-config, CMake, a C++ compiler.
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v c++ >/dev/null 2>&1 || need_apt+=(g++)
+# SICORE_TEST_MUSL=1: the install test also builds and links for musl.
+if [ "${SICORE_TEST_MUSL:-0}" = 1 ]; then
+  command -v musl-gcc >/dev/null 2>&1 || need_apt+=(musl-tools)
+fi
+# cargo-c builds the cargo crate, which links the system OpenSSL.
+if ! command -v cargo-cinstall >/dev/null 2>&1; then
+  [ -f /usr/include/openssl/ssl.h ] || need_apt+=(libssl-dev)
+fi
 # The simulator's HTML report is checked in headless Chromium, with the
 # font the report asks for first (a minimal image may have no font at all).
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
@@ -35,6 +47,9 @@ cargo clippy --all-targets -- -D warnings
 
 step "rust: build (release: libsicore.so, libsicore.a, sicore-sim)"
 cargo build --release
+
+step "c abi: exported symbols against abi/sicore.abi"
+python3 scripts/abi_check.py
 
 step "rust: tests"
 cargo test --release
@@ -58,17 +73,36 @@ if [ -d tests/c ]; then
 fi
 
 if [ -d bindings/go ]; then
+  # Inside the checkout the binding links target/release (build tag
+  # sicore_checkout); the default, pkg-config, is tested by the install test.
   step "go: vet and tests (-race)"
-  (cd bindings/go && go vet ./... && test -z "$(gofmt -l .)" && go test -race -count=1 ./...)
+  (cd bindings/go && go vet -tags sicore_checkout ./... && test -z "$(gofmt -l .)" \
+    && go test -race -count=1 -tags sicore_checkout ./...)
 fi
+
+# cargo-c from crates.io (Debian 12's 0.9.14 cannot read Cargo.lock v4).
+# 0.10.24 is the newest release that builds with rustc 1.95.
+if ! command -v cargo-cinstall >/dev/null 2>&1; then
+  step "installing cargo-c 0.10.24 (cargo install --locked, into ~/.cargo/bin)"
+  cargo install --locked cargo-c --version 0.10.24
+fi
+if [ "${SICORE_TEST_MUSL:-0}" = 1 ]; then
+  rustup target add x86_64-unknown-linux-musl
+fi
+step "install: cargo cinstall, pkg-config, CMake, Go module outside the checkout"
+bash scripts/install-test.sh
 
 if [ -d bindings/python ]; then
   step "python: lint and tests"
   venv="$root/target/pyvenv"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
+  # pip builds the Rust library itself (setuptools-rust, in the checkout's
+  # target/) and bundles it: the tests run against the installed package.
   "$venv/bin/pip" install -q "$root/bindings/python[test]"
-  (cd bindings/python && "$venv/bin/ruff" check . && SICORE_LIBRARY="$root/target/release/libsicore.so" "$venv/bin/pytest" -q tests)
+  (cd "$venv" && env -u SICORE_LIBRARY "$venv/bin/python" -c "import sicore; sicore.Scheduler().close()")
+  (cd bindings/python && "$venv/bin/ruff" check . && env -u SICORE_LIBRARY "$venv/bin/pytest" -q tests)
+  bash scripts/python-dist-test.sh
 fi
 
 step "all tests passed"

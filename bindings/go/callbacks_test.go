@@ -59,7 +59,7 @@ func (h *captureHandler) find(fragments ...string) (slog.Record, bool) {
 func TestCallbackErrorsAndPanics(t *testing.T) {
 	libLog := &captureHandler{}
 	SetLogger(slog.New(libLog), slog.LevelDebug)
-	defer SetLogger(nil, 0)
+	defer SetLogger(nil, slog.LevelInfo)
 	bindingLog := &captureHandler{}
 	s := newTestScheduler(t, WithLogger(slog.New(bindingLog)))
 	rm := newFakeRM()

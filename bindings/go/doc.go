@@ -41,13 +41,13 @@
 //
 // # Logging
 //
-// The library's own log records are dropped until SetLogger routes them to
-// a log/slog logger. That routing is process-wide.
+// The library's own log records go to slog.Default() until SetLogger
+// routes them to another log/slog logger. That routing is process-wide.
 //
 // # Building
 //
-// The package links libsicore from target/release of the repository
-// checkout it lives in, so build the library first (cargo build --release
-// at the repository root). The default is static linking; the build tag
-// sicore_dynamic links libsicore.so instead. See README.md.
+// The package needs cgo. By default it links the libsicore that pkg-config
+// finds (installed with cargo cinstall); the build tags sicore_checkout
+// (static) and sicore_dynamic link target/release of the repository
+// checkout instead. See README.md.
 package sicore

@@ -115,5 +115,5 @@ func ExampleError() {
 // process, to a slog logger.
 func ExampleSetLogger() {
 	sicore.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)), slog.LevelInfo)
-	defer sicore.SetLogger(nil, 0) // back to dropping the records
+	defer sicore.SetLogger(nil, slog.LevelInfo) // back to the default, slog.Default()
 }

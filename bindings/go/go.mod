@@ -1,6 +1,6 @@
 module github.com/sicore/sicore/bindings/go
 
-go 1.22
+go 1.21
 
 require (
 	github.com/apache/incubator-yunikorn-scheduler-interface v0.12.2

@@ -16,14 +16,21 @@ import (
 )
 
 var (
-	loggerMu   sync.Mutex
-	libLogger  atomic.Pointer[slog.Logger]
+	loggerMu sync.Mutex
+	// libLogger is where library records go; nil means slog.Default(),
+	// looked up for each record so that a later slog.SetDefault applies.
+	libLogger atomic.Pointer[slog.Logger]
+	// routed tells whether the library's forwarding to Go is installed
+	// (guarded by loggerMu): by the first New, or by SetLogger.
+	routed     bool
 	logContext = context.Background()
 )
 
 // SetLogger routes the library's log records to l, for records at level or
-// more severe. A nil l switches the routing off, which is also the state
-// before the first call: until then the library's records are dropped.
+// more severe. A nil l restores the default: until SetLogger is called,
+// the library's records go to slog.Default() (looked up for each record,
+// so slog.SetDefault takes effect), filtered by its handler's level. To
+// drop the records, pass a logger whose handler discards them.
 //
 // The routing is process-wide, not per Scheduler: the library has one
 // logger for all its schedulers, so the last SetLogger call wins for every
@@ -38,13 +45,21 @@ var (
 func SetLogger(l *slog.Logger, level slog.Level) {
 	loggerMu.Lock()
 	defer loggerMu.Unlock()
-	if l == nil {
-		C.sicore_go_set_logger(0)
-		libLogger.Store(nil)
-		return
-	}
 	libLogger.Store(l)
+	routed = true
 	C.sicore_go_set_logger(C.int32_t(libraryLevel(level)))
+}
+
+// routeLogsByDefault installs the default routing (every level, to
+// slog.Default()) unless SetLogger already chose one. New calls it, so the
+// library's records are never silently dropped.
+func routeLogsByDefault() {
+	loggerMu.Lock()
+	defer loggerMu.Unlock()
+	if !routed {
+		routed = true
+		C.sicore_go_set_logger(C.int32_t(libraryLevel(LevelTrace)))
+	}
 }
 
 // libraryLevel maps a slog level to the library's 1..5 (error..trace).
@@ -88,7 +103,7 @@ func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.
 	}()
 	l := libLogger.Load()
 	if l == nil {
-		return
+		l = slog.Default()
 	}
 	lv := slogLevel(int32(level))
 	if !l.Enabled(logContext, lv) {

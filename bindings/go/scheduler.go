@@ -1,7 +1,6 @@
 package sicore
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
 #include <stdint.h>
 #include "sicore.h"
 void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle);
@@ -61,6 +60,7 @@ func New(opts ...Option) (*Scheduler, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.Default()
 	}
+	routeLogsByDefault()
 	b := cfg.encode()
 	var p *C.sicore_scheduler
 	var errBuf C.sicore_buffer

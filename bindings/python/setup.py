@@ -1,23 +1,31 @@
-"""Build hook: bundle the native library into the package when one is found.
+"""Build hook: compile the Rust library with setuptools-rust and bundle it.
 
-Metadata lives in pyproject.toml. At build time the library is looked for in
-this order: the ``SICORE_LIBRARY`` environment variable, then
-``target/release`` and ``target/debug`` of every directory upward from this
-file (the checkout root, after ``cargo build --release``). When found, it is
-copied to ``sicore/libsicore.so`` inside the built package and the wheel is
-tagged as platform-specific. When not found the package still builds and
-looks for the library at run time (see ``sicore.find_library``).
+Metadata lives in pyproject.toml. The crate is the repository root, two
+directories up. ``pip install bindings/python`` builds it there (so cargo's
+target directory, ``target/``, is the checkout's). An sdist carries the
+crate's own files (the list ``cargo package --list`` gives, restricted by
+``include`` in Cargo.toml) under ``rust/``, and a build from the sdist
+compiles that copy: the sdist needs nothing outside itself but a Rust
+toolchain.
+
+The library lands in the package as ``sicore/libsicore.so`` (the name
+``sicore.find_library`` looks for), and the wheel is tagged
+``py3-none-<platform>``: the library is loaded with ctypes, so any Python 3
+within ``requires-python`` can use it, but only on this platform.
 """
 
 from __future__ import annotations
 
-import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 from setuptools import setup
-from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
+from setuptools_rust import Binding, RustExtension, Strip
+from setuptools_rust.build import build_rust
 
 try:
     from setuptools.command.bdist_wheel import bdist_wheel
@@ -25,6 +33,7 @@ except ImportError:  # setuptools < 70.1
     from wheel.bdist_wheel import bdist_wheel  # type: ignore[no-redef]
 
 HERE = Path(__file__).resolve().parent
+SDIST_CRATE = "rust"  # where an sdist carries the crate
 
 
 def _file_name() -> str:
@@ -35,54 +44,86 @@ def _file_name() -> str:
     return "libsicore.so"
 
 
-def _find_built_library() -> Path | None:
-    env = os.environ.get("SICORE_LIBRARY")
-    if env:
-        path = Path(env)
-        if not path.is_file():
-            raise SystemExit(f"SICORE_LIBRARY={env} does not name an existing file")
-        return path
-    for directory in (HERE, *HERE.parents):
-        for profile in ("release", "debug"):
-            candidate = directory / "target" / profile / _file_name()
-            if candidate.is_file():
-                return candidate
-    return None
+def _crate_manifest() -> Path:
+    """The crate to build: the sdist's copy, else the checkout's root."""
+    for manifest in (HERE / SDIST_CRATE / "Cargo.toml", HERE.parent.parent / "Cargo.toml"):
+        if manifest.is_file():
+            return manifest
+    raise SystemExit(
+        "sicore: the Rust crate was not found: build from a checkout of the repository "
+        "(bindings/python) or from an sdist made with `python -m build --sdist`"
+    )
 
 
-class BuildPyWithLibrary(build_py):
-    """``build_py`` that also copies the native library into the package."""
+def _crate_version(manifest: Path) -> str:
+    """The package version is the crate's, so it matches ``sicore_version()``."""
+    found = re.search(r'^version\s*=\s*"([^"]+)"', manifest.read_text(), re.MULTILINE)
+    if found is None:
+        raise SystemExit(f"sicore: no version in {manifest}")
+    return found.group(1)
 
-    def run(self) -> None:
-        """Build the pure-Python part, then copy the library next to it."""
-        super().run()
-        library = _find_built_library()
-        if library is None:
-            print("sicore: no built libsicore found (run `cargo build --release` first); "
-                  "the package will search for it at run time", file=sys.stderr)
+
+class BuildRustAsLibrary(build_rust):
+    """Install the cdylib as ``sicore/libsicore.so``, the file the package loads.
+
+    setuptools-rust names a library built with ``Binding.NoBinding`` like a
+    CPython extension module (``libsicore.cpython-311-...so``); the package
+    loads it with ctypes, under its plain name, from any Python version.
+    """
+
+    def get_dylib_ext_path(self, ext: RustExtension, target_fname: str) -> str:
+        """Return the plain library file name inside the package."""
+        path = Path(super().get_dylib_ext_path(ext, target_fname))
+        return str(path.parent / _file_name())
+
+
+class SdistWithCrate(sdist):
+    """Put the crate's sources into the sdist, so that it builds on its own."""
+
+    def make_release_tree(self, base_dir: str, files: list[str]) -> None:
+        """Copy the files ``cargo package`` would publish to ``<sdist>/rust/``."""
+        super().make_release_tree(base_dir, files)
+        manifest = HERE.parent.parent / "Cargo.toml"
+        if not manifest.is_file():  # an sdist of an sdist: the crate is already in rust/
+            crate = HERE / SDIST_CRATE
+            shutil.copytree(crate, Path(base_dir) / SDIST_CRATE,
+                            ignore=shutil.ignore_patterns("target"))
             return
-        target = Path(self.build_lib) / "sicore" / _file_name()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(library, target)
-        print(f"sicore: bundled {library} as {target}", file=sys.stderr)
+        listed = subprocess.run(
+            ["cargo", "package", "--list", "--allow-dirty", "--manifest-path", str(manifest)],
+            check=True, capture_output=True, text=True,
+        ).stdout.split()
+        root = manifest.parent
+        for name in listed:
+            # Written by `cargo package` itself; the copy keeps the original manifest.
+            if name in ("Cargo.toml.orig", ".cargo_vcs_info.json"):
+                continue
+            destination = Path(base_dir) / SDIST_CRATE / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, destination)
 
 
 class PlatformWheel(bdist_wheel):
-    """Tag the wheel for this platform when it carries the native library."""
-
-    def finalize_options(self) -> None:
-        """Mark the wheel impure when it will carry the library."""
-        super().finalize_options()
-        if _find_built_library() is not None:
-            self.root_is_pure = False
+    """Tag the wheel ``py3-none-<platform>``: any Python 3, this platform."""
 
     def get_tag(self) -> tuple[str, str, str]:
-        """Return ``py3-none-<platform>`` for a wheel that carries the library."""
-        python, abi, plat = super().get_tag()
-        if not self.root_is_pure:
-            # The library is loaded with ctypes: any Python 3 works.
-            python, abi = "py3", "none"
-        return python, abi, plat
+        """Return ``py3-none-<platform>``."""
+        _, _, plat = super().get_tag()
+        return "py3", "none", plat
 
 
-setup(cmdclass={"build_py": BuildPyWithLibrary, "bdist_wheel": PlatformWheel})
+setup(
+    version=_crate_version(_crate_manifest()),
+    rust_extensions=[
+        RustExtension(
+            "sicore.libsicore",
+            path=str(_crate_manifest()),
+            binding=Binding.NoBinding,
+            strip=Strip.Debug,  # the wheel needs no debug info (26 MB of the 27)
+            # Built exactly from Cargo.lock.
+            cargo_manifest_args=["--locked"],
+            py_limited_api=False,
+        )
+    ],
+    cmdclass={"build_rust": BuildRustAsLibrary, "sdist": SdistWithCrate, "bdist_wheel": PlatformWheel},
+)

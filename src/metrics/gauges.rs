@@ -17,9 +17,9 @@ fn pairs(r: &Resource) -> Vec<(String, i64)> {
 
 /// Computes the state gauges (and, when `history` is set, a history
 /// sample) from the partitions. O(nodes + applications + queues).
-pub fn refresh(
+pub fn refresh<K>(
     metrics: &Metrics,
-    partitions: &BTreeMap<String, Partition>,
+    partitions: &BTreeMap<K, Partition>,
     events: EventStats,
     history: bool,
 ) {

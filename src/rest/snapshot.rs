@@ -281,9 +281,9 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
 }
 
 /// Copies the state the core holds. Runs on the core thread.
-pub fn build(
+pub fn build<K>(
     rms: &BTreeMap<String, RmState>,
-    partitions: &BTreeMap<String, Partition>,
+    partitions: &BTreeMap<K, Partition>,
     started: Instant,
 ) -> Snapshot {
     let now = Instant::now();

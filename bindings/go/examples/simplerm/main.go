@@ -3,10 +3,14 @@
 // applications with a few tasks each, prints where the scheduler placed
 // them, releases them and removes the applications.
 //
-// Build the library first, then run it from bindings/go:
+// Against the installed library (cargo cinstall; pkg-config finds it):
+//
+//	go run ./examples/simplerm
+//
+// Inside the checkout, against target/release:
 //
 //	cargo build --release          # at the repository root
-//	go run ./examples/simplerm
+//	go run -tags sicore_checkout ./examples/simplerm
 package main
 
 import (

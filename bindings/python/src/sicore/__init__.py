@@ -23,6 +23,8 @@ to the ``sicore`` logger.
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from . import si_pb2, sicore_pb2
 from ._callbacks import ResourceManagerCallback
 from ._errors import (
@@ -38,8 +40,11 @@ from ._errors import (
 from ._native import ENV_VAR, TRACE, Library, find_library, load_library
 from ._scheduler import RawScheduler, Scheduler, options_message
 
-__version__ = "0.1.0"
-"""Version of this Python package."""
+try:
+    __version__ = _metadata.version("sicore")
+    """Version of this Python package: the crate's, from Cargo.toml (setup.py)."""
+except _metadata.PackageNotFoundError:  # imported from a source tree, not installed
+    __version__ = "unknown"
 
 __all__ = [
     "ENV_VAR",
