@@ -152,6 +152,22 @@ void sicore_reply_set(struct sicore_reply *reply, const uint8_t *data, size_t le
 // Rust `log` logger, records go there instead and this has no effect.
 void sicore_set_logger(sicore_log_fn log, void *user_data, int32_t max_level);
 
+// Writes the Prometheus text exposition of the `yunikorn_*` metrics
+// (OpenMetrics 1.0 text, which Prometheus scrapes) into `text_out` (owned
+// by the caller; free with `sicore_buffer_free`). For an RM that already
+// serves `/metrics`. Never waits for the scheduling thread, so it may be
+// called from inside a callback.
+enum sicore_status sicore_metrics(struct sicore_scheduler *s,
+                                  struct sicore_buffer *text_out,
+                                  struct sicore_buffer *error_out);
+
+// Writes the `host:port` the REST service listens on into `address_out`
+// (UTF-8; free with `sicore_buffer_free`): useful with a port of 0 in
+// `SchedulerOptions.rest_address`. Empty when no REST service runs.
+enum sicore_status sicore_rest_address(struct sicore_scheduler *s,
+                                       struct sicore_buffer *address_out,
+                                       struct sicore_buffer *error_out);
+
 // The library version, a static NUL-terminated string. Never free it.
 const char *sicore_version(void);
 

@@ -53,6 +53,8 @@ pub struct Options {
     pub placeholder_timeout: Duration,
     /// Record types handed to `SendEvent`; default `REQUEST` and `NODE`.
     pub event_types: EventTypes,
+    /// `host:port` of the REST service; empty: none.
+    pub rest_address: String,
 }
 
 impl Default for Options {
@@ -130,6 +132,7 @@ impl Options {
                 Some(ms) => Duration::from_millis(ms),
             },
             event_types: EventTypes::parse(&p.event_types).map_err(Error::invalid)?,
+            rest_address: p.rest_address.trim().to_string(),
         })
     }
 }

@@ -38,6 +38,7 @@ type config struct {
 	placeholderTimeoutMs       *uint64
 	eventTypes                 []string
 	logger                     *slog.Logger
+	restAddress                string
 }
 
 // WithConfigDir sets the directory of the policy group files: policy group
@@ -48,6 +49,20 @@ type config struct {
 func WithConfigDir(dir string) Option {
 	return func(c *config) error {
 		c.configDir = dir
+		return nil
+	}
+}
+
+// WithRESTAddress starts the scheduler's REST service (the YuniKorn v0.12
+// /ws/v1 endpoints and /metrics) on addr, a host:port such as
+// "127.0.0.1:9080"; port 0 picks a free port (see Scheduler.RESTAddress).
+// Without it no port is opened.
+func WithRESTAddress(addr string) Option {
+	return func(c *config) error {
+		if addr == "" {
+			return fmt.Errorf("WithRESTAddress: empty address")
+		}
+		c.restAddress = addr
 		return nil
 	}
 }
@@ -224,6 +239,7 @@ const (
 	fieldOutstandingCheckIntervalMs = 12
 	fieldPlaceholderTimeoutMs       = 14
 	fieldEventTypes                 = 13
+	fieldRESTAddress                = 16
 )
 
 // encode writes the options as a sicore.v1.SchedulerOptions message. The
@@ -286,5 +302,6 @@ func (c *config) encode() []byte {
 	for _, t := range c.eventTypes {
 		str(fieldEventTypes, t)
 	}
+	str(fieldRESTAddress, c.restAddress)
 	return b
 }

@@ -316,6 +316,42 @@ func (s *Scheduler) StateDump() ([]byte, error) {
 	return takeBuffer(&jsonBuf), nil
 }
 
+// Metrics returns the Prometheus text exposition of the yunikorn_*
+// metrics (OpenMetrics 1.0 text, which Prometheus scrapes), for an RM that
+// serves /metrics itself. It never waits for the scheduling thread, so it
+// may be called from inside a callback.
+func (s *Scheduler) Metrics() (string, error) {
+	const op = "Metrics"
+	p, err := s.enter(op)
+	if err != nil {
+		return "", err
+	}
+	defer s.leave()
+	var textBuf, errBuf C.sicore_buffer
+	st := C.sicore_metrics(p, &textBuf, &errBuf)
+	if st != C.SICORE_OK {
+		return "", takeError(op, st, &errBuf)
+	}
+	return string(takeBuffer(&textBuf)), nil
+}
+
+// RESTAddress returns the host:port the REST service listens on (useful
+// with port 0 in WithRESTAddress), or "" when it was not started.
+func (s *Scheduler) RESTAddress() (string, error) {
+	const op = "RESTAddress"
+	p, err := s.enter(op)
+	if err != nil {
+		return "", err
+	}
+	defer s.leave()
+	var addrBuf, errBuf C.sicore_buffer
+	st := C.sicore_rest_address(p, &addrBuf, &errBuf)
+	if st != C.SICORE_OK {
+		return "", takeError(op, st, &errBuf)
+	}
+	return string(takeBuffer(&addrBuf)), nil
+}
+
 // inOwnCallback reports whether the caller runs inside one of s's
 // callbacks (the trampolines note the running registration per thread).
 func (s *Scheduler) inOwnCallback() bool {

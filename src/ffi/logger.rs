@@ -53,6 +53,11 @@ fn level_from_index(i: usize) -> log::LevelFilter {
         .unwrap_or(log::LevelFilter::Info)
 }
 
+/// The level chosen by `SchedulerOptions.log_level` or the REST service.
+pub(crate) fn library_level() -> log::LevelFilter {
+    level_from_index(LIBRARY_LEVEL.load(Ordering::Relaxed))
+}
+
 pub(crate) fn set_library_level(level: log::LevelFilter) {
     LIBRARY_LEVEL.store(level as usize, Ordering::Relaxed);
     refresh_max_level();

@@ -16,11 +16,13 @@ mod buffer;
 mod callbacks;
 mod encode;
 mod logger;
+mod observe;
 mod scheduler;
 
 pub use buffer::*;
 pub use callbacks::*;
 pub use logger::*;
+pub use observe::*;
 pub use scheduler::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

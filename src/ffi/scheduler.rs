@@ -18,7 +18,7 @@ pub struct sicore_scheduler {
     inner: Scheduler,
 }
 
-fn scheduler<'a>(s: *const sicore_scheduler) -> Result<&'a Scheduler, Error> {
+pub(super) fn scheduler<'a>(s: *const sicore_scheduler) -> Result<&'a Scheduler, Error> {
     // SAFETY: the caller passes null or a pointer returned by `sicore_new`
     // and not yet freed (use after free is undefined, as documented).
     unsafe { s.as_ref() }

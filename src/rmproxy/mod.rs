@@ -36,6 +36,13 @@ thread_local! {
     static OWNER: Cell<u64> = const { Cell::new(0) };
 }
 
+/// Marks the calling thread as one of scheduler `id`'s own threads (the
+/// REST service's), so synchronous calls from callbacks it runs are
+/// refused like those from the dispatcher's.
+pub(crate) fn mark_library_thread(id: u64) {
+    OWNER.with(|o| o.set(id));
+}
+
 /// The id of the scheduler whose library thread this is (0: none), so the
 /// core can charge what it converts to the right scheduler.
 pub fn current_scheduler() -> u64 {
@@ -60,6 +67,9 @@ pub struct Scheduler {
     dispatcher_stopping: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     watchers: watcher::Watchers,
+    metrics: Arc<crate::metrics::Metrics>,
+    rest: Mutex<Option<crate::rest::RestServer>>,
+    rest_addr: Option<std::net::SocketAddr>,
 }
 
 impl Scheduler {
@@ -72,8 +82,23 @@ impl Scheduler {
         let spawn_err =
             |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
         let watchers = watcher::Watchers::new(id, tx.clone(), options.config_dir.clone());
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        // Bind before any thread starts, so a bad address fails `new` cleanly.
+        let rest = if options.rest_address.is_empty() {
+            None
+        } else {
+            Some(crate::rest::RestServer::start(
+                &options.rest_address,
+                id,
+                tx.clone(),
+                metrics.clone(),
+            )?)
+        };
+        let rest_addr = rest.as_ref().map(crate::rest::RestServer::local_addr);
         let registered = Registry::default();
-        let core = Core::new(options, out_tx).with_registry(registered.clone());
+        let core = Core::new(options, out_tx)
+            .with_registry(registered.clone())
+            .with_metrics(metrics.clone());
         let core_thread = std::thread::Builder::new()
             .name(format!("sicore-core-{id}"))
             .spawn(move || {
@@ -99,6 +124,9 @@ impl Scheduler {
             dispatcher_stopping,
             threads: Mutex::new(vec![core_thread, dispatcher]),
             watchers,
+            metrics,
+            rest: Mutex::new(rest),
+            rest_addr,
         })
     }
 
@@ -219,6 +247,24 @@ impl Scheduler {
         self.watchers.running()
     }
 
+    /// The Prometheus text exposition of the `yunikorn_*` metrics (spec
+    /// 15.2). Never waits for the core thread, so it may be called from
+    /// anywhere, callbacks included.
+    pub fn metrics_text(&self) -> Result<String, Error> {
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Error::stopped());
+        }
+        self.metrics
+            .encode()
+            .map_err(|e| Error::new(Status::Internal, format!("cannot encode metrics: {e}")))
+    }
+
+    /// The address the REST service listens on (`None` when
+    /// `rest_address` was empty).
+    pub fn rest_address(&self) -> Option<std::net::SocketAddr> {
+        self.rest_addr
+    }
+
     /// Stops the scheduler: pending work is abandoned, both threads are
     /// joined, and every callback object is dropped, so no callback runs
     /// after this returns. Calling it again does nothing.
@@ -231,6 +277,10 @@ impl Scheduler {
         }
         if self.stopped.swap(true, Ordering::AcqRel) {
             return Ok(());
+        }
+        // The REST service first: it may be waiting on the core.
+        if let Some(mut rest) = self.rest.lock().take() {
+            rest.stop();
         }
         self.dispatcher_stopping.store(true, Ordering::Release);
         self.watchers.signal_stop();

@@ -91,6 +91,10 @@ pub enum Command {
     },
     /// State dump as JSON.
     Dump(Sender<Result<String, Error>>),
+    /// Work for an observer outside the core (the REST service): runs on
+    /// the core thread, in order with the requests before it, and hands
+    /// its result back through its own channel.
+    Inspect(Box<dyn FnOnce(&mut Core) + Send>),
     /// Stop the thread.
     Shutdown,
 }
@@ -140,6 +144,8 @@ pub struct RmState {
     pub config_source: String,
     /// Checksum of the configuration in force.
     pub checksum: String,
+    /// Text of the configuration in force (for `GET /ws/v1/config`).
+    pub config_text: String,
     /// Keys of its partitions.
     pub partitions: Vec<PartitionKey>,
 }
@@ -165,6 +171,10 @@ pub struct Core {
     events_retired: EventStats,
     next_event_flush: Instant,
     next_outstanding_check: Instant,
+    /// Prometheus metrics (spec 15.2), shared with readers.
+    metrics: Arc<crate::metrics::Metrics>,
+    next_metrics_refresh: Instant,
+    next_history_sample: Instant,
     registry: Registry,
 }
 
@@ -229,9 +239,19 @@ impl Core {
             events_retired: EventStats::default(),
             next_event_flush: Instant::now() + options.event_flush_interval,
             next_outstanding_check: Instant::now() + options.outstanding_check_interval,
+            metrics: Arc::default(),
+            next_metrics_refresh: Instant::now(),
+            next_history_sample: Instant::now(),
             options,
             registry: Registry::default(),
         }
+    }
+
+    /// Uses `metrics` (shared with the scheduler's readers) instead of a
+    /// private set.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Publishes the set of registered RMs into `registry`.
@@ -314,10 +334,11 @@ impl Core {
 
     /// When the next periodic job (event flush, outstanding check) is due.
     fn next_periodic(&self) -> Instant {
+        let next = self.next_outstanding_check.min(self.next_metrics_refresh);
         if self.options.disable_events {
-            self.next_outstanding_check
+            next
         } else {
-            self.next_outstanding_check.min(self.next_event_flush)
+            next.min(self.next_event_flush)
         }
     }
 
@@ -332,6 +353,19 @@ impl Core {
         if now >= self.next_event_flush {
             self.next_event_flush = now + self.options.event_flush_interval;
             self.flush_events();
+        }
+        if now >= self.next_metrics_refresh {
+            self.next_metrics_refresh = now + crate::metrics::REFRESH_INTERVAL;
+            let history = now >= self.next_history_sample;
+            if history {
+                self.next_history_sample = now + crate::metrics::HISTORY_INTERVAL;
+            }
+            crate::metrics::gauges::refresh(
+                &self.metrics,
+                &self.partitions,
+                self.event_stats(),
+                history,
+            );
         }
     }
 
@@ -420,6 +454,7 @@ impl Core {
                 continue;
             };
             let cb = rm.callback.clone();
+            self.metrics.count_messages(&out.messages);
             self.add_events(&rm_id, out.events);
             for msg in out.messages {
                 let _ = self.outbox.send(Outbound::Message(cb.clone(), msg));
@@ -460,7 +495,12 @@ impl Core {
             let rm = p.rm_id.clone();
             let cb = self.rms.get(&rm).map(|r| r.callback.clone());
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();
-            made += p.schedule(cb.as_deref(), PASS_BUDGET, &mut out);
+            let started = Instant::now();
+            let n = p.schedule(cb.as_deref(), PASS_BUDGET, &mut out);
+            if n > 0 {
+                self.metrics.observe_scheduling(started.elapsed());
+            }
+            made += n;
             self.outcomes.insert(rm, out);
         }
         made
@@ -535,6 +575,7 @@ impl Core {
                     ))
                 }));
             }
+            Command::Inspect(f) => f(self),
             Command::Shutdown => {}
         }
     }
@@ -599,6 +640,7 @@ impl Core {
                 policy_group: policy_group.to_string(),
                 config_source: loaded.source,
                 checksum: loaded.config.checksum,
+                config_text: loaded.text,
                 partitions: names,
             },
         );
@@ -863,6 +905,51 @@ impl Core {
             out.messages.push(OutMsg::Node(response));
         }
         self.outcomes.insert(rm, out);
+    }
+
+    /// Builds a copy of the state for the REST service.
+    pub(crate) fn snapshot(&self) -> crate::rest::snapshot::Snapshot {
+        crate::rest::snapshot::build(&self.rms, &self.partitions, self.started)
+    }
+
+    /// Applies configuration text that arrived through the REST service
+    /// (spec 2.9) to the partitions of `rm_id`, as a reload would.
+    pub(crate) fn apply_config_text(
+        &mut self,
+        rm_id: &str,
+        text: String,
+        expected_checksum: Option<&str>,
+    ) -> Result<(), Error> {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return Err(Error::rejected(format!(
+                "RM {rm_id} has no active partitions, make sure it is registered"
+            )));
+        };
+        if expected_checksum.is_some_and(|c| c != rm.checksum) {
+            return Err(Error::rejected(
+                "the base configuration is changed: it was reloaded during the update",
+            ));
+        }
+        let config = config::parse(&text).map_err(|e| Error::rejected(e.to_string()))?;
+        super::reload::apply(
+            self,
+            rm_id,
+            config::LoadedConfig {
+                config,
+                text,
+                source: "REST /ws/v1/config".to_string(),
+            },
+        )
+    }
+
+    /// The state dump (for the REST service).
+    pub(crate) fn dump_json(&self) -> String {
+        dump::render(
+            &self.rms,
+            &self.partitions,
+            self.started,
+            self.event_stats(),
+        )
     }
 
     /// The partition `name` of RM `rm_id`; `None` when it does not exist or

@@ -92,6 +92,7 @@ pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), E
         }
         rm.partitions = names;
         rm.checksum = loaded.config.checksum;
+        rm.config_text = loaded.text;
         rm.config_source = loaded.source;
         removed
     };

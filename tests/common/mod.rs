@@ -38,6 +38,8 @@ pub struct Seen {
     pub log: Vec<String>,
     /// Statuses returned by calls the RM made from inside callbacks.
     pub reentrant_statuses: Vec<sicore_status>,
+    /// Texts passed to `UpdateConfiguration`, in order.
+    pub config_updates: Vec<String>,
     /// The RM's cache as `ReSyncSchedulerCache` alone feeds it:
     /// allocation key -> node (assumed, not yet forgotten).
     pub cache: std::collections::HashMap<String, String>,
@@ -69,6 +71,8 @@ pub struct Behaviour {
     pub reenter: bool,
     /// Sleep this long in `update_allocation`.
     pub slow: Option<Duration>,
+    /// Answer `UpdateConfiguration` with failure and this reason.
+    pub reject_config: Option<String>,
     /// Sleep this long in `update_container_scheduling_state`.
     pub slow_container_state: Option<Duration>,
     /// The predicate refuses a node that already holds this many
@@ -272,13 +276,18 @@ unsafe extern "C" fn on_container_state(ud: *mut c_void, p: *const u8, len: usiz
 }
 
 unsafe extern "C" fn on_update_configuration(
-    _ud: *mut c_void,
-    _p: *const u8,
-    _len: usize,
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
     reply: *mut sicore_reply,
 ) {
+    let m: si::UpdateConfigurationRequest = msg(p, len);
+    let r = rec(ud);
+    let reject = r.behaviour.lock().unwrap().reject_config.clone();
+    r.record(|s| s.config_updates.push(m.configs));
     let answer = si::UpdateConfigurationResponse {
-        success: true,
+        success: reject.is_none(),
+        reason: reject.unwrap_or_default(),
         ..Default::default()
     }
     .encode_to_vec();

@@ -4,10 +4,12 @@
 //!
 //! With no arguments it runs the built-in workload on the embedded default
 //! configuration: 100 nodes, 4 applications in 3 queues, 10,000 asks.
-//! `--html FILE` also writes a visual report of the run (see `report.rs`).
+//! `--html FILE` also writes a visual report of the run (see `report.rs`);
+//! `--serve ADDR` keeps the scheduler and its REST service up afterwards.
 
 mod html;
 mod report;
+mod serve;
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
@@ -73,6 +75,10 @@ struct Args {
     /// max, a node utilisation heat map and application states over time.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// After the workload, keep the scheduler and its REST service on ADDR
+    /// (host:port, e.g. 127.0.0.1:9080) up until Ctrl-C.
+    #[arg(long, value_name = "ADDR")]
+    serve: Option<String>,
 }
 
 /// What the simulated RM has been told.
@@ -335,6 +341,9 @@ fn run(args: Args) -> Result<(), String> {
         }
         None => "embedded default".to_string(),
     };
+    if let Some(addr) = &args.serve {
+        options.rest_address = addr.clone();
+    }
     let bytes = options.encode_to_vec();
     let mut sched = std::ptr::null_mut();
     let mut err = sicore_buffer::empty();
@@ -643,6 +652,9 @@ fn run(args: Args) -> Result<(), String> {
             "\nhtml report        {}",
             html::write(path, rec, &dump, meta)?
         );
+    }
+    if args.serve.is_some() {
+        serve::until_interrupted(sim.sched)?;
     }
     Ok(())
 }

@@ -164,6 +164,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sicore_set_policy_config": (
         ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BYTES, ctypes.c_size_t, _BUF_P]),
     "sicore_state_dump": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
+    "sicore_metrics": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
+    "sicore_rest_address": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
 }
 
 def borrowed_bytes(ptr: int | None, length: int) -> bytes:
@@ -237,6 +239,8 @@ class Library:
     sicore_update_node: Callable[..., int]
     sicore_update_configuration: Callable[..., int]
     sicore_state_dump: Callable[..., int]
+    sicore_metrics: Callable[..., int]
+    sicore_rest_address: Callable[..., int]
 
     def take_buffer(self, buf: sicore_buffer) -> bytes:
         """Copy the bytes out of a library-owned buffer and free it."""

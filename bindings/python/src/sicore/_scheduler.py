@@ -43,8 +43,8 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
     ``reservation_delay_ms``, ``disable_reservation``, ``app_start_timeout_ms``,
     ``app_completing_timeout_ms``, ``app_terminated_timeout_ms``,
     ``disable_events``, ``outstanding_check_interval_ms``, ``event_types``,
-    ``placeholder_timeout_ms``). ``None`` leaves a field unset; ``config_dir``
-    accepts any path-like object.
+    ``placeholder_timeout_ms``, ``rest_address``). ``None`` leaves a field
+    unset; ``config_dir`` accepts any path-like object.
 
     ``event_types`` lists the event record types sent to ``send_event``, as
     names (``"REQUEST"``, ``"APP"``, ``"NODE"``, ``"QUEUE"``) or
@@ -291,12 +291,16 @@ class Scheduler:
             self._lib.check(status, err, "set_policy_config")
 
     def _state_dump(self) -> bytes:
+        return self._text_call("sicore_state_dump")
+
+    def _text_call(self, fn_name: str) -> bytes:
+        """Call a ``(s, out, error_out)`` function and return what it wrote to ``out``."""
         with self._call() as handle:
             out = sicore_buffer()
             err = sicore_buffer()
-            status = self._lib.sicore_state_dump(handle, ctypes.byref(out), ctypes.byref(err))
+            status = getattr(self._lib, fn_name)(handle, ctypes.byref(out), ctypes.byref(err))
             try:
-                self._lib.check(status, err, "state_dump")
+                self._lib.check(status, err, fn_name.removeprefix("sicore_"))
             except BaseException:
                 self._lib.take_buffer(out)
                 raise
@@ -369,6 +373,22 @@ class Scheduler:
         """The scheduler's state (partitions, queues, applications, nodes) as a dict."""
         result: dict[str, Any] = json.loads(self._state_dump().decode("utf-8"))
         return result
+
+    def metrics(self) -> str:
+        """The Prometheus text exposition of the ``yunikorn_*`` metrics.
+
+        OpenMetrics 1.0 text, which Prometheus scrapes; for an RM that serves
+        ``/metrics`` itself. Never waits for the scheduling thread.
+        """
+        return self._text_call("sicore_metrics").decode("utf-8")
+
+    def rest_address(self) -> str:
+        """The ``host:port`` the REST service listens on, ``""`` when not started.
+
+        Start it with the ``rest_address="127.0.0.1:9080"`` option (port 0
+        picks a free port).
+        """
+        return self._text_call("sicore_rest_address").decode("utf-8")
 
 
 def _expect(request: Message, cls: type[Message]) -> None:

@@ -1,0 +1,34 @@
+//! `--serve ADDR`: after the workload, keep the scheduler and its REST
+//! service up until Ctrl-C (SIGINT or SIGTERM).
+
+use std::sync::mpsc;
+
+use sicore::ffi::{sicore_buffer, sicore_rest_address, sicore_scheduler};
+
+use crate::{check, take_string};
+
+/// The address the scheduler's REST service is bound to.
+pub fn bound_address(sched: *mut sicore_scheduler) -> Result<String, String> {
+    let mut out = sicore_buffer::empty();
+    let mut err = sicore_buffer::empty();
+    check(
+        "sicore_rest_address",
+        sicore_rest_address(sched, &mut out, &mut err),
+        err,
+    )?;
+    Ok(take_string(out))
+}
+
+/// Prints where the service listens and blocks until Ctrl-C.
+pub fn until_interrupted(sched: *mut sicore_scheduler) -> Result<(), String> {
+    let addr = bound_address(sched)?;
+    let (tx, rx) = mpsc::channel();
+    ctrlc::set_handler(move || {
+        let _ = tx.send(());
+    })
+    .map_err(|e| format!("cannot install the Ctrl-C handler: {e}"))?;
+    println!("\nREST service on http://{addr}/ws/v1/queues (metrics: http://{addr}/metrics); Ctrl-C stops it");
+    let _ = rx.recv();
+    eprintln!("sicore-sim: stopping");
+    Ok(())
+}

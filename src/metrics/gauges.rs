@@ -1,0 +1,73 @@
+//! The core thread's once-a-second gauge refresh: counts over the live
+//! partitions, handed to [`Metrics::refresh`] as plain numbers.
+
+use std::collections::BTreeMap;
+
+use super::{usage_bucket, HistorySample, Metrics, StateSample};
+use crate::events::EventStats;
+use crate::scheduler::application::AppState;
+use crate::scheduler::partition::Partition;
+use crate::scheduler::resource::{name_of, Resource};
+
+fn pairs(r: &Resource) -> Vec<(String, i64)> {
+    r.iter()
+        .map(|(id, v)| (name_of(id).to_string(), v))
+        .collect()
+}
+
+/// Computes the state gauges (and, when `history` is set, a history
+/// sample) from the partitions. O(nodes + applications + queues).
+pub fn refresh<K>(
+    metrics: &Metrics,
+    partitions: &BTreeMap<K, Partition>,
+    events: EventStats,
+    history: bool,
+) {
+    let mut sample = StateSample {
+        events,
+        ..Default::default()
+    };
+    let mut usage: BTreeMap<&'static str, [i64; 10]> = BTreeMap::new();
+    for p in partitions.values() {
+        sample.nodes += p.nodes.len() as i64;
+        sample.applications += p.apps.len() as u64;
+        sample.containers += p.allocations.len() as u64;
+        sample.running_apps += p
+            .apps
+            .values()
+            .filter(|a| a.state == AppState::Running)
+            .count() as i64;
+        sample.completed_apps += p
+            .finished
+            .iter()
+            .filter(|f| f.state == AppState::Completed)
+            .count() as i64;
+        for n in p.nodes.values() {
+            for (id, cap) in n.capacity.iter() {
+                if cap > 0 {
+                    usage.entry(name_of(id)).or_default()
+                        [usage_bucket(n.allocated.get(id), cap)] += 1;
+                }
+            }
+        }
+        for (_, q) in p.queues.iter() {
+            if q.leaf {
+                sample
+                    .queue_usage
+                    .push((q.path.to_string(), pairs(&q.allocated)));
+                sample
+                    .queue_pending
+                    .push((q.path.to_string(), pairs(&q.pending)));
+            }
+        }
+    }
+    sample.node_usage = usage.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    metrics.refresh(&sample);
+    if history {
+        metrics.record_history(HistorySample {
+            timestamp_ns: crate::rest::snapshot::now_ns(),
+            applications: sample.applications,
+            containers: sample.containers,
+        });
+    }
+}

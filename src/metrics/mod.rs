@@ -1,0 +1,491 @@
+//! Prometheus metrics with the reference's names, kinds, labels and buckets
+//! (spec 15.2), kept with the `prometheus-client` data model and encoder.
+//!
+//! Counters that follow requests and decisions are atomics the core thread
+//! bumps once per flushed batch (never per allocation inside the pass).
+//! Gauges that describe state (nodes, application states, node usage
+//! buckets, per-queue usage, event counters) are refreshed by the core
+//! thread once a second, as the reference refreshes its node usage; the
+//! same tick records the one-a-minute history samples of
+//! `/ws/v1/history/*`. Reading the metrics never waits for the core.
+
+pub mod gauges;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::events::EventStats;
+use crate::scheduler::outcome::OutMsg;
+
+/// How often the core refreshes the state gauges.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+/// One history sample a minute (the reference's period).
+pub const HISTORY_INTERVAL: Duration = Duration::from_secs(60);
+/// 24 hours of samples.
+pub const HISTORY_LEN: usize = 1440;
+
+/// Label set of one `key="value"` pair.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResourceLabel {
+    resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RangeLabel {
+    range: String,
+}
+
+/// The reference's node usage bucket labels, lowest first.
+pub const USAGE_RANGES: [&str; 10] = [
+    "[0,10%]",
+    "(10%, 20%]",
+    "(20%,30%]",
+    "(30%,40%]",
+    "(40%,50%]",
+    "(50%,60%]",
+    "(60%,70%]",
+    "(70%,80%]",
+    "(80%,90%]",
+    "(90%,100%]",
+];
+
+/// The usage bucket (0..=9) of `used` out of `total` (`total > 0`): zero
+/// and up to 10 % go to the first, as in the reference.
+pub fn usage_bucket(used: i64, total: i64) -> usize {
+    if total <= 0 || used <= 0 {
+        return 0;
+    }
+    let tenths = (used as f64 * 10.0 / total as f64).ceil() as i64;
+    (tenths - 1).clamp(0, 9) as usize
+}
+
+/// Replaces characters Prometheus does not allow in a metric name.
+pub fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// One history sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistorySample {
+    /// Unix time, ns.
+    pub timestamp_ns: i64,
+    /// Applications known to the scheduler (active).
+    pub applications: u64,
+    /// Allocations held.
+    pub containers: u64,
+}
+
+/// Gauge values the core computes on its refresh tick.
+#[derive(Debug, Default)]
+pub struct StateSample {
+    /// Registered nodes.
+    pub nodes: i64,
+    /// Applications in `Running`.
+    pub running_apps: i64,
+    /// Applications that completed (kept in the history).
+    pub completed_apps: i64,
+    /// Per resource type: node counts in the ten usage buckets.
+    pub node_usage: Vec<(String, [i64; 10])>,
+    /// Per queue path: allocated quantity per resource type.
+    pub queue_usage: Vec<(String, Vec<(String, i64)>)>,
+    /// Per queue path: pending quantity per resource type.
+    pub queue_pending: Vec<(String, Vec<(String, i64)>)>,
+    /// Event system counters.
+    pub events: EventStats,
+    /// Active applications (history).
+    pub applications: u64,
+    /// Allocations held (history).
+    pub containers: u64,
+}
+
+/// Families created on first sight of a queue or resource type.
+#[derive(Default)]
+struct Dynamic {
+    queue_used: HashMap<String, Family<ResourceLabel, Gauge>>,
+    queue_pending: HashMap<String, Family<ResourceLabel, Gauge>>,
+    node_usage: HashMap<String, Family<RangeLabel, Gauge>>,
+}
+
+/// Every metric of one scheduler instance.
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    dynamic: Mutex<Dynamic>,
+    history: Mutex<VecDeque<HistorySample>>,
+    allocated: Counter,
+    rejected: Counter,
+    released: Counter,
+    app_accepted: Counter,
+    app_rejected: Counter,
+    app_running: Gauge,
+    app_completed: Gauge,
+    node_active: Gauge,
+    node_failed: Gauge,
+    scheduling_latency: Histogram,
+    event_created: Gauge,
+    event_channeled: Gauge,
+    event_not_channeled: Gauge,
+    event_processed: Gauge,
+    event_collected: Gauge,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+fn latency_histogram() -> Histogram {
+    // The reference's buckets: 0.1 ms, then ten times more, six buckets.
+    Histogram::new(exponential_buckets(0.0001, 10.0, 6))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh set of metrics, all zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("yunikorn");
+        let sched = registry.sub_registry_with_prefix("scheduler");
+
+        let attempts = Family::<StateLabel, Counter>::default();
+        let label = |s: &str| StateLabel {
+            state: s.to_string(),
+        };
+        let allocated = attempts.get_or_create(&label("allocated")).clone();
+        let rejected = attempts.get_or_create(&label("rejected")).clone();
+        // Shown as 0: a node whose existing allocations cannot be
+        // recovered is refused whole (counted in node_failed_total).
+        let _ = attempts.get_or_create(&label("error"));
+        let released = attempts.get_or_create(&label("released")).clone();
+        // The encoder adds `_total` to counter names.
+        sched.register(
+            "container_allocation_attempt",
+            "Container allocation attempts by outcome",
+            attempts,
+        );
+
+        let submissions = Family::<ResultLabel, Counter>::default();
+        let result = |s: &str| ResultLabel {
+            result: s.to_string(),
+        };
+        let app_accepted = submissions.get_or_create(&result("accepted")).clone();
+        let app_rejected = submissions.get_or_create(&result("rejected")).clone();
+        sched.register(
+            "application_submission",
+            "Application submissions by result",
+            submissions,
+        );
+
+        let status = Family::<StateLabel, Gauge>::default();
+        let app_running = status.get_or_create(&label("running")).clone();
+        let app_completed = status.get_or_create(&label("completed")).clone();
+        sched.register("application_status_total", "Applications by state", status);
+
+        let node_active = Gauge::default();
+        sched.register("node_active_total", "Registered nodes", node_active.clone());
+        let node_failed = Gauge::default();
+        sched.register(
+            "node_failed_total",
+            "Node registrations that failed",
+            node_failed.clone(),
+        );
+
+        let scheduling_latency = latency_histogram();
+        sched.register(
+            "scheduling_latency_seconds",
+            "Duration of a scheduling pass that made at least one decision",
+            scheduling_latency.clone(),
+        );
+
+        let events = registry.sub_registry_with_prefix("event");
+        let mut event_gauge = |name: &str, help: &str| {
+            let g = Gauge::default();
+            events.register(name, help, g.clone());
+            g
+        };
+        let event_created = event_gauge("total_created", "Event records created");
+        let event_channeled = event_gauge(
+            "total_channeled",
+            "Event records accepted by the event store",
+        );
+        let event_not_channeled = event_gauge(
+            "total_not_channeled",
+            "Event records dropped before the store",
+        );
+        let event_processed = event_gauge("total_processed", "Event records handed to the RM");
+        let event_collected = event_gauge(
+            "total_collected",
+            "Event records collected for the next flush",
+        );
+
+        Metrics {
+            registry: Mutex::new(registry),
+            dynamic: Mutex::new(Dynamic::default()),
+            history: Mutex::new(VecDeque::with_capacity(HISTORY_LEN)),
+            allocated,
+            rejected,
+            released,
+            app_accepted,
+            app_rejected,
+            app_running,
+            app_completed,
+            node_active,
+            node_failed,
+            scheduling_latency,
+            event_created,
+            event_channeled,
+            event_not_channeled,
+            event_processed,
+            event_collected,
+        }
+    }
+
+    /// Counts what one batch of outgoing messages reports: allocations
+    /// made, asks rejected, releases sent, applications accepted and
+    /// rejected, node registrations refused. A handful of atomic adds per
+    /// batch.
+    pub fn count_messages(&self, messages: &[OutMsg]) {
+        let (mut new, mut rejected, mut released) = (0u64, 0u64, 0u64);
+        for m in messages {
+            match m {
+                OutMsg::NewAllocations(v) | OutMsg::NewAllocationsResynced(v) => {
+                    new += v.len() as u64
+                }
+                OutMsg::Allocation(r) => {
+                    new += r.new.len() as u64;
+                    rejected += r.rejected.len() as u64;
+                    released += r.released.len() as u64;
+                }
+                OutMsg::Application(r) => {
+                    if !r.accepted.is_empty() {
+                        self.app_accepted.inc_by(r.accepted.len() as u64);
+                    }
+                    if !r.rejected.is_empty() {
+                        self.app_rejected.inc_by(r.rejected.len() as u64);
+                    }
+                }
+                OutMsg::Node(r) => {
+                    if !r.rejected.is_empty() {
+                        self.node_failed.inc_by(r.rejected.len() as i64);
+                    }
+                }
+            }
+        }
+        if new > 0 {
+            self.allocated.inc_by(new);
+        }
+        if rejected > 0 {
+            self.rejected.inc_by(rejected);
+        }
+        if released > 0 {
+            self.released.inc_by(released);
+        }
+    }
+
+    /// Records the duration of a pass that made a decision.
+    pub fn observe_scheduling(&self, d: Duration) {
+        self.scheduling_latency.observe(d.as_secs_f64());
+    }
+
+    /// Applies the core's refresh sample.
+    pub fn refresh(&self, s: &StateSample) {
+        self.node_active.set(s.nodes);
+        self.app_running.set(s.running_apps);
+        self.app_completed.set(s.completed_apps);
+        let e = &s.events;
+        let not_channeled = e.dropped_input.saturating_add(e.dropped_store_full);
+        self.event_created
+            .set(clamp(e.received.saturating_add(not_channeled)));
+        self.event_channeled.set(clamp(e.received));
+        self.event_not_channeled.set(clamp(not_channeled));
+        self.event_processed.set(clamp(e.published));
+        self.event_collected.set(clamp(e.stored));
+
+        let mut dynamic = self.dynamic.lock();
+        let Dynamic {
+            queue_used,
+            queue_pending,
+            node_usage,
+        } = &mut *dynamic;
+        for (res, buckets) in &s.node_usage {
+            let family = node_usage.entry(res.clone()).or_insert_with(|| {
+                let f = Family::<RangeLabel, Gauge>::default();
+                self.registry
+                    .lock()
+                    .sub_registry_with_prefix("scheduler")
+                    .register(
+                        format!("{}_node_usage_total", sanitize(res)),
+                        format!("Nodes per {res} usage range"),
+                        f.clone(),
+                    );
+                f
+            });
+            for (i, n) in buckets.iter().enumerate() {
+                family
+                    .get_or_create(&RangeLabel {
+                        range: USAGE_RANGES[i].to_string(),
+                    })
+                    .set(*n);
+            }
+        }
+        let queue_family = |map: &mut HashMap<String, Family<ResourceLabel, Gauge>>,
+                            path: &str,
+                            suffix: &str,
+                            help: &str| {
+            map.entry(path.to_string())
+                .or_insert_with(|| {
+                    let f = Family::<ResourceLabel, Gauge>::default();
+                    self.registry
+                        .lock()
+                        .sub_registry_with_prefix("queue")
+                        .register(
+                            format!("{}_{suffix}", queue_metric_name(path)),
+                            format!("{help} of queue {path}"),
+                            f.clone(),
+                        );
+                    f
+                })
+                .clone()
+        };
+        // A queue that is gone (removed, or its partition) shows no stale
+        // values; its family stays registered for when it comes back.
+        let present: std::collections::HashSet<&str> =
+            s.queue_usage.iter().map(|(p, _)| p.as_str()).collect();
+        for map in [&*queue_used, &*queue_pending] {
+            for (path, family) in map {
+                if !present.contains(path.as_str()) {
+                    family.clear();
+                }
+            }
+        }
+        for (path, usage) in &s.queue_usage {
+            let family = queue_family(queue_used, path, "used_resource", "Allocated resources");
+            for (res, v) in usage {
+                family
+                    .get_or_create(&ResourceLabel {
+                        resource: res.clone(),
+                    })
+                    .set(*v);
+            }
+        }
+        for (path, pending) in &s.queue_pending {
+            let family = queue_family(queue_pending, path, "pending_resource", "Pending resources");
+            for (res, v) in pending {
+                family
+                    .get_or_create(&ResourceLabel {
+                        resource: res.clone(),
+                    })
+                    .set(*v);
+            }
+        }
+    }
+
+    /// Appends a history sample, dropping the oldest beyond 24 hours.
+    pub fn record_history(&self, sample: HistorySample) {
+        let mut h = self.history.lock();
+        if h.len() == HISTORY_LEN {
+            h.pop_front();
+        }
+        h.push_back(sample);
+    }
+
+    /// The history samples, oldest first.
+    pub fn history(&self) -> Vec<HistorySample> {
+        self.history.lock().iter().copied().collect()
+    }
+
+    /// The text exposition (OpenMetrics 1.0, which Prometheus scrapes).
+    pub fn encode(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry.lock())?;
+        Ok(out)
+    }
+}
+
+fn clamp(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The reference's per-queue metric name part: the queue path with `.` and
+/// `-` (and anything else Prometheus refuses) replaced by `_`.
+pub fn queue_metric_name(path: &str) -> String {
+    sanitize(path)
+}
+
+/// Shared handle.
+pub type SharedMetrics = Arc<Metrics>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_follow_the_reference_ranges() {
+        assert_eq!(usage_bucket(0, 100), 0);
+        assert_eq!(usage_bucket(10, 100), 0);
+        assert_eq!(usage_bucket(11, 100), 1);
+        assert_eq!(usage_bucket(100, 100), 9);
+        assert_eq!(usage_bucket(150, 100), 9);
+    }
+
+    #[test]
+    fn exposition_has_reference_names() {
+        let m = Metrics::new();
+        m.allocated.inc_by(3);
+        m.refresh(&StateSample {
+            nodes: 2,
+            node_usage: vec![("memory".into(), [1, 0, 0, 0, 0, 0, 0, 0, 0, 1])],
+            queue_usage: vec![("root.a-b".into(), vec![("vcore".into(), 5)])],
+            ..Default::default()
+        });
+        let text = m.encode().unwrap();
+        for needle in [
+            "yunikorn_scheduler_container_allocation_attempt_total{state=\"allocated\"} 3",
+            "yunikorn_scheduler_node_active_total 2",
+            "yunikorn_scheduler_memory_node_usage_total{range=\"(90%,100%]\"} 1",
+            "yunikorn_queue_root_a_b_used_resource{resource=\"vcore\"} 5",
+            "yunikorn_scheduler_scheduling_latency_seconds_bucket{le=\"0.0001\"} 0",
+            "yunikorn_event_total_created 0",
+        ] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
+        // The queue goes away: no stale values remain.
+        m.refresh(&StateSample::default());
+        let text = m.encode().unwrap();
+        assert!(
+            !text.contains("yunikorn_queue_root_a_b_used_resource{"),
+            "{text}"
+        );
+    }
+}

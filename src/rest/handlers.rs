@@ -1,0 +1,570 @@
+//! The v0.12 endpoints: routing and the reference's JSON shapes
+//! (`rest-v0.12.md`), rendered from a [`Snapshot`].
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::snapshot::{AppSnap, Named, NodeSnap, PartitionSnap, QueueSnap, Snapshot};
+use crate::scheduler::outcome::NewAllocation;
+
+/// What a path names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Queues,
+    Clusters,
+    ClusterUtilization,
+    Apps,
+    Nodes,
+    NodeUtilization,
+    Partitions,
+    PartitionQueues(String),
+    PartitionNodes(String),
+    QueueApps(String, String),
+    Config,
+    ValidateConf,
+    FullStateDump,
+    HealthCheck,
+    LogLevel,
+    SetLogLevel(String),
+    Metrics,
+    HistoryApps,
+    HistoryContainers,
+    /// A reference endpoint sicore does not provide, with the reason.
+    NotProvided(&'static str),
+}
+
+/// Methods each endpoint answers.
+pub fn methods(e: &Endpoint) -> &'static [&'static str] {
+    match e {
+        Endpoint::Config => &["GET", "PUT", "POST"],
+        Endpoint::ValidateConf => &["POST"],
+        Endpoint::SetLogLevel(_) => &["PUT"],
+        Endpoint::NotProvided(_) => &["GET", "PUT", "POST", "DELETE"],
+        _ => &["GET"],
+    }
+}
+
+/// Percent-decodes one path segment or query value; `None` when it is not
+/// valid escapes of UTF-8.
+pub fn decode_segment(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Maps a path to its endpoint; `None` for an unknown path.
+pub fn route(path: &str) -> Option<Endpoint> {
+    let trimmed = path.trim_end_matches('/');
+    if trimmed == "/metrics" {
+        return Some(Endpoint::Metrics);
+    }
+    if trimmed == "/debug/pprof" || trimmed.starts_with("/debug/pprof/") {
+        return Some(Endpoint::NotProvided(
+            "/debug/pprof is the Go profiler; sicore is not a Go program (use perf or valgrind on the host process)",
+        ));
+    }
+    let rest = trimmed.strip_prefix("/ws/v1/")?;
+    let segs: Vec<String> = rest
+        .split('/')
+        .map(decode_segment)
+        .collect::<Option<Vec<_>>>()?;
+    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
+    Some(match s.as_slice() {
+        ["queues"] => Endpoint::Queues,
+        ["clusters"] => Endpoint::Clusters,
+        ["clusters", "utilization"] => Endpoint::ClusterUtilization,
+        ["apps"] => Endpoint::Apps,
+        ["nodes"] => Endpoint::Nodes,
+        ["nodes", "utilization"] => Endpoint::NodeUtilization,
+        ["partitions"] => Endpoint::Partitions,
+        ["partition", p, "queues"] => Endpoint::PartitionQueues(p.to_string()),
+        ["partition", p, "nodes"] => Endpoint::PartitionNodes(p.to_string()),
+        ["partition", p, "queue", q, "applications"] => {
+            Endpoint::QueueApps(p.to_string(), q.to_string())
+        }
+        ["config"] => Endpoint::Config,
+        ["validate-conf"] => Endpoint::ValidateConf,
+        ["fullstatedump"] => Endpoint::FullStateDump,
+        ["scheduler", "healthcheck"] => Endpoint::HealthCheck,
+        ["loglevel"] => Endpoint::LogLevel,
+        ["loglevel", level] => Endpoint::SetLogLevel(level.to_string()),
+        ["metrics"] => Endpoint::Metrics,
+        ["history", "apps"] => Endpoint::HistoryApps,
+        ["history", "containers"] => Endpoint::HistoryContainers,
+        ["stack"] => Endpoint::NotProvided(
+            "/ws/v1/stack lists goroutine stacks; sicore is not a Go program and has none",
+        ),
+        ["periodicstatedump", ..] => Endpoint::NotProvided(
+            "periodic state dumps to a file are not provided by sicore; read /ws/v1/fullstatedump instead",
+        ),
+        _ => return None,
+    })
+}
+
+/// A resource as Go map text without `map`: `[memory:2048 vcore:1000]`;
+/// unset or empty is `[]`.
+pub fn res_str(r: Option<&Named>) -> String {
+    match r {
+        None => "[]".to_string(),
+        Some(r) => {
+            let parts: Vec<String> = r.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            format!("[{}]", parts.join(" "))
+        }
+    }
+}
+
+/// Per type `used * 100 / max` (integer), for the types `max` sets.
+fn abs_used(max: Option<&Named>, used: &Named) -> String {
+    let Some(max) = max else {
+        return "[]".to_string();
+    };
+    let pct: Named = max
+        .iter()
+        .filter(|(_, m)| **m > 0)
+        .map(|(k, m)| {
+            let u = i128::from(used.get(k).copied().unwrap_or(0));
+            let v = u * 100 / i128::from(*m);
+            (k.clone(), i64::try_from(v).unwrap_or(i64::MAX))
+        })
+        .collect();
+    res_str(Some(&pct))
+}
+
+fn queue_info(q: &QueueSnap) -> Value {
+    json!({
+        "queuename": q.name,
+        "status": q.state,
+        "capacities": {
+            "capacity": res_str(q.guaranteed.as_ref()),
+            "maxCapacity": res_str(q.max.as_ref()),
+            "usedCapacity": res_str(Some(&q.allocated)),
+            "absUsedCapacity": abs_used(q.max.as_ref(), &q.allocated),
+        },
+        "queues": if q.children.is_empty() {
+            Value::Null
+        } else {
+            Value::Array(q.children.iter().map(queue_info).collect())
+        },
+        "properties": q.properties,
+    })
+}
+
+/// `GET /ws/v1/queues`: one document per partition, one after another.
+pub fn queues(snap: &Snapshot) -> String {
+    snap.partitions
+        .iter()
+        .map(|p| {
+            json!({
+                "partitionName": p.name,
+                "capacity": {
+                    "capacity": res_str(Some(&p.total)),
+                    "usedCapacity": res_str(Some(&p.root.allocated)),
+                },
+                "nodes": Value::Null,
+                "queues": queue_info(&p.root),
+            })
+            .to_string()
+        })
+        .collect()
+}
+
+fn count_finished(p: &PartitionSnap, state: &str) -> usize {
+    p.finished.iter().filter(|f| f.state == state).count()
+}
+
+/// `GET /ws/v1/clusters`.
+pub fn clusters(snap: &Snapshot) -> Value {
+    Value::Array(
+        snap.partitions
+            .iter()
+            .map(|p| {
+                let running = p.apps.iter().filter(|a| a.state == "Running").count();
+                let pending = p
+                    .apps
+                    .iter()
+                    .filter(|a| matches!(a.state, "New" | "Accepted"))
+                    .count();
+                let pending_containers: i64 = p.apps.iter().map(|a| a.pending_allocations).sum();
+                let active_nodes = p.nodes.iter().filter(|n| n.schedulable).count();
+                json!({
+                    "partition": p.name,
+                    "clusterName": "kubernetes",
+                    "totalApplications": (p.apps.len() + p.finished.len()).to_string(),
+                    "failedApplications": count_finished(p, "Failed").to_string(),
+                    "pendingApplications": pending.to_string(),
+                    "runningApplications": running.to_string(),
+                    "completedApplications": count_finished(p, "Completed").to_string(),
+                    "totalContainers": p.allocations.len().to_string(),
+                    "failedContainers": "0",
+                    "pendingContainers": pending_containers.to_string(),
+                    "runningContainers": p.allocations.len().to_string(),
+                    "activeNodes": active_nodes.to_string(),
+                    "totalNodes": p.nodes.len().to_string(),
+                    "failedNodes": "0",
+                })
+            })
+            .collect(),
+    )
+}
+
+/// `GET /ws/v1/clusters/utilization`.
+pub fn cluster_utilization(snap: &Snapshot) -> Value {
+    Value::Array(
+        snap.partitions
+            .iter()
+            .map(|p| {
+                let used = &p.root.allocated;
+                let mut entries: Vec<Value> = p
+                    .total
+                    .iter()
+                    .filter(|(_, t)| **t > 0)
+                    .map(|(k, t)| {
+                        let u = used.get(k).copied().unwrap_or(0);
+                        let pct = i128::from(u) * 100 / i128::from(*t);
+                        json!({"type": k, "total": t, "used": u, "usage": format!("{pct}%")})
+                    })
+                    .collect();
+                if p.nodes.is_empty() || used.values().all(|v| *v == 0) || entries.is_empty() {
+                    entries = vec![json!({"type": "N/A", "total": -1, "used": -1, "usage": "N/A"})];
+                }
+                json!({"partition": p.name, "utilization": entries})
+            })
+            .collect(),
+    )
+}
+
+fn allocation(a: &NewAllocation) -> Value {
+    json!({
+        "allocationKey": &*a.key,
+        "allocationTags": &*a.tags,
+        "uuid": &*a.uuid,
+        "resource": res_str(Some(&super::snapshot::named(&a.resource))),
+        "priority": a.priority.to_string(),
+        "queueName": &*a.queue,
+        "nodeId": &*a.node,
+        "applicationId": &*a.app,
+        "partition": &*a.partition,
+    })
+}
+
+fn app_info(p: &PartitionSnap, a: &AppSnap) -> Value {
+    json!({
+        "applicationID": a.id,
+        "usedResource": res_str(Some(&a.allocated)),
+        "partition": p.name,
+        "queueName": a.queue,
+        "submissionTime": a.submitted_ns,
+        "allocations": a
+            .allocations
+            .iter()
+            .filter_map(|u| p.allocations.get(u))
+            .map(|r| allocation(r))
+            .collect::<Vec<_>>(),
+        "applicationState": a.state,
+    })
+}
+
+/// Applications (active, then terminated) of `p` whose queue path
+/// satisfies `keep`.
+fn apps_of(p: &PartitionSnap, keep: &dyn Fn(&str) -> bool, out: &mut Vec<Value>) {
+    for a in p.apps.iter().filter(|a| keep(&a.queue)) {
+        out.push(app_info(p, a));
+    }
+    // Terminated applications keep no allocations; their submission time
+    // is not kept either, so it reads as their termination time.
+    for f in p.finished.iter().filter(|f| keep(&f.queue)) {
+        out.push(json!({
+            "applicationID": f.id,
+            "usedResource": "[]",
+            "partition": p.name,
+            "queueName": f.queue,
+            "submissionTime": f.finished_ns,
+            "allocations": [],
+            "applicationState": f.state,
+        }));
+    }
+}
+
+fn find_queue<'a>(q: &'a QueueSnap, path: &str) -> Option<&'a QueueSnap> {
+    if q.path.eq_ignore_ascii_case(path) {
+        return Some(q);
+    }
+    q.children.iter().find_map(|c| find_queue(c, path))
+}
+
+/// `GET /ws/v1/apps[?queue=path]`; `Err` names an unknown queue.
+pub fn apps(snap: &Snapshot, queue: Option<&str>) -> Result<Value, String> {
+    if let Some(q) = queue {
+        if !snap
+            .partitions
+            .iter()
+            .any(|p| find_queue(&p.root, q).is_some())
+        {
+            return Err(format!("queue {q} not found"));
+        }
+    }
+    let keep = |path: &str| queue.is_none_or(|q| path.eq_ignore_ascii_case(q));
+    let mut out = Vec::new();
+    for p in &snap.partitions {
+        apps_of(p, &keep, &mut out);
+    }
+    Ok(Value::Array(out))
+}
+
+/// A partition by its plain name.
+pub fn partition<'a>(snap: &'a Snapshot, name: &str) -> Option<&'a PartitionSnap> {
+    snap.partitions.iter().find(|p| p.name == name)
+}
+
+/// `GET /ws/v1/partition/{p}/queue/{q}/applications`; `Err` names what
+/// is unknown.
+pub fn queue_apps(snap: &Snapshot, part: &str, queue: &str) -> Result<Value, String> {
+    let p = partition(snap, part).ok_or_else(|| format!("partition {part} not found"))?;
+    let q = find_queue(&p.root, queue).ok_or_else(|| format!("queue {queue} not found"))?;
+    let mut out = Vec::new();
+    apps_of(p, &|path| path == q.path, &mut out);
+    Ok(Value::Array(out))
+}
+
+fn node_info(p: &PartitionSnap, n: &NodeSnap) -> Value {
+    let attr = |k: &str| n.attributes.get(k).cloned().unwrap_or_default();
+    json!({
+        "nodeID": n.id,
+        "hostName": attr("si.io/hostname"),
+        "rackName": attr("si.io/rackname"),
+        "capacity": res_str(Some(&n.capacity)),
+        "allocated": res_str(Some(&n.allocated)),
+        "occupied": res_str(Some(&n.occupied)),
+        "available": res_str(Some(&n.available)),
+        "allocations": n
+            .allocations
+            .iter()
+            .filter_map(|u| p.allocations.get(u))
+            .map(|r| allocation(r))
+            .collect::<Vec<_>>(),
+        "schedulable": n.schedulable,
+    })
+}
+
+/// `GET /ws/v1/partition/{p}/nodes`.
+pub fn partition_nodes(p: &PartitionSnap) -> Value {
+    Value::Array(p.nodes.iter().map(|n| node_info(p, n)).collect())
+}
+
+/// `GET /ws/v1/nodes`.
+pub fn nodes(snap: &Snapshot) -> Value {
+    Value::Array(
+        snap.partitions
+            .iter()
+            .map(|p| json!({"partitionName": p.name, "nodesInfo": partition_nodes(p)}))
+            .collect(),
+    )
+}
+
+/// `GET /ws/v1/nodes/utilization`: per resource type, nodes over ten
+/// usage buckets (all partitions).
+pub fn node_utilization(snap: &Snapshot) -> Value {
+    let mut per_type: BTreeMap<&str, Vec<Vec<&str>>> = BTreeMap::new();
+    for p in &snap.partitions {
+        for n in &p.nodes {
+            for (k, cap) in n.capacity.iter().filter(|(_, c)| **c > 0) {
+                let used = n.allocated.get(k).copied().unwrap_or(0);
+                let b = crate::metrics::usage_bucket(used, *cap);
+                per_type
+                    .entry(k.as_str())
+                    .or_insert_with(|| vec![Vec::new(); 10])[b]
+                    .push(n.id.as_str());
+            }
+        }
+    }
+    Value::Array(
+        per_type
+            .into_iter()
+            .map(|(k, buckets)| {
+                let util: Vec<Value> = buckets
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, names)| {
+                        json!({
+                            "bucketName": format!("{}-{}%", i * 10, (i + 1) * 10),
+                            "numOfNodes": names.len(),
+                            "nodeNames": names,
+                        })
+                    })
+                    .collect();
+                json!({"type": k, "utilization": util})
+            })
+            .collect(),
+    )
+}
+
+/// `GET /ws/v1/partitions`.
+pub fn partitions(snap: &Snapshot) -> Value {
+    Value::Array(
+        snap.partitions
+            .iter()
+            .map(|p| {
+                let mut apps: BTreeMap<String, usize> = BTreeMap::new();
+                for a in &p.apps {
+                    *apps.entry(a.state.to_string()).or_default() += 1;
+                }
+                for f in &p.finished {
+                    *apps.entry(f.state.to_string()).or_default() += 1;
+                }
+                let total: usize = apps.values().sum();
+                apps.insert("total".into(), total);
+                json!({
+                    "clusterId": p.rm_id,
+                    "name": p.name,
+                    "capacity": {
+                        "capacity": res_str(Some(&p.total)),
+                        "usedCapacity": res_str(Some(&p.root.allocated)),
+                    },
+                    "nodeSortingPolicy": {
+                        "type": p.node_policy,
+                        "resourceWeights": p.weights,
+                    },
+                    "applications": apps,
+                    "state": "Active",
+                    "lastStateTransitionTime": snap.started_ns,
+                })
+            })
+            .collect(),
+    )
+}
+
+fn partition_queue(p: &PartitionSnap, q: &QueueSnap) -> Value {
+    json!({
+        "queuename": q.path,
+        "status": q.state,
+        "partition": p.name,
+        "maxResource": res_str(q.max.as_ref()),
+        "guaranteedResource": res_str(q.guaranteed.as_ref()),
+        "allocatedResource": res_str(Some(&q.allocated)),
+        "isLeaf": q.leaf,
+        "isManaged": q.managed,
+        "properties": q.properties,
+        "parent": q.parent.clone().unwrap_or_default(),
+        "template": q.template.as_ref().map(|t| json!({
+            "maxResource": res_str(t.max.as_ref()),
+            "guaranteedResource": res_str(t.guaranteed.as_ref()),
+            "properties": t.properties,
+        })),
+        "children": q.children.iter().map(|c| partition_queue(p, c)).collect::<Vec<_>>(),
+    })
+}
+
+/// `GET /ws/v1/partition/{p}/queues`.
+pub fn partition_queues(p: &PartitionSnap) -> Value {
+    partition_queue(p, &p.root)
+}
+
+/// `GET /ws/v1/history/apps` or `/containers`.
+pub fn history(samples: &[crate::metrics::HistorySample], containers: bool) -> Value {
+    Value::Array(
+        samples
+            .iter()
+            .map(|s| {
+                let mut m = Map::new();
+                m.insert("timestamp".into(), json!(s.timestamp_ns));
+                if containers {
+                    m.insert("totalContainers".into(), json!(s.containers.to_string()));
+                } else {
+                    m.insert(
+                        "totalApplications".into(),
+                        json!(s.applications.to_string()),
+                    );
+                }
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+/// The configuration text with a `checksum:` line stating `checksum`
+/// (replacing one the text may carry).
+pub fn config_with_checksum(text: &str, checksum: &str) -> String {
+    let mut out = strip_checksum_line(text);
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!("checksum: {checksum}\n"));
+    out
+}
+
+/// The text without its top-level `checksum:` entry.
+pub fn strip_checksum_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if !line.starts_with("checksum:") {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// The `checksum:` entry of a YAML document, if it has one.
+pub fn checksum_entry(text: &str) -> Option<String> {
+    let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).ok()?;
+    match v.get("checksum")? {
+        serde_yaml_ng::Value::String(s) => Some(s.clone()),
+        other => serde_yaml_ng::to_string(other)
+            .ok()
+            .map(|s| s.trim().to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(route("/ws/v1/queues"), Some(Endpoint::Queues));
+        assert_eq!(route("/ws/v1/queues/"), Some(Endpoint::Queues));
+        assert_eq!(
+            route("/ws/v1/partition/default/queue/root.a%2Db/applications"),
+            Some(Endpoint::QueueApps("default".into(), "root.a-b".into()))
+        );
+        assert!(matches!(
+            route("/debug/pprof/heap"),
+            Some(Endpoint::NotProvided(_))
+        ));
+        assert_eq!(route("/ws/v1/nope"), None);
+        assert_eq!(route("/ws/v2/queues"), None);
+    }
+
+    #[test]
+    fn resource_text() {
+        let r: Named = [("vcore".to_string(), 1000), ("memory".to_string(), 2048)]
+            .into_iter()
+            .collect();
+        assert_eq!(res_str(Some(&r)), "[memory:2048 vcore:1000]");
+        assert_eq!(res_str(None), "[]");
+        let used: Named = [("memory".to_string(), 1024)].into_iter().collect();
+        assert_eq!(abs_used(Some(&r), &used), "[memory:50 vcore:0]");
+    }
+
+    #[test]
+    fn checksum_lines() {
+        let t = "partitions: []\nchecksum: ABC\n";
+        assert_eq!(checksum_entry(t).as_deref(), Some("ABC"));
+        assert_eq!(strip_checksum_line(t), "partitions: []\n");
+        assert_eq!(
+            config_with_checksum(t, "D"),
+            "partitions: []\nchecksum: D\n"
+        );
+    }
+}

@@ -1,0 +1,690 @@
+//! The opt-in REST service (spec 15.1): the YuniKorn v0.12 `/ws/v1`
+//! endpoints, `/metrics`, and the configuration update of spec 2.9.
+//!
+//! One library thread runs a current-thread tokio runtime with hyper's
+//! HTTP/1 server: every connection is a task on that thread, so a slow or
+//! idle client holds a socket, never a thread. Connections are capped,
+//! headers must arrive within [`HEADER_TIMEOUT`], a connection lives at
+//! most [`CONNECTION_TIMEOUT`], and bodies are limited to
+//! [`MAX_BODY_BYTES`]. State is read from a [`snapshot::Snapshot`] the
+//! core thread copies on request (waiting at most [`CORE_TIMEOUT`]), then
+//! rendered without any lock on live state. The RM's `UpdateConfiguration`
+//! callback runs on one of at most two blocking helper threads.
+
+pub mod handlers;
+pub mod health;
+pub mod snapshot;
+
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Sender;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Status};
+use crate::metrics::Metrics;
+use crate::proto::si::v1 as si;
+use crate::scheduler::core::{Command, Core};
+use handlers::Endpoint;
+use snapshot::Snapshot;
+
+/// Largest request body (a configuration is a few kilobytes).
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+/// Most connections served at once; more are closed right away.
+pub const MAX_CONNECTIONS: usize = 64;
+/// Time a client has to send its request headers.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest life of one connection (keep-alive included).
+pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest wait for the core thread's answer.
+pub const CORE_TIMEOUT: Duration = Duration::from_secs(5);
+/// A snapshot this young is served again instead of asking the core, so a
+/// client polling in a tight loop costs the core at most a few copies a
+/// second.
+pub const SNAPSHOT_REUSE: Duration = Duration::from_millis(200);
+
+type Resp = Response<Full<Bytes>>;
+
+/// What the handlers share.
+struct Context {
+    scheduler_id: u64,
+    core: Sender<Command>,
+    metrics: Arc<Metrics>,
+    cache: Mutex<Option<(Instant, Arc<Snapshot>)>>,
+    dump_cache: Mutex<Option<(Instant, Arc<String>)>>,
+    /// Held while a copy is requested from the core, so concurrent
+    /// requests wait for that one copy instead of asking for their own.
+    fetching: tokio::sync::Mutex<()>,
+    connections: AtomicUsize,
+}
+
+/// A running REST service. [`RestServer::stop`] (or drop) ends it and
+/// joins its thread.
+pub struct RestServer {
+    addr: SocketAddr,
+    shutdown: Arc<tokio::sync::Notify>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl RestServer {
+    /// Binds `address` (`host:port`; port 0 picks a free one) and starts
+    /// serving. `scheduler_id` marks the service's threads as the
+    /// scheduler's own (synchronous calls from the RM's callback are
+    /// refused as from any callback).
+    pub fn start(
+        address: &str,
+        scheduler_id: u64,
+        core: Sender<Command>,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, Error> {
+        let addrs: Vec<SocketAddr> = address
+            .to_socket_addrs()
+            .map_err(|e| {
+                Error::invalid(format!(
+                    "SchedulerOptions.rest_address: '{address}' is not host:port: {e}"
+                ))
+            })?
+            .collect();
+        let listener = TcpListener::bind(&addrs[..]).map_err(|e| {
+            Error::rejected(format!(
+                "SchedulerOptions.rest_address: cannot listen on '{address}': {e}"
+            ))
+        })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::new(Status::Internal, format!("REST listener address: {e}")))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| Error::new(Status::Internal, format!("REST listener: {e}")))?;
+        let ctx = Arc::new(Context {
+            scheduler_id,
+            core,
+            metrics,
+            cache: Mutex::new(None),
+            dump_cache: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+            connections: AtomicUsize::new(0),
+        });
+        let shutdown = Arc::new(tokio::sync::Notify::new());
+        let stop = shutdown.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("sicore-rest-{scheduler_id}"))
+            .spawn(move || serve(listener, ctx, stop))
+            .map_err(|e| Error::new(Status::Internal, format!("cannot start a thread: {e}")))?;
+        log::info!("REST service listening on http://{addr}");
+        Ok(RestServer {
+            addr,
+            shutdown,
+            thread: Some(thread),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, drops open connections and joins the thread.
+    pub fn stop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            self.shutdown.notify_one();
+            if t.join().is_err() {
+                log::error!("the REST service thread ended with a panic");
+            }
+        }
+    }
+}
+
+impl Drop for RestServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::Notify>) {
+    let id = ctx.scheduler_id;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(2)
+        .on_thread_start(move || crate::rmproxy::mark_library_thread(id))
+        .build();
+    let runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            log::error!("REST service cannot start its runtime: {e}");
+            return;
+        }
+    };
+    crate::rmproxy::mark_library_thread(id);
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                log::error!("REST service cannot use its listener: {e}");
+                return;
+            }
+        };
+        loop {
+            let (stream, _) = tokio::select! {
+                _ = shutdown.notified() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    Err(e) => {
+                        log::warn!("REST service: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                },
+            };
+            if ctx.connections.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
+                ctx.connections.fetch_sub(1, Ordering::AcqRel);
+                log::warn!("REST service: {MAX_CONNECTIONS} connections open; closing a new one");
+                drop(stream);
+                continue;
+            }
+            let ctx = ctx.clone();
+            tokio::spawn(async move {
+                let service_ctx = ctx.clone();
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .header_read_timeout(HEADER_TIMEOUT)
+                    .max_buf_size(64 * 1024)
+                    .serve_connection(
+                        TokioIo::new(stream),
+                        service_fn(move |req| handle(service_ctx.clone(), req)),
+                    );
+                let _ = tokio::time::timeout(CONNECTION_TIMEOUT, conn).await;
+                ctx.connections.fetch_sub(1, Ordering::AcqRel);
+            });
+        }
+    });
+    // Dropping the runtime cancels the connection tasks and waits for a
+    // running RM callback, so none runs after the scheduler is freed.
+    drop(runtime);
+}
+
+fn with_cors(mut resp: Resp) -> Resp {
+    let h = resp.headers_mut();
+    h.insert("Access-Control-Allow-Origin", HeaderValue::from_static("*"));
+    h.insert(
+        "Access-Control-Allow-Credentials",
+        HeaderValue::from_static("true"),
+    );
+    h.insert(
+        "Access-Control-Allow-Methods",
+        HeaderValue::from_static("GET,POST,HEAD,OPTIONS"),
+    );
+    h.insert(
+        "Access-Control-Allow-Headers",
+        HeaderValue::from_static("X-Requested-With,Content-Type,Accept,Origin"),
+    );
+    resp
+}
+
+fn body(status: StatusCode, content_type: &'static str, text: impl Into<Bytes>) -> Resp {
+    let mut resp = Response::new(Full::new(text.into()));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    with_cors(resp)
+}
+
+const JSON: &str = "application/json; charset=UTF-8";
+const TEXT: &str = "text/plain; charset=UTF-8";
+
+fn json_resp(status: StatusCode, v: &Value) -> Resp {
+    body(status, JSON, v.to_string())
+}
+
+/// The reference's error body.
+fn error(status: StatusCode, message: impl Into<String>) -> Resp {
+    let message = message.into();
+    json_resp(
+        status,
+        &json!({
+            "status_code": status.as_u16(),
+            "message": message,
+            "description": message,
+        }),
+    )
+}
+
+/// A failed request: its status and the reason, answered with [`error`].
+struct Fail {
+    status: StatusCode,
+    message: String,
+}
+
+fn fail(status: StatusCode, message: impl Into<String>) -> Fail {
+    Fail {
+        status,
+        message: message.into(),
+    }
+}
+
+async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+    let Some(endpoint) = handlers::route(req.uri().path()) else {
+        return Ok(error(
+            StatusCode::NOT_FOUND,
+            format!("no such endpoint: {}", req.uri().path()),
+        ));
+    };
+    if let Endpoint::NotProvided(reason) = endpoint {
+        return Ok(error(StatusCode::NOT_FOUND, reason));
+    }
+    let allowed = handlers::methods(&endpoint);
+    if req.method() == Method::OPTIONS {
+        let mut resp = body(StatusCode::OK, TEXT, "");
+        resp.headers_mut().insert(
+            ALLOW,
+            HeaderValue::from_str(&format!("{},OPTIONS", allowed.join(",")))
+                .unwrap_or(HeaderValue::from_static("GET")),
+        );
+        return Ok(resp);
+    }
+    // HEAD is GET without the body (hyper leaves the body out).
+    let method_ok = allowed.contains(&req.method().as_str())
+        || (req.method() == Method::HEAD && allowed.contains(&"GET"));
+    if !method_ok {
+        let mut resp = error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "method {} is not allowed on {}; allowed: {}",
+                req.method(),
+                req.uri().path(),
+                allowed.join(", ")
+            ),
+        );
+        resp.headers_mut().insert(
+            ALLOW,
+            HeaderValue::from_str(&allowed.join(", ")).unwrap_or(HeaderValue::from_static("GET")),
+        );
+        return Ok(resp);
+    }
+    Ok(match dispatch(&ctx, endpoint, req).await {
+        Ok(r) => r,
+        Err(f) => error(f.status, f.message),
+    })
+}
+
+fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
+    req.uri().query().and_then(|q| {
+        q.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (k == name).then(|| handlers::decode_segment(&v.replace('+', " ")).unwrap_or_default())
+        })
+    })
+}
+
+/// Reads the body within the size limit; 413 beyond it, 400 when it is
+/// not UTF-8.
+async fn read_body(req: Request<Incoming>) -> Result<String, Fail> {
+    let declared = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let too_large = || {
+        fail(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body is larger than the limit of {MAX_BODY_BYTES} bytes"),
+        )
+    };
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    let collected = Limited::new(req.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await;
+    let bytes = match collected {
+        Ok(c) => c.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Err(e) => {
+            return Err(fail(
+                StatusCode::BAD_REQUEST,
+                format!("cannot read the request body: {e}"),
+            ))
+        }
+    };
+    String::from_utf8(bytes.to_vec())
+        .map_err(|_| fail(StatusCode::BAD_REQUEST, "request body is not UTF-8 text"))
+}
+
+impl Context {
+    /// Runs `f` on the core thread and waits (bounded) for its result.
+    async fn on_core<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Core) -> T + Send + 'static,
+    ) -> Result<T, Fail> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let cmd = Command::Inspect(Box::new(move |core: &mut Core| {
+            let _ = tx.send(f(core));
+        }));
+        let unavailable = || fail(StatusCode::SERVICE_UNAVAILABLE, "the scheduler is stopping");
+        self.core.send(cmd).map_err(|_| unavailable())?;
+        match tokio::time::timeout(CORE_TIMEOUT, rx).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(_)) => Err(fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the scheduler failed to answer (see its log)",
+            )),
+            Err(_) => Err(fail(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "the scheduler did not answer within {} s",
+                    CORE_TIMEOUT.as_secs()
+                ),
+            )),
+        }
+    }
+
+    fn cached<T: Clone>(cache: &Mutex<Option<(Instant, T)>>, since: Instant) -> Option<T> {
+        match &*cache.lock() {
+            Some((at, v)) if *at >= since => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    /// A recent snapshot: one taken after `now - SNAPSHOT_REUSE`, or with
+    /// `fresh`, one taken after this call began. Concurrent callers share
+    /// one request to the core.
+    async fn snapshot(&self, fresh: bool) -> Result<Arc<Snapshot>, Fail> {
+        let asked = Instant::now();
+        let since = if fresh {
+            asked
+        } else {
+            asked.checked_sub(SNAPSHOT_REUSE).unwrap_or(asked)
+        };
+        if let Some(s) = Self::cached(&self.cache, since) {
+            return Ok(s);
+        }
+        let _turn = self.fetching.lock().await;
+        if let Some(s) = Self::cached(&self.cache, since) {
+            return Ok(s);
+        }
+        let taken = Instant::now();
+        let snap = Arc::new(self.on_core(|core| core.snapshot()).await?);
+        *self.cache.lock() = Some((taken, snap.clone()));
+        Ok(snap)
+    }
+
+    /// The state dump, reused like snapshots.
+    async fn dump(&self) -> Result<Arc<String>, Fail> {
+        let asked = Instant::now();
+        let since = asked.checked_sub(SNAPSHOT_REUSE).unwrap_or(asked);
+        if let Some(d) = Self::cached(&self.dump_cache, since) {
+            return Ok(d);
+        }
+        let _turn = self.fetching.lock().await;
+        if let Some(d) = Self::cached(&self.dump_cache, since) {
+            return Ok(d);
+        }
+        let taken = Instant::now();
+        let dump = Arc::new(self.on_core(|core| core.dump_json()).await?);
+        *self.dump_cache.lock() = Some((taken, dump.clone()));
+        Ok(dump)
+    }
+
+    fn invalidate(&self) {
+        *self.cache.lock() = None;
+        *self.dump_cache.lock() = None;
+    }
+}
+
+async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> Result<Resp, Fail> {
+    let ok = |v: Value| Ok(json_resp(StatusCode::OK, &v));
+    match endpoint {
+        Endpoint::Queues => {
+            let snap = ctx.snapshot(false).await?;
+            Ok(body(StatusCode::OK, JSON, handlers::queues(&snap)))
+        }
+        Endpoint::Clusters => ok(handlers::clusters(&*ctx.snapshot(false).await?)),
+        Endpoint::ClusterUtilization => {
+            ok(handlers::cluster_utilization(&*ctx.snapshot(false).await?))
+        }
+        Endpoint::Apps => {
+            let queue = query_param(&req, "queue");
+            let snap = ctx.snapshot(false).await?;
+            handlers::apps(&snap, queue.as_deref())
+                .map(|v| json_resp(StatusCode::OK, &v))
+                .map_err(|e| fail(StatusCode::BAD_REQUEST, e))
+        }
+        Endpoint::Nodes => ok(handlers::nodes(&*ctx.snapshot(false).await?)),
+        Endpoint::NodeUtilization => ok(handlers::node_utilization(&*ctx.snapshot(false).await?)),
+        Endpoint::Partitions => ok(handlers::partitions(&*ctx.snapshot(false).await?)),
+        Endpoint::PartitionQueues(p) => {
+            let snap = ctx.snapshot(false).await?;
+            let part = handlers::partition(&snap, &p)
+                .ok_or_else(|| fail(StatusCode::NOT_FOUND, format!("partition {p} not found")))?;
+            ok(handlers::partition_queues(part))
+        }
+        Endpoint::PartitionNodes(p) => {
+            let snap = ctx.snapshot(false).await?;
+            let part = handlers::partition(&snap, &p)
+                .ok_or_else(|| fail(StatusCode::NOT_FOUND, format!("partition {p} not found")))?;
+            ok(handlers::partition_nodes(part))
+        }
+        Endpoint::QueueApps(p, q) => {
+            let snap = ctx.snapshot(false).await?;
+            handlers::queue_apps(&snap, &p, &q)
+                .map(|v| json_resp(StatusCode::OK, &v))
+                .map_err(|e| fail(StatusCode::NOT_FOUND, e))
+        }
+        Endpoint::Config => match *req.method() {
+            Method::GET | Method::HEAD => get_config(ctx, &req).await,
+            Method::PUT => put_config(ctx, req).await,
+            _ => {
+                if query_param(&req, "dry_run").as_deref() != Some("1") {
+                    return Err(fail(
+                        StatusCode::BAD_REQUEST,
+                        "POST /ws/v1/config only validates: add ?dry_run=1 (use PUT to update)",
+                    ));
+                }
+                validate(req).await
+            }
+        },
+        Endpoint::ValidateConf => validate(req).await,
+        Endpoint::FullStateDump => {
+            let dump = ctx.dump().await?;
+            Ok(body(StatusCode::OK, JSON, dump.as_str().to_owned()))
+        }
+        Endpoint::HealthCheck => {
+            let snap = ctx.snapshot(false).await?;
+            let info = health::check(&snap);
+            let status = if info.healthy {
+                StatusCode::OK
+            } else {
+                StatusCode::SERVICE_UNAVAILABLE
+            };
+            let text = serde_json::to_string(&info).unwrap_or_default();
+            Ok(body(status, JSON, text))
+        }
+        Endpoint::LogLevel => Ok(body(
+            StatusCode::OK,
+            TEXT,
+            crate::ffi::library_level().to_string().to_ascii_lowercase(),
+        )),
+        Endpoint::SetLogLevel(level) => {
+            let filter = crate::options::parse_log_level(&level)
+                .map_err(|e| fail(StatusCode::BAD_REQUEST, e.message))?;
+            crate::ffi::set_library_level(filter);
+            Ok(body(
+                StatusCode::OK,
+                TEXT,
+                format!(
+                    "log level set to {}",
+                    filter.to_string().to_ascii_lowercase()
+                ),
+            ))
+        }
+        Endpoint::Metrics => {
+            let text = ctx.metrics.encode().map_err(|e| {
+                fail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("cannot encode metrics: {e}"),
+                )
+            })?;
+            Ok(body(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                text,
+            ))
+        }
+        Endpoint::HistoryApps => ok(handlers::history(&ctx.metrics.history(), false)),
+        Endpoint::HistoryContainers => ok(handlers::history(&ctx.metrics.history(), true)),
+        Endpoint::NotProvided(reason) => Err(fail(StatusCode::NOT_FOUND, reason)),
+    }
+}
+
+/// The RM whose configuration `/ws/v1/config` shows and updates: the
+/// owner of the first partition (spec 2.9).
+fn config_rm(snap: &Snapshot) -> Result<&snapshot::RmSnap, Fail> {
+    let rm_id = snap
+        .partitions
+        .first()
+        .map(|p| p.rm_id.as_str())
+        .ok_or_else(|| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                "no active partitions: no resource manager is registered",
+            )
+        })?;
+    snap.rms.iter().find(|r| r.rm_id == rm_id).ok_or_else(|| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            format!("RM {rm_id} is not registered"),
+        )
+    })
+}
+
+async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Fail> {
+    let snap = ctx.snapshot(false).await?;
+    let rm = config_rm(&snap)?;
+    let wants_json = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"));
+    if wants_json {
+        let mut v: Value = serde_yaml_ng::from_str(&handlers::strip_checksum_line(&rm.config_text))
+            .map_err(|e| {
+                fail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("configuration in force is not YAML: {e}"),
+                )
+            })?;
+        if let Value::Object(m) = &mut v {
+            m.insert("checksum".into(), Value::String(rm.checksum.clone()));
+        }
+        return Ok(json_resp(StatusCode::OK, &v));
+    }
+    Ok(body(
+        StatusCode::OK,
+        "application/x-yaml; charset=UTF-8",
+        handlers::config_with_checksum(&rm.config_text, &rm.checksum),
+    ))
+}
+
+/// `{"allowed": bool, "reason": string}`, HTTP 200 either way.
+async fn validate(req: Request<Incoming>) -> Result<Resp, Fail> {
+    let text = read_body(req).await?;
+    let v = match crate::config::parse(&text) {
+        Ok(_) => json!({"allowed": true, "reason": ""}),
+        Err(e) => json!({"allowed": false, "reason": e.to_string()}),
+    };
+    Ok(json_resp(StatusCode::OK, &v))
+}
+
+/// Calls the RM's `UpdateConfiguration` on a blocking helper thread.
+async fn ask_rm(
+    cb: Arc<dyn crate::api::ResourceManagerCallback>,
+    configs: String,
+) -> Result<si::UpdateConfigurationResponse, Fail> {
+    tokio::task::spawn_blocking(move || {
+        cb.update_configuration(&si::UpdateConfigurationRequest { configs })
+    })
+    .await
+    .map_err(|e| {
+        fail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the RM's UpdateConfiguration callback failed: {e}"),
+        )
+    })
+}
+
+/// `PUT /ws/v1/config` (spec 2.9): validate, check the base checksum, ask
+/// the RM, then apply; roll the RM back if applying fails.
+async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
+    let text = read_body(req).await?;
+    crate::config::parse(&text).map_err(|e| {
+        fail(
+            StatusCode::BAD_REQUEST,
+            format!("invalid configuration: {e}"),
+        )
+    })?;
+    let snap = ctx.snapshot(true).await?;
+    let rm = config_rm(&snap)?;
+    let base = handlers::checksum_entry(&text).unwrap_or_default();
+    if base != rm.checksum {
+        return Err(fail(
+            StatusCode::CONFLICT,
+            format!(
+                "the base configuration is changed: the body's checksum '{base}' is not the current '{}'",
+                rm.checksum
+            ),
+        ));
+    }
+    let new_text = handlers::strip_checksum_line(&text);
+    let answer = ask_rm(rm.callback.clone(), new_text.clone()).await?;
+    if !answer.success {
+        return Err(fail(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "the resource manager rejected the configuration: {}",
+                answer.reason
+            ),
+        ));
+    }
+    let rm_id = rm.rm_id.clone();
+    let expected = rm.checksum.clone();
+    let applied = ctx
+        .on_core(move |core| core.apply_config_text(&rm_id, new_text, Some(&expected)))
+        .await;
+    ctx.invalidate();
+    match applied {
+        Ok(Ok(())) => Ok(body(
+            StatusCode::OK,
+            TEXT,
+            "Configuration updated successfully",
+        )),
+        Ok(Err(e)) => {
+            // The RM already stored the new text: give it the old one back.
+            let rollback = ask_rm(rm.callback.clone(), rm.config_text.clone()).await;
+            if !matches!(&rollback, Ok(r) if r.success) {
+                log::error!(
+                    "REST config update: rolling the RM back to the old configuration failed"
+                );
+            }
+            let status = if e.status == Status::Rejected && e.message.contains("base configuration")
+            {
+                StatusCode::CONFLICT
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            Err(fail(status, e.message))
+        }
+        Err(resp) => Err(resp),
+    }
+}
