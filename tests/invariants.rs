@@ -129,6 +129,11 @@ fn check_queue(
 
 fn check(h: &Harness, step: usize) {
     let d = h.dump();
+    // The checks every test shares (tests/common/books.rs) ...
+    if let Err(e) = books::check_books(&d) {
+        panic!("step {step}: {e}");
+    }
+    // ... and this test's own, which know the configuration.
     let p = &d["partitions"][0];
     // Every allocation sits on exactly one node and the node's usage adds up.
     let mut on_nodes: HashMap<String, (String, BTreeMap<String, i64>)> = HashMap::new();

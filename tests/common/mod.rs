@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod books;
+
 use std::collections::HashSet;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
