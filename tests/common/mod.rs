@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod books;
+pub mod rms;
 
 use std::collections::HashSet;
 use std::ffi::c_void;
