@@ -190,7 +190,12 @@ pub struct World {
 impl World {
     /// A scheduler with one RM per `(rm_id, policy_group)`, all registered.
     pub fn new(rms: &[(&str, &str)]) -> Self {
-        let sched = Arc::new(Scheduler::new(options()).expect("scheduler starts"));
+        Self::with_options(options(), rms)
+    }
+
+    /// The same with other options.
+    pub fn with_options(options: Options, rms: &[(&str, &str)]) -> Self {
+        let sched = Arc::new(Scheduler::new(options).expect("scheduler starts"));
         let rms: Vec<Rm> = rms
             .iter()
             .enumerate()
