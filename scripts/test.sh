@@ -35,6 +35,11 @@ cargo build --release
 step "rust: tests"
 cargo test --release
 
+# The same tests with integer overflow checks on in an optimised build
+# (Cargo.toml [profile.release-checked]; target/release-checked).
+step "rust: tests with overflow checks (release-checked)"
+cargo test --profile release-checked
+
 step "simulator smoke run"
 ./target/release/sicore-sim --nodes 20 --asks 2000 > /dev/null
 
@@ -42,6 +47,16 @@ if [ -d tests/c ]; then
   step "c: scenario under valgrind"
   make -C tests/c check
 fi
+
+# Nightly toolchain (installed when missing): the Rust tests and the C test
+# under AddressSanitizer + LeakSanitizer, then every fuzz target for a
+# bounded time (SICORE_FUZZ_SECONDS, default 60 each). See the README,
+# "Fuzzing and sanitizers".
+step "sanitizers: Rust and C tests under ASan + LSan (nightly, target/asan)"
+bash scripts/sanitizers.sh
+
+step "fuzzing: cargo-fuzz targets, ${SICORE_FUZZ_SECONDS:-60}s each (nightly)"
+bash scripts/fuzz.sh
 
 if [ -d bindings/go ]; then
   step "go: vet and tests (-race)"

@@ -13,7 +13,10 @@ fuzz_target!(|bytes: &[u8]| {
     let first = config::parse(text);
     match &first {
         Ok(c) => {
-            assert!(!c.partitions.is_empty(), "a configuration without partitions");
+            assert!(
+                !c.partitions.is_empty(),
+                "a configuration without partitions"
+            );
             assert_eq!(c.checksum, config::checksum(text));
             for p in &c.partitions {
                 assert_eq!(p.queues.len(), 1, "partition {} has one root", p.name);

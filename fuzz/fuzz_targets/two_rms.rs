@@ -42,10 +42,7 @@ fuzz_target!(|data: &[u8]| {
         &[("rm1", "plain"), ("rm2", "plain")]
     };
     let w = World::new(rms);
-    let mut actors = [
-        Actor::new(0, "", true, true),
-        Actor::new(1, "", true, true),
-    ];
+    let mut actors = [Actor::new(0, "", true, true), Actor::new(1, "", true, true)];
     for step in 0..MAX_STEPS {
         if c.0.is_empty() {
             break;

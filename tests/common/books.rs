@@ -237,10 +237,11 @@ pub fn check_ownership(
     for p in arr(dump, "partitions")? {
         let rm = text(p, "rm_id")?;
         let name = text(p, "name")?;
-        let ids = arr(p, "nodes")?
-            .iter()
-            .map(|n| ("node", &n["id"]))
-            .chain(arr(p, "applications")?.iter().map(|a| ("application", &a["id"])));
+        let ids = arr(p, "nodes")?.iter().map(|n| ("node", &n["id"])).chain(
+            arr(p, "applications")?
+                .iter()
+                .map(|a| ("application", &a["id"])),
+        );
         for (kind, id) in ids {
             let id = id.as_str().unwrap_or_default();
             if let Some(owner) = owner_of(id) {

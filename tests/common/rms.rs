@@ -128,8 +128,10 @@ impl ResourceManagerCallback for Recorder {
         for a in &r.new {
             self.foreign(&a.application_id, "a new allocation", &mut t);
             t.allocated += 1;
-            t.live
-                .insert(a.uuid.clone(), (a.application_id.clone(), a.node_id.clone()));
+            t.live.insert(
+                a.uuid.clone(),
+                (a.application_id.clone(), a.node_id.clone()),
+            );
         }
         for a in &r.released {
             self.foreign(&a.application_id, "a release", &mut t);
@@ -239,7 +241,9 @@ impl World {
         let dump = self.dump()?;
         books::check_books(&dump)?;
         books::check_ownership(&dump, &|id| {
-            owner_index(id).and_then(|i| self.rms.get(i)).map(|r| r.id.clone())
+            owner_index(id)
+                .and_then(|i| self.rms.get(i))
+                .map(|r| r.id.clone())
         })?;
         for rm in &self.rms {
             if let Some(f) = rm.recorder.told.lock().unwrap().foreign.first() {
@@ -251,7 +255,10 @@ impl World {
 
     /// The state dump as JSON.
     pub fn dump(&self) -> Result<serde_json::Value, String> {
-        let text = self.sched.state_dump().map_err(|e| format!("state dump: {e}"))?;
+        let text = self
+            .sched
+            .state_dump()
+            .map_err(|e| format!("state dump: {e}"))?;
         serde_json::from_str(&text).map_err(|e| format!("state dump is not JSON: {e}"))
     }
 
@@ -279,8 +286,15 @@ impl World {
                     }
                 }
                 in_core.sort();
-                let mut told: Vec<String> =
-                    rm.recorder.told.lock().unwrap().live.keys().cloned().collect();
+                let mut told: Vec<String> = rm
+                    .recorder
+                    .told
+                    .lock()
+                    .unwrap()
+                    .live
+                    .keys()
+                    .cloned()
+                    .collect();
                 told.sort();
                 if in_core != told {
                     let only_rm: Vec<_> = told.iter().filter(|u| !in_core.contains(u)).collect();
@@ -351,7 +365,10 @@ impl Actor {
             1..=3 => "default".into(),
             4 => "gpu".into(),
             5 => format!("[{}]default", w.rms[self.rm].id),
-            _ => format!("[{}]default", w.rms[c.below(w.rms.len() as u32) as usize].id),
+            _ => format!(
+                "[{}]default",
+                w.rms[c.below(w.rms.len() as u32) as usize].id
+            ),
         }
     }
 
@@ -366,10 +383,25 @@ impl Actor {
 
     fn resource(c: &mut impl Choose) -> si::Resource {
         let mut r = BTreeMap::new();
-        r.insert("memory".into(), si::Quantity { value: Self::quantity(c) });
-        r.insert("vcore".into(), si::Quantity { value: Self::quantity(c) / 50 });
+        r.insert(
+            "memory".into(),
+            si::Quantity {
+                value: Self::quantity(c),
+            },
+        );
+        r.insert(
+            "vcore".into(),
+            si::Quantity {
+                value: Self::quantity(c) / 50,
+            },
+        );
         if c.one_in(4) {
-            r.insert(c.pick(NAMES).to_string(), si::Quantity { value: Self::quantity(c) });
+            r.insert(
+                c.pick(NAMES).to_string(),
+                si::Quantity {
+                    value: Self::quantity(c),
+                },
+            );
         }
         si::Resource { resources: r }
     }
@@ -472,9 +504,9 @@ impl Actor {
                         resource_ask: Some(Self::resource(c)),
                         max_allocations: c.below(4) as i32,
                         priority: Some(si::Priority {
-                            priority: Some(si::priority::Priority::PriorityValue(
-                                c.below(3) as i32
-                            )),
+                            priority: Some(
+                                si::priority::Priority::PriorityValue(c.below(3) as i32),
+                            ),
                         }),
                         ..Default::default()
                     })
