@@ -228,7 +228,6 @@ impl World {
                     rm_id: rm.id.clone(),
                     policy_group: rm.policy_group.clone(),
                     version: "v0.12".into(),
-                    ..Default::default()
                 },
                 rm.recorder.clone(),
             )
