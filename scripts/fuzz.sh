@@ -34,7 +34,7 @@ fi
 cd fuzz
 # Release with debug assertions and overflow checks, under AddressSanitizer
 # (cargo-fuzz's defaults).
-cargo +nightly fuzz build "${targets[@]}"
+cargo +nightly fuzz build
 for t in "${targets[@]}"; do
   corpus="$root/target/fuzz/corpus/$t"
   [ "${SICORE_FUZZ_KEEP_CORPUS:-0}" = 1 ] || rm -rf "$corpus"
