@@ -209,6 +209,25 @@ enum sicore_status sicore_update_configuration(struct sicore_scheduler *s,
                                                size_t cluster_id_len,
                                                struct sicore_buffer *error_out);
 
+// Replaces the in-memory configuration (queues.yaml text, UTF-8) of one
+// policy group, the text `SchedulerOptions.policy_configs` gave, and
+// reloads every registered RM that uses the group, like
+// `sicore_update_configuration`. `yaml` NULL with length 0 (or any empty
+// text) removes the in-memory text, so the group's file applies again.
+//
+// Synchronous and all or nothing: invalid text, or a reload that would
+// fail for any RM of the group, returns `SICORE_REJECTED` with the reason
+// and changes nothing. A group no RM uses yet is checked and kept for
+// later registrations. An empty `policy_group` is
+// `SICORE_INVALID_ARGUMENT`. From inside a callback this returns
+// `SICORE_WOULD_DEADLOCK`.
+enum sicore_status sicore_set_policy_config(struct sicore_scheduler *s,
+                                            const uint8_t *policy_group,
+                                            size_t policy_group_len,
+                                            const uint8_t *yaml,
+                                            size_t yaml_len,
+                                            struct sicore_buffer *error_out);
+
 // Writes the scheduler's state as UTF-8 JSON into `json_out` (owned by
 // the caller; free with `sicore_buffer_free`). Field names are documented
 // in the README. From inside a callback this returns

@@ -15,6 +15,10 @@ command -v protoc-c >/dev/null 2>&1 || need_apt+=(protobuf-c-compiler)
 [ -f /usr/include/google/protobuf/descriptor.proto ] || need_apt+=(libprotobuf-dev)
 command -v make >/dev/null 2>&1 || need_apt+=(make)
 command -v valgrind >/dev/null 2>&1 || need_apt+=(valgrind)
+# The simulator's HTML report is checked in headless Chromium, with the
+# font the report asks for first (a minimal image may have no font at all).
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need_apt+=(fonts-dejavu-core)
 if [ ${#need_apt[@]} -gt 0 ]; then
   step "installing Debian packages: ${need_apt[*]}"
   if [ "$(id -u)" -ne 0 ]; then
@@ -42,6 +46,16 @@ cargo test --profile release-checked
 
 step "simulator smoke run"
 ./target/release/sicore-sim --nodes 20 --asks 2000 > /dev/null
+
+step "simulator html report in headless chromium"
+# Python with websocket-client drives Chromium's DevTools protocol (see
+# tests/simreport/check_report.py); the virtualenv is the one the Python
+# binding's tests use below.
+venv="$root/target/pyvenv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q "websocket-client>=1.6" "ruff>=0.4"
+"$venv/bin/ruff" check tests/simreport
+"$venv/bin/python" tests/simreport/check_report.py target/release/sicore-sim target/simreport
 
 if [ -d tests/c ]; then
   step "c: scenario under valgrind"

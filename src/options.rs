@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::error::Error;
+use crate::events::EventTypes;
 use crate::proto::sicore::v1::SchedulerOptions;
 
 /// Longest sleep of an idle scheduling loop (YuniKorn v1.0's cadence).
@@ -48,6 +49,8 @@ pub struct Options {
     pub disable_events: bool,
     /// Period of the outstanding-request check.
     pub outstanding_check_interval: Duration,
+    /// Record types handed to `SendEvent`; default `REQUEST` and `NODE`.
+    pub event_types: EventTypes,
 }
 
 impl Default for Options {
@@ -115,6 +118,7 @@ impl Options {
                 p.outstanding_check_interval_ms,
                 DEFAULT_OUTSTANDING_CHECK_INTERVAL,
             ),
+            event_types: EventTypes::parse(&p.event_types).map_err(Error::invalid)?,
         })
     }
 }

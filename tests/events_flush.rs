@@ -45,7 +45,10 @@ fn action(id: &str, a: ActionFromRm) -> si::NodeInfo {
 
 #[test]
 fn events_come_in_batches_with_the_latest_record_per_object() {
-    let h = Harness::standard(options(50, 0), Behaviour::default(), 1);
+    // APP records are opt-in.
+    let mut o = options(50, 0);
+    o.event_types = vec!["REQUEST".into(), "NODE".into(), "APP".into()];
+    let h = Harness::standard(o, Behaviour::default(), 1);
     // One request, one core step: three records for node-x, one survives.
     let nodes = vec![
         node("node-x", 1000, 10),
@@ -94,6 +97,7 @@ fn events_come_in_batches_with_the_latest_record_per_object() {
     let ev = &d["events"];
     assert_eq!(ev["enabled"], true);
     assert_eq!(ev["flush_interval_ms"], 50);
+    assert_eq!(ev["types"], serde_json::json!(["REQUEST", "APP", "NODE"]));
     assert!(ev["superseded"].as_u64().unwrap() >= 2);
     assert!(ev["batches"].as_u64().unwrap() >= 2);
     assert_eq!(ev["dropped_store_full"], 0);
@@ -123,6 +127,70 @@ fn asks_over_the_queue_headroom_get_a_request_event() {
             "Application app-1 does not fit into root.a queue"
         );
     });
+}
+
+#[test]
+fn by_default_only_request_and_node_records_reach_the_rm() {
+    let h = Harness::standard(options(20, 0), Behaviour::default(), 1);
+    assert_eq!(
+        h.dump()["events"]["types"],
+        serde_json::json!(["REQUEST", "NODE"])
+    );
+    // An application goes Accepted -> Starting -> Running, an ask is over
+    // the queue limit (REQUEST), then a node is drained (NODE).
+    assert_eq!(
+        h.asks(vec![
+            ask("app-1", "k", 100, 1, 2),
+            ask("app-1", "big", 6000, 1, 1)
+        ])
+        .0,
+        SICORE_OK
+    );
+    h.wait("running", |s| {
+        s.app_updates.iter().any(|u| u.state == "Running")
+    });
+    assert_eq!(
+        h.nodes(vec![action("node-0", ActionFromRm::DrainNode)]).0,
+        SICORE_OK
+    );
+    // The drain record was produced after every application change, and
+    // the store flushes in creation order: once it arrives, an APP record
+    // would have arrived too.
+    h.wait("drain record", |s| {
+        s.events
+            .iter()
+            .any(|e| e.object_id == "node-0" && e.reason == "NodeDraining")
+    });
+    h.seen(|s| {
+        assert!(s
+            .events
+            .iter()
+            .any(|e| e.r#type == Type::Request as i32 && e.object_id == "big"));
+        assert!(
+            s.events
+                .iter()
+                .all(|e| e.r#type == Type::Request as i32 || e.r#type == Type::Node as i32),
+            "{:#?}",
+            s.events
+        );
+    });
+}
+
+#[test]
+fn unknown_event_types_fail_sicore_new() {
+    let mut o = options(0, 0);
+    o.event_types = vec!["NODE".into(), "ALLOCATION".into()];
+    let bytes = options_bytes(&o);
+    let mut sched = std::ptr::null_mut();
+    let mut err = sicore::ffi::sicore_buffer::empty();
+    let st = sicore::ffi::sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err);
+    assert_eq!(st, SICORE_INVALID_ARGUMENT);
+    assert!(sched.is_null());
+    let msg = take_string(err);
+    assert!(
+        msg.contains("event_types") && msg.contains("'ALLOCATION'"),
+        "{msg}"
+    );
 }
 
 #[test]

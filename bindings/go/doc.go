@@ -20,14 +20,14 @@
 // Every request is encoded with protobuf and handed to the library.
 // UpdateAllocation, UpdateApplication and UpdateNode are checked on the
 // calling goroutine and queued; their outcome arrives later through the
-// resource manager's callbacks. RegisterResourceManager and
-// UpdateConfiguration wait for the core.
+// resource manager's callbacks. RegisterResourceManager,
+// UpdateConfiguration and SetPolicyConfig wait for the core.
 //
 // Callbacks run on the library's threads, possibly concurrently, so the
 // api.ResourceManagerCallback must be safe for concurrent use. A callback
 // may call UpdateAllocation, UpdateApplication and UpdateNode; the
 // synchronous calls (RegisterResourceManager, UpdateConfiguration,
-// StateDump, Close) return an error matching ErrWouldDeadlock from inside
+// SetPolicyConfig, StateDump, Close) return an error matching ErrWouldDeadlock from inside
 // a callback. An error returned by a callback is passed to the library
 // with its message; a panic in a callback is recovered, logged (see
 // WithLogger) and passed on as an error, so it never unwinds into the

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -32,6 +33,7 @@ type config struct {
 	appTerminatedTimeoutMs     *uint64
 	disableEvents              bool
 	outstandingCheckIntervalMs uint64
+	eventTypes                 []string
 	logger                     *slog.Logger
 }
 
@@ -100,6 +102,34 @@ func WithoutReservation() Option {
 func WithoutEvents() Option {
 	return func(c *config) error {
 		c.disableEvents = true
+		return nil
+	}
+}
+
+// WithEventTypes chooses the event record types handed to
+// ResourceManagerCallback.SendEvent. By default the library sends REQUEST
+// and NODE records, the types a YuniKorn v0.12 RM handles (it logs a
+// warning for any other type); APP records (application state changes)
+// and QUEUE records (a configuration the reload watcher refused) are
+// opt-in:
+//
+//	WithEventTypes(si.EventRecord_REQUEST, si.EventRecord_NODE, si.EventRecord_APP)
+//
+// The types given replace the default set. WithoutEvents still turns
+// events off altogether.
+func WithEventTypes(types ...si.EventRecord_Type) Option {
+	return func(c *config) error {
+		if len(types) == 0 {
+			return fmt.Errorf("WithEventTypes: no event type given (use WithoutEvents to send none)")
+		}
+		c.eventTypes = c.eventTypes[:0]
+		for _, t := range types {
+			name, known := si.EventRecord_Type_name[int32(t)]
+			if !known || t == si.EventRecord_UNKNOWN_EVENTRECORD_TYPE {
+				return fmt.Errorf("WithEventTypes: unknown event type %d", int32(t))
+			}
+			c.eventTypes = append(c.eventTypes, name)
+		}
 		return nil
 	}
 }
@@ -175,6 +205,7 @@ const (
 	fieldAppTerminatedTimeoutMs     = 10
 	fieldDisableEvents              = 11
 	fieldOutstandingCheckIntervalMs = 12
+	fieldEventTypes                 = 13
 )
 
 // encode writes the options as a sicore.v1.SchedulerOptions message. The
@@ -233,5 +264,8 @@ func (c *config) encode() []byte {
 	opt(fieldAppTerminatedTimeoutMs, c.appTerminatedTimeoutMs)
 	flag(fieldDisableEvents, c.disableEvents)
 	u64(fieldOutstandingCheckIntervalMs, c.outstandingCheckIntervalMs)
+	for _, t := range c.eventTypes {
+		str(fieldEventTypes, t)
+	}
 	return b
 }

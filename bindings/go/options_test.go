@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -27,6 +28,7 @@ func TestOptionsEncoding(t *testing.T) {
 		WithAppTerminatedTimeout(time.Hour),
 		WithoutEvents(),
 		WithOutstandingCheckInterval(3 * time.Second),
+		WithEventTypes(si.EventRecord_NODE, si.EventRecord_APP),
 	} {
 		if err := o(&c); err != nil {
 			t.Fatal(err)
@@ -69,6 +71,7 @@ func TestOptionsEncoding(t *testing.T) {
 		10: {uint64(3600000)},
 		11: {uint64(1)},
 		12: {uint64(3000)},
+		13: {"NODE", "APP"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("encoded options\n got %v\nwant %v", got, want)

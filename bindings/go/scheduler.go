@@ -245,7 +245,10 @@ func (s *Scheduler) queueEncoded(op string, b []byte) error {
 // UpdateConfiguration makes the library re-read the configuration of the
 // resource manager clusterID (its rmID) and apply it. It waits for the
 // outcome: an invalid configuration returns an error matching ErrRejected
-// and the old configuration stays in force.
+// and the old configuration stays in force. When the file has not changed
+// yet (Kubernetes reports a configmap change before the kubelet rewrites
+// the mounted file), the library watches it for two minutes and applies
+// the first changed, valid version; see the README.
 func (s *Scheduler) UpdateConfiguration(clusterID string) error {
 	const op = "UpdateConfiguration"
 	p, err := s.enter(op)
@@ -261,6 +264,34 @@ func (s *Scheduler) updateConfiguration(op string, p *C.sicore_scheduler, cluste
 	var errBuf C.sicore_buffer
 	st := C.sicore_update_configuration(p, bytePtr(b), C.size_t(len(b)), &errBuf)
 	runtime.KeepAlive(b)
+	if st != C.SICORE_OK {
+		return takeError(op, st, &errBuf)
+	}
+	return nil
+}
+
+// SetPolicyConfig replaces the in-memory queues.yaml text of a policy
+// group (the text WithPolicyConfig gave, which wins over files) and
+// reloads every registered resource manager that uses the group. It waits
+// for the outcome and is all or nothing: invalid text, or a reload that
+// would fail for any of those resource managers, returns an error matching
+// ErrRejected and the old configuration stays in force. An empty
+// queuesYAML removes the in-memory text, so the group's file applies
+// again. A group no resource manager uses yet is checked and kept for
+// later registrations.
+func (s *Scheduler) SetPolicyConfig(policyGroup, queuesYAML string) error {
+	const op = "SetPolicyConfig"
+	p, err := s.enter(op)
+	if err != nil {
+		return err
+	}
+	defer s.leave()
+	g := []byte(policyGroup)
+	y := []byte(queuesYAML)
+	var errBuf C.sicore_buffer
+	st := C.sicore_set_policy_config(p, bytePtr(g), C.size_t(len(g)), bytePtr(y), C.size_t(len(y)), &errBuf)
+	runtime.KeepAlive(g)
+	runtime.KeepAlive(y)
 	if st != C.SICORE_OK {
 		return takeError(op, st, &errBuf)
 	}

@@ -686,8 +686,20 @@ pub fn load(
     config_dir: &str,
     policy_configs: &BTreeMap<String, String>,
 ) -> Result<LoadedConfig, ConfigError> {
+    let (text, source) = read(policy_group, config_dir, policy_configs)?;
+    from_text(text, source)
+}
+
+/// Finds and reads the text of `policy_group` by the rules of [`load`],
+/// without parsing it: `(text, source)`. The reload watcher compares the
+/// checksum of the text before it pays for a parse.
+pub fn read(
+    policy_group: &str,
+    config_dir: &str,
+    policy_configs: &BTreeMap<String, String>,
+) -> Result<(String, String), ConfigError> {
     if let Some(text) = policy_configs.get(policy_group) {
-        return loaded(text.clone(), SOURCE_IN_MEMORY.to_string());
+        return Ok((text.clone(), SOURCE_IN_MEMORY.to_string()));
     }
     let file_name = format!("{policy_group}.yaml");
     if !config_dir.is_empty() {
@@ -702,23 +714,24 @@ pub fn load(
             return read_file(&candidate);
         }
     }
-    loaded(
+    Ok((
         DEFAULT_CONFIG.to_string(),
         SOURCE_EMBEDDED_DEFAULT.to_string(),
-    )
+    ))
 }
 
-fn read_file(path: &Path) -> Result<LoadedConfig, ConfigError> {
+fn read_file(path: &Path) -> Result<(String, String), ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|e| {
         ConfigError::new(format!(
             "failed to read configuration file {}: {e}",
             path.display()
         ))
     })?;
-    loaded(text, path.display().to_string())
+    Ok((text, path.display().to_string()))
 }
 
-fn loaded(text: String, source: String) -> Result<LoadedConfig, ConfigError> {
+/// Parses `text` that came from `source` into a [`LoadedConfig`].
+pub fn from_text(text: String, source: String) -> Result<LoadedConfig, ConfigError> {
     let config = parse(&text)?;
     Ok(LoadedConfig {
         config,

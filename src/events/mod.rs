@@ -45,6 +45,80 @@ pub fn record(
     }
 }
 
+/// The record types that reach `SendEvent` (`SchedulerOptions.event_types`).
+///
+/// A v0.12 RM handles `REQUEST` and `NODE` records and warns about any
+/// other type, so those two are the default; `APP` and `QUEUE` are opt-in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventTypes(u8);
+
+/// Record type names as the SI enum spells them, in enum order.
+const TYPE_NAMES: [(&str, si::event_record::Type); 4] = [
+    ("REQUEST", si::event_record::Type::Request),
+    ("APP", si::event_record::Type::App),
+    ("NODE", si::event_record::Type::Node),
+    ("QUEUE", si::event_record::Type::Queue),
+];
+
+impl Default for EventTypes {
+    fn default() -> Self {
+        EventTypes::of(&[
+            si::event_record::Type::Request,
+            si::event_record::Type::Node,
+        ])
+    }
+}
+
+impl EventTypes {
+    /// The set of the given types.
+    pub fn of(types: &[si::event_record::Type]) -> Self {
+        EventTypes(types.iter().fold(0, |m, t| m | Self::bit(*t as i32)))
+    }
+
+    fn bit(t: i32) -> u8 {
+        if (1..=4).contains(&t) {
+            1 << t
+        } else {
+            0
+        }
+    }
+
+    /// Parses the option's names (case-insensitive); an empty list means
+    /// the default. An unknown name is an error naming it.
+    pub fn parse(names: &[String]) -> Result<Self, String> {
+        if names.is_empty() {
+            return Ok(EventTypes::default());
+        }
+        let mut mask = 0;
+        for name in names {
+            let Some((_, t)) = TYPE_NAMES
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
+            else {
+                return Err(format!(
+                    "SchedulerOptions.event_types: unknown event type '{name}', expected REQUEST, APP, NODE or QUEUE"
+                ));
+            };
+            mask |= Self::bit(*t as i32);
+        }
+        Ok(EventTypes(mask))
+    }
+
+    /// Whether records of type `t` (the SI enum value) are sent.
+    pub fn allows(self, t: i32) -> bool {
+        self.0 & Self::bit(t) != 0
+    }
+
+    /// The names of the types sent, in enum order.
+    pub fn names(self) -> Vec<String> {
+        TYPE_NAMES
+            .iter()
+            .filter(|(_, t)| self.allows(*t as i32))
+            .map(|(n, _)| n.to_string())
+            .collect()
+    }
+}
+
 /// Counters shown in the state dump.
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct EventStats {
@@ -52,6 +126,8 @@ pub struct EventStats {
     pub enabled: bool,
     /// Flush period in milliseconds.
     pub flush_interval_ms: u64,
+    /// Record types sent (`SchedulerOptions.event_types`).
+    pub types: Vec<String>,
     /// Records accepted into the store.
     pub received: u64,
     /// Records that replaced an older record of the same object.
@@ -173,6 +249,22 @@ mod tests {
         assert_eq!(
             (st.received, st.superseded, st.published, st.batches),
             (3, 1, 2, 1)
+        );
+    }
+
+    #[test]
+    fn event_types_parse_with_a_default_and_name_unknown_ones() {
+        let d = EventTypes::parse(&[]).unwrap();
+        assert_eq!(d.names(), ["REQUEST", "NODE"]);
+        assert!(!d.allows(Type::App as i32) && !d.allows(Type::Queue as i32));
+        let all = EventTypes::parse(&["app".into(), " Queue".into(), "NODE".into()]).unwrap();
+        assert_eq!(all.names(), ["APP", "NODE", "QUEUE"]);
+        assert!(!all.allows(Type::Request as i32));
+        assert!(!all.allows(0) && !all.allows(99) && !all.allows(-1));
+        let e = EventTypes::parse(&["NODE".into(), "APPLICATION".into()]).unwrap_err();
+        assert!(
+            e.contains("'APPLICATION'") && e.contains("event_types"),
+            "{e}"
         );
     }
 

@@ -213,6 +213,37 @@ pub extern "C" fn sicore_update_configuration(
     })
 }
 
+/// Replaces the in-memory configuration (queues.yaml text, UTF-8) of one
+/// policy group, the text `SchedulerOptions.policy_configs` gave, and
+/// reloads every registered RM that uses the group, like
+/// `sicore_update_configuration`. `yaml` NULL with length 0 (or any empty
+/// text) removes the in-memory text, so the group's file applies again.
+///
+/// Synchronous and all or nothing: invalid text, or a reload that would
+/// fail for any RM of the group, returns `SICORE_REJECTED` with the reason
+/// and changes nothing. A group no RM uses yet is checked and kept for
+/// later registrations. An empty `policy_group` is
+/// `SICORE_INVALID_ARGUMENT`. From inside a callback this returns
+/// `SICORE_WOULD_DEADLOCK`.
+#[no_mangle]
+pub extern "C" fn sicore_set_policy_config(
+    s: *mut sicore_scheduler,
+    policy_group: *const u8,
+    policy_group_len: usize,
+    yaml: *const u8,
+    yaml_len: usize,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || {
+        let sched = scheduler(s)?;
+        let group = borrow_str(policy_group, policy_group_len, "policy_group")?;
+        let text = borrow_bytes(yaml, yaml_len, "yaml", true)?;
+        let text = std::str::from_utf8(text)
+            .map_err(|e| Error::invalid(format!("yaml is not valid UTF-8: {e}")))?;
+        sched.set_policy_config(group, text)
+    })
+}
+
 /// Writes the scheduler's state as UTF-8 JSON into `json_out` (owned by
 /// the caller; free with `sicore_buffer_free`). Field names are documented
 /// in the README. From inside a callback this returns

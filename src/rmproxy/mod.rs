@@ -7,6 +7,7 @@
 
 pub mod dispatch;
 mod validate;
+pub mod watcher;
 pub mod wire;
 
 use std::cell::Cell;
@@ -22,7 +23,7 @@ use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
-use crate::scheduler::core::{Command, Core};
+use crate::scheduler::core::{Command, Core, ReloadOutcome};
 use crate::scheduler::request::AllocationUpdate;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -44,6 +45,7 @@ pub struct Scheduler {
     stopped: AtomicBool,
     dispatcher_stopping: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    watchers: watcher::Watchers,
 }
 
 impl Scheduler {
@@ -55,6 +57,7 @@ impl Scheduler {
         let dispatcher_stopping = Arc::new(AtomicBool::new(false));
         let spawn_err =
             |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
+        let watchers = watcher::Watchers::new(id, tx.clone(), options.config_dir.clone());
         let core = Core::new(options, out_tx);
         let core_thread = std::thread::Builder::new()
             .name(format!("sicore-core-{id}"))
@@ -78,6 +81,7 @@ impl Scheduler {
             stopped: AtomicBool::new(false),
             dispatcher_stopping,
             threads: Mutex::new(vec![core_thread, dispatcher]),
+            watchers,
         })
     }
 
@@ -140,6 +144,30 @@ impl Scheduler {
         self.call(Command::Dump)
     }
 
+    /// Replaces the in-memory configuration text of `policy_group` (the
+    /// `policy_configs` of the options; empty `yaml` removes it, so the
+    /// group's file applies again) and reloads every RM that uses the
+    /// group. Synchronous and all or nothing: invalid text, or a reload
+    /// that would fail for any of those RMs, is `Rejected` and changes
+    /// nothing. A group no RM uses yet is checked and kept for later
+    /// registrations.
+    pub fn set_policy_config(&self, policy_group: &str, yaml: &str) -> Result<(), Error> {
+        self.refuse_sync("SetPolicyConfig")?;
+        if policy_group.is_empty() {
+            return Err(Error::invalid("policy_group is empty"));
+        }
+        self.call(|reply| Command::SetPolicyConfig {
+            policy_group: policy_group.to_string(),
+            yaml: yaml.to_string(),
+            reply,
+        })?
+    }
+
+    /// Number of configuration watchers (spec 2.8) still running.
+    pub fn config_watchers_running(&self) -> usize {
+        self.watchers.running()
+    }
+
     /// Stops the scheduler: pending work is abandoned, both threads are
     /// joined, and every callback object is dropped, so no callback runs
     /// after this returns. Calling it again does nothing.
@@ -154,12 +182,16 @@ impl Scheduler {
             return Ok(());
         }
         self.dispatcher_stopping.store(true, Ordering::Release);
+        self.watchers.signal_stop();
         let _ = self.tx.send(Command::Shutdown);
         for t in self.threads.lock().drain(..) {
             if t.join().is_err() {
                 log::error!("a sicore thread ended with a panic");
             }
         }
+        // A watcher waiting on the core got its answer (none) when the
+        // core stopped; all of them end now.
+        self.watchers.stop_all();
         self.registered.write().clear();
         Ok(())
     }
@@ -230,9 +262,19 @@ impl SchedulerApi for Scheduler {
                 "failed to reload configuration, because RM {cluster_id} is unknown to the scheduler"
             )));
         }
-        self.call(|reply| Command::Reload {
+        let outcome = self.call(|reply| Command::Reload {
             rm_id: cluster_id.to_string(),
             reply,
-        })?
+        })??;
+        // The RM may have called before the file was rewritten: watch it.
+        if let ReloadOutcome::Unchanged {
+            policy_group,
+            checksum,
+            watch: true,
+        } = outcome
+        {
+            self.watchers.watch(cluster_id, &policy_group, &checksum)?;
+        }
+        Ok(())
     }
 }

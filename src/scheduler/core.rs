@@ -51,13 +51,82 @@ pub enum Command {
         /// RM id.
         rm_id: String,
         /// Where the outcome goes.
+        reply: Sender<Result<ReloadOutcome, Error>>,
+    },
+    /// Replace (non-empty `yaml`) or drop (empty) the in-memory
+    /// configuration of a policy group and reload every RM using it.
+    SetPolicyConfig {
+        /// Policy group.
+        policy_group: String,
+        /// queues.yaml text; empty removes the in-memory text.
+        yaml: String,
+        /// Where the outcome goes.
         reply: Sender<Result<(), Error>>,
+    },
+    /// The reload watcher found a changed, valid file (read and parsed on
+    /// the watcher's thread).
+    WatchApply {
+        /// RM id the watcher serves.
+        rm_id: String,
+        /// Policy group it reads.
+        policy_group: String,
+        /// The new configuration.
+        loaded: Box<config::LoadedConfig>,
+        /// What became of it.
+        reply: Sender<WatchVerdict>,
+    },
+    /// The reload watcher found a version it cannot apply: logged and
+    /// reported as an event.
+    WatchRejected {
+        /// RM id the watcher serves.
+        rm_id: String,
+        /// Policy group it reads.
+        policy_group: String,
+        /// Where the text came from.
+        source: String,
+        /// Why it was refused.
+        reason: String,
     },
     /// State dump as JSON.
     Dump(Sender<String>),
     /// Stop the thread.
     Shutdown,
 }
+
+/// What a synchronous `UpdateConfiguration` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReloadOutcome {
+    /// A changed configuration is now in force.
+    Applied,
+    /// The source has the checksum in force: nothing changed.
+    Unchanged {
+        /// The RM's policy group.
+        policy_group: String,
+        /// The checksum in force.
+        checksum: String,
+        /// Whether the source is a file (or the search for one) that may
+        /// still change: in-memory text only changes through
+        /// `SetPolicyConfig`, so it is never watched.
+        watch: bool,
+    },
+}
+
+/// The core's answer to [`Command::WatchApply`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchVerdict {
+    /// The watcher's version is now in force.
+    Applied,
+    /// That version was already in force (applied by another call).
+    Current,
+    /// The RM is gone, uses another policy group, or in-memory text now
+    /// wins over the file: nothing left to watch.
+    Gone,
+    /// The version was refused (reported); the old one stays.
+    Failed,
+}
+
+/// Event reason of a configuration the reload watcher refused.
+pub const CONFIG_REJECTED_REASON: &str = "ConfigurationRejected";
 
 /// What the core keeps per registered RM.
 pub struct RmState {
@@ -242,11 +311,27 @@ impl Core {
         }
     }
 
+    /// Stores the records of the types the RM asked for.
+    fn add_events(&mut self, rm_id: &str, mut records: Vec<si::EventRecord>) {
+        if self.options.disable_events || records.is_empty() {
+            return;
+        }
+        let types = self.options.event_types;
+        records.retain(|r| types.allows(r.r#type));
+        if !records.is_empty() {
+            self.events
+                .entry(rm_id.to_string())
+                .or_default()
+                .add_all(records);
+        }
+    }
+
     /// Event counters for the state dump.
     fn event_stats(&self) -> EventStats {
         let mut stats = EventStats {
             enabled: !self.options.disable_events,
             flush_interval_ms: self.options.event_flush_interval.as_millis() as u64,
+            types: self.options.event_types.names(),
             ..Default::default()
         };
         stats.merge(&self.events_retired);
@@ -275,12 +360,7 @@ impl Core {
                 continue;
             };
             let cb = rm.callback.clone();
-            if !self.options.disable_events && !out.events.is_empty() {
-                self.events
-                    .entry(rm_id.clone())
-                    .or_default()
-                    .add_all(out.events);
-            }
+            self.add_events(&rm_id, out.events);
             for msg in out.messages {
                 let _ = self.outbox.send(Outbound::Message(cb.clone(), msg));
             }
@@ -339,6 +419,27 @@ impl Core {
             Command::Reload { rm_id, reply } => {
                 let _ = reply.send(self.reload(&rm_id));
             }
+            Command::SetPolicyConfig {
+                policy_group,
+                yaml,
+                reply,
+            } => {
+                let _ = reply.send(self.set_policy_config(&policy_group, yaml));
+            }
+            Command::WatchApply {
+                rm_id,
+                policy_group,
+                loaded,
+                reply,
+            } => {
+                let _ = reply.send(self.watch_apply(&rm_id, &policy_group, *loaded));
+            }
+            Command::WatchRejected {
+                rm_id,
+                policy_group,
+                source,
+                reason,
+            } => self.watch_rejected(&rm_id, &policy_group, &source, &reason),
             Command::Allocation(req) => self.allocation_request(req),
             Command::Application(req) => self.application_request(req),
             Command::Node(req) => self.node_request(req),
@@ -424,7 +525,7 @@ impl Core {
         Ok(())
     }
 
-    fn reload(&mut self, rm_id: &str) -> Result<(), Error> {
+    fn reload(&mut self, rm_id: &str) -> Result<ReloadOutcome, Error> {
         let Some(rm) = self.rms.get(rm_id) else {
             return Err(Error::rejected(format!(
                 "failed to reload configuration, because RM {rm_id} is unknown to the scheduler"
@@ -436,7 +537,111 @@ impl Core {
             &self.options.policy_configs,
         )
         .map_err(|e| Error::rejected(format!("configuration reload for RM {rm_id} failed: {e}")))?;
-        super::reload::apply(self, rm_id, loaded)
+        if loaded.config.checksum == rm.checksum {
+            return Ok(ReloadOutcome::Unchanged {
+                policy_group: rm.policy_group.clone(),
+                checksum: rm.checksum.clone(),
+                watch: loaded.source != config::SOURCE_IN_MEMORY,
+            });
+        }
+        super::reload::apply(self, rm_id, loaded)?;
+        Ok(ReloadOutcome::Applied)
+    }
+
+    /// Replaces (or, with empty `yaml`, drops) the in-memory text of
+    /// `policy_group` and reloads every RM that uses it. All or nothing:
+    /// the text and every RM's reload are checked before anything changes.
+    fn set_policy_config(&mut self, policy_group: &str, yaml: String) -> Result<(), Error> {
+        let failed = |e: String| {
+            Error::rejected(format!(
+                "configuration of policy group '{policy_group}' not changed: {e}"
+            ))
+        };
+        let mut configs = self.options.policy_configs.clone();
+        if yaml.is_empty() {
+            if configs.remove(policy_group).is_none() {
+                return Ok(());
+            }
+        } else {
+            configs.insert(policy_group.to_string(), yaml);
+        }
+        let users: Vec<String> = self
+            .rms
+            .iter()
+            .filter(|(_, rm)| rm.policy_group == policy_group)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if users.is_empty() && !configs.contains_key(policy_group) {
+            // Dropping the text of a group no RM uses: nothing to reload.
+            self.options.policy_configs = configs;
+            log::info!("in-memory configuration of policy group '{policy_group}' removed");
+            return Ok(());
+        }
+        // Without an RM the text is still checked, so a later registration
+        // cannot be the first to find it broken.
+        let loaded = config::load(policy_group, &self.options.config_dir, &configs)
+            .map_err(|e| failed(e.to_string()))?;
+        for rm_id in &users {
+            super::reload::check(self, rm_id, &loaded).map_err(|e| failed(e.message))?;
+        }
+        self.options.policy_configs = configs;
+        log::info!(
+            "configuration of policy group '{policy_group}' set from {} ({} RM(s) reloaded)",
+            loaded.source,
+            users.len()
+        );
+        for rm_id in &users {
+            super::reload::apply(self, rm_id, loaded.clone()).map_err(|e| failed(e.message))?;
+        }
+        Ok(())
+    }
+
+    fn watch_apply(
+        &mut self,
+        rm_id: &str,
+        policy_group: &str,
+        loaded: config::LoadedConfig,
+    ) -> WatchVerdict {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return WatchVerdict::Gone;
+        };
+        if rm.policy_group != policy_group || self.options.policy_configs.contains_key(policy_group)
+        {
+            return WatchVerdict::Gone;
+        }
+        if rm.checksum == loaded.config.checksum {
+            return WatchVerdict::Current;
+        }
+        let source = loaded.source.clone();
+        match super::reload::apply(self, rm_id, loaded) {
+            Ok(()) => {
+                log::info!("configuration of RM {rm_id} reloaded from {source} by the watcher");
+                WatchVerdict::Applied
+            }
+            Err(e) => {
+                self.watch_rejected(rm_id, policy_group, &source, &e.message);
+                WatchVerdict::Failed
+            }
+        }
+    }
+
+    /// Logs a version the watcher could not apply and reports it to the RM
+    /// as a `QUEUE` record on its root queue.
+    fn watch_rejected(&mut self, rm_id: &str, policy_group: &str, source: &str, reason: &str) {
+        if !self.rms.contains_key(rm_id) {
+            return;
+        }
+        log::warn!(
+            "configuration of RM {rm_id} (policy group '{policy_group}') from {source} not applied, the configuration in force stays: {reason}"
+        );
+        let record = crate::events::record(
+            si::event_record::Type::Queue,
+            config::ROOT_QUEUE,
+            policy_group,
+            CONFIG_REJECTED_REASON,
+            format!("{source}: {reason}"),
+        );
+        self.add_events(rm_id, vec![record]);
     }
 
     fn allocation_request(&mut self, req: AllocationUpdate) {
@@ -574,6 +779,17 @@ impl Core {
     /// Outcomes for `rm_id`, delivered at the next flush (for the reload module).
     pub(super) fn outcomes_for(&mut self, rm_id: &str) -> &mut Outcomes {
         self.outcomes.entry(rm_id.to_string()).or_default()
+    }
+
+    /// Read access for the reload module.
+    pub(super) fn parts(
+        &self,
+    ) -> (
+        &Options,
+        &BTreeMap<String, RmState>,
+        &BTreeMap<String, Partition>,
+    ) {
+        (&self.options, &self.rms, &self.partitions)
     }
 
     /// Mutable access for the reload module.

@@ -1,45 +1,72 @@
 //! Applying a reloaded configuration to the live partitions of one RM
-//! (spec 2.8), synchronously inside `UpdateConfiguration`.
+//! (spec 2.8): synchronously inside `UpdateConfiguration` and
+//! `SetPolicyConfig`, and for the reload watcher (`rmproxy::watcher`).
 //!
 //! Everything is checked before anything changes, so an invalid
 //! configuration leaves the old one fully in force.
 
 use super::core::Core;
 use super::partition::{AppTimeouts, Partition};
-use crate::config::LoadedConfig;
+use crate::config::{LoadedConfig, PartitionConfig};
 use crate::error::Error;
+
+/// The dry run of [`apply`]: every partition of the new configuration is
+/// built on its own (the creation checks of 2.7) and checked against its
+/// live counterpart. Returns the fresh partitions.
+fn dry_run<'a>(
+    core: &Core,
+    rm_id: &str,
+    loaded: &'a LoadedConfig,
+) -> Result<Vec<(&'a PartitionConfig, Partition)>, Error> {
+    let (options, _, partitions) = core.parts();
+    let timeouts = AppTimeouts::from_options(options);
+    let failed = |name: &str, e: String| {
+        Error::rejected(format!(
+            "configuration reload for RM {rm_id} failed: partition {name}: {e}"
+        ))
+    };
+    let mut fresh = Vec::new();
+    for pc in &loaded.config.partitions {
+        let p = Partition::new(rm_id, pc, timeouts).map_err(|e| failed(&pc.name, e))?;
+        if let Some(live) = partitions.get(&p.internal_name) {
+            live.check_reconfigure(pc)
+                .map_err(|e| failed(&pc.name, e))?;
+        }
+        fresh.push((pc, p));
+    }
+    Ok(fresh)
+}
+
+/// Whether `loaded` would apply to the partitions of `rm_id`, changing
+/// nothing (for a change that must hold for several RMs at once).
+pub fn check(core: &Core, rm_id: &str, loaded: &LoadedConfig) -> Result<(), Error> {
+    dry_run(core, rm_id, loaded).map(|_| ())
+}
 
 /// Applies `loaded` to the partitions of `rm_id`.
 ///
-/// Order: every partition of the new configuration is built on its own (the
-/// creation checks of 2.7) and checked against its live counterpart; only
-/// then are live partitions updated, new ones created and partitions that
-/// are no longer configured removed. Removed partitions fail their
-/// applications with `PartitionRemoved` and drop their nodes.
+/// Order: the dry run of [`check`]; only then are live partitions updated,
+/// new ones created and partitions that are no longer configured removed.
+/// Removed partitions fail their applications with `PartitionRemoved` and
+/// drop their nodes.
 pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
-    let removed = {
-        let (options, rms, partitions) = core.parts_mut();
-        let timeouts = AppTimeouts::from_options(options);
-        let rm = rms.get_mut(rm_id).expect("checked by the caller");
+    if let Some(rm) = core.parts_mut().1.get_mut(rm_id) {
         if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {
+            // Same text, maybe from another source (a file now given in
+            // memory): only the label changes.
+            rm.config_source = loaded.source;
             return Ok(());
         }
+    }
+    let fresh = dry_run(core, rm_id, &loaded)?;
+    let removed = {
+        let (_, rms, partitions) = core.parts_mut();
+        let rm = rms.get_mut(rm_id).expect("checked by the caller");
         let failed = |name: &str, e: String| {
             Error::rejected(format!(
                 "configuration reload for RM {rm_id} failed: partition {name}: {e}"
             ))
         };
-        // Dry run: every partition of the new config must build on its own
-        // and fit the live partition it replaces.
-        let mut fresh = Vec::new();
-        for pc in &loaded.config.partitions {
-            let p = Partition::new(rm_id, pc, timeouts).map_err(|e| failed(&pc.name, e))?;
-            if let Some(live) = partitions.get(&p.internal_name) {
-                live.check_reconfigure(pc)
-                    .map_err(|e| failed(&pc.name, e))?;
-            }
-            fresh.push((pc, p));
-        }
         let mut names = Vec::new();
         for (pc, p) in fresh {
             names.push(p.internal_name.clone());

@@ -857,6 +857,23 @@ static void bad_inputs(sicore_scheduler *s, recorder *r) {
     expect_ok(sicore_update_configuration(s, (const uint8_t *)"c-rm", 4, &err), &err,
               "update_configuration(c-rm)");
     still_allocates(s, r, "update_configuration");
+
+    /* Replacing in-memory configuration, for a group c-rm does not use:
+     * refused when invalid or unnamed, kept when valid. */
+    static const char bad_yaml[] = "partitions: [";
+    static const char good_yaml[] = "partitions:\n  - name: default\n    queues:\n      - name: root\n";
+    expect_fail(sicore_set_policy_config(s, (const uint8_t *)"spare", 5, (const uint8_t *)bad_yaml,
+                                         strlen(bad_yaml), &err),
+                SICORE_REJECTED, &err, "set_policy_config(invalid YAML)");
+    expect_fail(sicore_set_policy_config(s, NULL, 5, (const uint8_t *)good_yaml, strlen(good_yaml), &err),
+                SICORE_INVALID_ARGUMENT, &err, "set_policy_config(NULL group)");
+    expect_fail(sicore_set_policy_config(s, garbage, sizeof garbage, (const uint8_t *)good_yaml,
+                                         strlen(good_yaml), &err),
+                SICORE_INVALID_ARGUMENT, &err, "set_policy_config(bad UTF-8 group)");
+    expect_ok(sicore_set_policy_config(s, (const uint8_t *)"spare", 5, (const uint8_t *)good_yaml,
+                                       strlen(good_yaml), &err),
+              &err, "set_policy_config(spare)");
+    still_allocates(s, r, "set_policy_config");
     free(ok.data);
 }
 

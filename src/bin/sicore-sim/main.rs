@@ -4,13 +4,17 @@
 //!
 //! With no arguments it runs the built-in workload on the embedded default
 //! configuration: 100 nodes, 4 applications in 3 queues, 10,000 asks.
+//! `--html FILE` also writes a visual report of the run (see `report.rs`).
+
+mod html;
+mod report;
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -49,6 +53,11 @@ struct Args {
     /// Give up waiting when no allocation arrives for this many seconds.
     #[arg(long, default_value_t = 5)]
     stall_seconds: u64,
+    /// Also write a self-contained HTML report (inline SVG, no network
+    /// needed): allocations per second, queue usage against guaranteed and
+    /// max, a node utilisation heat map and application states over time.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// What the simulated RM has been told.
@@ -66,6 +75,8 @@ struct Counters {
     last_alloc_ns: AtomicU64,
     start: Mutex<Option<Instant>>,
     rejections: Mutex<Vec<String>>,
+    /// Samples for `--html`; unset (and free) otherwise.
+    report: OnceLock<report::Recorder>,
 }
 
 impl Counters {
@@ -101,6 +112,9 @@ unsafe extern "C" fn on_allocation(
 ) -> i32 {
     let c = counters(ud);
     let m: si::AllocationResponse = decode(p, len);
+    if let Some(r) = c.report.get() {
+        r.on_allocation(&m);
+    }
     if !m.new.is_empty() {
         let since = c
             .start
@@ -130,6 +144,9 @@ unsafe extern "C" fn on_application(
 ) -> i32 {
     let c = counters(ud);
     let m: si::ApplicationResponse = decode(p, len);
+    if let Some(r) = c.report.get() {
+        r.on_application(&m);
+    }
     c.apps_accepted
         .fetch_add(m.accepted.len(), Ordering::SeqCst);
     c.count_rejections(
@@ -315,6 +332,16 @@ fn run(args: Args) -> Result<(), String> {
         sched,
         counters: Arc::new(Counters::default()),
     };
+    if let Some(path) = &args.html {
+        // A path that cannot be written fails now, not after the run.
+        std::fs::write(path, "").map_err(|e| format!("--html {}: {e}", path.display()))?;
+        let _ = sim.counters.report.set(report::Recorder::new(args.asks));
+    }
+    let mark = |label: &str| {
+        if let Some(r) = sim.counters.report.get() {
+            r.mark(label);
+        }
+    };
 
     let table = sicore_callbacks {
         user_data: Arc::into_raw(sim.counters.clone()) as *mut c_void,
@@ -359,6 +386,7 @@ fn run(args: Args) -> Result<(), String> {
             ..Default::default()
         })
         .collect();
+    mark("nodes submitted");
     sim.call(
         "UpdateNode",
         sicore_update_node,
@@ -393,6 +421,7 @@ fn run(args: Args) -> Result<(), String> {
             ..Default::default()
         })
         .collect();
+    mark("applications submitted");
     sim.call(
         "UpdateApplication",
         sicore_update_application,
@@ -428,6 +457,7 @@ fn run(args: Args) -> Result<(), String> {
             }
         })
         .collect();
+    mark("asks submitted");
     *sim.counters.start.lock().unwrap() = Some(Instant::now());
     let started = Instant::now();
     for chunk in asks.chunks(1000) {
@@ -474,6 +504,7 @@ fn run(args: Args) -> Result<(), String> {
     if tty {
         eprintln!();
     }
+    mark("workload done");
 
     let c = &sim.counters;
     let made = c.allocations.load(Ordering::SeqCst);
@@ -570,6 +601,34 @@ fn run(args: Args) -> Result<(), String> {
             m
         });
     println!("\napplication states  {by_state:?}");
+    if let (Some(path), Some(rec)) = (&args.html, c.report.get()) {
+        let meta = vec![
+            (
+                "library".into(),
+                format!("sicore {}", env!("CARGO_PKG_VERSION")),
+            ),
+            ("configuration".into(), config_name.clone()),
+            ("seed".into(), args.seed.to_string()),
+            ("nodes".into(), args.nodes.to_string()),
+            (
+                "applications".into(),
+                format!("{} in {}", args.apps, args.queues),
+            ),
+            ("asks submitted".into(), args.asks.to_string()),
+            ("allocations made".into(), made.to_string()),
+            (
+                "throughput".into(),
+                format!(
+                    "{:.0} allocations/s, asks submitted to last allocation",
+                    made as f64 / last.max(1e-9)
+                ),
+            ),
+        ];
+        println!(
+            "\nhtml report        {}",
+            html::write(path, rec, &dump, meta)?
+        );
+    }
     Ok(())
 }
 

@@ -161,6 +161,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sicore_update_application": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
     "sicore_update_node": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
     "sicore_update_configuration": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
+    "sicore_set_policy_config": (
+        ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BYTES, ctypes.c_size_t, _BUF_P]),
     "sicore_state_dump": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
 }
 

@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -42,8 +42,16 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
     ``scheduling_interval_ms``, ``event_flush_interval_ms``, ``log_level``,
     ``reservation_delay_ms``, ``disable_reservation``, ``app_start_timeout_ms``,
     ``app_completing_timeout_ms``, ``app_terminated_timeout_ms``,
-    ``disable_events``, ``outstanding_check_interval_ms``). ``None`` leaves a
-    field unset; ``config_dir`` accepts any path-like object.
+    ``disable_events``, ``outstanding_check_interval_ms``, ``event_types``).
+    ``None`` leaves a field unset; ``config_dir`` accepts any path-like object.
+
+    ``event_types`` lists the event record types sent to ``send_event``, as
+    names (``"REQUEST"``, ``"APP"``, ``"NODE"``, ``"QUEUE"``) or
+    ``si_pb2.EventRecord`` enum values. Left out, the library sends
+    ``REQUEST`` and ``NODE`` records, the types a v0.12 RM handles; ``APP``
+    (application state changes) and ``QUEUE`` (a configuration file the
+    reload watcher refused) are opt-in. An unknown name raises
+    :class:`InvalidArgumentError` when the scheduler is created.
     """
     unknown = sorted(set(options) - _OPTION_FIELDS)
     if unknown:
@@ -60,9 +68,27 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
                 msg.policy_configs[str(group)] = str(text)
         elif name == "config_dir":
             msg.config_dir = os.fspath(value)
+        elif name == "event_types":
+            msg.event_types.extend(_event_type_names(value))
         else:
             setattr(msg, name, value)
     return msg
+
+
+def _event_type_names(value: Any) -> list[str]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError("event_types must be a list of event type names or "
+                        "si_pb2.EventRecord.Type values")
+    names = []
+    for t in value:
+        if isinstance(t, str):
+            names.append(t)
+        elif isinstance(t, int) and t in si_pb2.EventRecord.Type.values():
+            names.append(si_pb2.EventRecord.Type.Name(t))
+        else:
+            raise TypeError(f"event_types: {t!r} is not an event type name or "
+                            "si_pb2.EventRecord.Type value")
+    return names
 
 
 class RawScheduler:
@@ -256,6 +282,13 @@ class Scheduler:
                 handle, cluster_id, len(cluster_id), ctypes.byref(err))
             self._lib.check(status, err, "update_configuration")
 
+    def _set_policy_config(self, policy_group: bytes, yaml: bytes) -> None:
+        with self._call() as handle:
+            err = sicore_buffer()
+            status = self._lib.sicore_set_policy_config(
+                handle, policy_group, len(policy_group), yaml, len(yaml), ctypes.byref(err))
+            self._lib.check(status, err, "set_policy_config")
+
     def _state_dump(self) -> bytes:
         with self._call() as handle:
             out = sicore_buffer()
@@ -314,6 +347,22 @@ class Scheduler:
         if not isinstance(cluster_id, str):
             raise TypeError(f"cluster_id must be a str, not {type(cluster_id).__name__}")
         self._update_configuration(cluster_id.encode("utf-8"))
+
+    def set_policy_config(self, policy_group: str, yaml: str) -> None:
+        """Replace the in-memory configuration text of ``policy_group`` and reload.
+
+        The text is what the ``policy_configs`` option gave (it wins over
+        files); every registered RM that uses the group is reloaded before
+        the call returns. All or nothing: invalid text, or a reload that
+        would fail for any of those RMs, raises :class:`RejectedError` and
+        the old configuration stays in force. An empty ``yaml`` removes the
+        in-memory text, so the group's file applies again. A group no RM
+        uses yet is checked and kept for later registrations. An empty
+        ``policy_group`` raises :class:`InvalidArgumentError`.
+        """
+        if not isinstance(policy_group, str) or not isinstance(yaml, str):
+            raise TypeError("policy_group and yaml must be str")
+        self._set_policy_config(policy_group.encode("utf-8"), yaml.encode("utf-8"))
 
     def state_dump(self) -> dict[str, Any]:
         """The scheduler's state (partitions, queues, applications, nodes) as a dict."""

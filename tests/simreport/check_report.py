@@ -1,0 +1,289 @@
+"""Browser test of `sicore-sim --html`.
+
+Runs the simulator on tests/simreport/queues.yaml, opens the report in
+headless Chromium (Debian's `chromium`) over the DevTools protocol, and
+checks what a person opening the file would get:
+
+- no script exception, no console or log error, and no request for anything
+  but the file itself (the report must work offline);
+- the page text names every queue of the configuration, has the four
+  sections, and says the recorded usage matches the state dump;
+- a full-page PNG screenshot is written (for a person to look at).
+
+First, the same checks run on a deliberately broken page (a throwing
+script, an external image), which they must catch; so a checker that went
+blind would fail here rather than pass everything.
+
+The DevTools protocol is driven directly (websocket-client, one small pure
+Python package) rather than through playwright-core, whose releases are tied
+to particular browser builds, or by scraping `--enable-logging` output,
+whose format is not an interface. Runtime.exceptionThrown and
+Log.entryAdded are stable protocol events.
+
+Usage: check_report.py SICORE_SIM OUT_DIR
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import websocket
+
+HERE = Path(__file__).resolve().parent
+QUEUES = [
+    "root",
+    "root.analytics",
+    "root.analytics.etl-nightly",
+    "root.analytics.dashboards",
+    "root.ml-training",
+]
+SECTIONS = [
+    "Allocations per second",
+    "Queue usage against guaranteed and max",
+    "Node utilisation",
+    "Application states",
+]
+TIMEOUT = 60.0
+
+
+class Browser:
+    """One headless Chromium with a fresh profile, driven over CDP."""
+
+    def __init__(self) -> None:
+        exe = shutil.which("chromium") or shutil.which("chromium-browser")
+        if exe is None:
+            raise SystemExit("chromium not found (scripts/test.sh installs Debian's chromium)")
+        self.profile = tempfile.mkdtemp(prefix="sicore-chromium-")
+        # Chromium's own log goes to a file: a pipe nobody reads would fill
+        # up and block it. Shown when it fails to start.
+        self.log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-extensions",
+                "--hide-scrollbars",
+                "--remote-debugging-address=127.0.0.1",
+                "--remote-debugging-port=0",
+                f"--user-data-dir={self.profile}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+            text=True,
+        )
+        port = self._port()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as r:
+            targets = json.load(r)
+        page = next(t for t in targets if t.get("type") == "page")
+        # Chromium refuses websocket clients that send an Origin it was not told to allow.
+        self.ws = websocket.create_connection(
+            page["webSocketDebuggerUrl"], timeout=TIMEOUT, suppress_origin=True
+        )
+        self.next_id = 0
+        self.events: list[dict] = []
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+        # A desktop-sized window; the screenshot later grows it to the page's height.
+        self.call(
+            "Emulation.setDeviceMetricsOverride", width=1240, height=900, deviceScaleFactor=1, mobile=False
+        )
+
+    def _port(self) -> int:
+        # Chromium writes the port it picked to DevToolsActivePort in the profile.
+        path = Path(self.profile) / "DevToolsActivePort"
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"chromium exited with {self.proc.returncode}: {self.log_tail()}")
+            if path.exists():
+                first = path.read_text().split("\n")[0].strip()
+                if first:
+                    return int(first)
+            time.sleep(0.05)
+        raise SystemExit("chromium did not open its DevTools port")
+
+    def log_tail(self) -> str:
+        self.log.seek(0)
+        return self.log.read()[-2000:]
+
+    def call(self, method: str, **params) -> dict:
+        self.next_id += 1
+        my_id = self.next_id
+        self.ws.send(json.dumps({"id": my_id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv())
+            if msg.get("id") == my_id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+            if "method" in msg:
+                self.events.append(msg)
+
+    def wait_event(self, method: str) -> None:
+        deadline = time.monotonic() + TIMEOUT
+        while not any(e["method"] == method for e in self.events):
+            if time.monotonic() > deadline:
+                raise SystemExit(f"no {method} within {TIMEOUT}s")
+            msg = json.loads(self.ws.recv())
+            if "method" in msg:
+                self.events.append(msg)
+
+    def open(self, url: str) -> None:
+        self.events.clear()
+        self.call("Page.navigate", url=url)
+        self.wait_event("Page.loadEventFired")
+        # A round trip after the load event: events queued before it arrive first.
+        self.call("Runtime.evaluate", expression="1")
+
+    def problems(self, page_url: str) -> list[str]:
+        """Script exceptions, console/log errors and requests for anything but the page."""
+        found = []
+        for e in self.events:
+            m, p = e["method"], e.get("params", {})
+            if m == "Runtime.exceptionThrown":
+                d = p["exceptionDetails"]
+                found.append("exception: " + d.get("exception", {}).get("description", d.get("text", "?")))
+            elif m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
+                found.append(
+                    "console error: "
+                    + " ".join(str(a.get("value", a.get("description"))) for a in p.get("args", []))
+                )
+            elif m == "Log.entryAdded" and p["entry"].get("level") == "error":
+                found.append("log error: " + p["entry"].get("text", "?"))
+            elif m == "Network.requestWillBeSent":
+                url = p["request"]["url"]
+                if url != page_url and not url.startswith("data:"):
+                    found.append("request: " + url)
+        return found
+
+    def eval(self, expression: str):
+        r = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"evaluating {expression}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def screenshot(self, path: Path) -> tuple[int, int]:
+        size = self.call("Page.getLayoutMetrics")["cssContentSize"]
+        w, h = int(size["width"]), int(size["height"])
+        self.call("Emulation.setDeviceMetricsOverride", width=w, height=h, deviceScaleFactor=1, mobile=False)
+        data = base64.b64decode(
+            self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+        )
+        path.write_bytes(data)
+        return w, h
+
+    def close(self) -> None:
+        # The socket may close before Browser.close answers.
+        with contextlib.suppress(OSError, websocket.WebSocketException, RuntimeError):
+            self.call("Browser.close")
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()[:24]
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise SystemExit(f"{path} is not a PNG")
+    return struct.unpack(">II", data[16:24])
+
+
+def main() -> int:
+    sim, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    report = out / "report.html"
+    report.unlink(missing_ok=True)
+    subprocess.run(
+        [
+            str(sim),
+            "--config",
+            str(HERE / "queues.yaml"),
+            "--queues",
+            "root.analytics.etl-nightly,root.analytics.dashboards,root.ml-training",
+            "--apps",
+            "6",
+            "--nodes",
+            "40",
+            "--asks",
+            "3000",
+            "--stall-seconds",
+            "1",
+            "--html",
+            str(report),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=120,
+    )
+
+    # A page with a throwing script and an external image (a loopback port
+    # nothing listens on): both must be reported.
+    broken = out / "broken.html"
+    broken.write_text(
+        '<!DOCTYPE html><html><body><p>broken</p><img src="http://127.0.0.1:9/x.png">'
+        "<script>notDefinedAnywhere();</script></body></html>"
+    )
+    failures = []
+    browser = Browser()
+    try:
+        browser.open(broken.as_uri())
+        caught = browser.problems(broken.as_uri())
+        if not any(c.startswith("exception:") for c in caught) or not any("127.0.0.1:9" in c for c in caught):
+            failures.append(f"the checks missed the broken page's faults; they found only {caught}")
+
+        browser.open(report.as_uri())
+        failures += browser.problems(report.as_uri())
+        text = browser.eval("document.body.innerText")
+        for name in QUEUES + SECTIONS:
+            if name not in text:
+                failures.append(f"page text lacks {name!r}")
+        consistency = browser.eval("document.getElementById('consistency')?.className")
+        if consistency != "ok":
+            failures.append(
+                "the report says recorded usage and state dump differ: "
+                + str(browser.eval("document.getElementById('consistency')?.innerText"))
+            )
+        charts = browser.eval("document.querySelectorAll('svg.chart').length")
+        # 1 throughput + 5 queues x 2 resources + heat map + states + timelines.
+        if charts != 14:
+            failures.append(f"expected 14 charts, found {charts}")
+        width, height = browser.screenshot(out / "report.png")
+    finally:
+        browser.close()
+    png = png_size(out / "report.png")
+    if png != (width, height) or height < 1500:
+        failures.append(f"screenshot is {png}, page is {(width, height)}")
+    for f in failures:
+        print("FAIL:", f)
+    print(
+        f"report: {report} ({report.stat().st_size // 1024} KiB),",
+        f"screenshot: {out / 'report.png'} {png[0]}x{png[1]}",
+    )
+    print(f"{1 if not failures else 0} passed, {1 if failures else 0} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
