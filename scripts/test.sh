@@ -36,12 +36,10 @@ cargo clippy --all-targets -- -D warnings
 step "rust: build (release: libsicore.so, libsicore.a, sicore-sim)"
 cargo build --release
 
-step "rust: tests"
-cargo test --release
-
-# The same tests with integer overflow checks on in an optimised build
-# (Cargo.toml [profile.release-checked]; target/release-checked).
-step "rust: tests with overflow checks (release-checked)"
+# The tests run in an optimised build with integer overflow checks on
+# (Cargo.toml [profile.release-checked]; target/release-checked): the
+# release code, except that an overflow panics instead of wrapping.
+step "rust: tests (release with overflow checks: release-checked)"
 cargo test --profile release-checked
 
 step "simulator smoke run"
