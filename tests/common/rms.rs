@@ -179,6 +179,8 @@ pub struct Rm {
     /// Whether it re-registered (its view of allocations then restarts,
     /// racing with callbacks still in flight: its view is not compared).
     pub reregistered: Mutex<bool>,
+    /// Whether its first registration was accepted.
+    pub registered: bool,
 }
 
 /// A scheduler and the RMs registered on it.
@@ -209,13 +211,14 @@ impl World {
                     told: Mutex::default(),
                 }),
                 reregistered: Mutex::new(false),
+                registered: false,
             })
             .collect();
-        let world = World { sched, rms };
+        let mut world = World { sched, rms };
         for i in 0..world.rms.len() {
             // A refused registration is allowed (a scheduler may refuse an
             // ambiguous rmID); that RM's requests are then refused too.
-            let _ = world.register(i);
+            world.rms[i].registered = world.register(i).is_ok();
         }
         world
     }
