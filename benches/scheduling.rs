@@ -11,6 +11,14 @@
 //! `cargo bench --bench scheduling` runs 500/1000/2000/5000 nodes with
 //! 10,000 asks; `cargo bench --bench scheduling -- --large` adds 50,000
 //! nodes with 500,000 asks. `-- NODES ASKS` runs one custom size.
+//!
+//! Then the gang case (`support/gang.rs`): 1,000 applications with one task
+//! group of 10 members on 5,000 nodes, placeholders first, then the real
+//! members; replacements per second until the RM holds every real
+//! allocation. `-- --gang` runs only the gang case.
+
+#[path = "support/gang.rs"]
+mod gang;
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -111,6 +119,19 @@ unsafe extern "C" fn on_resync(
     0
 }
 
+/// A predicate that decodes its question and lets every node pass: the
+/// cost of the Predicates path itself (one call per node tried, and the
+/// ReSync that must reach the RM before each call).
+unsafe extern "C" fn on_predicates(
+    _ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    _e: *mut sicore_reply,
+) -> i32 {
+    let _ = si::PredicatesArgs::decode(bytes(p, len)).expect("valid message");
+    0
+}
+
 unsafe extern "C" fn on_release(ud: *mut c_void) {
     // SAFETY: the Arc leaked at registration, released once.
     drop(Arc::from_raw(ud as *const Rm));
@@ -193,7 +214,7 @@ fn peak_rss_mib() -> f64 {
 }
 
 /// Runs one size; returns (allocations per second, seconds).
-fn run(nodes: usize, asks: usize) -> (f64, f64) {
+fn run(nodes: usize, asks: usize, predicates: bool) -> (f64, f64) {
     let mut opts = SchedulerOptions::default();
     opts.policy_configs.insert("bench".into(), CONFIG.into());
     opts.disable_events = true;
@@ -211,7 +232,11 @@ fn run(nodes: usize, asks: usize) -> (f64, f64) {
         update_allocation: Some(on_alloc),
         update_application: Some(on_app),
         update_node: Some(on_node),
-        predicates: None,
+        predicates: if predicates {
+            Some(on_predicates)
+        } else {
+            None
+        },
         resync_scheduler_cache: Some(on_resync),
         send_event: None,
         update_container_scheduling_state: None,
@@ -329,9 +354,13 @@ fn run(nodes: usize, asks: usize) -> (f64, f64) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
+    let all: Vec<String> = std::env::args().skip(1).collect();
+    // `--predicates` registers a Predicates callback (the path a Kubernetes
+    // RM takes).
+    let predicates = all.iter().any(|a| a == "--predicates");
+    let args: Vec<String> = all
+        .into_iter()
+        .filter(|a| a != "--bench" && a != "--predicates")
         .collect();
     let custom = args.len() == 2 && args[0].parse::<usize>().is_ok();
     let sizes: Vec<(usize, usize)> = match args.as_slice() {
@@ -354,7 +383,16 @@ fn main() {
             (5000, 10_000),
         ],
     };
-    println!("BenchmarkScheduling through the C ABI (callbacks decode every message)");
+    let gang_only = args.iter().any(|x| x == "--gang");
+    let sizes = if gang_only { Vec::new() } else { sizes };
+    println!(
+        "BenchmarkScheduling through the C ABI (callbacks decode every message){}",
+        if predicates {
+            ", with a Predicates callback"
+        } else {
+            ""
+        }
+    );
     println!(
         "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14}",
         "nodes", "asks", "median allocs/s", "best allocs/s", "median seconds", "peak RSS MiB"
@@ -364,7 +402,8 @@ fn main() {
         // small sizes run five times and report the median and the best;
         // the large one (and a custom size) runs once.
         let runs = if asks > 100_000 || custom { 1 } else { 5 };
-        let mut results: Vec<(f64, f64)> = (0..runs).map(|_| run(nodes, asks)).collect();
+        let mut results: Vec<(f64, f64)> =
+            (0..runs).map(|_| run(nodes, asks, predicates)).collect();
         results.sort_by(|a, b| a.0.total_cmp(&b.0));
         let median = results[results.len() / 2];
         let best = results[results.len() - 1];
@@ -376,4 +415,26 @@ fn main() {
             peak_rss_mib()
         );
     }
+    if custom {
+        return;
+    }
+    // Gang: 5,000 nodes, 1,000 applications x 10 members, five runs.
+    println!("\nGang scheduling through the C ABI (the RM confirms every replacement)");
+    println!(
+        "{:>8} {:>6} {:>8} {:>22} {:>20} {:>16}",
+        "nodes",
+        "apps",
+        "members",
+        "median replacements/s",
+        "best replacements/s",
+        "median seconds"
+    );
+    let (nodes, apps, members) = (5000, 1000, 10);
+    let mut results: Vec<(f64, f64)> = (0..5).map(|_| gang::run(nodes, apps, members)).collect();
+    results.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (median, best) = (results[2], results[4]);
+    println!(
+        "{nodes:>8} {apps:>6} {members:>8} {:>22.0} {:>20.0} {:>16.3}",
+        median.0, best.0, median.1
+    );
 }

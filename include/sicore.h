@@ -107,6 +107,9 @@ typedef struct sicore_callbacks {
   // `si.v1.PredicatesArgs`: return 0 when the ask may run on the node.
   sicore_status_callback predicates;
   // `si.v1.ReSyncSchedulerCacheArgs`: assumed and forgotten allocations.
+  // When `predicates` is set, assumed allocations arrive from the core
+  // thread before the next `predicates` call and before the
+  // `update_allocation` that announces them.
   sicore_status_callback resync_scheduler_cache;
   // `sicore.v1.EventRecords`: one batch of events.
   sicore_notify_callback send_event;

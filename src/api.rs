@@ -62,6 +62,8 @@ pub trait ResourceManagerCallback: Send + Sync {
     }
 
     /// May the ask run on the node? `Err(reason)` keeps it off the node.
+    /// Before each call, [`Self::assume_allocations`] has told the RM of
+    /// every allocation decided before it (on the core thread).
     fn predicates(&self, _args: &si::PredicatesArgs) -> Result<(), String> {
         Ok(())
     }
@@ -73,11 +75,23 @@ pub trait ResourceManagerCallback: Send + Sync {
     }
 
     /// New allocations of one batch: first announced as assumed through
-    /// [`Self::resync_scheduler_cache`], then delivered through
-    /// [`Self::update_allocation`] (spec 8.11). The default does exactly
-    /// that; an adapter may override it to encode the messages straight from
-    /// the records (the C ABI does). Errors are only logged by the core.
+    /// [`Self::assume_allocations`], then delivered through
+    /// [`Self::announce_allocations`] (spec 8.11). Used when the RM has no
+    /// `Predicates` callback; with one, the core calls the two halves
+    /// separately (the ReSync on its own thread, before the next predicate
+    /// call). Errors are only logged by the core.
     fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+        if let Err(e) = self.assume_allocations(allocations) {
+            log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
+        }
+        self.announce_allocations(allocations)
+    }
+
+    /// Tells the RM's cache of allocations the core has decided on (one
+    /// `ReSyncSchedulerCache` with assumed allocations). The default builds
+    /// the message and calls [`Self::resync_scheduler_cache`]; an adapter
+    /// may encode straight from the records instead (the C ABI does).
+    fn assume_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
         let assumed = si::ReSyncSchedulerCacheArgs {
             assumed_allocations: allocations
                 .iter()
@@ -88,9 +102,13 @@ pub trait ResourceManagerCallback: Send + Sync {
                 .collect(),
             forget_allocations: Vec::new(),
         };
-        if let Err(e) = self.resync_scheduler_cache(&assumed) {
-            log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
-        }
+        self.resync_scheduler_cache(&assumed)
+    }
+
+    /// Hands the RM new allocations whose ReSync it has already received
+    /// (one `UpdateAllocation` with `new`). The default builds the message
+    /// and calls [`Self::update_allocation`].
+    fn announce_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
         self.update_allocation(&si::AllocationResponse {
             new: allocations.iter().map(|a| a.to_proto()).collect(),
             ..Default::default()

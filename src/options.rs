@@ -49,6 +49,8 @@ pub struct Options {
     pub disable_events: bool,
     /// Period of the outstanding-request check.
     pub outstanding_check_interval: Duration,
+    /// Gang placeholder timeout for applications that set none.
+    pub placeholder_timeout: Duration,
     /// Record types handed to `SendEvent`; default `REQUEST` and `NODE`.
     pub event_types: EventTypes,
 }
@@ -118,6 +120,15 @@ impl Options {
                 p.outstanding_check_interval_ms,
                 DEFAULT_OUTSTANDING_CHECK_INTERVAL,
             ),
+            placeholder_timeout: match p.placeholder_timeout_ms {
+                None => crate::scheduler::gang::DEFAULT_PLACEHOLDER_TIMEOUT,
+                Some(0) => {
+                    return Err(Error::invalid(
+                        "SchedulerOptions.placeholder_timeout_ms: must be positive (unset means 15 minutes)",
+                    ))
+                }
+                Some(ms) => Duration::from_millis(ms),
+            },
             event_types: EventTypes::parse(&p.event_types).map_err(Error::invalid)?,
         })
     }

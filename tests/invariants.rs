@@ -1,6 +1,7 @@
 //! Thousands of random RM operations (nodes come and go, applications,
-//! asks, releases), checking after every few steps, through the state dump
-//! and what the RM was told, that the scheduler's books balance.
+//! asks, releases, gang placeholders, replacements and their confirmations,
+//! placeholder timeouts), checking after every few steps, through the state
+//! dump and what the RM was told, that the scheduler's books balance.
 
 mod common;
 
@@ -127,7 +128,10 @@ fn check_queue(
     allocated
 }
 
-fn check(h: &Harness, step: usize) {
+/// What the test, as the RM, confirmed with `PLACEHOLDER_REPLACED`.
+type Confirmed = std::sync::Mutex<HashSet<String>>;
+
+fn check(h: &Harness, step: usize, confirmed: &Confirmed) {
     let d = h.dump();
     // The checks every test shares (tests/common/books.rs) ...
     if let Err(e) = books::check_books(&d) {
@@ -135,6 +139,25 @@ fn check(h: &Harness, step: usize) {
     }
     // ... and this test's own, which know the configuration.
     let p = &d["partitions"][0];
+    // Real allocations of swaps in flight: on a node, in no application yet.
+    let mut in_flight: HashMap<String, String> = HashMap::new();
+    for a in p["applications"].as_array().unwrap() {
+        for r in a["replacements"].as_array().unwrap() {
+            let prev = in_flight.insert(
+                r["real"].as_str().unwrap().to_string(),
+                r["placeholder"].as_str().unwrap().to_string(),
+            );
+            assert!(
+                prev.is_none(),
+                "step {step}: one real allocation, two swaps"
+            );
+            let ph = r["placeholder"].as_str().unwrap();
+            assert!(
+                a["allocations"].as_array().unwrap().iter().any(|u| u == ph),
+                "step {step}: swap of a placeholder its application does not hold"
+            );
+        }
+    }
     // Every allocation sits on exactly one node and the node's usage adds up.
     let mut on_nodes: HashMap<String, (String, BTreeMap<String, i64>)> = HashMap::new();
     for n in p["nodes"].as_array().unwrap() {
@@ -143,6 +166,15 @@ fn check(h: &Harness, step: usize) {
         for a in n["allocations"].as_array().unwrap() {
             let r = res_of(&a["resource"]);
             add(&mut sum, &r);
+            if let Some(ph) = a["replacing"].as_str() {
+                assert_eq!(
+                    in_flight
+                        .get(a["uuid"].as_str().unwrap())
+                        .map(String::as_str),
+                    Some(ph),
+                    "step {step}: node {id} lists an unknown replacement"
+                );
+            }
             let prev =
                 on_nodes.insert(a["uuid"].as_str().unwrap().to_string(), (id.to_string(), r));
             assert!(prev.is_none(), "step {step}: allocation on two nodes");
@@ -158,6 +190,14 @@ fn check(h: &Harness, step: usize) {
             "step {step}: node {id} over capacity: {used:?}"
         );
     }
+    let placeholder_uuids: HashSet<String> = p["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|n| n["allocations"].as_array().unwrap().iter())
+        .filter(|a| a["placeholder"].as_bool().unwrap())
+        .map(|a| a["uuid"].as_str().unwrap().to_string())
+        .collect();
     // Every allocation belongs to exactly one application, which holds it.
     let mut app_alloc: HashMap<String, BTreeMap<String, i64>> = HashMap::new();
     let mut app_queue = HashMap::new();
@@ -180,15 +220,43 @@ fn check(h: &Harness, step: usize) {
                 .unwrap_or_else(|| panic!("step {step}: allocation {u} on no node"));
             add(&mut sum, r);
         }
-        assert!(
-            same(&sum, &res_of(&a["allocated"])),
-            "step {step}: app {id} books"
+        // Real and placeholder allocations, each counted once.
+        let mut booked = res_of(&a["allocated"]);
+        add(&mut booked, &res_of(&a["placeholder"]));
+        assert!(same(&sum, &booked), "step {step}: app {id} books");
+        let placeholders = a["allocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| placeholder_uuids.contains(u.as_str().unwrap()))
+            .count();
+        let in_groups: u64 = a["task_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["placeholders"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            placeholders as u64, in_groups,
+            "step {step}: app {id} task group counts"
         );
         app_queue.insert(id.clone(), a["queue"].as_str().unwrap().to_string());
+        // A bigger real allocation in flight counts its excess in the queue.
+        for r in a["replacements"].as_array().unwrap() {
+            add(&mut sum, &res_of(&r["queue_excess"]));
+        }
         app_alloc.insert(id, sum);
     }
+    assert!(
+        in_flight.keys().all(|r| !seen.contains(r)),
+        "step {step}: a real allocation both in flight and its application's"
+    );
+    let cross_node = in_flight
+        .keys()
+        .filter(|r| on_nodes.contains_key(*r))
+        .count();
     assert_eq!(
-        seen.len(),
+        seen.len() + cross_node,
         on_nodes.len(),
         "step {step}: allocations without an application"
     );
@@ -197,25 +265,44 @@ fn check(h: &Harness, step: usize) {
     // dispatcher delivers asynchronously, and the scheduler may still move
     // on by itself (a timer frees a maxapplications slot, say): compare
     // against its current state until both agree.
+    // The RM does not know a swap's real allocation before it lands.
     let on_nodes_of = |d: &Value| -> HashSet<String> {
         d["partitions"][0]["nodes"]
             .as_array()
             .unwrap()
             .iter()
             .flat_map(|n| n["allocations"].as_array().unwrap().iter())
+            .filter(|a| a["replacing"].is_null())
             .map(|a| a["uuid"].as_str().unwrap().to_string())
             .collect()
     };
+    // Gone for the RM: echoed releases, placeholders it confirmed as
+    // replaced, and placeholders whose real allocation arrived.
+    let confirmed_now = confirmed.lock().unwrap().clone();
     let rm_view = |s: &Seen| -> HashSet<String> {
-        let released: HashSet<&str> = s.released.iter().map(|r| r.uuid.as_str()).collect();
+        let landed: HashSet<&str> = s.allocations.iter().map(|a| a.uuid.as_str()).collect();
+        let mut gone: HashSet<&str> = s
+            .released
+            .iter()
+            .filter(|r| r.termination_type == si::TerminationType::StoppedByRm as i32)
+            .map(|r| r.uuid.as_str())
+            .collect();
+        for r in &s.released {
+            if r.termination_type == si::TerminationType::PlaceholderReplaced as i32 {
+                let real = r.message.trim_start_matches("replacing UUID: ");
+                if landed.contains(real) || confirmed_now.contains(&r.uuid) {
+                    gone.insert(r.uuid.as_str());
+                }
+            }
+        }
         s.allocations
             .iter()
             .map(|a| a.uuid.as_str())
-            .filter(|u| !released.contains(u))
+            .filter(|u| !gone.contains(u))
             .map(String::from)
             .collect()
     };
-    let mut known: HashSet<String> = on_nodes.keys().cloned().collect();
+    let mut known: HashSet<String> = on_nodes_of(&d);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let live = h.seen(|s| rm_view(s));
@@ -256,13 +343,17 @@ fn random_operations_keep_the_books_balanced() {
     let mut o = yaml_options(CONFIG);
     o.reservation_delay_ms = Some(0);
     o.app_completing_timeout_ms = Some(50);
+    // Placeholder timeouts fire during the run.
+    o.placeholder_timeout_ms = Some(300);
     let h = Harness::new(o);
+    let confirmed = Confirmed::default();
     assert_eq!(h.register("rm", "queues").0, SICORE_OK);
     let queues = ["root.capped.x", "root.capped.y", "root.open", "root.dyn"];
     let mut next_node = 0;
     let mut next_app = 0;
     let mut live_nodes: Vec<String> = Vec::new();
     let mut live_apps: Vec<String> = Vec::new();
+    let mut gang_apps: Vec<String> = Vec::new();
     for step in 0..2000 {
         match rng.u32(0..100) {
             0..=9 => {
@@ -294,19 +385,45 @@ fn random_operations_keep_the_books_balanced() {
             17..=26 => {
                 let id = format!("app{next_app}");
                 next_app += 1;
-                let _ = h.apps(vec![app(&id, queues[rng.usize(..queues.len())])], vec![]);
+                let mut a = app(&id, queues[rng.usize(..queues.len())]);
+                let mut placeholders = None;
+                if rng.bool() {
+                    gang_apps.push(id.clone());
+                    // A gang: placeholderAsk of 1-4 placeholders of 100.
+                    let n = rng.i64(1..5);
+                    a.placeholder_ask = res(&[("memory", 100 * n), ("vcore", n)]);
+                    a.gang_scheduling_style = if rng.bool() { "Hard" } else { "Soft" }.into();
+                    if rng.bool() {
+                        a.execution_timeout_milli_seconds = rng.i64(50..800);
+                    }
+                    // Placeholders first, as an RM sends them; sometimes
+                    // too few, so that the gang never assembles.
+                    let mut p = ask(&id, "p0", 100, 1, (n - rng.i64(0..2)).max(1) as i32);
+                    p.placeholder = true;
+                    p.task_group_name = "tg0".into();
+                    placeholders = Some(p);
+                }
+                let _ = h.apps(vec![a], vec![]);
+                if let Some(p) = placeholders {
+                    let _ = h.asks(vec![p]);
+                }
                 live_apps.push(id);
             }
             27..=30 if !live_apps.is_empty() => {
                 let id = live_apps.swap_remove(rng.usize(..live_apps.len()));
+                gang_apps.retain(|g| *g != id);
                 let rm = si::RemoveApplicationRequest {
                     application_id: id,
                     partition_name: "default".into(),
                 };
                 let _ = h.apps(vec![], vec![rm]);
             }
-            31..=70 if !live_apps.is_empty() => {
-                let app_id = &live_apps[rng.usize(..live_apps.len())];
+            31..=55 if !live_apps.is_empty() => {
+                // Mostly plain applications: a gang's asks come below.
+                let mut app_id = &live_apps[rng.usize(..live_apps.len())];
+                if gang_apps.contains(app_id) && rng.u32(0..4) > 0 {
+                    app_id = &live_apps[rng.usize(..live_apps.len())];
+                }
                 let a = ask(
                     app_id,
                     &format!("k{}", rng.u32(0..20)),
@@ -316,7 +433,7 @@ fn random_operations_keep_the_books_balanced() {
                 );
                 let _ = h.asks(vec![a]);
             }
-            71..=85 => {
+            71..=80 => {
                 let pick = h.seen(|s| {
                     let released: HashSet<&str> =
                         s.released.iter().map(|r| r.uuid.as_str()).collect();
@@ -342,6 +459,64 @@ fn random_operations_keep_the_books_balanced() {
                     let _ = h.releases(vec![rel], vec![]);
                 }
             }
+            56..=70 | 93..=95 if !gang_apps.is_empty() => {
+                // Gang asks: placeholders, or real members (some of another
+                // size than their placeholders).
+                let app_id = &gang_apps[rng.usize(..gang_apps.len())];
+                let group = format!("tg{}", rng.u32(0..2));
+                let mut a = if rng.bool() {
+                    let mut a = ask(
+                        app_id,
+                        &format!("p{}", rng.u32(0..4)),
+                        100,
+                        1,
+                        rng.i32(1..4),
+                    );
+                    a.placeholder = true;
+                    a
+                } else {
+                    let memory = [100, 100, 60, 150][rng.usize(..4)];
+                    ask(
+                        app_id,
+                        &format!("r{}", rng.u32(0..4)),
+                        memory,
+                        1,
+                        rng.i32(1..4),
+                    )
+                };
+                a.task_group_name = group;
+                let _ = h.asks(vec![a]);
+            }
+            81..=85 | 96..=99 => {
+                // The RM answers a core release of a placeholder: confirms a
+                // replacement (sometimes twice), or stops it.
+                let pick = h.seen(|s| {
+                    let rel: Vec<&si::AllocationRelease> = s
+                        .released
+                        .iter()
+                        .filter(|r| r.termination_type != si::TerminationType::StoppedByRm as i32)
+                        .collect();
+                    (!rel.is_empty()).then(|| rel[rng.usize(..rel.len())].clone())
+                });
+                if let Some(r) = pick {
+                    let replaced =
+                        r.termination_type == si::TerminationType::PlaceholderReplaced as i32;
+                    let kind = if replaced && rng.u32(0..4) > 0 {
+                        confirmed.lock().unwrap().insert(r.uuid.clone());
+                        si::TerminationType::PlaceholderReplaced
+                    } else {
+                        si::TerminationType::StoppedByRm
+                    };
+                    let rel = si::AllocationRelease {
+                        application_id: r.application_id,
+                        partition_name: "default".into(),
+                        uuid: r.uuid,
+                        termination_type: kind as i32,
+                        message: String::new(),
+                    };
+                    let _ = h.releases(vec![rel.clone(), rel], vec![]);
+                }
+            }
             86..=92 if !live_apps.is_empty() => {
                 let rel = si::AllocationAskRelease {
                     application_id: live_apps[rng.usize(..live_apps.len())].clone(),
@@ -354,16 +529,41 @@ fn random_operations_keep_the_books_balanced() {
             _ => {}
         }
         if step % 10 == 9 {
-            check(&h, step);
+            check(&h, step, &confirmed);
         }
     }
-    check(&h, 2000);
+    check(&h, 2000, &confirmed);
     // The run did real work.
     h.seen(|s| {
         assert!(
             s.allocations.len() > 200 && !s.released.is_empty(),
             "{} allocations",
             s.allocations.len()
-        )
+        );
+        // Gang operations happened: replacements, landed real allocations
+        // and placeholder timeouts.
+        let of = |t: si::TerminationType| {
+            s.released
+                .iter()
+                .filter(|r| r.termination_type == t as i32)
+                .count()
+        };
+        let uuids: HashSet<&str> = s.allocations.iter().map(|a| a.uuid.as_str()).collect();
+        let landed = s
+            .released
+            .iter()
+            .filter(|r| {
+                r.termination_type == si::TerminationType::PlaceholderReplaced as i32
+                    && uuids.contains(r.message.trim_start_matches("replacing UUID: "))
+            })
+            .count();
+        assert!(
+            of(si::TerminationType::PlaceholderReplaced) > 10
+                && of(si::TerminationType::Timeout) > 0
+                && landed > 0,
+            "replacements {}, timeouts {}, landed {landed}",
+            of(si::TerminationType::PlaceholderReplaced),
+            of(si::TerminationType::Timeout)
+        );
     });
 }

@@ -132,3 +132,164 @@ fn a_rust_rm_gets_allocations_without_ffi() {
         "the scheduler let go of the callback"
     );
 }
+
+/// A Rust RM whose predicate refuses any node already holding an allocation
+/// its ReSync-fed cache knows of; its ReSync callback may report an error.
+struct CachedRm {
+    cache: Mutex<std::collections::HashMap<String, String>>,
+    placed: Mutex<Vec<(String, String)>>,
+    /// Allocation keys announced before their ReSync.
+    unannounced: Mutex<Vec<String>>,
+    resync_fails: bool,
+    cv: Condvar,
+}
+
+impl CachedRm {
+    fn new(resync_fails: bool) -> Self {
+        CachedRm {
+            cache: Mutex::default(),
+            placed: Mutex::default(),
+            unannounced: Mutex::default(),
+            resync_fails,
+            cv: Condvar::new(),
+        }
+    }
+}
+
+impl ResourceManagerCallback for CachedRm {
+    fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
+        let cache = self.cache.lock().unwrap();
+        for a in &r.new {
+            if !cache.contains_key(&a.allocation_key) {
+                self.unannounced
+                    .lock()
+                    .unwrap()
+                    .push(a.allocation_key.clone());
+            }
+        }
+        let mut placed = self.placed.lock().unwrap();
+        placed.extend(
+            r.new
+                .iter()
+                .map(|a| (a.allocation_key.clone(), a.node_id.clone())),
+        );
+        self.cv.notify_all();
+        Ok(())
+    }
+
+    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        let cache = self.cache.lock().unwrap();
+        if cache.values().any(|n| *n == args.node_id) {
+            return Err(format!("{} already holds an assumed pod", args.node_id));
+        }
+        Ok(())
+    }
+
+    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        let mut cache = self.cache.lock().unwrap();
+        for a in &args.assumed_allocations {
+            cache.insert(a.allocation_key.clone(), a.node_id.clone());
+        }
+        if self.resync_fails {
+            return Err("cache update reported a failure".into());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn two_rust_rms_each_see_only_their_own_assumptions_before_predicates() {
+    let mut options = Options::default();
+    let yaml = "
+partitions:
+  - name: default
+    nodesortpolicy: {type: binpacking}
+    placementrules: [{name: provided, create: true}]
+    queues: [{name: root, submitacl: '*'}]
+";
+    options.policy_configs.insert("bp".into(), yaml.into());
+    let sched = Scheduler::new(options).unwrap();
+    let rms = [
+        ("rm-a", Arc::new(CachedRm::new(false))),
+        ("rm-b", Arc::new(CachedRm::new(true))),
+    ];
+    for (id, rm) in &rms {
+        let req = si::RegisterResourceManagerRequest {
+            rm_id: id.to_string(),
+            version: "1".into(),
+            policy_group: "bp".into(),
+        };
+        sched.register_resource_manager(req, rm.clone()).unwrap();
+        let nodes = ["n1", "n2", "n3"]
+            .iter()
+            .map(|n| si::NodeInfo {
+                node_id: format!("{id}-{n}"),
+                action: si::node_info::ActionFromRm::Create as i32,
+                schedulable_resource: resource(1000, 10),
+                ..Default::default()
+            })
+            .collect();
+        sched
+            .update_node(si::NodeRequest {
+                rm_id: id.to_string(),
+                nodes,
+            })
+            .unwrap();
+        sched
+            .update_application(si::ApplicationRequest {
+                rm_id: id.to_string(),
+                new: vec![si::AddApplicationRequest {
+                    application_id: "app".into(),
+                    queue_name: "root.q".into(),
+                    partition_name: "default".into(),
+                    ugi: Some(si::UserGroupInformation {
+                        user: "ferris".into(),
+                        groups: vec![],
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    for (id, _) in &rms {
+        let asks = (1..=3)
+            .map(|i| si::AllocationAsk {
+                allocation_key: format!("{id}-k{i}"),
+                application_id: "app".into(),
+                resource_ask: resource(100, 1),
+                max_allocations: 1,
+                ..Default::default()
+            })
+            .collect();
+        sched
+            .update_allocation(si::AllocationRequest {
+                rm_id: id.to_string(),
+                asks,
+                ..Default::default()
+            })
+            .unwrap();
+    }
+    for (id, rm) in &rms {
+        let got =
+            rm.cv
+                .wait_timeout_while(rm.placed.lock().unwrap(), Duration::from_secs(20), |p| {
+                    p.len() < 3
+                });
+        let mut placed = got.unwrap().0.clone();
+        placed.sort();
+        let want: Vec<(String, String)> = (1..=3)
+            .map(|i| (format!("{id}-k{i}"), format!("{id}-n{i}")))
+            .collect();
+        // A failing ReSync is logged; the decisions stand and predicates
+        // still saw the earlier ones.
+        assert_eq!(placed, want, "{id}");
+        assert!(rm.unannounced.lock().unwrap().is_empty(), "{id}");
+        let cache = rm.cache.lock().unwrap();
+        assert!(
+            cache.keys().all(|k| k.starts_with(id)),
+            "{id} heard of another RM's allocations: {cache:?}"
+        );
+    }
+    sched.close().unwrap();
+}

@@ -33,6 +33,7 @@ type config struct {
 	appTerminatedTimeoutMs     *uint64
 	disableEvents              bool
 	outstandingCheckIntervalMs uint64
+	placeholderTimeoutMs       *uint64
 	eventTypes                 []string
 	logger                     *slog.Logger
 }
@@ -152,6 +153,20 @@ func WithAppTerminatedTimeout(d time.Duration) Option {
 	return durationOption("WithAppTerminatedTimeout", d, func(c *config, ms uint64) { c.appTerminatedTimeoutMs = &ms })
 }
 
+// WithPlaceholderTimeout sets the gang placeholder timeout of applications
+// whose executionTimeoutMilliSeconds is not positive (library default 15
+// minutes). It must be at least one millisecond.
+func WithPlaceholderTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithPlaceholderTimeout: duration must be positive, got %v", d)
+		}
+		ms := uint64((d + time.Millisecond - 1) / time.Millisecond)
+		c.placeholderTimeoutMs = &ms
+		return nil
+	}
+}
+
 // WithLogLevel sets the library's own level filter: slog.LevelError,
 // LevelWarn, LevelInfo (the library default), LevelDebug or LevelTrace
 // (anything below LevelDebug). Records pass to Go only if they also pass
@@ -205,6 +220,7 @@ const (
 	fieldAppTerminatedTimeoutMs     = 10
 	fieldDisableEvents              = 11
 	fieldOutstandingCheckIntervalMs = 12
+	fieldPlaceholderTimeoutMs       = 14
 	fieldEventTypes                 = 13
 )
 
@@ -264,6 +280,7 @@ func (c *config) encode() []byte {
 	opt(fieldAppTerminatedTimeoutMs, c.appTerminatedTimeoutMs)
 	flag(fieldDisableEvents, c.disableEvents)
 	u64(fieldOutstandingCheckIntervalMs, c.outstandingCheckIntervalMs)
+	opt(fieldPlaceholderTimeoutMs, c.placeholderTimeoutMs)
 	for _, t := range c.eventTypes {
 		str(fieldEventTypes, t)
 	}

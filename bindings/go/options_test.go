@@ -28,6 +28,7 @@ func TestOptionsEncoding(t *testing.T) {
 		WithAppTerminatedTimeout(time.Hour),
 		WithoutEvents(),
 		WithOutstandingCheckInterval(3 * time.Second),
+		WithPlaceholderTimeout(90 * time.Second),
 		WithEventTypes(si.EventRecord_NODE, si.EventRecord_APP),
 	} {
 		if err := o(&c); err != nil {
@@ -72,6 +73,7 @@ func TestOptionsEncoding(t *testing.T) {
 		11: {uint64(1)},
 		12: {uint64(3000)},
 		13: {"NODE", "APP"},
+		14: {uint64(90000)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("encoded options\n got %v\nwant %v", got, want)

@@ -169,7 +169,8 @@ pub struct ResourcesConfig {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChildTemplateConfig {
-    /// Parsed and ignored.
+    /// `maxapplications` of the dynamic leaves created from the template
+    /// (0 = none).
     #[serde(default, rename = "maxapplications")]
     pub max_applications: u64,
     /// Properties for the dynamic children.

@@ -77,6 +77,9 @@ pub struct sicore_callbacks {
     /// `si.v1.PredicatesArgs`: return 0 when the ask may run on the node.
     pub predicates: sicore_status_callback,
     /// `si.v1.ReSyncSchedulerCacheArgs`: assumed and forgotten allocations.
+    /// When `predicates` is set, assumed allocations arrive from the core
+    /// thread before the next `predicates` call and before the
+    /// `update_allocation` that announces them.
     pub resync_scheduler_cache: sicore_status_callback,
     /// `sicore.v1.EventRecords`: one batch of events.
     pub send_event: sicore_notify_callback,
@@ -159,18 +162,25 @@ impl Drop for CallbackTable {
 }
 
 impl ResourceManagerCallback for CallbackTable {
-    fn new_allocations(&self, allocations: &[std::sync::Arc<NewAllocation>]) -> Result<(), String> {
-        if self.0.resync_scheduler_cache.is_some() {
-            let assumed = super::encode::assumed_allocations(allocations);
-            let r = self.status_call_bytes(
-                self.0.resync_scheduler_cache,
-                &assumed,
-                "resync_scheduler_cache",
-            );
-            if let Err(e) = r {
-                log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
-            }
+    fn assume_allocations(
+        &self,
+        allocations: &[std::sync::Arc<NewAllocation>],
+    ) -> Result<(), String> {
+        if self.0.resync_scheduler_cache.is_none() {
+            return Ok(());
         }
+        let assumed = super::encode::assumed_allocations(allocations);
+        self.status_call_bytes(
+            self.0.resync_scheduler_cache,
+            &assumed,
+            "resync_scheduler_cache",
+        )
+    }
+
+    fn announce_allocations(
+        &self,
+        allocations: &[std::sync::Arc<NewAllocation>],
+    ) -> Result<(), String> {
         if self.0.update_allocation.is_none() {
             return Ok(());
         }

@@ -49,6 +49,9 @@ fn deliver(item: Outbound) {
         Outbound::Message(cb, OutMsg::NewAllocations(v)) => {
             ("UpdateAllocation", cb.new_allocations(&v))
         }
+        Outbound::Message(cb, OutMsg::NewAllocationsResynced(v)) => {
+            ("UpdateAllocation", cb.announce_allocations(&v))
+        }
         Outbound::Message(cb, OutMsg::Allocation(r)) => {
             ("UpdateAllocation", cb.update_allocation(&r))
         }

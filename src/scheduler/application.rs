@@ -190,7 +190,8 @@ pub struct Application {
     pub ask_order: BTreeMap<AskOrderKey, Arc<str>>,
     /// Outstanding demand.
     pub pending: Resource,
-    /// Sum of the application's allocations.
+    /// Sum of the application's real (non-placeholder) allocations: the
+    /// usage for completion and fair order (placeholders: `gang`).
     pub allocated: Resource,
     /// UUIDs of its allocations.
     pub allocations: super::FastSet<Arc<str>>,
@@ -205,6 +206,8 @@ pub struct Application {
     pub counted_active: bool,
     /// Whether it has ever held an allocation.
     pub started: bool,
+    /// Gang scheduling state (spec 9).
+    pub gang: super::gang::AppGang,
 }
 
 impl Application {

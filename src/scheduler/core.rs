@@ -745,7 +745,14 @@ impl Core {
             );
             let p = self.partitions.get_mut(&pname);
             if node.action == ActionFromRm::Create as i32 {
+                // An unlimited node must come alone (spec 11.6); the
+                // partition's own rules follow in `add_node`.
+                let unlimited = super::node::is_unlimited(&node.attributes);
                 let result = match p {
+                    _ if unlimited && req.nodes.len() > 1 => Err(
+                        "There are other nodes as well, registering unlimited nodes is forbidden"
+                            .to_string(),
+                    ),
                     None => Err(format!(
                         "Failed to find partition {pname} for new node {}",
                         node.node_id

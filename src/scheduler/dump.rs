@@ -146,6 +146,50 @@ pub struct AppDump {
     pub allocations: Vec<String>,
     /// Whether it has ever held an allocation.
     pub started: bool,
+    /// Gang: the placeholder allocations held (not in `allocated`).
+    pub placeholder: Res,
+    /// Gang: `placeholderAsk` as sent (null when none).
+    pub placeholder_ask: Option<Res>,
+    /// Gang: `Soft` or `Hard`.
+    pub gang_style: String,
+    /// Gang: task groups by name.
+    pub task_groups: Vec<TaskGroupDump>,
+    /// Gang: swaps decided and not yet confirmed by the RM.
+    pub replacements: Vec<ReplacementDump>,
+    /// Gang: placeholders released with `TIMEOUT`, awaiting the RM.
+    pub releasing_placeholders: Vec<String>,
+}
+
+/// One task group of an application.
+#[derive(Serialize)]
+pub struct TaskGroupDump {
+    /// Task group name.
+    pub name: String,
+    /// Placeholder allocations held.
+    pub placeholders: usize,
+    /// Of those, free to be replaced.
+    pub free_placeholders: usize,
+    /// Real allocations that replaced a placeholder.
+    pub real: usize,
+}
+
+/// A swap in flight.
+#[derive(Serialize)]
+pub struct ReplacementDump {
+    /// The placeholder being replaced.
+    pub placeholder: String,
+    /// Its node.
+    pub placeholder_node: String,
+    /// The real allocation (not yet the application's).
+    pub real: String,
+    /// The real ask.
+    pub allocation_key: String,
+    /// The real allocation's node.
+    pub node: String,
+    /// The real allocation's resource.
+    pub resource: Res,
+    /// What it needs beyond the placeholder, already in queue usage.
+    pub queue_excess: Res,
 }
 
 /// One ask.
@@ -206,6 +250,11 @@ pub struct AllocationDump {
     pub application_id: String,
     /// Resource held.
     pub resource: Res,
+    /// A gang placeholder.
+    pub placeholder: bool,
+    /// For the real allocation of a swap in flight (not yet its
+    /// application's): the placeholder it replaces.
+    pub replacing: Option<String>,
 }
 
 fn queue_dump(p: &Partition, id: QueueId) -> QueueDump {
@@ -267,6 +316,52 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                     v
                 },
                 started: a.started,
+                placeholder: res(&a.gang.placeholder_allocated),
+                placeholder_ask: a.placeholder_ask.as_ref().map(res),
+                gang_style: a.gang.style.as_str().to_string(),
+                task_groups: a
+                    .gang
+                    .groups
+                    .iter()
+                    .map(|(name, g)| TaskGroupDump {
+                        name: name.to_string(),
+                        placeholders: g.placeholders,
+                        free_placeholders: g.free.len(),
+                        real: g.real,
+                    })
+                    .collect(),
+                replacements: {
+                    let mut v: Vec<ReplacementDump> = a
+                        .allocations
+                        .iter()
+                        .filter_map(|u| Some((u, p.gang.swaps.get(u)?)))
+                        .map(|(u, s)| ReplacementDump {
+                            placeholder: u.to_string(),
+                            placeholder_node: p
+                                .allocations
+                                .get(u)
+                                .map(|a| a.node.to_string())
+                                .unwrap_or_default(),
+                            real: s.real.uuid.to_string(),
+                            allocation_key: s.real.key.to_string(),
+                            node: s.real.node.to_string(),
+                            resource: res(&s.real.resource),
+                            queue_excess: res(&s.excess),
+                        })
+                        .collect();
+                    v.sort_by(|x, y| x.placeholder.cmp(&y.placeholder));
+                    v
+                },
+                releasing_placeholders: {
+                    let mut v: Vec<String> = a
+                        .allocations
+                        .iter()
+                        .filter(|u| p.gang.releasing.contains(*u))
+                        .map(|u| u.to_string())
+                        .collect();
+                    v.sort();
+                    v
+                },
             }
         })
         .collect();
@@ -290,12 +385,21 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                 let mut v: Vec<AllocationDump> = n
                     .allocations
                     .iter()
-                    .filter_map(|u| p.allocations.get(u))
-                    .map(|a| AllocationDump {
+                    .filter_map(|u| match p.allocations.get(u) {
+                        Some(a) => Some((&a.record, None)),
+                        // The real allocation of a cross-node swap in flight.
+                        None => {
+                            let ph = p.gang.by_real.get(u)?;
+                            Some((&p.gang.swaps.get(ph)?.real, Some(ph.to_string())))
+                        }
+                    })
+                    .map(|(a, replacing)| AllocationDump {
                         uuid: a.uuid.to_string(),
                         allocation_key: a.key.to_string(),
                         application_id: a.app.to_string(),
                         resource: res(&a.resource),
+                        placeholder: a.placeholder,
+                        replacing,
                     })
                     .collect();
                 v.sort_by(|x, y| x.uuid.cmp(&y.uuid));

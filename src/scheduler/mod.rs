@@ -7,6 +7,7 @@
 pub mod application;
 pub mod core;
 pub mod dump;
+pub mod gang;
 pub mod node;
 pub mod outcome;
 pub mod partition;
@@ -16,6 +17,7 @@ pub mod reload;
 pub mod request;
 pub mod reservation;
 pub mod resource;
+pub mod resync;
 
 /// Hash map with a fast, randomly seeded hasher for the hot paths (keys
 /// are ids chosen by the RM, so the seed still matters).

@@ -8,6 +8,8 @@ use super::resource::{intern, ResId, Resource};
 
 /// Attribute naming a node's partition.
 pub const ATTR_PARTITION: &str = "si/node-partition";
+/// Node attribute whose value `unlimited` marks an unlimited node (spec 11.6).
+pub const ATTR_NODE_TYPE: &str = "yunikorn.apache.org/nodeType";
 
 /// A node's place in the partition's node order: lower scores are tried
 /// first, ties go by node id in byte order.
@@ -173,6 +175,9 @@ pub struct Node {
     pub available: Resource,
     /// False while draining.
     pub schedulable: bool,
+    /// An unlimited node (spec 11.6): every ask fits, predicates are not
+    /// asked. It is then the partition's only node.
+    pub unlimited: bool,
     /// UUIDs of the allocations on this node.
     pub allocations: super::FastSet<Arc<str>>,
     /// The node's current key in the partition's order.
@@ -191,8 +196,10 @@ impl Node {
         let available = capacity.sub_clamped(&occupied);
         let id: Arc<str> = Arc::from(id);
         let key = NodeKey::new(policy.score(&capacity, &available), id.clone());
+        let unlimited = is_unlimited(&attributes);
         Node {
             id,
+            unlimited,
             attributes,
             capacity,
             occupied,
@@ -219,13 +226,20 @@ impl Node {
     /// Whether `ask` fits in what is still free (strict: a type the node
     /// does not report is zero, unlike v0.12; see spec 14.4).
     pub fn fits_available(&self, ask: &Resource) -> bool {
-        ask.fits_in(&self.available)
+        self.unlimited || ask.fits_in(&self.available)
     }
 
     /// Whether `ask` could ever fit on this node.
     pub fn fits_capacity(&self, ask: &Resource) -> bool {
-        ask.fits_in(&self.capacity)
+        self.unlimited || ask.fits_in(&self.capacity)
     }
+}
+
+/// Whether a node's attributes mark it unlimited (spec 11.6).
+pub fn is_unlimited(attributes: &BTreeMap<String, String>) -> bool {
+    attributes
+        .get(ATTR_NODE_TYPE)
+        .is_some_and(|t| t == "unlimited")
 }
 
 #[cfg(test)]

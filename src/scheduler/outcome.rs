@@ -66,6 +66,10 @@ pub enum OutMsg {
     /// For `UpdateAllocation`: new allocations, batched (the records the
     /// partition keeps, shared).
     NewAllocations(Vec<Arc<NewAllocation>>),
+    /// For `UpdateAllocation`: new allocations whose `ReSyncSchedulerCache`
+    /// the core thread already delivered (see [`super::resync`]); the
+    /// dispatcher sends the `UpdateAllocation` only.
+    NewAllocationsResynced(Vec<Arc<NewAllocation>>),
     /// For `UpdateApplication`.
     Application(si::ApplicationResponse),
     /// For `UpdateNode`.
@@ -95,6 +99,9 @@ pub enum TimerKind {
     /// `Completed`/`Failed` -> `Expired` for the history entry that
     /// terminated at this time (ns since the epoch).
     Expire(i64),
+    /// The gang placeholder timer (spec 9.4); `epoch` is the application's
+    /// placeholder timer epoch.
+    Placeholder,
 }
 
 /// Outcomes for one RM, in the order they were produced.

@@ -65,6 +65,8 @@ pub struct ChildTemplate {
     pub guaranteed: Option<Resource>,
     /// Max given to dynamic leaves.
     pub max: Option<Resource>,
+    /// `maxapplications` given to dynamic leaves (0 = none).
+    pub max_applications: u64,
 }
 
 /// One queue.
@@ -122,12 +124,27 @@ pub struct Queue {
 }
 
 /// A child's place in its parent's fair order: usage share relative to its
-/// guarantee, ties by path (siblings' paths order as their names).
+/// guarantee; on a tie, the larger pending demand first; then by path
+/// (siblings' paths order as their names).
+///
+/// The reference breaks a share tie only when one queue's pending demand
+/// is larger in every resource type (at least as large, larger in one);
+/// that is a partial order. The sum of the pending quantities is a total
+/// order that agrees with it wherever it decides (a dominating demand has
+/// the larger sum), and it is a property of the queue alone, so the order
+/// stays incremental.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct ChildKey {
     shares: ShareKey,
+    pending: std::cmp::Reverse<i128>,
     path: Arc<str>,
     id: QueueId,
+}
+
+/// The pending demand as one number, for the tie-break of [`ChildKey`]:
+/// every resource type counts with weight one (wide, so no sum overflows).
+fn pending_weight(pending: &Resource) -> i128 {
+    pending.iter().map(|(_, v)| i128::from(v.max(0))).sum()
 }
 
 fn positive(r: Option<&BTreeMap<String, i64>>) -> Result<Option<Resource>, String> {
@@ -150,8 +167,12 @@ fn template_from(cfg: &ChildTemplateConfig) -> Result<Option<ChildTemplate>, Str
             .collect(),
         guaranteed: positive(cfg.resources.guaranteed.as_ref())?,
         max: positive(cfg.resources.max.as_ref())?,
+        max_applications: cfg.max_applications,
     };
-    let empty = t.properties.is_empty() && t.guaranteed.is_none() && t.max.is_none();
+    let empty = t.properties.is_empty()
+        && t.guaranteed.is_none()
+        && t.max.is_none()
+        && t.max_applications == 0;
     Ok((!empty).then_some(t))
 }
 
@@ -364,6 +385,8 @@ impl QueueTree {
                         q.properties = t.properties.clone();
                         q.guaranteed = t.guaranteed.clone();
                         q.max = t.max.clone();
+                        // Applied as YuniKorn v1 does (v0.12 parsed it only).
+                        q.max_applications = t.max_applications;
                     }
                     None => {
                         if let Some(p) = parent.properties.get(PROP_APP_SORT_POLICY) {
@@ -503,19 +526,15 @@ impl QueueTree {
     }
 
     /// Applies `change` to every queue from `id` up to root, keeping each
-    /// one's place in its parent's fair order.
-    ///
-    /// When only demand changed (`usage_changed` false) a queue's key can
-    /// only appear or disappear, so nothing is recomputed unless it does.
-    fn update_chain(&mut self, id: QueueId, usage_changed: bool, change: impl Fn(&mut Queue)) {
+    /// one's place in its parent's fair order (usage and demand both count
+    /// in it).
+    fn update_chain(&mut self, id: QueueId, change: impl Fn(&mut Queue)) {
         let mut cur = Some(id);
         while let Some(c) = cur {
             let q = self.get_mut(c);
             change(q);
             cur = q.parent;
-            if usage_changed || q.order_key.is_some() != q.pending.is_strictly_positive() {
-                self.rekey(c);
-            }
+            self.rekey(c);
         }
     }
 
@@ -528,6 +547,7 @@ impl QueueTree {
         };
         let key = q.pending.is_strictly_positive().then(|| ChildKey {
             shares: ShareKey::of(&q.allocated, q.guaranteed.as_ref()),
+            pending: std::cmp::Reverse(pending_weight(&q.pending)),
             path: q.path.clone(),
             id,
         });
@@ -546,23 +566,23 @@ impl QueueTree {
 
     /// Adds allocated resource from the leaf up.
     pub fn add_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, true, |q| q.allocated.add_assign(res));
+        self.update_chain(id, |q| q.allocated.add_assign(res));
     }
 
     /// Subtracts allocated resource from the leaf up, clamped at zero.
     pub fn sub_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, true, |q| q.allocated.sub_clamped_assign(res));
+        self.update_chain(id, |q| q.allocated.sub_clamped_assign(res));
     }
 
     /// Adds pending demand from the leaf up.
     pub fn add_pending(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, false, |q| q.pending.add_assign(res));
+        self.update_chain(id, |q| q.pending.add_assign(res));
     }
 
     /// Moves `res` from pending to allocated from the leaf up: what one
     /// allocation does, in one walk and one re-keying per level.
     pub fn pending_to_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, true, |q| {
+        self.update_chain(id, |q| {
             q.pending.sub_clamped_assign(res);
             q.allocated.add_assign(res);
         });
@@ -570,11 +590,12 @@ impl QueueTree {
 
     /// Subtracts pending demand from the leaf up, clamped at zero.
     pub fn sub_pending(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, false, |q| q.pending.sub_clamped_assign(res));
+        self.update_chain(id, |q| q.pending.sub_clamped_assign(res));
     }
 
     /// Children with pending demand, in fair order (spec 3.6): lowest
-    /// usage share relative to the guarantee first, ties by name. Kept up to
+    /// usage share relative to the guarantee first, ties by larger pending
+    /// demand, then by name (see [`ChildKey`]). Kept up to
     /// date as usage changes, never sorted on the scheduling path.
     pub fn sorted_children(&self, id: QueueId) -> impl Iterator<Item = QueueId> + '_ {
         self.get(id).child_order.iter().map(|k| k.id)
@@ -720,21 +741,44 @@ mod tests {
                 2 => tree.add_allocated(q, &amount),
                 _ => tree.sub_allocated(q, &amount),
             }
-            let mut want: Vec<(ShareKey, Arc<str>, QueueId)> = kids
+            let mut want: Vec<(ShareKey, std::cmp::Reverse<i128>, Arc<str>, QueueId)> = kids
                 .iter()
                 .map(|k| tree.get(*k))
                 .filter(|c| c.pending.is_strictly_positive())
                 .map(|c| {
                     (
                         ShareKey::of(&c.allocated, c.guaranteed.as_ref()),
+                        std::cmp::Reverse(pending_weight(&c.pending)),
                         c.path.clone(),
                         tree.lookup(&c.path).unwrap(),
                     )
                 })
                 .collect();
             want.sort();
-            let want: Vec<QueueId> = want.into_iter().map(|w| w.2).collect();
+            let want: Vec<QueueId> = want.into_iter().map(|w| w.3).collect();
             assert_eq!(tree.sorted_children(ROOT).collect::<Vec<_>>(), want);
+        }
+    }
+
+    #[test]
+    fn a_dominating_pending_demand_has_the_larger_tie_weight() {
+        // The tie-break agrees with the reference wherever the reference
+        // decides: demand larger in every type (and strictly in one) wins.
+        let mut rng = fastrand::Rng::with_seed(5);
+        for _ in 0..5000 {
+            let b = [rng.i64(0..1000), rng.i64(0..1000), rng.i64(0..1000)];
+            let extra = [rng.i64(0..3), rng.i64(0..3), rng.i64(0..3)];
+            if extra == [0, 0, 0] {
+                continue;
+            }
+            let res = |v: [i64; 3]| {
+                Resource::from_pairs([("memory", v[0]), ("vcore", v[1]), ("gpu", v[2])]).unwrap()
+            };
+            let a = [b[0] + extra[0], b[1] + extra[1], b[2] + extra[2]];
+            assert!(
+                pending_weight(&res(a)) > pending_weight(&res(b)),
+                "{a:?} vs {b:?}"
+            );
         }
     }
 }

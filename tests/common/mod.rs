@@ -21,7 +21,7 @@ use sicore::proto::sicore::v1 as sicore_pb;
 pub const WAIT: Duration = Duration::from_secs(20);
 
 /// Everything the RM has been told, in arrival order per kind.
-#[derive(Default, Debug)]
+#[derive(Default, Debug, Clone)]
 pub struct Seen {
     pub allocations: Vec<si::Allocation>,
     pub released: Vec<si::AllocationRelease>,
@@ -41,6 +41,23 @@ pub struct Seen {
     pub log: Vec<String>,
     /// Statuses returned by calls the RM made from inside callbacks.
     pub reentrant_statuses: Vec<sicore_status>,
+    /// The RM's cache as `ReSyncSchedulerCache` alone feeds it:
+    /// allocation key -> node (assumed, not yet forgotten).
+    pub cache: std::collections::HashMap<String, String>,
+    /// Breaches of `Behaviour::max_per_node` found when a ReSync arrived.
+    pub violations: Vec<String>,
+    /// Predicate calls answered with a refusal.
+    pub refused: usize,
+    /// Reservation checks (`allocate: false`) the predicate approved: each
+    /// is a reservation the scheduler makes.
+    pub reservations_approved: usize,
+}
+
+impl Seen {
+    /// Allocations on `node` in the ReSync-fed cache.
+    pub fn cached_on(&self, node: &str) -> usize {
+        self.cache.values().filter(|n| *n == node).count()
+    }
 }
 
 /// What a callback does besides recording.
@@ -55,6 +72,10 @@ pub struct Behaviour {
     pub reenter: bool,
     /// Sleep this long in `update_allocation`.
     pub slow: Option<Duration>,
+    /// The predicate refuses a node that already holds this many
+    /// allocations in the ReSync-fed cache (`Seen::cache`), like a
+    /// Kubernetes filter reading the pods assumed on a node.
+    pub max_per_node: Option<usize>,
 }
 
 pub struct Recorder {
@@ -187,13 +208,17 @@ unsafe extern "C" fn on_predicates(
 ) -> i32 {
     let r = rec(ud);
     let m: si::PredicatesArgs = msg(p, len);
-    let refuse = r
-        .behaviour
-        .lock()
-        .unwrap()
-        .refuse_nodes
-        .contains(&m.node_id);
-    r.record(|s| s.predicate_calls.push(m));
+    let (listed, max_per_node) = {
+        let b = r.behaviour.lock().unwrap();
+        (b.refuse_nodes.contains(&m.node_id), b.max_per_node)
+    };
+    let full = max_per_node.is_some_and(|k| r.seen.lock().unwrap().cached_on(&m.node_id) >= k);
+    let refuse = listed || full;
+    r.record(|s| {
+        s.refused += refuse as usize;
+        s.reservations_approved += (!refuse && !m.allocate) as usize;
+        s.predicate_calls.push(m);
+    });
     if refuse {
         let reason = b"node refused by the test RM";
         sicore_reply_set(e, reason.as_ptr(), reason.len());
@@ -210,9 +235,21 @@ unsafe extern "C" fn on_resync(
     _e: *mut sicore_reply,
 ) -> i32 {
     let m: si::ReSyncSchedulerCacheArgs = msg(p, len);
+    let max_per_node = rec(ud).behaviour.lock().unwrap().max_per_node;
     rec(ud).record(|s| {
+        for f in &m.forget_allocations {
+            s.cache.remove(&f.allocation_key);
+        }
         for a in &m.assumed_allocations {
             s.log.push(format!("assume:{}", a.allocation_key));
+            s.cache.insert(a.allocation_key.clone(), a.node_id.clone());
+            let held = s.cached_on(&a.node_id);
+            if let Some(k) = max_per_node.filter(|k| held > *k) {
+                s.violations.push(format!(
+                    "{} assumed on {} which now holds {held} > {k}",
+                    a.allocation_key, a.node_id
+                ));
+            }
         }
         s.assumed.extend(m.assumed_allocations);
         s.forgotten.extend(m.forget_allocations);

@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+mod gang;
+
 use clap::Parser;
 use prost::Message;
 use sicore::ffi::*;
@@ -53,6 +55,19 @@ struct Args {
     /// Give up waiting when no allocation arrives for this many seconds.
     #[arg(long, default_value_t = 5)]
     stall_seconds: u64,
+    /// Run the gang workload instead (gang.rs): placeholders first, then
+    /// real asks that replace them; reports replacements per second.
+    #[arg(long)]
+    gang: bool,
+    /// Gang workload: applications, one task group each.
+    #[arg(long, default_value_t = 1000)]
+    gang_apps: usize,
+    /// Gang workload: members per task group.
+    #[arg(long, default_value_t = 10)]
+    gang_members: usize,
+    /// Gang workload: nodes.
+    #[arg(long, default_value_t = 5000)]
+    gang_nodes: usize,
     /// Also write a self-contained HTML report (inline SVG, no network
     /// needed): allocations per second, queue usage against guaranteed and
     /// max, a node utilisation heat map and application states over time.
@@ -634,7 +649,22 @@ fn run(args: Args) -> Result<(), String> {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = run(args) {
+    if args.gang && args.html.is_some() {
+        eprintln!("sicore-sim: --html does not apply to --gang");
+        std::process::exit(2);
+    }
+    let result = if args.gang {
+        gang::run(gang::GangArgs {
+            apps: args.gang_apps,
+            members: args.gang_members,
+            nodes: args.gang_nodes,
+            predicates: args.predicates,
+            stall_seconds: args.stall_seconds,
+        })
+    } else {
+        run(args)
+    };
+    if let Err(e) = result {
         eprintln!("sicore-sim: {e}");
         std::process::exit(1);
     }

@@ -32,6 +32,14 @@ impl Partition {
                 self.queues.get(queue).path
             ));
         }
+        if let Some(ask) = placeholder_ask.as_ref().filter(|r| !r.is_zero()) {
+            if let Err(e) = self.admit_gang(queue, app_id, ask) {
+                if !self.queues.get(queue).managed {
+                    self.cleanup_queue(queue); // created for this application only
+                }
+                return Err(e);
+            }
+        }
         self.apply_quota_tag(queue, &req.tags);
         let seq = self.next_seq();
         let id: Arc<str> = Arc::from(app_id);
@@ -56,6 +64,11 @@ impl Partition {
                 fair_key: ShareKey::default(),
                 counted_active: false,
                 started: false,
+                gang: crate::scheduler::gang::AppGang {
+                    style: crate::scheduler::gang::GangStyle::parse(&req.gang_scheduling_style),
+                    timeout_ms: req.execution_timeout_milli_seconds,
+                    ..Default::default()
+                },
             },
         );
         let leaf = self.queues.get_mut(queue);

@@ -22,7 +22,9 @@ impl Partition {
             ));
         }
         if ask.placeholder && ask.task_group.is_empty() {
-            return Err(format!("ask cannot be nil when added to app {app_id}"));
+            return Err(format!(
+                "invalid ask added to app {app_id}: placeholder ask {key} has no taskGroupName"
+            ));
         }
         let resource = ask.resource.clone()?;
         if ask.max_allocations <= 0 || !resource.is_strictly_positive() {

@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::*;
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::ShareKey;
+use crate::scheduler::resync::ResyncBarrier;
 
 /// Reserved nodes and the asks holding them.
 type HeldNodes = Vec<(Arc<str>, ReservedAsk)>;
@@ -68,20 +69,38 @@ impl Partition {
         budget: usize,
         out: &mut Outcomes,
     ) -> usize {
+        // With a Predicates callback, decisions reach the RM's cache before
+        // each predicate call (see `ResyncBarrier`); without one, nothing
+        // is asked and the dispatcher sends the ReSync as before.
+        let barrier = cb.filter(|c| c.has_predicates()).map(ResyncBarrier::new);
+        // Gang swaps confirmed since the last pass land first (gang.rs).
+        if self.emit_confirmed(barrier.as_ref(), out) {
+            if let Some(b) = &barrier {
+                b.deliver();
+            }
+        }
         let root = self.queues.get(ROOT);
-        if root.max.is_none() || !root.pending.is_strictly_positive() {
+        // No max on root means no nodes, or an unlimited node (spec 11.6;
+        // v0.12 could not allocate there, sicore does).
+        if (root.max.is_none() && !self.has_unlimited_node())
+            || !root.pending.is_strictly_positive()
+        {
             return 0;
         }
-        let cb = cb.filter(|c| c.has_predicates());
+        let cb = barrier.as_ref();
         let now = Instant::now();
         let mut pass = PassState::default();
         let mut made = 0;
         if !self.reservations.is_empty() {
             made += self.reserved_pass(cb, budget, out);
         }
+        // Step b: gang placeholder replacement (spec 8.2, 9.3).
+        made += self.replacement_pass(cb, budget.saturating_sub(made), out);
         while made < budget {
             match self.find_in_queue(ROOT, cb, &mut pass, now) {
-                Some(Decision::Allocate { app, key, node }) => self.commit(&app, &key, &node, out),
+                Some(Decision::Allocate { app, key, node }) => {
+                    self.commit(&app, &key, &node, cb, out)
+                }
                 Some(Decision::Reserve { app, key, node }) => {
                     log::debug!("reserving node {node} for ask {key} of {app}");
                     self.reservations.reserve(node, ReservedAsk { app, key });
@@ -91,6 +110,11 @@ impl Partition {
             made += 1;
         }
         out.events.append(&mut pass.events); // REQUEST events of the pass
+                                             // The rest of the pass's decisions reach the RM's cache now, before
+                                             // the core hands their UpdateAllocation to the dispatcher.
+        if let Some(b) = &barrier {
+            b.deliver();
+        }
         made
     }
 
@@ -157,7 +181,7 @@ impl Partition {
     /// other free node. Stale reservations are cancelled on the way.
     fn reserved_pass(
         &mut self,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&ResyncBarrier>,
         budget: usize,
         out: &mut Outcomes,
     ) -> usize {
@@ -186,7 +210,7 @@ impl Partition {
                 let ask = &self.apps[&r.app].asks[&r.key];
                 let node = &self.nodes[&node_id];
                 if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
-                    self.commit(&r.app, &r.key, &node_id, out);
+                    self.commit(&r.app, &r.key, &node_id, cb, out);
                     made += 1;
                 } else {
                     unsatisfied.push((node_id, r));
@@ -214,7 +238,7 @@ impl Partition {
                     .map(|n| n.id.clone());
                 if let Some(target) = target {
                     self.reservations.cancel_node(&node_id);
-                    self.commit(&r.app, &r.key, &target, out);
+                    self.commit(&r.app, &r.key, &target, cb, out);
                     made += 1;
                 }
             }
@@ -230,7 +254,8 @@ impl Partition {
         let app = self.apps.get(&r.app)?;
         let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
         self.nodes.get(node_id).filter(|n| n.schedulable)?;
-        let held_back = !app.counted_active && self.app_limit_reached(app.queue);
+        let held_back = (!app.counted_active && self.app_limit_reached(app.queue))
+            || Self::served_by_replacement(app, ask);
         Some(
             !held_back
                 && self
@@ -244,7 +269,7 @@ impl Partition {
     fn find_in_queue(
         &self,
         q: QueueId,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&ResyncBarrier>,
         pass: &mut PassState,
         now: Instant,
     ) -> Option<Decision> {
@@ -308,7 +333,7 @@ impl Partition {
         &self,
         app: &Application,
         headroom: Option<&Resource>,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&ResyncBarrier>,
         pass: &mut PassState,
         now: Instant,
     ) -> Option<Decision> {
@@ -318,6 +343,10 @@ impl Partition {
         };
         for (okey, key) in app.ask_order.range((start, Bound::Unbounded)) {
             let ask = &app.asks[key];
+            if Self::served_by_replacement(app, ask) {
+                pass.ask_cursor.insert(app.seq, *okey);
+                continue;
+            }
             // An allocated ask keeps its place (its order key does not
             // change); a failed or reserving one moves the cursor past it.
             let fits_queue = headroom.is_none_or(|h| ask.resource.fits_in_max_undef(h));
@@ -352,19 +381,20 @@ impl Partition {
     /// One allocation attempt of an ask on a node (spec 8.7 step 3): free
     /// resource, then the RM's predicates. A refusal's reason becomes a
     /// `REQUEST` event (the store keeps the latest per ask).
-    fn try_node(
+    pub(super) fn try_node(
         &self,
         app: &str,
         ask: &Ask,
         n: &Node,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&ResyncBarrier>,
         allocate: bool,
         events: &mut Vec<si::EventRecord>,
     ) -> bool {
         if allocate && !n.fits_available(&ask.resource) {
             return false;
         }
-        let Some(cb) = cb else {
+        // Predicates are not asked for an unlimited node (spec 8.7).
+        let Some(cb) = cb.filter(|_| !n.unlimited) else {
             return true;
         };
         let args = si::PredicatesArgs {
@@ -372,6 +402,7 @@ impl Partition {
             node_id: n.id.to_string(),
             allocate,
         };
+        // The barrier first brings the RM's cache up to date.
         match cb.predicates(&args) {
             Ok(()) => true,
             Err(reason) => {
@@ -392,7 +423,7 @@ impl Partition {
         &self,
         app: &Application,
         ask: &Ask,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&ResyncBarrier>,
         pass: &mut PassState,
         now: Instant,
     ) -> NodeChoice {
@@ -465,12 +496,14 @@ impl Partition {
     }
 
     /// Makes the allocation (spec 8.7 step 3 and 8.8), settles the ask's
-    /// reservations and queues the report to the RM.
+    /// reservations and queues the report to the RM (through the barrier
+    /// when the RM has predicates).
     pub(super) fn commit(
         &mut self,
         app_id: &Arc<str>,
         key: &Arc<str>,
         node_id: &Arc<str>,
+        barrier: Option<&ResyncBarrier>,
         out: &mut Outcomes,
     ) {
         let app = self.apps.get_mut(app_id).expect("found by the search");
@@ -487,7 +520,9 @@ impl Partition {
         let tags = ask.tags.clone();
         let task_group = ask.task_group.clone();
         app.pending.sub_clamped_assign(&resource);
-        app.allocated.add_assign(&resource);
+        if !placeholder {
+            app.allocated.add_assign(&resource);
+        }
         let mut buf = uuid::Uuid::encode_buffer();
         let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
         app.allocations.insert(uuid.clone());
@@ -532,9 +567,19 @@ impl Partition {
             task_group,
             placeholder,
         });
-        out.new_allocation(record.clone());
-        self.allocations.insert(uuid, Allocation { record, queue });
-        self.rekey_app(app_id);
+        match barrier {
+            Some(b) => b.record(record.clone(), out),
+            None => out.new_allocation(record.clone()),
+        }
+        let group = record.task_group.clone();
+        let resource = record.resource.clone();
+        self.allocations
+            .insert(uuid.clone(), Allocation { record, queue });
+        if placeholder {
+            self.placeholder_added(app_id, &uuid, &group, &resource, out);
+        } else {
+            self.rekey_app(app_id);
+        }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);
         }

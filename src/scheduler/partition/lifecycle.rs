@@ -1,11 +1,8 @@
 //! The application state machine, its timers, completion and removal
 //! (spec 6.2-6.7).
 //!
-//! Gang scheduling does not exist yet, so the placeholder timeout and the
-//! placeholder-driven `Accepted -> Starting` trigger are not wired. What
-//! does apply to placeholder allocations an RM asked for (placeholder asks
-//! are scheduled like any other) is handled: they do not count as real
-//! usage in the completion checks, the completing timer releases them with
+//! Placeholders (gang scheduling, `gang.rs`) do not count as real usage in
+//! the completion checks, the completing timer releases leftover ones with
 //! `TIMEOUT`, and removing the last one moves a `Completing`, `Failing` or
 //! `Resuming` application on.
 
@@ -80,6 +77,7 @@ impl Partition {
                 .timers
                 .push(timer(self.timeouts.completing, TimerKind::State)),
             AppState::Completed | AppState::Failed => {
+                self.release_on_termination(app_id, to, out);
                 let after = self.timeouts.terminated;
                 let finished = self.terminate(app_id);
                 out.timers.push(timer(after, TimerKind::Expire(finished)));
@@ -124,6 +122,9 @@ impl Partition {
             self.expire(&t.app, finished_ns, out);
             return;
         }
+        if t.kind == TimerKind::Placeholder {
+            return self.placeholder_timeout(t, out);
+        }
         let Some(app) = self.apps.get(&*t.app) else {
             return;
         };
@@ -133,35 +134,53 @@ impl Partition {
         match app.state {
             AppState::Starting => self.fire(&t.app, AppEvent::Run, None, out),
             AppState::Completing => {
-                let placeholders: Vec<Arc<str>> = app
-                    .allocations
-                    .iter()
-                    .filter(|u| self.allocations.get(*u).is_some_and(|a| a.placeholder))
-                    .cloned()
-                    .collect();
-                if placeholders.is_empty() {
+                if app.gang.placeholders == 0 {
                     self.fire(&t.app, AppEvent::Complete, None, out);
                     return;
                 }
                 // The timer is now spent; completion follows when the RM
-                // confirms the last placeholder gone (spec 6.2).
-                let released = placeholders
-                    .iter()
-                    .map(|u| si::AllocationRelease {
-                        partition_name: self.name.clone(),
-                        application_id: t.app.to_string(),
-                        uuid: u.to_string(),
-                        termination_type: si::TerminationType::Timeout as i32,
-                        message: MSG_PLACEHOLDERS_ON_COMPLETE.into(),
-                    })
-                    .collect();
-                out.new_allocation_message(si::AllocationResponse {
-                    released,
-                    ..Default::default()
-                });
+                // confirms the last placeholder gone (spec 6.2). Those
+                // already being replaced or released are not released again.
+                let released = self.release_free_placeholders(&t.app, MSG_PLACEHOLDERS_ON_COMPLETE);
+                if !released.is_empty() {
+                    out.new_allocation_message(si::AllocationResponse {
+                        released,
+                        ..Default::default()
+                    });
+                }
             }
             _ => {}
         }
+    }
+
+    /// An application terminating with allocations left (a hard gang that
+    /// failed while holding real allocations, say) releases them to the RM
+    /// instead of dropping them silently: the RM must stop them.
+    fn release_on_termination(&mut self, app_id: &str, to: AppState, out: &mut Outcomes) {
+        let Some(app) = self.apps.get(app_id) else {
+            return;
+        };
+        if app.allocations.is_empty() {
+            return;
+        }
+        let mut uuids: Vec<Arc<str>> = app.allocations.iter().cloned().collect();
+        uuids.sort();
+        let mut released = Vec::new();
+        for u in uuids {
+            if let Some(a) = self.remove_allocation(&u) {
+                released.push(si::AllocationRelease {
+                    partition_name: self.name.clone(),
+                    application_id: app_id.to_string(),
+                    uuid: a.uuid.to_string(),
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    message: format!("Application {app_id} {}", to.as_str()),
+                });
+            }
+        }
+        out.new_allocation_message(si::AllocationResponse {
+            released,
+            ..Default::default()
+        });
     }
 
     /// `Completed`/`Failed` -> `Expired` for a history entry (spec 6.4).
@@ -241,9 +260,7 @@ impl Partition {
 
     /// Whether the application holds no real (non-placeholder) allocation.
     fn no_real_allocations(&self, app: &Application) -> bool {
-        app.allocations
-            .iter()
-            .all(|u| self.allocations.get(u).is_none_or(|a| a.placeholder))
+        app.allocations.len() <= app.gang.placeholders
     }
 
     /// Completion check after asks were removed (spec 6.3): no demand and
@@ -278,7 +295,7 @@ impl Partition {
         };
         let state = app.state;
         let no_real = self.no_real_allocations(app);
-        let no_placeholders = no_real && app.allocations.is_empty();
+        let no_placeholders = app.gang.placeholders == 0;
         if placeholders && no_placeholders {
             match state {
                 AppState::Completing => {

@@ -5,6 +5,8 @@
 mod apps;
 mod asks;
 mod cycle;
+mod gang; // placeholder replacement, confirmation and timeout (spec 9)
+pub use gang::GangBook;
 mod lifecycle;
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
@@ -49,6 +51,11 @@ pub struct AppTimeouts {
     pub reservation_delay: Option<std::time::Duration>,
     /// `Completed`/`Failed` -> `Expired`.
     pub terminated: std::time::Duration,
+    /// Gang placeholder timeout when the application sets none.
+    pub placeholder: std::time::Duration,
+    /// The event record types wanted (the gang path skips building the
+    /// others: up to three per replacement).
+    pub events: crate::events::EventTypes,
 }
 
 impl AppTimeouts {
@@ -58,6 +65,12 @@ impl AppTimeouts {
             start: o.app_start_timeout,
             completing: o.app_completing_timeout,
             terminated: o.app_terminated_timeout,
+            placeholder: o.placeholder_timeout,
+            events: if o.disable_events {
+                crate::events::EventTypes::of(&[])
+            } else {
+                o.event_types
+            },
             reservation_delay: (!o.disable_reservation).then_some(o.reservation_delay),
         }
     }
@@ -145,6 +158,8 @@ pub struct Partition {
     pub allocation_count: u64,
     /// Nodes held by asks that fit nowhere else (spec 8.9).
     pub reservations: Reservations,
+    /// Gang swaps in flight and placeholders being released (spec 9).
+    pub gang: GangBook,
     seq: u64,
     timeouts: AppTimeouts,
 }
@@ -197,6 +212,7 @@ impl Partition {
             finished: VecDeque::new(),
             allocation_count: 0,
             reservations: Reservations::default(),
+            gang: GangBook::default(),
             seq: 0,
             timeouts,
         })
@@ -208,8 +224,17 @@ impl Partition {
     }
 
     fn update_root_max(&mut self) {
-        let max = (!self.nodes.is_empty()).then(|| self.total.clone());
+        // An unlimited node leaves the partition without a size: root has
+        // no max (the scheduling pass knows, see `has_unlimited_node`).
+        let max =
+            (!self.nodes.is_empty() && !self.has_unlimited_node()).then(|| self.total.clone());
         self.queues.get_mut(ROOT).max = max;
+    }
+
+    /// Whether the partition's node is an unlimited one (spec 11.6; it is
+    /// then the only node).
+    pub fn has_unlimited_node(&self) -> bool {
+        self.nodes.len() == 1 && self.nodes.values().all(|n| n.unlimited)
     }
 }
 

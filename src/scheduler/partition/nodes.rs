@@ -14,6 +14,21 @@ impl Partition {
         if node_id.is_empty() {
             return Err(wrap("node ID must not be empty".into()));
         }
+        // Unlimited nodes (spec 11.6): only with reservations off, and
+        // alone in their partition.
+        let unlimited = crate::scheduler::node::is_unlimited(&info.attributes);
+        if unlimited && self.timeouts.reservation_delay.is_some() {
+            return Err("Reservation is enabled, registering unlimited node is forbidden".into());
+        }
+        if self.has_unlimited_node() {
+            return Err(
+                "The partition has an unlimited node registered, registering other nodes is forbidden"
+                    .into(),
+            );
+        }
+        if unlimited && !self.nodes.is_empty() {
+            return Err("The unlimited node should be registered first, there are other nodes registered in the partition".into());
+        }
         if self.nodes.contains_key(node_id) {
             return Err(wrap(format!(
                 "failed to add node {node_id} to partition {p}, error: partition {p} has an existing node {node_id}, node name must be unique",
@@ -152,7 +167,9 @@ impl Partition {
         );
         let uuid: Arc<str> = Arc::from(a.uuid.as_str());
         app.allocations.insert(uuid.clone());
-        app.allocated.add_assign(&resource);
+        if !a.placeholder {
+            app.allocated.add_assign(&resource);
+        }
         app.started = true;
         apps::sync_active(app, &mut self.queues);
         let queue = app.queue;
@@ -169,14 +186,19 @@ impl Partition {
             node: node_id.clone(),
             queue: self.queues.get(queue).path.clone(),
             partition: self.name_shared.clone(),
-            resource,
+            resource: resource.clone(),
             tags: shared_tags(&a.allocation_tags),
             priority: priority_of(a.priority.as_ref()),
             task_group: shared_str(&a.task_group_name),
             placeholder: a.placeholder,
         });
-        self.allocations.insert(uuid, Allocation { record, queue });
-        if !a.placeholder {
+        let group = record.task_group.clone();
+        self.allocations
+            .insert(uuid.clone(), Allocation { record, queue });
+        if a.placeholder {
+            let app_id = self.apps[app_id].id.clone();
+            self.placeholder_added(&app_id, &uuid, &group, &resource, out);
+        } else {
             self.fire(app_id, AppEvent::Run, None, out);
         }
     }
@@ -249,9 +271,17 @@ impl Partition {
         let mut released = Vec::new();
         // Per application: (real removed, placeholder removed).
         let mut touched: Vec<(Arc<str>, bool, bool)> = Vec::new();
+        let mut confirmed = Vec::new();
         for u in uuids {
-            // Gang swaps in flight (spec 11.5) need gang scheduling, which
-            // does not exist yet: every allocation takes the normal path.
+            // Gang swaps in flight first (spec 11.5, gang.rs).
+            match self.node_removal_swap(&u, out) {
+                gang::NodeSwapAction::None => {}
+                gang::NodeSwapAction::Handled => continue,
+                gang::NodeSwapAction::Confirmed(real) => {
+                    confirmed.push(real);
+                    continue;
+                }
+            }
             if let Some(a) = self.remove_allocation(&u) {
                 match touched.iter_mut().find(|t| t.0 == a.app) {
                     Some(t) => {
@@ -286,6 +316,8 @@ impl Partition {
         for (app, real, placeholder) in touched {
             self.after_allocations_removed(&app, real, placeholder, false, out);
         }
+        // Then the swaps this removal confirmed: ReSync plus `new`.
+        self.node_removal_confirmed(confirmed, out);
         self.node_event(
             node_id,
             "NodeRemoved",

@@ -37,6 +37,9 @@ impl Partition {
             let app = &self.apps[&app_id];
             for key in app.ask_order.values() {
                 let ask = &app.asks[key];
+                if Self::served_by_replacement(app, ask) {
+                    continue; // waits for a placeholder, not for capacity
+                }
                 let fits = headroom
                     .as_ref()
                     .is_none_or(|h| ask.resource.fits_in_max_undef(h));

@@ -15,7 +15,11 @@ impl Partition {
 
     /// Removes an allocation from node, queue, application and partition.
     pub(super) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
-        let a = self.allocations.remove(uuid)?;
+        let a = self.allocations.get(uuid)?.clone();
+        if a.placeholder {
+            self.placeholder_leaving(&a);
+        }
+        self.allocations.remove(uuid);
         if let Some(n) = self.nodes.get_mut(&a.node) {
             n.allocations.remove(uuid);
             n.allocated.sub_clamped_assign(&a.resource);
@@ -25,7 +29,9 @@ impl Partition {
         self.queues.sub_allocated(a.queue, &a.resource);
         if let Some(app) = self.apps.get_mut(&a.app) {
             app.allocations.remove(uuid);
-            app.allocated.sub_clamped_assign(&a.resource);
+            if !a.placeholder {
+                app.allocated.sub_clamped_assign(&a.resource);
+            }
             apps::sync_active(app, &mut self.queues);
             self.rekey_app(&a.app);
         }
@@ -34,14 +40,22 @@ impl Partition {
 
     /// RM-initiated allocation releases (spec 10.2): each removed allocation
     /// is echoed with `STOPPED_BY_RM` and its key forgotten through
-    /// `ReSyncSchedulerCache`. A `PLACEHOLDER_REPLACED` confirmation is
-    /// handled as a normal release: there are no gang swaps to confirm yet
-    /// (the spec's recommendation for an unlinked placeholder, 11.5).
+    /// `ReSyncSchedulerCache`. A `PLACEHOLDER_REPLACED` release of one
+    /// allocation confirms a gang swap instead (spec 9.3, `gang.rs`).
     pub fn release_allocations(&mut self, rel: &si::AllocationRelease, out: &mut Outcomes) {
         let app_id = rel.application_id.as_str();
-        let Some(app) = self.apps.get(app_id) else {
+        if !self.apps.contains_key(app_id) {
             return;
-        };
+        }
+        // A replacement confirmation (spec 9.3), unless it is to be
+        // handled as a normal release (gang.rs).
+        if !rel.uuid.is_empty()
+            && rel.termination_type == si::TerminationType::PlaceholderReplaced as i32
+            && self.confirm_replacement(rel, out)
+        {
+            return;
+        }
+        let app = &self.apps[app_id];
         let uuids: Vec<Arc<str>> = if rel.uuid.is_empty() {
             app.allocations.iter().cloned().collect()
         } else if app.allocations.contains(rel.uuid.as_str()) {

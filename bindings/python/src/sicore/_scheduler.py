@@ -42,8 +42,9 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
     ``scheduling_interval_ms``, ``event_flush_interval_ms``, ``log_level``,
     ``reservation_delay_ms``, ``disable_reservation``, ``app_start_timeout_ms``,
     ``app_completing_timeout_ms``, ``app_terminated_timeout_ms``,
-    ``disable_events``, ``outstanding_check_interval_ms``, ``event_types``).
-    ``None`` leaves a field unset; ``config_dir`` accepts any path-like object.
+    ``disable_events``, ``outstanding_check_interval_ms``, ``event_types``,
+    ``placeholder_timeout_ms``). ``None`` leaves a field unset; ``config_dir``
+    accepts any path-like object.
 
     ``event_types`` lists the event record types sent to ``send_event``, as
     names (``"REQUEST"``, ``"APP"``, ``"NODE"``, ``"QUEUE"``) or

@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SchedulerOptions(_message.Message):
-    __slots__ = ("config_dir", "policy_configs", "scheduling_interval_ms", "event_flush_interval_ms", "log_level", "reservation_delay_ms", "disable_reservation", "app_start_timeout_ms", "app_completing_timeout_ms", "app_terminated_timeout_ms", "disable_events", "outstanding_check_interval_ms", "event_types")
+    __slots__ = ("config_dir", "policy_configs", "scheduling_interval_ms", "event_flush_interval_ms", "log_level", "reservation_delay_ms", "disable_reservation", "app_start_timeout_ms", "app_completing_timeout_ms", "app_terminated_timeout_ms", "disable_events", "outstanding_check_interval_ms", "event_types", "placeholder_timeout_ms")
     class PolicyConfigsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -28,6 +28,7 @@ class SchedulerOptions(_message.Message):
     DISABLE_EVENTS_FIELD_NUMBER: _ClassVar[int]
     OUTSTANDING_CHECK_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     EVENT_TYPES_FIELD_NUMBER: _ClassVar[int]
+    PLACEHOLDER_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     config_dir: str
     policy_configs: _containers.ScalarMap[str, str]
     scheduling_interval_ms: int
@@ -41,7 +42,8 @@ class SchedulerOptions(_message.Message):
     disable_events: bool
     outstanding_check_interval_ms: int
     event_types: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, config_dir: _Optional[str] = ..., policy_configs: _Optional[_Mapping[str, str]] = ..., scheduling_interval_ms: _Optional[int] = ..., event_flush_interval_ms: _Optional[int] = ..., log_level: _Optional[str] = ..., reservation_delay_ms: _Optional[int] = ..., disable_reservation: bool = ..., app_start_timeout_ms: _Optional[int] = ..., app_completing_timeout_ms: _Optional[int] = ..., app_terminated_timeout_ms: _Optional[int] = ..., disable_events: bool = ..., outstanding_check_interval_ms: _Optional[int] = ..., event_types: _Optional[_Iterable[str]] = ...) -> None: ...
+    placeholder_timeout_ms: int
+    def __init__(self, config_dir: _Optional[str] = ..., policy_configs: _Optional[_Mapping[str, str]] = ..., scheduling_interval_ms: _Optional[int] = ..., event_flush_interval_ms: _Optional[int] = ..., log_level: _Optional[str] = ..., reservation_delay_ms: _Optional[int] = ..., disable_reservation: bool = ..., app_start_timeout_ms: _Optional[int] = ..., app_completing_timeout_ms: _Optional[int] = ..., app_terminated_timeout_ms: _Optional[int] = ..., disable_events: bool = ..., outstanding_check_interval_ms: _Optional[int] = ..., event_types: _Optional[_Iterable[str]] = ..., placeholder_timeout_ms: _Optional[int] = ...) -> None: ...
 
 class EventRecords(_message.Message):
     __slots__ = ("events",)

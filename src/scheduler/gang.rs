@@ -1,0 +1,168 @@
+//! Gang scheduling, the application side (spec 9): the style, the
+//! placeholder books and the task groups of one application. The partition
+//! side (replacement, confirmation, timeout) is `partition/gang.rs`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::resource::Resource;
+
+/// Default placeholder timeout when the application sets none (spec 6.4).
+pub const DEFAULT_PLACEHOLDER_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// Info passed with the timeout's state change (spec 9.4).
+pub const INFO_RESERVATION_TIMEOUT: &str = "ResourceReservationTimeout";
+/// Message of placeholder releases on timeout.
+pub const MSG_PLACEHOLDER_TIMEOUT: &str = "releasing allocated placeholders on placeholder timeout";
+/// Message of ask releases on timeout.
+pub const MSG_ASK_TIMEOUT: &str = "releasing placeholders asks on placeholder timeout";
+
+/// What happens to an application whose gang never assembled (spec 9.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GangStyle {
+    /// Back to `Accepted` through `Resuming`; the RM may resubmit plainly.
+    #[default]
+    Soft,
+    /// `Failing`, then `Failed`.
+    Hard,
+}
+
+impl GangStyle {
+    /// Exactly `Hard` is hard; anything else is soft (spec 6.8).
+    pub fn parse(s: &str) -> Self {
+        if s == "Hard" {
+            GangStyle::Hard
+        } else {
+            GangStyle::Soft
+        }
+    }
+
+    /// The style as the RM spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GangStyle::Soft => "Soft",
+            GangStyle::Hard => "Hard",
+        }
+    }
+}
+
+/// One task group of an application.
+#[derive(Debug, Clone, Default)]
+pub struct TaskGroup {
+    /// Placeholders that a real ask may replace: held, not being replaced
+    /// and not being released. Replacement takes the first.
+    pub free: BTreeSet<Arc<str>>,
+    /// Placeholder allocations held (including those being replaced or
+    /// released, until the RM confirms).
+    pub placeholders: usize,
+    /// Real allocations that replaced a placeholder of this group.
+    pub real: usize,
+}
+
+/// The gang state of one application.
+#[derive(Debug, Clone, Default)]
+pub struct AppGang {
+    /// Soft or hard.
+    pub style: GangStyle,
+    /// `executionTimeoutMilliSeconds` as sent (<= 0: the default).
+    pub timeout_ms: i64,
+    /// Sum of the placeholder allocations held (not in `allocated`).
+    pub placeholder_allocated: Resource,
+    /// Placeholder allocations held.
+    pub placeholders: usize,
+    /// Of those, how many are free to be replaced.
+    pub free: usize,
+    /// Task groups by name.
+    pub groups: BTreeMap<Arc<str>, TaskGroup>,
+    /// Identifies the armed placeholder timer; 0 when none is armed.
+    pub timer_epoch: u64,
+}
+
+impl AppGang {
+    /// The application's placeholder timeout; `default` when it sets none.
+    pub fn timeout(&self, default: Duration) -> Duration {
+        if self.timeout_ms > 0 {
+            Duration::from_millis(self.timeout_ms as u64)
+        } else {
+            default
+        }
+    }
+
+    /// Books a placeholder allocation.
+    pub fn add_placeholder(&mut self, group: &Arc<str>, uuid: &Arc<str>, resource: &Resource) {
+        self.placeholder_allocated.add_assign(resource);
+        self.placeholders += 1;
+        let g = self.groups.entry(group.clone()).or_default();
+        g.placeholders += 1;
+        if g.free.insert(uuid.clone()) {
+            self.free += 1;
+        }
+    }
+
+    /// Takes a placeholder out of its group's free set (it is being
+    /// replaced or released). Returns whether it was free.
+    pub fn take_free(&mut self, group: &str, uuid: &str) -> bool {
+        let taken = self
+            .groups
+            .get_mut(group)
+            .is_some_and(|g| g.free.remove(uuid));
+        if taken {
+            self.free -= 1;
+        }
+        taken
+    }
+
+    /// Puts a placeholder back in its group's free set.
+    pub fn give_back(&mut self, group: &Arc<str>, uuid: &Arc<str>) {
+        if let Some(g) = self.groups.get_mut(group) {
+            if g.free.insert(uuid.clone()) {
+                self.free += 1;
+            }
+        }
+    }
+
+    /// Unbooks a placeholder allocation that left the application.
+    pub fn remove_placeholder(&mut self, group: &str, uuid: &str, resource: &Resource) {
+        self.take_free(group, uuid);
+        self.placeholder_allocated.sub_clamped_assign(resource);
+        self.placeholders = self.placeholders.saturating_sub(1);
+        if let Some(g) = self.groups.get_mut(group) {
+            g.placeholders = g.placeholders.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn style_is_exact_and_defaults_to_soft() {
+        assert_eq!(GangStyle::parse("Hard"), GangStyle::Hard);
+        assert_eq!(GangStyle::parse("hard"), GangStyle::Soft);
+        assert_eq!(GangStyle::parse(""), GangStyle::Soft);
+        assert_eq!(GangStyle::parse("Soft"), GangStyle::Soft);
+    }
+
+    #[test]
+    fn placeholder_books_balance() {
+        let mut g = AppGang::default();
+        let r = Resource::from_pairs([("memory", 10)]).unwrap();
+        let (tg, a, b): (Arc<str>, Arc<str>, Arc<str>) = ("tg".into(), "a".into(), "b".into());
+        g.add_placeholder(&tg, &a, &r);
+        g.add_placeholder(&tg, &b, &r);
+        assert_eq!((g.placeholders, g.free), (2, 2));
+        assert!(g.take_free("tg", "a"));
+        assert!(!g.take_free("tg", "a"), "taken once");
+        assert_eq!(g.free, 1);
+        g.give_back(&tg, &a);
+        assert_eq!(g.free, 2);
+        g.remove_placeholder("tg", "a", &r);
+        g.remove_placeholder("tg", "b", &r);
+        assert_eq!((g.placeholders, g.free), (0, 0));
+        assert!(g.placeholder_allocated.is_zero());
+        assert_eq!(g.timeout(Duration::from_secs(1)), Duration::from_secs(1));
+        g.timeout_ms = 5;
+        assert_eq!(g.timeout(Duration::from_secs(1)), Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,217 @@
+//! The ReSync barrier: what keeps an RM's `Predicates` answers current.
+//!
+//! An RM answers `Predicates` from its own cache, and that cache learns of
+//! the scheduler's decisions only through `ReSyncSchedulerCache` (assumed
+//! allocations). One scheduling pass makes many decisions, so when the RM
+//! has a `Predicates` callback the pass goes through a [`ResyncBarrier`]:
+//!
+//! - every allocation the pass decides is recorded as pending;
+//! - before each `Predicates` call, the pending allocations reach the RM
+//!   in one `ReSyncSchedulerCache` call, on the core thread (decisions with
+//!   no predicate call between them stay in one batch);
+//! - when the pass ends, what is still pending is delivered the same way,
+//!   before the core hands the `UpdateAllocation` that announces the
+//!   allocations to the dispatcher; the dispatcher then sends only that
+//!   `UpdateAllocation` ([`OutMsg::NewAllocationsResynced`]).
+//!
+//! Without a `Predicates` callback there is no barrier: the dispatcher
+//! sends the ReSync right before the `UpdateAllocation`, off the core
+//! thread, as before.
+//!
+//! Whatever else places an allocation during a pass (a placeholder
+//! replacement, say) must go through [`ResyncBarrier::record`] too.
+
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use super::outcome::{NewAllocation, OutMsg, Outcomes};
+use crate::api::ResourceManagerCallback;
+use crate::proto::si::v1 as si;
+
+/// Holds the allocations of one pass that the RM has not been told of yet,
+/// and delivers them before the RM is asked anything (see the module doc).
+/// One barrier serves one partition's pass for the partition's own RM, so
+/// an RM only ever hears of its own allocations.
+pub struct ResyncBarrier<'a> {
+    rm: &'a dyn ResourceManagerCallback,
+    /// Decided, not yet announced through `ReSyncSchedulerCache`. The
+    /// search reads the partition through shared references, hence a cell.
+    pending: RefCell<Vec<Arc<NewAllocation>>>,
+}
+
+impl<'a> ResyncBarrier<'a> {
+    /// A barrier for a pass of the RM `rm`, which has a `Predicates` callback.
+    pub fn new(rm: &'a dyn ResourceManagerCallback) -> Self {
+        ResyncBarrier {
+            rm,
+            pending: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Records a decided allocation: pending for the next ReSync, and
+    /// queued for the dispatcher as an `UpdateAllocation` that sends no
+    /// ReSync of its own (this barrier sends it before the pass ends).
+    pub fn record(&self, allocation: Arc<NewAllocation>, out: &mut Outcomes) {
+        self.pending.borrow_mut().push(allocation.clone());
+        match out.messages.last_mut() {
+            Some(OutMsg::NewAllocationsResynced(v)) => v.push(allocation),
+            _ => out
+                .messages
+                .push(OutMsg::NewAllocationsResynced(vec![allocation])),
+        }
+    }
+
+    /// The RM's `Predicates` answer, asked only after everything decided
+    /// so far has reached the RM.
+    pub fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        self.deliver();
+        self.rm.predicates(args)
+    }
+
+    /// Sends the pending allocations in one `ReSyncSchedulerCache` call on
+    /// this (the core) thread. A failing or panicking callback is logged and
+    /// the pass goes on: the decisions stand, and the `UpdateAllocation`
+    /// still announces them.
+    pub fn deliver(&self) {
+        let batch = std::mem::take(&mut *self.pending.borrow_mut());
+        if batch.is_empty() {
+            return;
+        }
+        match catch_unwind(AssertUnwindSafe(|| self.rm.assume_allocations(&batch))) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}"),
+            Err(_) => log::error!("RM callback ReSyncSchedulerCache panicked"),
+        }
+    }
+}
+
+impl Drop for ResyncBarrier<'_> {
+    /// A pass that ends early (a panic caught by the core) still delivers
+    /// what it decided before its `UpdateAllocation` can go out.
+    fn drop(&mut self) {
+        self.deliver();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Records the order of what the barrier asks of the RM.
+    #[derive(Default)]
+    struct Log {
+        calls: Mutex<Vec<String>>,
+        panic_on_resync: bool,
+    }
+
+    impl ResourceManagerCallback for Log {
+        fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("predicates {}", args.allocation_key));
+            Ok(())
+        }
+
+        fn resync_scheduler_cache(
+            &self,
+            args: &si::ReSyncSchedulerCacheArgs,
+        ) -> Result<(), String> {
+            if self.panic_on_resync {
+                panic!("the RM's cache broke");
+            }
+            let keys: Vec<&str> = args
+                .assumed_allocations
+                .iter()
+                .map(|a| a.allocation_key.as_str())
+                .collect();
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("resync {}", keys.join(",")));
+            Ok(())
+        }
+    }
+
+    fn alloc(key: &str) -> Arc<NewAllocation> {
+        Arc::new(NewAllocation {
+            key: key.into(),
+            uuid: format!("uuid-{key}").into(),
+            node: "n1".into(),
+            app: "app".into(),
+            queue: "root.a".into(),
+            partition: "default".into(),
+            resource: Default::default(),
+            priority: 0,
+            tags: Default::default(),
+            task_group: "".into(),
+            placeholder: false,
+        })
+    }
+
+    fn ask(key: &str) -> si::PredicatesArgs {
+        si::PredicatesArgs {
+            allocation_key: key.into(),
+            node_id: "n1".into(),
+            allocate: true,
+        }
+    }
+
+    #[test]
+    fn pending_allocations_reach_the_rm_in_one_batch_before_a_predicate_call() {
+        let rm = Log::default();
+        let mut out = Outcomes::default();
+        {
+            let b = ResyncBarrier::new(&rm);
+            b.predicates(&ask("k1")).unwrap();
+            b.record(alloc("k1"), &mut out);
+            b.record(alloc("k2"), &mut out);
+            b.predicates(&ask("k3")).unwrap();
+            b.predicates(&ask("k3")).unwrap();
+            b.record(alloc("k3"), &mut out);
+            b.deliver();
+            b.deliver();
+        }
+        assert_eq!(
+            *rm.calls.lock().unwrap(),
+            [
+                "predicates k1",
+                "resync k1,k2",
+                "predicates k3",
+                "predicates k3",
+                "resync k3"
+            ]
+        );
+        // One UpdateAllocation for the dispatcher, marked as resynced.
+        match out.messages.as_slice() {
+            [OutMsg::NewAllocationsResynced(v)] => assert_eq!(v.len(), 3),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_barrier_dropped_early_still_delivers() {
+        let rm = Log::default();
+        let mut out = Outcomes::default();
+        let b = ResyncBarrier::new(&rm);
+        b.record(alloc("k1"), &mut out);
+        drop(b);
+        assert_eq!(*rm.calls.lock().unwrap(), ["resync k1"]);
+    }
+
+    #[test]
+    fn a_panicking_resync_callback_does_not_stop_the_pass() {
+        let rm = Log {
+            panic_on_resync: true,
+            ..Default::default()
+        };
+        let mut out = Outcomes::default();
+        let b = ResyncBarrier::new(&rm);
+        b.record(alloc("k1"), &mut out);
+        assert_eq!(b.predicates(&ask("k2")), Ok(()));
+        assert_eq!(*rm.calls.lock().unwrap(), ["predicates k2"]);
+    }
+}
