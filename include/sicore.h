@@ -136,7 +136,10 @@ void sicore_reply_set(struct sicore_reply *reply, const uint8_t *data, size_t le
 
 // Sends the library's log records at `max_level` (1..5 = error..trace) or
 // more severe to `log`, from whichever thread logs, so `log` must be
-// thread-safe. NULL `log` switches forwarding off. The process-wide
+// thread-safe, and may itself call `sicore_set_logger`. NULL `log`
+// switches forwarding off; a record already being delivered on another
+// thread may still reach the previous function, so keep its `user_data`
+// valid until such calls are over. The process-wide
 // logger is claimed on first use; if the host process already installed a
 // Rust `log` logger, records go there instead and this has no effect.
 void sicore_set_logger(sicore_log_fn log, void *user_data, int32_t max_level);
@@ -155,12 +158,25 @@ enum sicore_status sicore_new(const uint8_t *options,
                               struct sicore_scheduler **out,
                               struct sicore_buffer *error_out);
 
-// Stops the scheduler and frees it: pending work is abandoned, internal
-// threads are joined, each registered callback table's `release` is
-// called once, and no callback runs after this returns. NULL is a no-op.
-// Called from inside one of the scheduler's own callbacks it frees nothing
-// and logs an error.
+// Stops the scheduler (as `sicore_shutdown`, if not done yet) and frees
+// it. No other thread may be inside, or enter, a call on `s` while it
+// frees the memory: to end a scheduler other threads still use, call
+// `sicore_shutdown` first. NULL is a no-op.
+// Called from inside a callback (of any scheduler) it frees nothing and
+// logs an error.
 void sicore_free(struct sicore_scheduler *s);
+
+// Stops the scheduler without freeing it: pending work is abandoned,
+// internal threads are joined, each registered callback table's `release`
+// is called once, and no callback runs after this returns. Every call on
+// `s` made after it, or racing with it from other threads, returns
+// `SICORE_STOPPED` (or finishes normally if it got in first), and the
+// handle stays valid. Once the threads that may call on `s` have seen
+// their calls return, `sicore_free(s)` releases the memory; this is how to
+// end a scheduler that other threads may still be using. Calling it again
+// is a no-op. From inside any scheduler's callback this returns
+// `SICORE_WOULD_DEADLOCK` and stops nothing.
+enum sicore_status sicore_shutdown(struct sicore_scheduler *s, struct sicore_buffer *error_out);
 
 // Registers (or re-registers, resetting its state) a resource manager.
 //

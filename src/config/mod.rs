@@ -383,6 +383,13 @@ fn validate_partition(
     } else {
         raw.name
     };
+    // An RM names an already normalised partition as `[rmID]name`, so a
+    // configured name starting with `[` could never be reached.
+    if name.starts_with('[') {
+        return Err(ConfigError::new(format!(
+            "partition name {name} must not start with '[' (reserved for the [rmID] prefix)"
+        )));
+    }
     if !seen.insert(name.to_lowercase()) {
         return Err(ConfigError::new(format!(
             "duplicate partition name found with name {name}"
@@ -555,7 +562,13 @@ fn check_queue_resources(
     let mut sum = Res::new();
     for child in &queue.queues {
         for (k, v) in check_queue_resources(child, Some(&effective_max))? {
-            *sum.entry(k).or_insert(0) += v;
+            let total = sum.entry(k.clone()).or_insert(0);
+            *total = total.checked_add(v).ok_or_else(|| {
+                ConfigError::new(format!(
+                    "sum of guaranteed resources of the children of queue {} overflows a 64-bit quantity for resource {}",
+                    queue.name, k
+                ))
+            })?;
         }
     }
     if !is_zero(&guaranteed) && !fits_missing_zero(&sum, &guaranteed) {

@@ -83,8 +83,9 @@ impl log::Log for Forwarder {
         if !self.enabled(record.metadata()) {
             return;
         }
-        let guard = HOST.read();
-        let Some(h) = guard.as_ref() else {
+        // Copied out so that no lock is held while the host's function
+        // runs: it may log, or call sicore_set_logger, itself.
+        let Some((func, user_data)) = HOST.read().as_ref().map(|h| (h.func, h.user_data)) else {
             return;
         };
         let message = record.args().to_string();
@@ -93,8 +94,8 @@ impl log::Log for Forwarder {
         // sicore_set_logger, with its own user_data; the strings are
         // borrowed for the duration of the call.
         unsafe {
-            (h.func)(
-                h.user_data as *mut c_void,
+            func(
+                user_data as *mut c_void,
                 record.level() as i32,
                 target.as_ptr(),
                 target.len(),
@@ -114,7 +115,10 @@ fn installed() -> bool {
 
 /// Sends the library's log records at `max_level` (1..5 = error..trace) or
 /// more severe to `log`, from whichever thread logs, so `log` must be
-/// thread-safe. NULL `log` switches forwarding off. The process-wide
+/// thread-safe, and may itself call `sicore_set_logger`. NULL `log`
+/// switches forwarding off; a record already being delivered on another
+/// thread may still reach the previous function, so keep its `user_data`
+/// valid until such calls are over. The process-wide
 /// logger is claimed on first use; if the host process already installed a
 /// Rust `log` logger, records go there instead and this has no effect.
 #[no_mangle]

@@ -66,11 +66,12 @@ pub extern "C" fn sicore_new(
     })
 }
 
-/// Stops the scheduler and frees it: pending work is abandoned, internal
-/// threads are joined, each registered callback table's `release` is
-/// called once, and no callback runs after this returns. NULL is a no-op.
-/// Called from inside one of the scheduler's own callbacks it frees nothing
-/// and logs an error.
+/// Stops the scheduler (as `sicore_shutdown`, if not done yet) and frees
+/// it. No other thread may be inside, or enter, a call on `s` while it
+/// frees the memory: to end a scheduler other threads still use, call
+/// `sicore_shutdown` first. NULL is a no-op.
+/// Called from inside a callback (of any scheduler) it frees nothing and
+/// logs an error.
 #[no_mangle]
 pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
     if s.is_null() {
@@ -94,6 +95,24 @@ pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
             drop(unsafe { Box::from_raw(s) })
         }));
     }
+}
+
+/// Stops the scheduler without freeing it: pending work is abandoned,
+/// internal threads are joined, each registered callback table's `release`
+/// is called once, and no callback runs after this returns. Every call on
+/// `s` made after it, or racing with it from other threads, returns
+/// `SICORE_STOPPED` (or finishes normally if it got in first), and the
+/// handle stays valid. Once the threads that may call on `s` have seen
+/// their calls return, `sicore_free(s)` releases the memory; this is how to
+/// end a scheduler that other threads may still be using. Calling it again
+/// is a no-op. From inside any scheduler's callback this returns
+/// `SICORE_WOULD_DEADLOCK` and stops nothing.
+#[no_mangle]
+pub extern "C" fn sicore_shutdown(
+    s: *mut sicore_scheduler,
+    error_out: *mut sicore_buffer,
+) -> sicore_status {
+    boundary(error_out, || scheduler(s)?.close())
 }
 
 /// Registers (or re-registers, resetting its state) a resource manager.

@@ -1,16 +1,31 @@
 //! The outbound dispatcher: one library-owned thread that delivers
 //! allocation, application and node responses to the RM's callbacks in the
 //! order the core produced them.
+//!
+//! Container-state reports (spec 8.12) take a separate lane: the core
+//! repeats one per waiting ask every check interval, so with a slow
+//! callback they would pile up without bound and hold back allocations
+//! queued behind them. The dispatcher therefore drains its inbox into two
+//! lanes before every delivery: everything else, in order, always first;
+//! and the reports, coalesced to the newest one per ask and bounded by
+//! [`MAX_PENDING_REPORTS`].
 
+use std::collections::{HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use crossbeam_channel::Receiver;
+use crossbeam_channel::{Receiver, TryRecvError};
 
 use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
 use crate::scheduler::outcome::OutMsg;
+
+/// Most container-state reports (distinct asks) waiting for a slow RM. At
+/// the bound, reports for further asks are dropped until the RM catches
+/// up; the outstanding check repeats every report each interval, so a
+/// still-waiting ask is reported again then.
+pub const MAX_PENDING_REPORTS: usize = 100_000;
 
 /// Something to hand to an RM callback.
 pub enum Outbound {
@@ -30,16 +45,101 @@ pub enum Outbound {
     ),
 }
 
+/// Which RM (by its callback object), application and ask a report is for.
+type ReportKey = (usize, String, String);
+
+type Report = (
+    Arc<dyn ResourceManagerCallback>,
+    si::UpdateContainerSchedulingStateRequest,
+);
+
+/// Pending container-state reports: at most one per ask (the newest),
+/// delivered oldest ask first, at most [`MAX_PENDING_REPORTS`].
+#[derive(Default)]
+struct Reports {
+    latest: HashMap<ReportKey, Report>,
+    order: VecDeque<ReportKey>,
+    dropped: u64,
+}
+
+impl Reports {
+    fn push(
+        &mut self,
+        cb: Arc<dyn ResourceManagerCallback>,
+        req: si::UpdateContainerSchedulingStateRequest,
+    ) {
+        let key = (
+            Arc::as_ptr(&cb) as *const () as usize,
+            req.applicartion_id.clone(),
+            req.allocation_key.clone(),
+        );
+        if let Some(slot) = self.latest.get_mut(&key) {
+            *slot = (cb, req);
+        } else if self.latest.len() >= MAX_PENDING_REPORTS {
+            self.dropped += 1;
+            if self.dropped.is_power_of_two() {
+                log::warn!(
+                    "RM is slow to take container-state reports: {} dropped at the bound of {MAX_PENDING_REPORTS} pending",
+                    self.dropped
+                );
+            }
+        } else {
+            self.order.push_back(key.clone());
+            self.latest.insert(key, (cb, req));
+        }
+    }
+
+    fn pop(&mut self) -> Option<Report> {
+        let key = self.order.pop_front()?;
+        self.latest.remove(&key)
+    }
+}
+
 /// Delivers until the channel closes; once `stopping` is set, what is left
 /// is dropped unsent (shutdown abandons pending work).
 pub fn run(inbox: Receiver<Outbound>, stopping: Arc<AtomicBool>) {
-    for item in inbox {
-        if stopping.load(Ordering::Acquire) {
-            continue;
+    let mut main: VecDeque<Outbound> = VecDeque::new();
+    let mut reports = Reports::default();
+    let mut closed = false;
+    let take = |item: Outbound, main: &mut VecDeque<Outbound>, reports: &mut Reports| match item {
+        Outbound::ContainerState(cb, req) => reports.push(cb, req),
+        other => main.push_back(other),
+    };
+    loop {
+        loop {
+            match inbox.try_recv() {
+                Ok(item) => take(item, &mut main, &mut reports),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    closed = true;
+                    break;
+                }
+            }
         }
-        let result = catch_unwind(AssertUnwindSafe(|| deliver(item)));
-        if result.is_err() {
-            log::error!("an RM callback panicked; the message was dropped");
+        if stopping.load(Ordering::Acquire) {
+            main.clear();
+            reports = Reports::default();
+            if closed {
+                return;
+            }
+        }
+        let next = main.pop_front().or_else(|| {
+            reports
+                .pop()
+                .map(|(cb, req)| Outbound::ContainerState(cb, req))
+        });
+        match next {
+            Some(item) => {
+                let result = catch_unwind(AssertUnwindSafe(|| deliver(item)));
+                if result.is_err() {
+                    log::error!("an RM callback panicked; the message was dropped");
+                }
+            }
+            None if closed => return,
+            None => match inbox.recv() {
+                Ok(item) => take(item, &mut main, &mut reports),
+                Err(_) => closed = true,
+            },
         }
     }
 }

@@ -11,20 +11,21 @@ pub mod watcher;
 pub mod wire;
 
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Sender};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
-use crate::scheduler::core::{Command, Core, ReloadOutcome};
+use crate::scheduler::core::{Command, Core, Registry, ReloadOutcome};
 use crate::scheduler::request::AllocationUpdate;
+use crate::scheduler::resource;
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -35,13 +36,26 @@ thread_local! {
     static OWNER: Cell<u64> = const { Cell::new(0) };
 }
 
+/// The id of the scheduler whose library thread this is (0: none), so the
+/// core can charge what it converts to the right scheduler.
+pub fn current_scheduler() -> u64 {
+    OWNER.with(|o| o.get())
+}
+
 /// A running scheduler instance: a core thread and a dispatcher thread.
 ///
 /// Dropping it stops both threads (see [`Scheduler::close`]).
 pub struct Scheduler {
     id: u64,
     tx: Sender<Command>,
-    registered: RwLock<HashSet<String>>,
+    /// RMs the core holds; written only by the core thread, when it
+    /// applies a registration, so it is never out of order with the core.
+    registered: Registry,
+    /// Registrations sent to the core and not yet answered, per rmID, and
+    /// the lock under which updates are checked and queued (see
+    /// [`Scheduler::send_update`]).
+    in_flight: Mutex<HashMap<String, usize>>,
+    registration_done: Condvar,
     stopped: AtomicBool,
     dispatcher_stopping: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -58,7 +72,8 @@ impl Scheduler {
         let spawn_err =
             |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
         let watchers = watcher::Watchers::new(id, tx.clone(), options.config_dir.clone());
-        let core = Core::new(options, out_tx);
+        let registered = Registry::default();
+        let core = Core::new(options, out_tx).with_registry(registered.clone());
         let core_thread = std::thread::Builder::new()
             .name(format!("sicore-core-{id}"))
             .spawn(move || {
@@ -77,7 +92,9 @@ impl Scheduler {
         Ok(Scheduler {
             id,
             tx,
-            registered: RwLock::new(HashSet::new()),
+            registered,
+            in_flight: Mutex::new(HashMap::new()),
+            registration_done: Condvar::new(),
             stopped: AtomicBool::new(false),
             dispatcher_stopping,
             threads: Mutex::new(vec![core_thread, dispatcher]),
@@ -92,10 +109,12 @@ impl Scheduler {
     }
 
     fn refuse_sync(&self, what: &str) -> Result<(), Error> {
-        if self.on_own_thread() {
+        // Any library thread, not only this scheduler's: two schedulers
+        // whose callbacks wait on each other would hang both.
+        if current_scheduler() != 0 {
             return Err(Error::new(
                 Status::WouldDeadlock,
-                format!("{what} is synchronous and cannot be called from inside a callback of the same scheduler"),
+                format!("{what} is synchronous and cannot be called from inside a callback (of this or any other scheduler)"),
             ));
         }
         if self.stopped.load(Ordering::Acquire) {
@@ -108,11 +127,21 @@ impl Scheduler {
     /// straight into core terms (see [`wire`]), the same checks, the same
     /// effect, without building the generated message first.
     pub fn update_allocation_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
-        let update = wire::decode_allocation_update(bytes)
-            .map_err(|e| Error::decode("request (si.v1.AllocationRequest)", e))?;
-        self.check_registered(&update.rm_id, "AllocationRequest")?;
+        const WHAT: &str = "request (si.v1.AllocationRequest)";
+        // The RM is checked before anything is decoded: a refused request
+        // must not leave resource names behind in the process-wide table.
+        let Some(rm_id) = wire::peek_rm_id(bytes) else {
+            let e = <si::AllocationRequest as prost::Message>::decode(bytes)
+                .err()
+                .map_or_else(|| "malformed message".to_string(), |e| e.to_string());
+            return Err(Error::decode(WHAT, e));
+        };
+        self.check_registered(rm_id, "AllocationRequest")?;
+        let update = resource::charged_to(self.id, rm_id, || wire::decode_allocation_update(bytes))
+            .map_err(|e| Error::decode(WHAT, e))?;
         validate::allocation_update(&update)?;
-        self.send(Command::Allocation(update))
+        let rm_id = update.rm_id.clone();
+        self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
     }
 
     fn send(&self, cmd: Command) -> Result<(), Error> {
@@ -128,7 +157,29 @@ impl Scheduler {
         answer.recv().map_err(|_| Error::stopped())
     }
 
+    /// Queues an update of RM `rm_id` in the order the core sees
+    /// registrations: a registration of the same rmID still in flight is
+    /// waited for, then the RM is checked against what the core holds and
+    /// the update queued, both under the lock that registrations are queued
+    /// under. So an update that returns OK is never dropped by the core for
+    /// an RM it no longer holds, and one that is refused names an RM the
+    /// core does not hold. From a library thread (inside a callback) there
+    /// is no waiting: the core may be the one that has to answer.
+    fn send_update(&self, rm_id: &str, what: &str, cmd: Command) -> Result<(), Error> {
+        let mut in_flight = self.in_flight.lock();
+        if !self.on_own_thread() {
+            while in_flight.get(rm_id).is_some_and(|n| *n > 0) {
+                self.registration_done.wait(&mut in_flight);
+            }
+        }
+        self.check_registered(rm_id, what)?;
+        self.send(cmd)
+    }
+
     fn check_registered(&self, rm_id: &str, what: &str) -> Result<(), Error> {
+        if self.stopped.load(Ordering::Acquire) {
+            return Err(Error::stopped());
+        }
         if self.registered.read().contains(rm_id) {
             Ok(())
         } else {
@@ -141,7 +192,7 @@ impl Scheduler {
     /// The whole scheduler state as JSON (see the README for the fields).
     pub fn state_dump(&self) -> Result<String, Error> {
         self.refuse_sync("state dump")?;
-        self.call(Command::Dump)
+        self.call(Command::Dump)?
     }
 
     /// Replaces the in-memory configuration text of `policy_group` (the
@@ -172,10 +223,10 @@ impl Scheduler {
     /// joined, and every callback object is dropped, so no callback runs
     /// after this returns. Calling it again does nothing.
     pub fn close(&self) -> Result<(), Error> {
-        if self.on_own_thread() {
+        if current_scheduler() != 0 {
             return Err(Error::new(
                 Status::WouldDeadlock,
-                "the scheduler cannot be freed from inside one of its own callbacks",
+                "a scheduler cannot be stopped or freed from inside a callback (of this or any other scheduler)",
             ));
         }
         if self.stopped.swap(true, Ordering::AcqRel) {
@@ -193,6 +244,7 @@ impl Scheduler {
         // core stopped; all of them end now.
         self.watchers.stop_all();
         self.registered.write().clear();
+        self.registration_done.notify_all();
         Ok(())
     }
 }
@@ -214,45 +266,58 @@ impl SchedulerApi for Scheduler {
         self.refuse_sync("RegisterResourceManager")?;
         validate::register(&request)?;
         let rm_id = request.rm_id.clone();
-        // No lock is held across the call: the core may run callbacks that
-        // call back into this scheduler while it works. Updates made during
-        // a re-registration are queued behind it and see the new state.
-        let result = self.call(|reply| Command::Register {
-            rm_id: request.rm_id,
-            policy_group: request.policy_group,
-            callback,
-            reply,
-        });
-        let mut registered = self.registered.write();
-        match result {
-            Ok(Ok(())) => {
-                registered.insert(rm_id);
-                Ok(si::RegisterResourceManagerResponse {})
-            }
-            // A failed registration leaves the RM unregistered (spec 1.2).
-            Ok(Err(e)) | Err(e) => {
-                registered.remove(&rm_id);
-                Err(e)
+        // Queued under the update lock, and counted as in flight until the
+        // core answers; no lock is held while waiting, since the core may
+        // run callbacks that call back into this scheduler meanwhile. The
+        // core itself records whether the RM is registered (spec 1.2: a
+        // failed registration leaves it unregistered).
+        let (reply, answer) = bounded(1);
+        {
+            let mut in_flight = self.in_flight.lock();
+            self.send(Command::Register {
+                rm_id: request.rm_id,
+                policy_group: request.policy_group,
+                callback,
+                reply,
+            })?;
+            *in_flight.entry(rm_id.clone()).or_default() += 1;
+        }
+        let result = answer.recv().map_err(|_| Error::stopped());
+        {
+            let mut in_flight = self.in_flight.lock();
+            if let Some(n) = in_flight.get_mut(&rm_id) {
+                *n -= 1;
+                if *n == 0 {
+                    in_flight.remove(&rm_id);
+                }
             }
         }
+        self.registration_done.notify_all();
+        result??;
+        Ok(si::RegisterResourceManagerResponse {})
     }
 
     fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {
         self.check_registered(&request.rm_id, "AllocationRequest")?;
         validate::allocation(&request)?;
-        self.send(Command::Allocation(AllocationUpdate::from_proto(request)))
+        let rm_id = request.rm_id.clone();
+        let update =
+            resource::charged_to(self.id, &rm_id, || AllocationUpdate::from_proto(request));
+        self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
     }
 
     fn update_application(&self, request: si::ApplicationRequest) -> Result<(), Error> {
         self.check_registered(&request.rm_id, "ApplicationRequest")?;
         validate::application(&request)?;
-        self.send(Command::Application(request))
+        let rm_id = request.rm_id.clone();
+        self.send_update(&rm_id, "ApplicationRequest", Command::Application(request))
     }
 
     fn update_node(&self, request: si::NodeRequest) -> Result<(), Error> {
         self.check_registered(&request.rm_id, "NodeRequest")?;
         validate::node(&request)?;
-        self.send(Command::Node(request))
+        let rm_id = request.rm_id.clone();
+        self.send_update(&rm_id, "NodeRequest", Command::Node(request))
     }
 
     fn update_configuration(&self, cluster_id: &str) -> Result<(), Error> {

@@ -6,17 +6,18 @@
 //! application id, partition name, resource map and its names) that are
 //! thrown away at once by the conversion. Reading the asks straight from
 //! the wire keeps one allocation per ask (its key): resource names are
-//! interned from the buffer and equal ids are shared. Everything else in
-//! the request (releases, priorities, tags) goes through prost, and the
-//! rules are prost's: fields in any order, the last scalar wins, repeated
-//! message fields merge, unknown fields are skipped, strings must be UTF-8.
-//! The tests compare the two paths on random and corrupted messages.
+//! interned from the buffer and equal ids are shared. The releases go
+//! through prost, and the rules are prost's: fields in any order, the last
+//! scalar wins, repeated message fields merge, unknown fields are skipped,
+//! strings must be UTF-8, and groups in unknown fields nest no deeper than
+//! prost's recursion limit allows at that depth of the message. The tests
+//! compare the two paths on random and corrupted messages.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use prost::encoding::WireType;
-use prost::encoding::{btree_map, decode_key, decode_varint, skip_field, string, DecodeContext};
+use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext};
 use prost::Message;
 use smallvec::SmallVec;
 
@@ -58,8 +59,83 @@ fn read_str<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
         .map_err(|_| format!("invalid string value: data is not UTF-8 encoded ({field})"))
 }
 
-fn skip(wire_type: WireType, tag: u32, buf: &mut &[u8]) -> Result<()> {
-    skip_field(wire_type, tag, buf, DecodeContext::default()).map_err(decode_error)
+/// prost's recursion budget (`prost::RECURSION_LIMIT`, 100) left for the
+/// fields of a message at each depth of an `AllocationRequest`: every
+/// nested message, map entry and group takes one.
+mod depth {
+    pub const REQUEST: u32 = 100;
+    pub const ASK: u32 = REQUEST - 1;
+    pub const RESOURCE: u32 = ASK - 1;
+    pub const PRIORITY: u32 = ASK - 1;
+    pub const TAG_ENTRY: u32 = ASK - 1;
+    pub const RESOURCE_ENTRY: u32 = RESOURCE - 1;
+    pub const QUANTITY: u32 = RESOURCE_ENTRY - 1;
+}
+
+/// Skips an unknown field of a message whose fields have `budget` left, as
+/// prost's `skip_field` does: each group level takes one, and a group at
+/// budget 0 is refused.
+fn skip(wire_type: WireType, tag: u32, buf: &mut &[u8], budget: u32) -> Result<()> {
+    if budget == 0 {
+        return Err("recursion limit reached".into());
+    }
+    if wire_type != WireType::StartGroup {
+        return skip_field(wire_type, tag, buf, DecodeContext::default()).map_err(decode_error);
+    }
+    loop {
+        let (inner_tag, inner_wt) = decode_key(buf).map_err(decode_error)?;
+        if inner_wt == WireType::EndGroup {
+            if inner_tag != tag {
+                return Err("unexpected end group tag".into());
+            }
+            return Ok(());
+        }
+        skip(inner_wt, inner_tag, buf, budget - 1)?;
+    }
+}
+
+/// A length-delimited string field.
+fn merge_string<'a>(wt: WireType, buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
+    expect(wt, WireType::LengthDelimited, field)?;
+    read_str(buf, field)
+}
+
+/// `si.v1.Priority` (a oneof of a value and a class name), merged into
+/// `slot` as prost merges it: the last member seen wins.
+fn decode_priority(mut buf: &[u8], slot: &mut Option<si::Priority>) -> Result<()> {
+    use si::priority::Priority as P;
+    let p = slot.get_or_insert_with(Default::default);
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
+        match tag {
+            1 => {
+                expect(wt, WireType::Varint, "Priority.priorityValue")?;
+                let v = decode_varint(&mut buf).map_err(decode_error)? as i32;
+                p.priority = Some(P::PriorityValue(v));
+            }
+            2 => {
+                let v = merge_string(wt, &mut buf, "Priority.priorityClassName")?;
+                p.priority = Some(P::PriorityClassName(v.to_string()));
+            }
+            _ => skip(wt, tag, &mut buf, depth::PRIORITY)?,
+        }
+    }
+    Ok(())
+}
+
+/// One entry of `map<string, string> tags`, merged into `tags`.
+fn decode_tag_entry(mut buf: &[u8], tags: &mut BTreeMap<String, String>) -> Result<()> {
+    let (mut key, mut value) = ("", "");
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
+        match tag {
+            1 => key = merge_string(wt, &mut buf, "AllocationAsk.tags key")?,
+            2 => value = merge_string(wt, &mut buf, "AllocationAsk.tags value")?,
+            _ => skip(wt, tag, &mut buf, depth::TAG_ENTRY)?,
+        }
+    }
+    tags.insert(key.to_string(), value.to_string());
+    Ok(())
 }
 
 /// Equal application ids and partition names of consecutive asks share one
@@ -110,7 +186,7 @@ fn decode_quantity(mut buf: &[u8], value: &mut i64) -> Result<()> {
                 expect(wt, WireType::Varint, "Quantity.value")?;
                 *value = decode_varint(&mut buf).map_err(decode_error)? as i64;
             }
-            _ => skip(wt, tag, &mut buf)?,
+            _ => skip(wt, tag, &mut buf, depth::QUANTITY)?,
         }
     }
     Ok(())
@@ -134,7 +210,7 @@ fn decode_resource_entry<'a>(
                 expect(wt, WireType::LengthDelimited, "Resource.resources value")?;
                 decode_quantity(read_len(&mut buf, "Resource.resources value")?, &mut value)?;
             }
-            _ => skip(wt, tag, &mut buf)?,
+            _ => skip(wt, tag, &mut buf, depth::RESOURCE_ENTRY)?,
         }
     }
     match entries.iter_mut().find(|(n, _)| *n == name) {
@@ -156,7 +232,7 @@ fn decode_resource<'a>(
                 expect(wt, WireType::LengthDelimited, "Resource.resources")?;
                 decode_resource_entry(read_len(&mut buf, "Resource.resources")?, entries)?;
             }
-            _ => skip(wt, tag, &mut buf)?,
+            _ => skip(wt, tag, &mut buf, depth::RESOURCE)?,
         }
     }
     Ok(())
@@ -199,10 +275,7 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
             6 => {
                 expect(wt, WireType::LengthDelimited, "AllocationAsk.priority")?;
                 let body = read_len(&mut buf, "AllocationAsk.priority")?;
-                priority
-                    .get_or_insert_with(Default::default)
-                    .merge(body)
-                    .map_err(decode_error)?;
+                decode_priority(body, &mut priority)?;
             }
             7 => {
                 expect(
@@ -214,14 +287,7 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
             }
             8 => {
                 expect(wt, WireType::LengthDelimited, "AllocationAsk.tags")?;
-                btree_map::merge(
-                    string::merge,
-                    string::merge,
-                    &mut tags,
-                    &mut buf,
-                    DecodeContext::default(),
-                )
-                .map_err(decode_error)?;
+                decode_tag_entry(read_len(&mut buf, "AllocationAsk.tags")?, &mut tags)?;
             }
             9 => {
                 expect(wt, WireType::LengthDelimited, "AllocationAsk.taskGroupName")?;
@@ -231,7 +297,7 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
                 expect(wt, WireType::Varint, "AllocationAsk.placeholder")?;
                 placeholder = decode_varint(&mut buf).map_err(decode_error)? != 0;
             }
-            _ => skip(wt, tag, &mut buf)?,
+            _ => skip(wt, tag, &mut buf, depth::ASK)?,
         }
     }
     Ok(AskRequest {
@@ -248,6 +314,24 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
     })
 }
 
+/// The rmID of an encoded `AllocationRequest` (the last one, as a decoder
+/// merges), found by skipping over the other top-level fields without
+/// decoding them; `None` when the top level is malformed (the full decode
+/// then reports why). Lets the caller refuse an unregistered RM before
+/// anything of the request, resource names in particular, is taken in.
+pub fn peek_rm_id(mut buf: &[u8]) -> Option<&str> {
+    let mut rm_id = "";
+    while !buf.is_empty() {
+        let (tag, wt) = decode_key(&mut buf).ok()?;
+        if tag == 3 && wt == WireType::LengthDelimited {
+            rm_id = read_str(&mut buf, "AllocationRequest.rmID").ok()?;
+        } else {
+            skip(wt, tag, &mut buf, depth::REQUEST).ok()?;
+        }
+    }
+    Some(rm_id)
+}
+
 /// Decodes an encoded `si.v1.AllocationRequest` straight into an
 /// [`AllocationUpdate`]: the same result as decoding it with prost and
 /// converting it with [`AllocationUpdate::from_proto`], and an error for
@@ -255,10 +339,13 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
 pub fn decode_allocation_update(mut buf: &[u8]) -> Result<AllocationUpdate> {
     // An encoded ask takes some 60 bytes or more: room for all of them at once.
     let mut asks = Vec::with_capacity(buf.len() / 64);
-    let mut releases: Option<si::AllocationReleasesRequest> = None;
+    // Releases are decoded by prost as the field of a request, so nested
+    // messages get prost's own recursion budget.
+    let mut with_releases: Option<si::AllocationRequest> = None;
     let mut rm_id = "";
     let mut shared = Shared::default();
     while !buf.is_empty() {
+        let field_start = buf;
         let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
         match tag {
             1 => {
@@ -268,23 +355,24 @@ pub fn decode_allocation_update(mut buf: &[u8]) -> Result<AllocationUpdate> {
             }
             2 => {
                 expect(wt, WireType::LengthDelimited, "AllocationRequest.releases")?;
-                let body = read_len(&mut buf, "AllocationRequest.releases")?;
-                releases
+                read_len(&mut buf, "AllocationRequest.releases")?;
+                let field = &field_start[..field_start.len() - buf.len()];
+                with_releases
                     .get_or_insert_with(Default::default)
-                    .merge(body)
+                    .merge(field)
                     .map_err(decode_error)?;
             }
             3 => {
                 expect(wt, WireType::LengthDelimited, "AllocationRequest.rmID")?;
                 rm_id = read_str(&mut buf, "AllocationRequest.rmID")?;
             }
-            _ => skip(wt, tag, &mut buf)?,
+            _ => skip(wt, tag, &mut buf, depth::REQUEST)?,
         }
     }
     Ok(AllocationUpdate {
         rm_id: rm_id.to_string(),
         asks,
-        releases,
+        releases: with_releases.and_then(|r| r.releases),
     })
 }
 
@@ -436,5 +524,71 @@ mod tests {
             refused > 500,
             "the corruptions must exercise the error paths"
         );
+    }
+
+    fn groups(levels: usize) -> Vec<u8> {
+        let mut b = Vec::new();
+        for _ in 0..levels {
+            prost::encoding::encode_key(77, WireType::StartGroup, &mut b);
+        }
+        for _ in 0..levels {
+            prost::encoding::encode_key(77, WireType::EndGroup, &mut b);
+        }
+        b
+    }
+
+    fn len_field(tag: u32, body: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        prost::encoding::encode_key(tag, WireType::LengthDelimited, &mut b);
+        prost::encoding::encode_varint(body.len() as u64, &mut b);
+        b.extend_from_slice(body);
+        b
+    }
+
+    #[test]
+    fn nested_groups_meet_prosts_recursion_limit_at_every_depth() {
+        let with = |mut m: Vec<u8>, g: &[u8]| {
+            m.extend_from_slice(g);
+            m
+        };
+        for levels in 90..=102 {
+            let g = groups(levels);
+            let quantity = with(si::Quantity { value: 3 }.encode_to_vec(), &g);
+            let entry = with(
+                [len_field(1, b"memory"), len_field(2, &quantity)].concat(),
+                &[],
+            );
+            let entry_g = with(entry.clone(), &g);
+            let resource = |e: &[u8]| len_field(4, &len_field(1, e));
+            let priority = len_field(6, &with(vec![8, 5], &g));
+            let tag = len_field(
+                8,
+                &with([len_field(1, b"k"), len_field(2, b"v")].concat(), &g),
+            );
+            let ask_with = |f: Vec<u8>| len_field(1, &with(len_field(1, b"key"), &f));
+            let release = si::AllocationRelease {
+                uuid: "u".into(),
+                ..Default::default()
+            }
+            .encode_to_vec();
+            let releases = [
+                len_field(2, &with(vec![], &g)),
+                len_field(2, &len_field(1, &with(release, &g))),
+            ];
+            let mut cases = vec![
+                ask_with(resource(&entry)),
+                ask_with(resource(&entry_g)),
+                ask_with(priority),
+                ask_with(tag),
+            ];
+            cases.extend(releases);
+            for (i, bytes) in cases.iter().enumerate() {
+                assert_eq!(
+                    decode_allocation_update(bytes).ok(),
+                    through_prost(bytes),
+                    "case {i}, {levels} levels"
+                );
+            }
+        }
     }
 }

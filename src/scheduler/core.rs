@@ -18,8 +18,10 @@ use crate::error::Error;
 use crate::events::{EventStats, EventStore};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
+use crate::rmproxy::current_scheduler;
 use crate::rmproxy::dispatch::Outbound;
 use crate::scheduler::request::AllocationUpdate;
+use crate::scheduler::resource::charged_to;
 
 use si::node_info::ActionFromRm;
 
@@ -88,7 +90,7 @@ pub enum Command {
         reason: String,
     },
     /// State dump as JSON.
-    Dump(Sender<String>),
+    Dump(Sender<Result<String, Error>>),
     /// Stop the thread.
     Shutdown,
 }
@@ -138,15 +140,19 @@ pub struct RmState {
     pub config_source: String,
     /// Checksum of the configuration in force.
     pub checksum: String,
-    /// Internal names of its partitions.
-    pub partitions: Vec<String>,
+    /// Keys of its partitions.
+    pub partitions: Vec<PartitionKey>,
 }
+
+/// The rmIDs the core holds, shared read-only with the calling side; only
+/// the core thread writes it, as it applies registrations.
+pub type Registry = Arc<parking_lot::RwLock<std::collections::HashSet<String>>>;
 
 /// The core's state. Only the core thread touches it.
 pub struct Core {
     options: Options,
     rms: BTreeMap<String, RmState>,
-    partitions: BTreeMap<String, Partition>,
+    partitions: BTreeMap<PartitionKey, Partition>,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
     timer_data: HashMap<u64, AppTimer>,
     timer_seq: u64,
@@ -159,17 +165,52 @@ pub struct Core {
     events_retired: EventStats,
     next_event_flush: Instant,
     next_outstanding_check: Instant,
+    registry: Registry,
 }
 
-/// Normalises a partition name from the RM to the internal form (spec 1.5).
-pub fn internal_partition_name(rm_id: &str, name: &str) -> String {
-    if name.starts_with('[') {
-        name.to_string()
-    } else if name.is_empty() {
-        format!("[{rm_id}]default")
-    } else {
-        format!("[{rm_id}]{name}")
+/// Text of a caught panic payload.
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// A partition's identity inside the core: the owning RM and the plain
+/// partition name, kept apart. The display form `[rmID]name` is ambiguous
+/// (`]` may occur in both parts), so it is never used as a key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PartitionKey {
+    /// Owning RM.
+    pub rm_id: String,
+    /// Plain partition name, as configured.
+    pub name: String,
+}
+
+impl std::fmt::Display for PartitionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}]{}", self.rm_id, self.name)
     }
+}
+
+/// Resolves a partition name from RM `rm_id` to its key (spec 1.5): empty
+/// means `default`; a name starting with `[` is taken as already normalised
+/// and must carry the caller's own `[rmID]` prefix, so a request can only
+/// ever reach its own RM's partitions.
+pub fn resolve_partition(rm_id: &str, name: &str) -> Result<PartitionKey, String> {
+    let plain = if let Some(rest) = name.strip_prefix('[') {
+        rest.strip_prefix(rm_id)
+            .and_then(|r| r.strip_prefix(']'))
+            .ok_or_else(|| {
+                format!("partition {name} does not belong to RM {rm_id}: a request may only name its own RM's partitions")
+            })?
+    } else {
+        name
+    };
+    Ok(PartitionKey {
+        rm_id: rm_id.to_string(),
+        name: if plain.is_empty() { "default" } else { plain }.to_string(),
+    })
 }
 
 impl Core {
@@ -189,7 +230,14 @@ impl Core {
             next_event_flush: Instant::now() + options.event_flush_interval,
             next_outstanding_check: Instant::now() + options.outstanding_check_interval,
             options,
+            registry: Registry::default(),
         }
+    }
+
+    /// Publishes the set of registered RMs into `registry`.
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.registry = registry;
+        self
     }
 
     /// Runs until `Shutdown` or until every sender is gone.
@@ -243,13 +291,25 @@ impl Core {
     /// Runs `f`, logging a panic instead of killing the core thread.
     fn guarded(&mut self, what: &str, f: impl FnOnce(&mut Core)) {
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| f(self))) {
-            let msg = p
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            log::error!("internal error while handling {what}: {msg}");
+            log::error!("internal error while handling {what}: {}", panic_text(&*p));
         }
+    }
+
+    /// Runs the body of a synchronous call; a panic becomes
+    /// [`Status::Internal`](crate::Status::Internal) with its message.
+    fn answer<T>(
+        &mut self,
+        what: &str,
+        f: impl FnOnce(&mut Core) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        catch_unwind(AssertUnwindSafe(|| f(self))).unwrap_or_else(|p| {
+            let msg = panic_text(&*p);
+            log::error!("internal error while handling {what}: {msg}");
+            Err(Error::new(
+                crate::Status::Internal,
+                format!("internal error (panic) while handling {what}: {msg}"),
+            ))
+        })
     }
 
     /// When the next periodic job (event flush, outstanding check) is due.
@@ -394,7 +454,7 @@ impl Core {
 
     fn schedule(&mut self) -> usize {
         let mut made = 0;
-        let names: Vec<String> = self.partitions.keys().cloned().collect();
+        let names: Vec<PartitionKey> = self.partitions.keys().cloned().collect();
         for name in names {
             let p = self.partitions.get_mut(&name).expect("listed");
             let rm = p.rm_id.clone();
@@ -408,23 +468,43 @@ impl Core {
 
     fn handle(&mut self, cmd: Command) {
         match cmd {
+            // A panic in a synchronous call is answered, not left as a
+            // dropped reply: the caller learns it was a bug, with the
+            // panic's message, and the core goes on.
             Command::Register {
                 rm_id,
                 policy_group,
                 callback,
                 reply,
             } => {
-                let _ = reply.send(self.register(&rm_id, &policy_group, callback));
+                let _ = reply.send(self.answer("RegisterResourceManager", |core| {
+                    core.register(&rm_id, &policy_group, callback)
+                }));
             }
             Command::Reload { rm_id, reply } => {
-                let _ = reply.send(self.reload(&rm_id));
+                let _ = reply.send(self.answer("UpdateConfiguration", |core| core.reload(&rm_id)));
+            }
+            // Resource names converted here are charged to the sending RM.
+            Command::Allocation(req) => {
+                let rm = req.rm_id.clone();
+                charged_to(current_scheduler(), &rm, || self.allocation_request(req))
+            }
+            Command::Application(req) => {
+                let rm = req.rm_id.clone();
+                charged_to(current_scheduler(), &rm, || self.application_request(req))
+            }
+            Command::Node(req) => {
+                let rm = req.rm_id.clone();
+                charged_to(current_scheduler(), &rm, || self.node_request(req))
             }
             Command::SetPolicyConfig {
                 policy_group,
                 yaml,
                 reply,
             } => {
-                let _ = reply.send(self.set_policy_config(&policy_group, yaml));
+                let _ = reply.send(self.answer("SetPolicyConfig", |core| {
+                    core.set_policy_config(&policy_group, yaml)
+                }));
             }
             Command::WatchApply {
                 rm_id,
@@ -440,21 +520,20 @@ impl Core {
                 source,
                 reason,
             } => self.watch_rejected(&rm_id, &policy_group, &source, &reason),
-            Command::Allocation(req) => self.allocation_request(req),
-            Command::Application(req) => self.application_request(req),
-            Command::Node(req) => self.node_request(req),
             Command::Dump(reply) => {
-                // Answer with the state the earlier requests lead to: run
-                // the pass they trigger first, so a dump right after a
-                // request shows its outcome.
-                self.schedule();
-                self.flush();
-                let _ = reply.send(dump::render(
-                    &self.rms,
-                    &self.partitions,
-                    self.started,
-                    self.event_stats(),
-                ));
+                let _ = reply.send(self.answer("state dump", |core| {
+                    // Answer with the state the earlier requests lead to:
+                    // run the pass they trigger first, so a dump right after
+                    // a request shows its outcome.
+                    core.schedule();
+                    core.flush();
+                    Ok(dump::render(
+                        &core.rms,
+                        &core.partitions,
+                        core.started,
+                        core.event_stats(),
+                    ))
+                }));
             }
             Command::Shutdown => {}
         }
@@ -465,6 +544,7 @@ impl Core {
     }
 
     fn remove_rm(&mut self, rm_id: &str) {
+        self.registry.write().remove(rm_id);
         if let Some(rm) = self.rms.remove(rm_id) {
             for p in rm.partitions {
                 self.partitions.remove(&p);
@@ -504,9 +584,9 @@ impl Core {
             })?;
             created.push(p);
         }
-        let names = created.iter().map(|p| p.internal_name.clone()).collect();
+        let names = created.iter().map(|p| p.key.clone()).collect();
         for p in created {
-            self.partitions.insert(p.internal_name.clone(), p);
+            self.partitions.insert(p.key.clone(), p);
         }
         log::info!(
             "RM {rm_id} registered with policy group '{policy_group}' from {}",
@@ -522,6 +602,7 @@ impl Core {
                 partitions: names,
             },
         );
+        self.registry.write().insert(rm_id.to_string());
         Ok(())
     }
 
@@ -650,21 +731,19 @@ impl Core {
         let mut rejected = Vec::new();
         // Asks of one request nearly always share a partition: resolve its
         // internal name once.
-        let mut last: Option<(&str, String)> = None;
+        let mut last: Option<(&str, Result<PartitionKey, String>)> = None;
         for ask in &req.asks {
             if last.as_ref().is_none_or(|(raw, _)| *raw != &*ask.partition) {
-                last = Some((&ask.partition, internal_partition_name(&rm, &ask.partition)));
+                last = Some((&ask.partition, resolve_partition(&rm, &ask.partition)));
             }
-            let pname = last
-                .as_ref()
-                .map(|(_, internal)| internal.as_str())
-                .unwrap_or_default();
-            let result = match self.partitions.get_mut(pname) {
-                None => Err(format!(
-                    "Failed to find partition {pname}, for application {} and allocation {}",
+            let Some((_, key)) = &last else { continue };
+            let result = match key.as_ref().map(|k| (k, self.partitions.get_mut(k))) {
+                Err(e) => Err(e.clone()),
+                Ok((k, None)) => Err(format!(
+                    "Failed to find partition {k}, for application {} and allocation {}",
                     ask.app, ask.key
                 )),
-                Some(p) => p.add_ask(ask, &mut out),
+                Ok((_, Some(p))) => p.add_ask(ask, &mut out),
             };
             if let Err(reason) = result {
                 rejected.push(si::RejectedAllocationAsk {
@@ -682,14 +761,12 @@ impl Core {
         }
         if let Some(rel) = &req.releases {
             for r in &rel.allocation_asks_to_release {
-                let pname = internal_partition_name(&rm, &r.partition_name);
-                if let Some(p) = self.partitions.get_mut(&pname) {
+                if let Some(p) = self.own_partition(&rm, &r.partition_name) {
                     p.release_asks(r, &mut out);
                 }
             }
             for r in &rel.allocations_to_release {
-                let pname = internal_partition_name(&rm, &r.partition_name);
-                if let Some(p) = self.partitions.get_mut(&pname) {
+                if let Some(p) = self.own_partition(&rm, &r.partition_name) {
                     p.release_allocations(r, &mut out);
                 }
             }
@@ -702,13 +779,14 @@ impl Core {
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut response = si::ApplicationResponse::default();
         for app in &req.new {
-            let pname = internal_partition_name(&rm, &app.partition_name);
-            let result = match self.partitions.get_mut(&pname) {
-                None => Err(format!(
-                    "Failed to add application {} to partition {pname}, partition doesn't exist",
+            let key = resolve_partition(&rm, &app.partition_name);
+            let result = match key.as_ref().map(|k| (k, self.partitions.get_mut(k))) {
+                Err(e) => Err(e.clone()),
+                Ok((k, None)) => Err(format!(
+                    "Failed to add application {} to partition {k}, partition doesn't exist",
                     app.application_id
                 )),
-                Some(p) => p.add_application(app),
+                Ok((_, Some(p))) => p.add_application(app),
             };
             match result {
                 Ok(()) => response.accepted.push(si::AcceptedApplication {
@@ -724,8 +802,7 @@ impl Core {
             out.messages.push(OutMsg::Application(response));
         }
         for r in &req.remove {
-            let pname = internal_partition_name(&rm, &r.partition_name);
-            if let Some(p) = self.partitions.get_mut(&pname) {
+            if let Some(p) = self.own_partition(&rm, &r.partition_name) {
                 p.remove_application(&r.application_id, &mut out);
             }
         }
@@ -737,27 +814,32 @@ impl Core {
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut response = si::NodeResponse::default();
         for node in &req.nodes {
-            let pname = internal_partition_name(
+            let key = resolve_partition(
                 &rm,
                 node.attributes
                     .get(super::node::ATTR_PARTITION)
                     .map_or("", String::as_str),
             );
-            let p = self.partitions.get_mut(&pname);
+            let pname = match &key {
+                Ok(k) => k.to_string(),
+                Err(e) => e.clone(),
+            };
+            let p = key.as_ref().ok().and_then(|k| self.partitions.get_mut(k));
             if node.action == ActionFromRm::Create as i32 {
                 // An unlimited node must come alone (spec 11.6); the
                 // partition's own rules follow in `add_node`.
                 let unlimited = super::node::is_unlimited(&node.attributes);
-                let result = match p {
+                let result = match (p, &key) {
+                    (_, Err(e)) => Err(e.clone()),
                     _ if unlimited && req.nodes.len() > 1 => Err(
                         "There are other nodes as well, registering unlimited nodes is forbidden"
                             .to_string(),
                     ),
-                    None => Err(format!(
-                        "Failed to find partition {pname} for new node {}",
+                    (None, Ok(k)) => Err(format!(
+                        "Failed to find partition {k} for new node {}",
                         node.node_id
                     )),
-                    Some(p) => p.add_node(node, &mut out),
+                    (Some(p), Ok(_)) => p.add_node(node, &mut out),
                 };
                 match result {
                     Ok(()) => response.accepted.push(si::AcceptedNode {
@@ -783,6 +865,15 @@ impl Core {
         self.outcomes.insert(rm, out);
     }
 
+    /// The partition `name` of RM `rm_id`; `None` when it does not exist or
+    /// names another RM's partition (callers ignore such entries, as spec
+    /// 7.4 does for unknown partitions; the request check refused them
+    /// already).
+    fn own_partition(&mut self, rm_id: &str, name: &str) -> Option<&mut Partition> {
+        let key = resolve_partition(rm_id, name).ok()?;
+        self.partitions.get_mut(&key)
+    }
+
     /// Outcomes for `rm_id`, delivered at the next flush (for the reload module).
     pub(super) fn outcomes_for(&mut self, rm_id: &str) -> &mut Outcomes {
         self.outcomes.entry(rm_id.to_string()).or_default()
@@ -794,7 +885,7 @@ impl Core {
     ) -> (
         &Options,
         &BTreeMap<String, RmState>,
-        &BTreeMap<String, Partition>,
+        &BTreeMap<PartitionKey, Partition>,
     ) {
         (&self.options, &self.rms, &self.partitions)
     }
@@ -805,7 +896,7 @@ impl Core {
     ) -> (
         &Options,
         &mut BTreeMap<String, RmState>,
-        &mut BTreeMap<String, Partition>,
+        &mut BTreeMap<PartitionKey, Partition>,
     ) {
         (&self.options, &mut self.rms, &mut self.partitions)
     }

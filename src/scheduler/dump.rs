@@ -442,7 +442,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
 /// Renders the whole state as JSON.
 pub fn render(
     rms: &BTreeMap<String, RmState>,
-    partitions: &BTreeMap<String, Partition>,
+    partitions: &BTreeMap<super::core::PartitionKey, Partition>,
     started: Instant,
     events: crate::events::EventStats,
 ) -> String {

@@ -81,8 +81,8 @@ pub enum OutMsg {
 pub struct AppTimer {
     /// When it fires.
     pub at: Instant,
-    /// Internal partition name.
-    pub partition: String,
+    /// The partition it belongs to.
+    pub partition: super::core::PartitionKey,
     /// Application id.
     pub app: std::sync::Arc<str>,
     /// The application's state epoch when the timer was set.

@@ -210,6 +210,9 @@ impl Queue {
 #[derive(Debug, Clone)]
 pub struct QueueTree {
     slots: Vec<Option<Queue>>,
+    /// Slots of removed queues, reused before the vector grows: dynamic
+    /// queues come and go all the time.
+    free: Vec<QueueId>,
     by_path: super::FastMap<String, QueueId>,
 }
 
@@ -221,6 +224,7 @@ impl QueueTree {
     pub fn from_config(root: &QueueConfig) -> Result<Self, String> {
         let mut tree = QueueTree {
             slots: Vec::new(),
+            free: Vec::new(),
             by_path: Default::default(),
         };
         tree.add_managed(None, root)?;
@@ -241,8 +245,7 @@ impl QueueTree {
         let mut q = Queue::blank(&name, path.clone(), parent, leaf);
         q.managed = true;
         self.apply_config(&mut q, parent, cfg)?;
-        let id = self.slots.len();
-        self.slots.push(Some(q));
+        let id = self.store(q);
         self.by_path.insert(path, id);
         if let Some(p) = parent {
             self.get_mut(p).children.insert(name, id);
@@ -284,6 +287,20 @@ impl QueueTree {
             };
         }
         Ok(())
+    }
+
+    /// Puts a new queue into a free slot, or a new one.
+    fn store(&mut self, q: Queue) -> QueueId {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id] = Some(q);
+                id
+            }
+            None => {
+                self.slots.push(Some(q));
+                self.slots.len() - 1
+            }
+        }
     }
 
     /// The queue with this id. Panics on a removed id: ids are only held
@@ -399,8 +416,7 @@ impl QueueTree {
             } else {
                 q.child_template = parent.child_template.clone();
             }
-            let id = self.slots.len();
-            self.slots.push(Some(q));
+            let id = self.store(q);
             self.by_path.insert(child_path, id);
             self.get_mut(existing)
                 .children
@@ -477,6 +493,9 @@ impl QueueTree {
                 self.get_mut(p).child_order.remove(&key);
             }
             let q = self.slots[id].take().expect("live");
+            // Nothing holds the id any more: no children, applications or
+            // allocations refer to an unused queue.
+            self.free.push(id);
             self.by_path.remove(&*q.path);
             if let Some(p) = q.parent {
                 self.get_mut(p).children.remove(&q.name);
@@ -575,6 +594,28 @@ impl QueueTree {
     }
 
     /// Adds pending demand from the leaf up.
+    /// Checks that adding `res` to the pending (or, with `allocated`, the
+    /// allocated) total of `id` and each ancestor stays exact.
+    pub fn check_add(&self, id: QueueId, res: &Resource, allocated: bool) -> Result<(), String> {
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            let q = self.get(c);
+            let (total, what) = if allocated {
+                (&q.allocated, "allocated")
+            } else {
+                (&q.pending, "pending")
+            };
+            if total.checked_add(res).is_none() {
+                return Err(format!(
+                    "{res} would overflow the {what} total {total} of queue {}",
+                    q.path
+                ));
+            }
+            cur = q.parent;
+        }
+        Ok(())
+    }
+
     pub fn add_pending(&mut self, id: QueueId, res: &Resource) {
         self.update_chain(id, |q| q.pending.add_assign(res));
     }
@@ -689,8 +730,15 @@ impl QueueTree {
 
     /// Removes empty draining and dynamic queues, children first.
     pub fn remove_unused(&mut self) {
-        let ids: Vec<QueueId> = self.iter().map(|(i, _)| i).collect();
-        for id in ids.into_iter().rev() {
+        // Children before parents, in tree order: ids of reused slots say
+        // nothing about depth.
+        let mut order = Vec::new();
+        let mut stack = vec![ROOT];
+        while let Some(id) = stack.pop() {
+            order.push(id);
+            stack.extend(self.get(id).children.values().copied());
+        }
+        for id in order.into_iter().rev() {
             if self.slots[id].is_some() {
                 self.remove_if_unused(id);
             }

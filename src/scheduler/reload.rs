@@ -28,7 +28,7 @@ fn dry_run<'a>(
     let mut fresh = Vec::new();
     for pc in &loaded.config.partitions {
         let p = Partition::new(rm_id, pc, timeouts).map_err(|e| failed(&pc.name, e))?;
-        if let Some(live) = partitions.get(&p.internal_name) {
+        if let Some(live) = partitions.get(&p.key) {
             live.check_reconfigure(pc)
                 .map_err(|e| failed(&pc.name, e))?;
         }
@@ -69,8 +69,8 @@ pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), E
         };
         let mut names = Vec::new();
         for (pc, p) in fresh {
-            names.push(p.internal_name.clone());
-            match partitions.get_mut(&p.internal_name) {
+            names.push(p.key.clone());
+            match partitions.get_mut(&p.key) {
                 // Cannot fail after the checks above; an error here would be
                 // a bug, reported rather than hidden.
                 Some(live) => live.reconfigure(pc).map_err(|e| failed(&pc.name, e))?,
@@ -79,7 +79,7 @@ pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), E
                         "partition {} added by configuration reload",
                         p.internal_name
                     );
-                    partitions.insert(p.internal_name.clone(), p);
+                    partitions.insert(p.key.clone(), p);
                 }
             }
         }

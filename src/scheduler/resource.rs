@@ -20,10 +20,21 @@ pub type ResId = u16;
 /// freed, so an RM sending random names must not grow memory without bound.
 pub const MAX_RESOURCE_TYPES: usize = 4096;
 
+/// Most new names one RM of one scheduler may add to the process-wide
+/// table, so that a single caller cannot exhaust it for every other RM and
+/// scheduler in the process (a real cluster uses a few dozen types).
+pub const MAX_RESOURCE_TYPES_PER_RM: usize = 256;
+
+/// Longest resource-type name (a Kubernetes extended resource name is at
+/// most 317 bytes: a 253-byte DNS prefix, `/`, a 63-byte name).
+pub const MAX_RESOURCE_NAME_LEN: usize = 512;
+
 #[derive(Default)]
 struct Interner {
     ids: super::FastMap<&'static str, ResId>,
     names: Vec<&'static str>,
+    /// New names added per scope (scheduler id, rmID).
+    added: std::collections::HashMap<(u64, String), usize>,
 }
 
 fn interner() -> &'static RwLock<Interner> {
@@ -31,11 +42,40 @@ fn interner() -> &'static RwLock<Interner> {
     INTERNER.get_or_init(Default::default)
 }
 
+thread_local! {
+    /// Whose request the current thread is converting: new names are
+    /// charged to it. `None` (configuration, internal use) is bounded only
+    /// by the process-wide limit.
+    static SCOPE: std::cell::RefCell<Option<(u64, String)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with new resource names charged to RM `rm_id` of scheduler
+/// `scheduler` (see [`MAX_RESOURCE_TYPES_PER_RM`]).
+pub fn charged_to<T>(scheduler: u64, rm_id: &str, f: impl FnOnce() -> T) -> T {
+    struct Reset(Option<(u64, String)>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let old = self.0.take();
+            SCOPE.with(|s| *s.borrow_mut() = old);
+        }
+    }
+    let old = SCOPE.with(|s| s.borrow_mut().replace((scheduler, rm_id.to_string())));
+    let _reset = Reset(old);
+    f()
+}
+
 /// Returns the id of `name`, interning it on first sight.
 pub fn intern(name: &str) -> Result<ResId, String> {
     if let Some(id) = interner().read().ids.get(name) {
         return Ok(*id);
     }
+    if name.len() > MAX_RESOURCE_NAME_LEN {
+        return Err(format!(
+            "resource type name of {} bytes is longer than the limit of {MAX_RESOURCE_NAME_LEN}",
+            name.len()
+        ));
+    }
+    let scope = SCOPE.with(|s| s.borrow().clone());
     let mut w = interner().write();
     if let Some(id) = w.ids.get(name) {
         return Ok(*id);
@@ -44,6 +84,16 @@ pub fn intern(name: &str) -> Result<ResId, String> {
         return Err(format!(
             "too many distinct resource types (limit {MAX_RESOURCE_TYPES}); refusing new type '{name}'"
         ));
+    }
+    if let Some(scope) = scope {
+        let added = w.added.entry(scope.clone()).or_default();
+        if *added >= MAX_RESOURCE_TYPES_PER_RM {
+            return Err(format!(
+                "RM {} introduced too many distinct resource types (limit {MAX_RESOURCE_TYPES_PER_RM} per RM); refusing new type '{name}'",
+                scope.1
+            ));
+        }
+        *added += 1;
     }
     let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
     let id = w.names.len() as ResId;
@@ -185,6 +235,23 @@ impl Resource {
             }
         }
         Resource { entries: out }
+    }
+
+    /// `self + other` per type, or `None` when a sum does not fit an i64:
+    /// totals that are later subtracted from must stay exact.
+    pub fn checked_add(&self, other: &Resource) -> Option<Resource> {
+        let exact = self
+            .iter()
+            .chain(other.iter())
+            .all(|(id, _)| self.get(id).checked_add(other.get(id)).is_some());
+        exact.then(|| self.add(other))
+    }
+
+    /// `self * n` per type, or `None` when a product does not fit an i64.
+    pub fn checked_mul(&self, n: i64) -> Option<Resource> {
+        self.iter()
+            .all(|(_, v)| v.checked_mul(n).is_some())
+            .then(|| self.mul(n))
     }
 
     /// `self + other` per type, saturating.

@@ -72,6 +72,8 @@ pub struct Behaviour {
     pub reenter: bool,
     /// Sleep this long in `update_allocation`.
     pub slow: Option<Duration>,
+    /// Sleep this long in `update_container_scheduling_state`.
+    pub slow_container_state: Option<Duration>,
     /// The predicate refuses a node that already holds this many
     /// allocations in the ReSync-fed cache (`Seen::cache`), like a
     /// Kubernetes filter reading the pods assumed on a node.
@@ -264,7 +266,12 @@ unsafe extern "C" fn on_event(ud: *mut c_void, p: *const u8, len: usize) {
 
 unsafe extern "C" fn on_container_state(ud: *mut c_void, p: *const u8, len: usize) {
     let m: si::UpdateContainerSchedulingStateRequest = msg(p, len);
-    rec(ud).record(|s| s.container_states.push(m));
+    let r = rec(ud);
+    let slow = r.behaviour.lock().unwrap().slow_container_state;
+    if let Some(d) = slow {
+        std::thread::sleep(d);
+    }
+    r.record(|s| s.container_states.push(m));
 }
 
 unsafe extern "C" fn on_update_configuration(
@@ -285,6 +292,55 @@ unsafe extern "C" fn on_release(ud: *mut c_void) {
     // SAFETY: the Arc leaked at registration; released exactly once.
     let r = Arc::from_raw(ud as *const Recorder);
     r.releases.fetch_add(1, Ordering::SeqCst);
+}
+
+/// A recorder for a further RM on the same scheduler (multi-RM tests).
+pub fn new_recorder(sched: *mut sicore_scheduler, behaviour: Behaviour) -> Arc<Recorder> {
+    Arc::new(Recorder {
+        seen: Mutex::new(Seen::default()),
+        cv: Condvar::new(),
+        behaviour: Mutex::new(behaviour),
+        sched: AtomicPtr::new(sched),
+        releases: AtomicUsize::new(0),
+        calls_after_release: AtomicUsize::new(0),
+    })
+}
+
+/// The test RM's callback table, recording into `rec`.
+pub fn callbacks_for(rec: &Arc<Recorder>) -> sicore_callbacks {
+    let with_predicates = rec.behaviour.lock().unwrap().with_predicates;
+    sicore_callbacks {
+        user_data: Arc::into_raw(rec.clone()) as *mut c_void,
+        update_allocation: Some(on_allocation),
+        update_application: Some(on_application),
+        update_node: Some(on_node),
+        predicates: if with_predicates {
+            Some(on_predicates)
+        } else {
+            None
+        },
+        resync_scheduler_cache: Some(on_resync),
+        send_event: Some(on_event),
+        update_container_scheduling_state: Some(on_container_state),
+        update_configuration: Some(on_update_configuration),
+        release: Some(on_release),
+    }
+}
+
+impl Recorder {
+    /// Waits until `cond` holds on what this RM has seen.
+    pub fn wait(&self, what: &str, cond: impl Fn(&Seen) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        let mut seen = self.seen.lock().unwrap();
+        while !cond(&seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out waiting for {what}; seen: {seen:#?}"
+            );
+            seen = self.cv.wait_timeout(seen, left).unwrap().0;
+        }
+    }
 }
 
 /// A scheduler plus one recording RM.
@@ -384,23 +440,7 @@ impl Harness {
     }
 
     pub fn callbacks(&self) -> sicore_callbacks {
-        let with_predicates = self.rec.behaviour.lock().unwrap().with_predicates;
-        sicore_callbacks {
-            user_data: Arc::into_raw(self.rec.clone()) as *mut c_void,
-            update_allocation: Some(on_allocation),
-            update_application: Some(on_application),
-            update_node: Some(on_node),
-            predicates: if with_predicates {
-                Some(on_predicates)
-            } else {
-                None
-            },
-            resync_scheduler_cache: Some(on_resync),
-            send_event: Some(on_event),
-            update_container_scheduling_state: Some(on_container_state),
-            update_configuration: Some(on_update_configuration),
-            release: Some(on_release),
-        }
+        callbacks_for(&self.rec)
     }
 
     /// Registers RM `rm` with a policy group; returns the status and message.

@@ -33,6 +33,26 @@ impl Partition {
                 ask.max_allocations
             ));
         }
+        // Pending totals are subtracted from later: refuse what they
+        // cannot hold exactly.
+        let demand = resource.checked_mul(ask.max_allocations as i64).ok_or_else(|| {
+            format!(
+                "invalid ask added to app {app_id}: ask {key}: resource {resource} times maxAllocations {} overflows a 64-bit quantity",
+                ask.max_allocations
+            )
+        })?;
+        {
+            let app = self.apps.get(app_id).expect("checked above");
+            if app.pending.checked_add(&demand).is_none() {
+                return Err(format!(
+                    "ask {key}: its demand {demand} would overflow the pending total {} of application {app_id}",
+                    app.pending
+                ));
+            }
+            self.queues
+                .check_add(app.queue, &demand, false)
+                .map_err(|e| format!("ask {key} of application {app_id}: {e}"))?;
+        }
         if matches!(state, AppState::New | AppState::Completing) {
             self.fire(app_id, AppEvent::Run, None, out);
         }
@@ -49,7 +69,6 @@ impl Partition {
             task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
         };
-        let demand = resource.mul(ask.max_allocations as i64);
         let app = self.apps.get_mut(app_id).expect("checked above");
         app.ask_order.insert(new.order_key(), ask.key.clone());
         // An ask with the same key is replaced (spec 7.1).

@@ -58,7 +58,7 @@ impl Partition {
         let queue = self.queues.get(app.queue).path.clone();
         let message = info.unwrap_or(event.as_str());
         self.report_state(&id, &queue, from, to, message, out);
-        let partition = self.internal_name.clone();
+        let partition = self.key.clone();
         let timer = |d, kind| AppTimer {
             at: Instant::now() + d,
             partition: partition.clone(),

@@ -130,8 +130,10 @@ pub struct Partition {
     pub name: String,
     /// The plain name, shared into every new allocation's report.
     pub name_shared: Arc<str>,
-    /// `[rmID]name`.
+    /// `[rmID]name`, for messages only: ambiguous as a key.
     pub internal_name: String,
+    /// The key the core finds it by.
+    pub key: super::core::PartitionKey,
     /// Owning RM.
     pub rm_id: String,
     /// Queue tree.
@@ -196,6 +198,10 @@ impl Partition {
             name: cfg.name.clone(),
             name_shared: Arc::from(cfg.name.as_str()),
             internal_name: format!("[{rm_id}]{}", cfg.name),
+            key: super::core::PartitionKey {
+                rm_id: rm_id.to_string(),
+                name: cfg.name.clone(),
+            },
             rm_id: rm_id.to_string(),
             queues: QueueTree::from_config(root)?,
             placement: PlacementManager::new(&cfg.placement_rules)?,

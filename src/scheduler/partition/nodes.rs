@@ -82,6 +82,39 @@ impl Partition {
                 )));
             }
         }
+        // The partition total and usage are subtracted from later: refuse
+        // a node whose capacity or recovered allocations they cannot hold.
+        let Some(new_total) = self.total.checked_add(&capacity) else {
+            return Err(wrap(format!(
+                "node {node_id}: capacity {capacity} would overflow the partition total {}",
+                self.total
+            )));
+        };
+        let mut recovered_sum = Resource::new();
+        for a in &info.existing_allocations {
+            let r = Resource::from_proto_opt(a.resource_per_alloc.as_ref())?.unwrap_or_default();
+            let Some(app) = self.apps.get(a.application_id.as_str()) else {
+                continue;
+            };
+            let overflow = || {
+                wrap(format!(
+                    "node {node_id}: recovered allocation {} would overflow a usage total",
+                    a.uuid
+                ))
+            };
+            recovered_sum = recovered_sum.checked_add(&r).ok_or_else(overflow)?;
+            app.allocated
+                .checked_add(&recovered_sum)
+                .ok_or_else(overflow)?;
+            self.queues
+                .check_add(app.queue, &recovered_sum, true)
+                .map_err(|e| {
+                    wrap(format!(
+                        "node {node_id}: recovered allocation {}: {e}",
+                        a.uuid
+                    ))
+                })?;
+        }
         let node = Node::new(
             node_id,
             info.attributes.clone(),
@@ -92,7 +125,7 @@ impl Partition {
         let id = node.id.clone();
         self.node_order.insert(node.key.clone());
         self.nodes.insert(id.clone(), node);
-        self.total.add_assign(&capacity);
+        self.total = new_total;
         self.update_root_max();
         for a in &info.existing_allocations {
             if a.placeholder && a.task_group_name.is_empty() {
@@ -230,7 +263,13 @@ impl Partition {
                 }
                 let node = self.nodes.get_mut(node_id).expect("checked");
                 if let Some(cap) = cap {
-                    self.total = self.total.sub(&node.capacity).add(&cap);
+                    let Some(total) = self.total.sub(&node.capacity).checked_add(&cap) else {
+                        log::warn!(
+                            "node update for {node_id} ignored: capacity {cap} would overflow the partition total"
+                        );
+                        return;
+                    };
+                    self.total = total;
                     node.capacity = cap;
                 }
                 if let Some(occ) = occ {
