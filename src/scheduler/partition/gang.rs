@@ -164,7 +164,7 @@ impl Partition {
             let at = now.checked_add(d).unwrap_or_else(|| now + default_timeout);
             out.timers.push(AppTimer {
                 at,
-                partition: self.internal_name.clone(),
+                partition: self.key.clone(),
                 app: app_id.clone(),
                 epoch,
                 kind: TimerKind::Placeholder,
