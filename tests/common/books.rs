@@ -82,9 +82,10 @@ pub struct PartitionBooks {
 /// - a node's `allocated` is the sum of its allocations, each allocation
 ///   sits on one node only and belongs to one application of the same
 ///   partition, whose `allocated` is the sum of what it holds;
-/// - a leaf queue's `allocated` and `pending` are the sums over its
-///   applications, a parent's the sums over its children; root's
-///   `allocated` is the sum over the nodes;
+/// - a leaf queue's `allocated` is the sum over its applications, a
+///   parent's the sum over its children, root's the sum over the nodes
+///   (a gang swap in flight counts by its excess); pending is never
+///   negative;
 /// - the partition total is the sum of the node capacities.
 ///
 /// Returns per partition (keyed `rm_id/name`) what it holds.
@@ -101,6 +102,9 @@ pub fn check_books(dump: &Value) -> Result<BTreeMap<String, PartitionBooks>, Str
 fn check_partition(p: &Value) -> Result<PartitionBooks, String> {
     let mut books = PartitionBooks::default();
     let mut on_nodes: HashMap<String, Res> = HashMap::new();
+    // Real allocations of gang swaps in flight: on a node, in no
+    // application until the RM confirms the placeholder's release.
+    let mut in_flight: HashSet<String> = HashSet::new();
     let mut capacity = Res::new();
     let mut node_alloc = Res::new();
     for n in arr(p, "nodes")? {
@@ -125,6 +129,13 @@ fn check_partition(p: &Value) -> Result<PartitionBooks, String> {
             {
                 return Err(format!("allocation {uuid} is on two nodes"));
             }
+            if !a["replacing"].is_null() {
+                in_flight.insert(uuid.clone());
+                // Not in the queues yet (only its excess, below).
+                for (k, v) in &r {
+                    *node_alloc.entry(k.clone()).or_default() -= v;
+                }
+            }
             on_nodes.insert(uuid, r);
         }
         if !same(&sum, &allocated) {
@@ -142,7 +153,7 @@ fn check_partition(p: &Value) -> Result<PartitionBooks, String> {
     }
     // Applications hold exactly the allocations on the nodes.
     let mut held = HashSet::new();
-    let mut app_res: HashMap<String, (Res, Res)> = HashMap::new();
+    let mut app_res: HashMap<String, Res> = HashMap::new();
     let mut app_queue: HashMap<String, String> = HashMap::new();
     for a in arr(p, "applications")? {
         let id = text(a, "id")?.to_string();
@@ -166,52 +177,64 @@ fn check_partition(p: &Value) -> Result<PartitionBooks, String> {
             }
             add(&mut sum, r);
         }
+        // Real and placeholder allocations, each counted once.
         let allocated = res(&a["allocated"], &|| at("allocated"))?;
-        if !same(&sum, &allocated) {
+        let mut booked = allocated.clone();
+        add(&mut booked, &res(&a["placeholder"], &|| at("placeholder"))?);
+        if !same(&sum, &booked) {
             return Err(format!(
-                "application {id}: allocated {allocated:?} but it holds {sum:?}"
+                "application {id}: allocated {allocated:?} (with placeholders {booked:?}) but it holds {sum:?}"
             ));
         }
-        let pending = res(&a["pending"], &|| at("pending"))?;
+        // A bigger real allocation in flight counts its excess in the queue.
+        for r in a["replacements"].as_array().into_iter().flatten() {
+            let excess = res(&r["queue_excess"], &|| at("queue_excess"))?;
+            add(&mut sum, &excess);
+            add(&mut node_alloc, &excess);
+        }
+        res(&a["pending"], &|| at("pending"))?;
         app_queue.insert(id.clone(), text(a, "queue")?.to_string());
-        app_res.insert(id.clone(), (allocated, pending));
+        app_res.insert(id.clone(), sum);
         books.applications.insert(id);
     }
-    if held.len() != on_nodes.len() {
-        let orphans: Vec<_> = on_nodes.keys().filter(|u| !held.contains(*u)).collect();
+    let orphans: Vec<_> = on_nodes
+        .keys()
+        .filter(|u| !held.contains(*u) && !in_flight.contains(*u))
+        .collect();
+    if !orphans.is_empty() {
         return Err(format!("allocations without an application: {orphans:?}"));
     }
-    let (root_alloc, _) = check_queue(&p["root"], &app_res, &app_queue)?;
+    let root_alloc = check_queue(&p["root"], &app_res, &app_queue)?;
     if !same(&root_alloc, &node_alloc) {
         return Err(format!(
-            "root allocated {root_alloc:?} but the nodes hold {node_alloc:?}"
+            "root allocated {root_alloc:?} but the nodes hold {node_alloc:?} (swaps in flight counted by their excess)"
         ));
     }
     Ok(books)
 }
 
-/// Checks a queue and its subtree; returns its (allocated, pending).
+/// Checks a queue and its subtree; returns its allocated resource.
 fn check_queue(
     q: &Value,
-    apps: &HashMap<String, (Res, Res)>,
+    apps: &HashMap<String, Res>,
     app_queue: &HashMap<String, String>,
-) -> Result<(Res, Res), String> {
+) -> Result<Res, String> {
     let path = text(q, "path")?;
     let allocated = res(&q["allocated"], &|| format!("queue {path} allocated"))?;
-    let pending = res(&q["pending"], &|| format!("queue {path} pending"))?;
-    let (mut sum_alloc, mut sum_pending) = (Res::new(), Res::new());
+    // Pending is checked for sign only: with gang scheduling an
+    // application's pending and its queue's differ by the asks that wait
+    // for their placeholders.
+    res(&q["pending"], &|| format!("queue {path} pending"))?;
+    let mut sum_alloc = Res::new();
     if q["leaf"].as_bool() == Some(true) {
         for (app, queue) in app_queue {
             if queue == path {
-                add(&mut sum_alloc, &apps[app].0);
-                add(&mut sum_pending, &apps[app].1);
+                add(&mut sum_alloc, &apps[app]);
             }
         }
     } else {
         for c in arr(q, "children")? {
-            let (a, p) = check_queue(c, apps, app_queue)?;
-            add(&mut sum_alloc, &a);
-            add(&mut sum_pending, &p);
+            add(&mut sum_alloc, &check_queue(c, apps, app_queue)?);
         }
     }
     if !same(&allocated, &sum_alloc) {
@@ -219,12 +242,7 @@ fn check_queue(
             "queue {path}: allocated {allocated:?} but its members hold {sum_alloc:?}"
         ));
     }
-    if !same(&pending, &sum_pending) {
-        return Err(format!(
-            "queue {path}: pending {pending:?} but its members ask for {sum_pending:?}"
-        ));
-    }
-    Ok((allocated, pending))
+    Ok(allocated)
 }
 
 /// Checks that every node and application in a partition of RM `r` was

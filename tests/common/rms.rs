@@ -282,7 +282,10 @@ impl World {
                         continue;
                     }
                     for n in p["nodes"].as_array().into_iter().flatten() {
-                        for a in n["allocations"].as_array().into_iter().flatten() {
+                        // The RM does not know a gang swap's real
+                        // allocation before it lands.
+                        let known = n["allocations"].as_array().into_iter().flatten();
+                        for a in known.filter(|a| a["replacing"].is_null()) {
                             in_core.push(a["uuid"].as_str().unwrap_or_default().to_string());
                         }
                     }
