@@ -51,8 +51,11 @@ cargo build --release
 step "c abi: exported symbols against abi/sicore.abi"
 python3 scripts/abi_check.py
 
-step "rust: tests"
-cargo test --release
+# The tests run in an optimised build with integer overflow checks on
+# (Cargo.toml [profile.release-checked]; target/release-checked): the
+# release code, except that an overflow panics instead of wrapping.
+step "rust: tests (release with overflow checks: release-checked)"
+cargo test --profile release-checked
 
 step "simulator smoke run"
 ./target/release/sicore-sim --nodes 20 --asks 2000 > /dev/null
@@ -71,6 +74,16 @@ if [ -d tests/c ]; then
   step "c: scenario under valgrind"
   make -C tests/c check
 fi
+
+# Nightly toolchain (installed when missing): the Rust tests and the C test
+# under AddressSanitizer + LeakSanitizer, then every fuzz target for a
+# bounded time (SICORE_FUZZ_SECONDS, default 60 each). See the README,
+# "Fuzzing and sanitizers".
+step "sanitizers: Rust and C tests under ASan + LSan (nightly, target/asan)"
+bash scripts/sanitizers.sh
+
+step "fuzzing: cargo-fuzz targets, ${SICORE_FUZZ_SECONDS:-60}s each (nightly)"
+bash scripts/fuzz.sh
 
 if [ -d bindings/go ]; then
   # Inside the checkout the binding links target/release (build tag

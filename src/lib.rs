@@ -18,6 +18,8 @@ pub mod config;
 pub mod error;
 pub mod events;
 pub mod ffi;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod metrics;
 pub mod options;
 pub mod proto;

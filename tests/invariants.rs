@@ -133,6 +133,11 @@ type Confirmed = std::sync::Mutex<HashSet<String>>;
 
 fn check(h: &Harness, step: usize, confirmed: &Confirmed) {
     let d = h.dump();
+    // The checks every test shares (tests/common/books.rs) ...
+    if let Err(e) = books::check_books(&d) {
+        panic!("step {step}: {e}");
+    }
+    // ... and this test's own, which know the configuration.
     let p = &d["partitions"][0];
     // Real allocations of swaps in flight: on a node, in no application yet.
     let mut in_flight: HashMap<String, String> = HashMap::new();

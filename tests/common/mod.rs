@@ -4,6 +4,9 @@
 
 #![allow(dead_code)]
 
+pub mod books;
+pub mod rms;
+
 use std::collections::HashSet;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
