@@ -608,7 +608,13 @@ fn a_slow_report_callback_neither_piles_up_reports_nor_delays_allocations() {
     });
     h.seen(|s| {
         let mut per_ask = std::collections::HashMap::new();
-        for r in &s.container_states {
+        // The small ask may be reported once too if a check runs before
+        // the pass that places it (seen under ASan): count the big ones.
+        for r in s
+            .container_states
+            .iter()
+            .filter(|r| r.allocation_key.starts_with("big-"))
+        {
             *per_ask.entry(r.allocation_key.clone()).or_insert(0usize) += 1;
         }
         assert_eq!(per_ask.len(), 300);
