@@ -153,7 +153,7 @@ void sicore_reply_set(struct sicore_reply *reply, const uint8_t *data, size_t le
 void sicore_set_logger(sicore_log_fn log, void *user_data, int32_t max_level);
 
 // Writes the Prometheus text exposition of the `yunikorn_*` metrics
-// (OpenMetrics 1.0 text, which Prometheus scrapes) into `text_out` (owned
+// (Prometheus text format 0.0.4) into `text_out` (owned
 // by the caller; free with `sicore_buffer_free`). For an RM that already
 // serves `/metrics`. Never waits for the scheduling thread, so it may be
 // called from inside a callback.

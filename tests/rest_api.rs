@@ -396,7 +396,7 @@ fn health_dump_history_metrics_and_loglevel() {
         assert!(r
             .header("Content-Type")
             .unwrap()
-            .contains("openmetrics-text"));
+            .contains("text/plain; version=0.0.4"));
         assert!(r
             .body
             .contains("yunikorn_scheduler_container_allocation_attempt_total"));

@@ -16,7 +16,7 @@ fn write_out(out: *mut sicore_buffer, what: &str, text: String) -> Result<(), Er
 }
 
 /// Writes the Prometheus text exposition of the `yunikorn_*` metrics
-/// (OpenMetrics 1.0 text, which Prometheus scrapes) into `text_out` (owned
+/// (Prometheus text format 0.0.4) into `text_out` (owned
 /// by the caller; free with `sicore_buffer_free`). For an RM that already
 /// serves `/metrics`. Never waits for the scheduling thread, so it may be
 /// called from inside a callback.

@@ -425,12 +425,60 @@ impl Metrics {
         self.history.lock().iter().copied().collect()
     }
 
-    /// The text exposition (OpenMetrics 1.0, which Prometheus scrapes).
+    /// The Prometheus text exposition, format 0.0.4 (the C ABI contract's
+    /// format, and what the reference serves).
     pub fn encode(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry.lock())?;
-        Ok(out)
+        Ok(openmetrics_to_prometheus(&out))
     }
+}
+
+/// Turns the encoder's OpenMetrics 1.0 text into Prometheus format 0.0.4.
+/// The two differ only where this mends: OpenMetrics names a counter family
+/// without its `_total` suffix in `# HELP`/`# TYPE` (0.0.4 names the samples'
+/// metric), and has `# UNIT` and `# EOF` lines. Without this, an RM that
+/// appends our text to its own 0.0.4 output would show our counters untyped.
+fn openmetrics_to_prometheus(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut help: Option<&str> = None;
+    for line in text.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if line.starts_with("# HELP ") {
+            if let Some(h) = help.replace(line) {
+                out.push_str(h);
+                out.push('\n');
+            }
+            continue;
+        }
+        if let Some(decl) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = decl.rsplit_once(' ').unwrap_or((decl, "untyped"));
+            let suffix = if kind == "counter" && !name.ends_with("_total") {
+                "_total"
+            } else {
+                ""
+            };
+            if let Some(h) = help.take() {
+                let rest = h["# HELP ".len()..].strip_prefix(name).unwrap_or("");
+                out.push_str(&format!("# HELP {name}{suffix}{rest}\n"));
+            }
+            out.push_str(&format!("# TYPE {name}{suffix} {kind}\n"));
+            continue;
+        }
+        if let Some(h) = help.take() {
+            out.push_str(h);
+            out.push('\n');
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    if let Some(h) = help {
+        out.push_str(h);
+        out.push('\n');
+    }
+    out
 }
 
 fn clamp(v: u64) -> i64 {
@@ -457,6 +505,27 @@ mod tests {
         assert_eq!(usage_bucket(11, 100), 1);
         assert_eq!(usage_bucket(100, 100), 9);
         assert_eq!(usage_bucket(150, 100), 9);
+    }
+
+    #[test]
+    fn exposition_is_prometheus_text_0_0_4() {
+        let om = "# HELP a_b Allocations.\n# TYPE a_b counter\n# UNIT a_b seconds\n\
+                  a_b_total{s=\"x\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n\
+                  # HELP h_total Already suffixed.\n# TYPE h_total counter\nh_total 2\n# EOF\n";
+        assert_eq!(
+            openmetrics_to_prometheus(om),
+            "# HELP a_b_total Allocations.\n# TYPE a_b_total counter\n\
+             a_b_total{s=\"x\"} 3\n# HELP g A gauge.\n# TYPE g gauge\ng 1\n\
+             # HELP h_total Already suffixed.\n# TYPE h_total counter\nh_total 2\n"
+        );
+        let m = Metrics::new();
+        m.allocated.inc_by(1);
+        let text = m.encode().unwrap();
+        assert!(!text.contains("# EOF"), "{text}");
+        assert!(
+            text.contains("# TYPE yunikorn_scheduler_container_allocation_attempt_total counter"),
+            "{text}"
+        );
     }
 
     #[test]

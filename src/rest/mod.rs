@@ -538,7 +538,7 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
             })?;
             Ok(body(
                 StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                "text/plain; version=0.0.4; charset=utf-8",
                 text,
             ))
         }
