@@ -317,7 +317,7 @@ func (s *Scheduler) StateDump() ([]byte, error) {
 }
 
 // Metrics returns the Prometheus text exposition of the yunikorn_*
-// metrics (OpenMetrics 1.0 text, which Prometheus scrapes), for an RM that
+// metrics (Prometheus text format 0.0.4), for an RM that
 // serves /metrics itself. It never waits for the scheduling thread, so it
 // may be called from inside a callback.
 func (s *Scheduler) Metrics() (string, error) {

@@ -377,7 +377,7 @@ class Scheduler:
     def metrics(self) -> str:
         """The Prometheus text exposition of the ``yunikorn_*`` metrics.
 
-        OpenMetrics 1.0 text, which Prometheus scrapes; for an RM that serves
+        Prometheus text format 0.0.4; for an RM that serves
         ``/metrics`` itself. Never waits for the scheduling thread.
         """
         return self._text_call("sicore_metrics").decode("utf-8")
