@@ -426,7 +426,7 @@ unsafe extern "C" fn predicates_dumping_other(
     _len: usize,
     _err: *mut sicore_reply,
 ) -> i32 {
-    // SAFETY: a leaked DumpsOther, alive for the whole test.
+    // SAFETY: a leaked DumpsOther, freed by `release` after the last callback.
     let d = unsafe { &*(ud as *const DumpsOther) };
     let mut json = sicore_buffer::empty();
     let st = sicore_state_dump(
@@ -437,6 +437,13 @@ unsafe extern "C" fn predicates_dumping_other(
     sicore_buffer_free(json);
     d.statuses.lock().unwrap().push(st);
     0
+}
+
+/// The library's `release` for a [`DumpsOther`]: it runs once, after the
+/// last callback, when the scheduler is freed.
+unsafe extern "C" fn release_dumps_other(ud: *mut std::ffi::c_void) {
+    // SAFETY: `ud` came from `Box::leak` in the test and is released once.
+    drop(unsafe { Box::from_raw(ud as *mut DumpsOther) });
 }
 
 #[test]
@@ -461,7 +468,7 @@ fn callbacks_of_two_schedulers_cannot_deadlock_each_other() {
             send_event: None,
             update_container_scheduling_state: None,
             update_configuration: None,
-            release: None,
+            release: Some(release_dumps_other),
         };
         let req = si::RegisterResourceManagerRequest {
             rm_id: "dumper".into(),
@@ -519,6 +526,10 @@ fn callbacks_of_two_schedulers_cannot_deadlock_each_other() {
     // Both schedulers still answer from an ordinary thread.
     assert_eq!(a.dump()["rms"].as_array().unwrap().len(), 2);
     assert_eq!(b.dump()["rms"].as_array().unwrap().len(), 2);
+    // Freeing the schedulers releases the user data (LSan checks it).
+    drop(users);
+    drop(a);
+    drop(b);
 }
 
 #[test]
