@@ -20,7 +20,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::events::EventStats;
@@ -74,7 +74,10 @@ pub fn usage_bucket(used: i64, total: i64) -> usize {
     if total <= 0 || used <= 0 {
         return 0;
     }
-    let tenths = (used as f64 * 10.0 / total as f64).ceil() as i64;
+    // ceil(used * 10 / total) in integers: exact, and no libm (`ceil`) for
+    // static links to resolve.
+    let (used, total) = (i128::from(used), i128::from(total));
+    let tenths = (used * 10 + total - 1) / total;
     (tenths - 1).clamp(0, 9) as usize
 }
 
@@ -163,7 +166,9 @@ impl std::fmt::Debug for Metrics {
 
 fn latency_histogram() -> Histogram {
     // The reference's buckets: 0.1 ms, then ten times more, six buckets.
-    Histogram::new(exponential_buckets(0.0001, 10.0, 6))
+    // Written out: `exponential_buckets` calls `powf`, which would make
+    // every static link of the library need an explicit, late `-lm`.
+    Histogram::new([0.0001, 0.001, 0.01, 0.1, 1.0, 10.0].into_iter())
 }
 
 impl Default for Metrics {
@@ -505,6 +510,23 @@ mod tests {
         assert_eq!(usage_bucket(11, 100), 1);
         assert_eq!(usage_bucket(100, 100), 9);
         assert_eq!(usage_bucket(150, 100), 9);
+    }
+
+    #[test]
+    fn usage_buckets_are_exact_at_their_edges() {
+        for (used, total, bucket) in [
+            (0, 10, 0),
+            (1, 10, 0),
+            (11, 100, 1),
+            (90, 100, 8),
+            (91, 100, 9),
+            (100, 100, 9),
+            (5, 3, 9),
+            (i64::MAX, i64::MAX, 9),
+            (i64::MAX / 10, i64::MAX, 0),
+        ] {
+            assert_eq!(usage_bucket(used, total), bucket, "{used}/{total}");
+        }
     }
 
     #[test]
