@@ -168,7 +168,7 @@ fn latency_histogram() -> Histogram {
     // The reference's buckets: 0.1 ms, then ten times more, six buckets.
     // Written out: `exponential_buckets` calls `powf`, which would make
     // every static link of the library need an explicit, late `-lm`.
-    Histogram::new([0.0001, 0.001, 0.01, 0.1, 1.0, 10.0].into_iter())
+    Histogram::new([0.0001, 0.001, 0.01, 0.1, 1.0, 10.0])
 }
 
 impl Default for Metrics {
