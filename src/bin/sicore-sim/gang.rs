@@ -18,6 +18,8 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 
+use crate::{check, take_string};
+
 /// The gang workload's size.
 pub struct GangArgs {
     /// Applications, one task group each.
@@ -146,26 +148,6 @@ unsafe extern "C" fn on_predicates(
 unsafe extern "C" fn on_release(ud: *mut c_void) {
     // SAFETY: the Arc leaked at registration; the library releases it once.
     drop(Arc::from_raw(ud as *const Counters));
-}
-
-fn take_string(buf: sicore_buffer) -> String {
-    if buf.data.is_null() {
-        return String::new();
-    }
-    // SAFETY: a buffer the library returned, read once before it is freed.
-    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) })
-        .into_owned();
-    sicore_buffer_free(buf);
-    s
-}
-
-fn check(what: &str, st: sicore_status, err: sicore_buffer) -> Result<(), String> {
-    let msg = take_string(err);
-    if st == sicore_status::SICORE_OK {
-        Ok(())
-    } else {
-        Err(format!("{what} failed with {st:?}: {msg}"))
-    }
 }
 
 fn resource(memory: i64, vcore: i64) -> Option<si::Resource> {
