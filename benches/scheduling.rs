@@ -8,9 +8,15 @@
 //! `{memory: 10, vcore: 1}` split between the two applications; timed from
 //! submitting the asks until the RM holds every allocation.
 //!
+//! Two request shapes: one ask per allocation (`maxAllocations` 1, in
+//! requests of 5,000 asks), and the reference's own, one ask per application
+//! with `maxAllocations` half the allocations, one request per application.
+//!
 //! `cargo bench --bench scheduling` runs 500/1000/2000/5000 nodes with
-//! 10,000 asks; `cargo bench --bench scheduling -- --large` adds 50,000
-//! nodes with 500,000 asks. `-- NODES ASKS` runs one custom size.
+//! 10,000 allocations in both shapes; `-- --large` adds 50,000 nodes with
+//! 500,000. `-- NODES ASKS` runs one custom size once (one ask per
+//! allocation unless `--shape apps`); `--shape asks|apps` picks one shape;
+//! `scripts/callgrind.sh` runs custom sizes under callgrind.
 //!
 //! Then the gang case (`support/gang.rs`): 1,000 applications with one task
 //! group of 10 members on 5,000 nodes, placeholders first, then the real
@@ -213,9 +219,91 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// How the asks are requested.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// One ask per allocation (`maxAllocations` 1), in requests of 5,000.
+    Asks,
+    /// The reference's shape: one ask per application whose
+    /// `maxAllocations` covers half of the allocations, one request each.
+    Apps,
+}
+
+/// `asks` asks of one allocation each, alternating between the two
+/// applications, encoded in requests of 5,000.
+fn single_asks(asks: usize) -> Vec<Vec<u8>> {
+    (0..asks)
+        .collect::<Vec<_>>()
+        .chunks(5_000)
+        .map(|chunk| {
+            si::AllocationRequest {
+                asks: chunk
+                    .iter()
+                    .map(|i| si::AllocationAsk {
+                        allocation_key: format!("ask-{i}"),
+                        application_id: format!("app-{}", i % 2),
+                        partition_name: "default".into(),
+                        resource_ask: res(10, 1),
+                        max_allocations: 1,
+                        ..Default::default()
+                    })
+                    .collect(),
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
+
+/// YuniKorn's own request shape: one request per application, each with a
+/// single ask (the same key in both) repeated `maxAllocations` times, half
+/// of the allocations for `app-0`, the rest for `app-1`.
+fn app_asks(allocations: usize) -> Vec<Vec<u8>> {
+    let first = allocations / 2;
+    [(0, first), (1, allocations - first)]
+        .into_iter()
+        .map(|(app, n)| {
+            si::AllocationRequest {
+                asks: vec![si::AllocationAsk {
+                    allocation_key: "alloc-1".into(),
+                    application_id: format!("app-{app}"),
+                    partition_name: "default".into(),
+                    resource_ask: res(10, 1),
+                    max_allocations: i32::try_from(n).expect("maxAllocations fits an int32"),
+                    ..Default::default()
+                }],
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
+
+#[derive(Clone, Copy)]
+struct Flags {
+    predicates: bool,
+    shape: Shape,
+    /// The outstanding-request check (every second by default) reports each
+    /// waiting ask, so its cost grows with the seconds a run lasts, not with
+    /// the allocations; `--no-outstanding-check` (scripts/callgrind.sh,
+    /// where a run lasts ~50x longer) leaves it out.
+    outstanding_check: bool,
+}
+
 /// Runs one size; returns (allocations per second, seconds).
-fn run(nodes: usize, asks: usize, predicates: bool) -> (f64, f64) {
+fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
+    let Flags {
+        predicates,
+        shape,
+        outstanding_check,
+    } = flags;
     let mut opts = SchedulerOptions::default();
+    if !outstanding_check {
+        // Once an hour: see `Flags::outstanding_check`.
+        opts.outstanding_check_interval_ms = 3_600_000;
+    }
     opts.policy_configs.insert("bench".into(), CONFIG.into());
     opts.disable_events = true;
     opts.log_level = "warn".into();
@@ -305,28 +393,10 @@ fn run(nodes: usize, asks: usize, predicates: bool) -> (f64, f64) {
     );
     wait("apps", || state.apps.load(Ordering::Acquire) == 2);
 
-    let requests: Vec<Vec<u8>> = (0..asks)
-        .collect::<Vec<_>>()
-        .chunks(5_000)
-        .map(|chunk| {
-            si::AllocationRequest {
-                asks: chunk
-                    .iter()
-                    .map(|i| si::AllocationAsk {
-                        allocation_key: format!("ask-{i}"),
-                        application_id: format!("app-{}", i % 2),
-                        partition_name: "default".into(),
-                        resource_ask: res(10, 1),
-                        max_allocations: 1,
-                        ..Default::default()
-                    })
-                    .collect(),
-                rm_id: "rm".into(),
-                ..Default::default()
-            }
-            .encode_to_vec()
-        })
-        .collect();
+    let requests = match shape {
+        Shape::Asks => single_asks(asks),
+        Shape::Apps => app_asks(asks),
+    };
     let cpu_before = thread_cpu_ms();
     let start = Instant::now();
     for r in &requests {
@@ -358,10 +428,28 @@ fn main() {
     // `--predicates` registers a Predicates callback (the path a Kubernetes
     // RM takes).
     let predicates = all.iter().any(|a| a == "--predicates");
-    let args: Vec<String> = all
-        .into_iter()
-        .filter(|a| a != "--bench" && a != "--predicates")
-        .collect();
+    let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
+    // `--shape asks|apps` runs one request shape only (default: both).
+    let shape_arg =
+        all.iter()
+            .position(|a| a == "--shape")
+            .map(|i| match all.get(i + 1).map(String::as_str) {
+                Some("asks") => Shape::Asks,
+                Some("apps") => Shape::Apps,
+                other => panic!("--shape takes asks or apps, not {other:?}"),
+            });
+    let mut args: Vec<String> = Vec::new();
+    let mut skip = false;
+    for a in all {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        match a.as_str() {
+            "--bench" | "--predicates" | "--no-outstanding-check" => {}
+            "--shape" => skip = true,
+            _ => args.push(a),
+        }
+    }
     let custom = args.len() == 2 && args[0].parse::<usize>().is_ok();
     let sizes: Vec<(usize, usize)> = match args.as_slice() {
         [n, a] if n.parse::<usize>().is_ok() => {
@@ -385,41 +473,66 @@ fn main() {
     };
     let gang_only = args.iter().any(|x| x == "--gang");
     let sizes = if gang_only { Vec::new() } else { sizes };
-    println!(
-        "BenchmarkScheduling through the C ABI (callbacks decode every message){}",
-        if predicates {
-            ", with a Predicates callback"
-        } else {
-            ""
+    let shapes = match shape_arg {
+        Some(s) => vec![s],
+        // A custom size measures one shape: the single asks unless told.
+        None if custom => vec![Shape::Asks],
+        None => vec![Shape::Asks, Shape::Apps],
+    };
+    for shape in shapes {
+        if sizes.is_empty() {
+            break;
         }
-    );
-    println!(
-        "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14}",
-        "nodes", "asks", "median allocs/s", "best allocs/s", "median seconds", "peak RSS MiB"
-    );
-    for (nodes, asks) in sizes {
-        // Wall clock on a small shared machine varies from run to run: the
-        // small sizes run five times and report the median and the best;
-        // the large one (and a custom size) runs once.
-        let runs = if asks > 100_000 || custom { 1 } else { 5 };
-        let mut results: Vec<(f64, f64)> =
-            (0..runs).map(|_| run(nodes, asks, predicates)).collect();
-        results.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let median = results[results.len() / 2];
-        let best = results[results.len() - 1];
         println!(
-            "{nodes:>8} {asks:>9} {:>16.0} {:>14.0} {:>16.3} {:>14.1}",
-            median.0,
-            best.0,
-            median.1,
-            peak_rss_mib()
+            "BenchmarkScheduling through the C ABI (callbacks decode every message){}{}",
+            if predicates {
+                ", with a Predicates callback"
+            } else {
+                ""
+            },
+            match shape {
+                Shape::Asks => ", one ask per allocation",
+                Shape::Apps =>
+                    ", one ask per application (maxAllocations asks/2, the reference's shape)",
+            }
         );
+        println!(
+            "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14}",
+            "nodes", "allocs", "median allocs/s", "best allocs/s", "median seconds", "peak RSS MiB"
+        );
+        for &(nodes, asks) in &sizes {
+            // Wall clock on a small shared machine varies from run to run:
+            // the small sizes run five times and report the median and the
+            // best; the large one (and a custom size) runs once.
+            let runs = if asks > 100_000 || custom { 1 } else { 5 };
+            let mut results: Vec<(f64, f64)> = (0..runs)
+                .map(|_| {
+                    let flags = Flags {
+                        predicates,
+                        shape,
+                        outstanding_check,
+                    };
+                    run(nodes, asks, flags)
+                })
+                .collect();
+            results.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let median = results[results.len() / 2];
+            let best = results[results.len() - 1];
+            println!(
+                "{nodes:>8} {asks:>9} {:>16.0} {:>14.0} {:>16.3} {:>14.1}",
+                median.0,
+                best.0,
+                median.1,
+                peak_rss_mib()
+            );
+        }
+        println!();
     }
     if custom {
         return;
     }
     // Gang: 5,000 nodes, 1,000 applications x 10 members, five runs.
-    println!("\nGang scheduling through the C ABI (the RM confirms every replacement)");
+    println!("Gang scheduling through the C ABI (the RM confirms every replacement)");
     println!(
         "{:>8} {:>6} {:>8} {:>22} {:>20} {:>16}",
         "nodes",

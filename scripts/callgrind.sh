@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Instructions per allocation, per thread, measured with callgrind on the
+# `scheduling` bench (YuniKorn's BenchmarkScheduling through the C ABI).
+#
+# Each size runs twice, with ASKS_LO and ASKS_HI asks; the difference of the
+# two counts divided by ASKS_HI - ASKS_LO is the cost of one allocation, with
+# the set-up (library start, nodes, applications) cancelled out. Instruction
+# counts do not depend on the machine's load, unlike wall clock.
+#
+#   bash scripts/callgrind.sh                       # 500, 5,000 and 50,000 nodes
+#   bash scripts/callgrind.sh --predicates          # with a Predicates callback
+#   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
+#   bash scripts/callgrind.sh --shape app           # one ask per application (maxAllocations)
+#
+# Columns (instructions per allocation):
+#   pass      the scheduling pass on the core thread (Core::schedule, inclusive)
+#   core      the core thread (sicore-core-*): the pass, and taking in asks
+#   core:rm   of which the RM's callbacks run there (Predicates, ReSync)
+#   disp      the dispatcher thread (sicore-dispatch-*): encoding, callbacks
+#   disp:rm   of which the RM's callbacks (decoding AllocationResponse, ...)
+#   main      the RM's own thread (the bench's main): building and encoding
+#             its requests, the library decoding them in sicore_update_*
+#   main:lib  of which inside the library's sicore_* calls
+#   lib       everything in the library: total minus the RM's parts
+#   total     all threads
+#
+# Work driven by the clock rather than by allocations is left out, since a
+# run under callgrind lasts ~50x longer than without: the outstanding-request
+# check (the bench's --no-outstanding-check) and the gauge refresh
+# (src/metrics/gauges.rs, once a second, O(nodes); subtracted, its cost per
+# run printed below the table).
+#
+# The raw profiles stay in target/callgrind/ (callgrind_annotate
+# --inclusive=yes FILE shows where a thread's instructions go).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+sizes="500:2000:10000 5000:2000:10000 50000:20000:100000"
+# The outstanding-request check is time-driven: see benches/scheduling.rs.
+bench_args=(--no-outstanding-check)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --predicates) bench_args+=(--predicates) ;;
+    --sizes) sizes="$2"; shift ;;
+    --shape) bench_args+=(--shape "$2"); shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if ! command -v valgrind >/dev/null 2>&1 || ! command -v callgrind_annotate >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "valgrind is missing; run as root or install it (Debian: apt-get install valgrind)" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind
+fi
+
+# The bench binary as `cargo bench` builds it (release profile, mimalloc).
+bin=$(cargo bench --bench scheduling --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if (m.get("reason") == "compiler-artifact" and m["target"]["name"] == "scheduling"
+            and m.get("executable")):
+        print(m["executable"])')
+[ -x "$bin" ] || { echo "cannot build the scheduling bench" >&2; exit 1; }
+
+out="$root/target/callgrind"
+mkdir -p "$out"
+rm -f "$out"/cg.*
+
+runs=()
+for s in $sizes; do
+  IFS=: read -r nodes lo hi <<<"$s"
+  if ! [ "$lo" -lt "$hi" ] 2>/dev/null; then
+    echo "size $s: want NODES:ASKS_LO:ASKS_HI with ASKS_LO < ASKS_HI" >&2
+    exit 2
+  fi
+  for asks in "$lo" "$hi"; do
+    echo "callgrind: $nodes nodes, $asks asks ${bench_args[*]}" >&2
+    valgrind --tool=callgrind --separate-threads=yes --dump-instr=no \
+      --callgrind-out-file="$out/cg.$nodes.$asks" \
+      "$bin" "$nodes" "$asks" ${bench_args[@]+"${bench_args[@]}"} >/dev/null 2>"$out/cg.$nodes.$asks.log" \
+      || { cat "$out/cg.$nodes.$asks.log" >&2; exit 1; }
+  done
+  runs+=("$nodes:$lo:$hi")
+done
+
+python3 - "$out" "${bench_args[*]:-}" "${runs[@]}" <<'EOF'
+import glob, re, subprocess, sys
+
+out, args, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+# Inclusive cost of the functions whose name matches, per thread profile.
+# "cost (pct)  file:function [object]": callgrind_annotate lists a function
+# once per source file its code came from (inlining); the whole function's
+# line is the largest of them.
+LINE = re.compile(r"^\s*([\d,]+) \([^)]*\)\s+\S.*?:(\S.*?)(?: \[[^\]]*\])?$")
+RM_CALLBACK = re.compile(r"^scheduling::on_\w+$")
+LIB_ENTRY = re.compile(r"^sicore_\w+$")
+PERIODIC = "sicore::metrics::gauges::refresh"
+PASS = "sicore::scheduler::core::Core::schedule"
+
+
+def profile(path):
+    """Thread kind, total, RM-callback, library-entry and periodic costs."""
+    text = open(path, encoding="utf-8", errors="replace").read()
+    total = int(re.search(r"^totals: (\d+)", text, re.M).group(1))
+    if "sicore::scheduler::core::Core::run" in text:
+        kind = "core"
+    elif "sicore::rmproxy::dispatch::run" in text:
+        kind = "disp"
+    elif "scheduling::main" in text:
+        kind = "main"
+    else:
+        kind = "other"
+    ann = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--auto=no", "--threshold=100", path],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    cost = {}
+    for line in ann.splitlines():
+        m = LINE.match(line)
+        if m:
+            fn, c = m.group(2), int(m.group(1).replace(",", ""))
+            cost[fn] = max(cost.get(fn, 0), c)
+    rm = sum(c for fn, c in cost.items() if RM_CALLBACK.match(fn))
+    lib = sum(c for fn, c in cost.items() if LIB_ENTRY.match(fn))
+    periodic, sched = cost.get(PERIODIC, 0), cost.get(PASS, 0)
+    return kind, total, rm, lib, periodic, sched
+
+
+def measure(nodes, asks):
+    acc = {}
+    for path in sorted(glob.glob(f"{out}/cg.{nodes}.{asks}-*")):
+        kind, total, rm, lib, periodic, sched = profile(path)
+        a = acc.setdefault(kind, [0] * 5)
+        for i, v in enumerate((total - periodic, rm, lib, periodic, sched)):
+            a[i] += v
+    return acc
+
+
+cols = ["pass", "core", "core:rm", "disp", "disp:rm", "main", "main:lib", "lib", "total"]
+print(f"Instructions per allocation (callgrind; scheduling bench {args or ''}".rstrip() + ")")
+print(f"{'nodes':>7} {'asks':>13} " + " ".join(f"{c:>8}" for c in cols))
+notes = []
+for r in runs:
+    nodes, lo, hi = (int(x) for x in r.split(":"))
+    a, b = measure(nodes, lo), measure(nodes, hi)
+    n = hi - lo
+
+    def d(kind, i):
+        return (b.get(kind, [0] * 5)[i] - a.get(kind, [0] * 5)[i]) / n
+
+    sched, core, core_rm = d("core", 4), d("core", 0), d("core", 1)
+    disp, disp_rm = d("disp", 0), d("disp", 1)
+    main, main_lib = d("main", 0), d("main", 2)
+    other = d("other", 0)
+    total = core + disp + main + other
+    lib = core - core_rm + disp - disp_rm + main_lib + other
+    vals = [sched, core, core_rm, disp, disp_rm, main, main_lib, lib, total]
+    print(f"{nodes:>7} {f'{hi}-{lo}':>13} " + " ".join(f"{round(v):>8d}" for v in vals))
+    periodic = [m.get("core", [0] * 5)[3] for m in (a, b)]
+    notes.append(f"{nodes} nodes: gauge refresh left out, {periodic[0]:,} and {periodic[1]:,} "
+                 f"instructions in the {lo}- and {hi}-ask runs")
+print()
+for line in notes:
+    print(line)
+EOF
