@@ -277,3 +277,83 @@ fn reregistering_resets_the_rm_state() {
     }
     assert_eq!(h.rec.releases.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// YuniKorn's BenchmarkScheduling request shape (also a variant of
+/// `cargo bench --bench scheduling`): one ask per application, the same key
+/// in both, each repeated thousands of times. An ask partly served keeps
+/// its entry with the repeats left, and those are placed once capacity
+/// appears; every allocation has its own UUID.
+#[test]
+fn one_ask_per_application_with_thousands_of_repeats() {
+    let config = "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+          - name: b
+";
+    let h = Harness::new(yaml_options(config));
+    let (st, msg) = h.register("rm", "queues");
+    assert_eq!(st, SICORE_OK, "{msg}");
+    // 100 nodes of 40 slots: 4,000 of the 5,000 allocations fit.
+    let list = (0..100)
+        .map(|i| node(&format!("node-{i}"), 400, 40))
+        .collect();
+    assert_eq!(h.nodes(list).0, SICORE_OK);
+    h.wait("nodes", |s| s.nodes_accepted.len() == 100);
+    let apps = vec![app("app-1", "root.a"), app("app-2", "root.b")];
+    assert_eq!(h.apps(apps, vec![]).0, SICORE_OK);
+    h.wait("apps", |s| s.apps_accepted.len() == 2);
+    for a in ["app-1", "app-2"] {
+        assert_eq!(h.asks(vec![ask(a, "alloc-1", 10, 1, 2500)]).0, SICORE_OK);
+    }
+    h.wait("4,000 allocations", |s| s.allocations.len() == 4000);
+    let d = h.dump();
+    let left: i64 = d["partitions"][0]["applications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|app| {
+            let asks = app["pending_asks"].as_array().unwrap();
+            assert_eq!(asks.len(), 1, "the ask keeps its entry: {app}");
+            asks[0]["pending_repeat"].as_i64().unwrap()
+        })
+        .sum();
+    assert_eq!(left, 1000);
+    assert_eq!(d["partitions"][0]["root"]["pending"]["memory"], 10_000);
+
+    let more = (100..125)
+        .map(|i| node(&format!("node-{i}"), 400, 40))
+        .collect();
+    assert_eq!(h.nodes(more).0, SICORE_OK);
+    h.wait("5,000 allocations", |s| s.allocations.len() == 5000);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    h.seen(|s| {
+        assert_eq!(
+            s.allocations.len(),
+            5000,
+            "no allocation beyond the repeats"
+        );
+        let mut uuids: Vec<&str> = s.allocations.iter().map(|a| a.uuid.as_str()).collect();
+        uuids.sort_unstable();
+        uuids.dedup();
+        assert_eq!(uuids.len(), 5000, "every allocation has its own UUID");
+        for a in ["app-1", "app-2"] {
+            let n = s
+                .allocations
+                .iter()
+                .filter(|x| x.application_id == a && x.allocation_key == "alloc-1")
+                .count();
+            assert_eq!(n, 2500, "{a}");
+        }
+    });
+    let d = h.dump();
+    assert_eq!(d["partitions"][0]["root"]["pending"]["memory"], 0);
+    assert_eq!(d["partitions"][0]["root"]["allocated"]["memory"], 50_000);
+    for app in d["partitions"][0]["applications"].as_array().unwrap() {
+        assert!(app["pending_asks"].as_array().unwrap().is_empty(), "{app}");
+    }
+}
