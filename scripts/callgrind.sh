@@ -10,7 +10,7 @@
 #   bash scripts/callgrind.sh                       # 500, 5,000 and 50,000 nodes
 #   bash scripts/callgrind.sh --predicates          # with a Predicates callback
 #   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
-#   bash scripts/callgrind.sh --shape app           # one ask per application (maxAllocations)
+#   bash scripts/callgrind.sh --shape apps          # one ask per application (maxAllocations)
 #
 # Columns (instructions per allocation):
 #   pass      the scheduling pass on the core thread (Core::schedule, inclusive)

@@ -375,3 +375,64 @@ def test_update_configuration_trampoline(caplog: pytest.LogCaptureFixture) -> No
 def test_status_trampoline_reports_failure_for_unknown_handle() -> None:
     msg = si_pb2.NodeResponse().SerializeToString()
     assert _call_trampoline("update_node", 987_654_321, msg, None) == 1
+
+
+_per_thread = threading.local()
+
+
+class _Marker:
+    pass
+
+
+class ThreadLocalRM(RecordingRM):
+    """Keeps an object per thread in a threading.local, as an RM may cache per-thread state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[weakref.ref[_Marker]] = []
+        self.found = 0
+
+    def _touch(self) -> None:
+        with self.cond:
+            if getattr(_per_thread, "marker", None) is None:
+                _per_thread.marker = _Marker()
+                self.made.append(weakref.ref(_per_thread.marker))
+            else:
+                self.found += 1
+
+    def update_node(self, response: si_pb2.NodeResponse) -> None:
+        self._touch()
+        super().update_node(response)
+
+    def update_allocation(self, response: si_pb2.AllocationResponse) -> None:
+        self._touch()
+        super().update_allocation(response)
+
+
+@pytest.mark.skipif(sicore._callbacks._BINDER is None,
+                    reason="library threads keep their Python thread state with glibc only")
+def test_library_threads_keep_their_thread_state_until_they_end() -> None:
+    """Thread-local data lasts from one callback to the next on a library thread, and goes with it."""
+    rm = ThreadLocalRM()
+    sched = sicore.Scheduler()
+    try:
+        sched.register_resource_manager(register_request(), rm)
+        sched.update_node(node_request("n1"))
+        rm.wait_for(lambda: rm.accepted_nodes() == {"n1"})
+        sched.update_application(app_request("app-1"))
+        rm.wait_for(lambda: rm.accepted_apps() == {"app-1"})
+        for i in range(5):
+            sched.update_allocation(ask_request("app-1", f"ask-{i}"))
+            rm.wait_for(lambda i=i: len(rm.new_allocations()) == i + 1)
+        with rm.cond:
+            # Six callbacks on the library's threads (the core and the
+            # dispatcher): each thread made its object once and found it after.
+            assert 1 <= len(rm.made) <= 2
+            assert rm.found == 6 - len(rm.made)
+            assert all(ref() is not None for ref in rm.made)
+    finally:
+        sched.close()
+    gc.collect()
+    # The threads ended with close(), and their thread states (holding the
+    # thread-local objects) with them.
+    assert all(ref() is None for ref in rm.made)

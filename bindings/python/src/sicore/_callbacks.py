@@ -11,8 +11,10 @@ holds the user's callback object until the library calls ``release``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import logging
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -105,20 +107,103 @@ class _Registration:
 
 
 _registrations: dict[int, _Registration] = {}
+# Guards changes to _registrations; the trampolines read it without the lock
+# (one dict.get: atomic under the GIL, and locked internally on free-threaded
+# builds), since they run for every message.
 _registrations_lock = threading.Lock()
 _handles = itertools.count(1)  # never reused, so a late release cannot hit a newer entry
-_tls = threading.local()
+
+
+class _ThreadState(threading.local):
+    """Per thread: the schedulers whose callbacks run on it, innermost last."""
+
+    bound = False
+    """Whether this thread was looked at by :func:`_bind_thread`."""
+
+    def __init__(self) -> None:
+        self.owners: list[int] = []
+
+
+_tls = _ThreadState()
 
 
 def in_callback_of(owner: int) -> bool:
     """Whether this thread is running a callback registered by scheduler ``owner``."""
-    owners: list[int] = getattr(_tls, "owners", [])
-    return owner in owners
+    return owner in _tls.owners
 
 
-def _lookup(user_data: int | None) -> _Registration | None:
-    with _registrations_lock:
-        return _registrations.get(user_data or 0)
+# -- Library threads keep their Python thread state ------------------------------------
+#
+# ctypes enters a callback on a thread Python did not start with
+# PyGILState_Ensure, which creates a thread state, and leaves it with
+# PyGILState_Release, which destroys it again. On the library's threads that
+# was most of what a small callback cost (a Predicates or ReSync call: about
+# 10 of 12 us; bindings/python/benchmarks/bench_scheduling.py --predicates).
+# So the first callback on a library thread takes one more reference on the
+# thread state, which then lives as long as the thread, and registers a
+# thread-exit hook that drops that reference on the thread itself as it ends.
+# The hook is glibc's __cxa_thread_atexit_impl (what C++ thread_local
+# destructors use): it runs before the thread's pthread keys are cleared, so
+# Python still finds the thread's state. Where it is missing (not glibc),
+# callbacks take the plain path. Only the library's own threads (named
+# "sicore-...") are bound: a thread someone else started may go on running
+# Python after the callback.
+
+_PR_GET_NAME = 16
+
+
+def _thread_binder() -> tuple[Any, Any, Any, Any] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None)
+        thread_atexit = libc.__cxa_thread_atexit_impl
+        prctl = libc.prctl
+        # Our own handle on the C API, so that declaring signatures here
+        # does not change ctypes.pythonapi for anyone else.
+        capi = ctypes.PyDLL(None)
+        ensure = capi.PyGILState_Ensure
+        release = capi.PyGILState_Release
+    except (AttributeError, OSError):
+        return None
+    thread_atexit.restype = ctypes.c_int
+    thread_atexit.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    prctl.restype = ctypes.c_int
+    prctl.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    ensure.restype = ctypes.c_int
+    ensure.argtypes = []
+    release.restype = None
+    release.argtypes = [ctypes.c_int]
+    return thread_atexit, prctl, ensure, release
+
+
+_BINDER = _thread_binder()
+
+
+def _thread_exit(state: int | None) -> None:
+    """Runs on a bound library thread as it ends: drops the reference taken in _bind_thread."""
+    try:
+        if _BINDER is not None:
+            _BINDER[3](state or 0)
+    except BaseException:  # noqa: BLE001 - never unwind into the C runtime
+        pass
+
+
+_THREAD_EXIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_thread_exit)
+
+
+def _bind_thread(tls: _ThreadState) -> None:
+    """Keep this thread's Python thread state until the thread ends, if it is a library thread."""
+    tls.bound = True
+    if _BINDER is None:
+        return
+    thread_atexit, prctl, ensure, release = _BINDER
+    name = ctypes.create_string_buffer(16)
+    if prctl(_PR_GET_NAME, name) != 0 or not name.value.startswith(b"sicore-"):
+        return
+    state = ensure()
+    if thread_atexit(ctypes.cast(_THREAD_EXIT, ctypes.c_void_p), state or None, None) != 0:
+        release(state)
 
 
 def _reason(exc: BaseException) -> str:
@@ -132,19 +217,25 @@ def _describe(method: str, exc: BaseException) -> None:
 
 
 def _status_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
+    # Runs for every message: the lookup, the copy and the decode inline.
+    registrations = _registrations
+    string_at = ctypes.string_at
+
     def call(user_data: int | None, msg: int | None, length: int, error: int | None) -> int:
-        reg = None
+        reg = registrations.get(user_data)  # type: ignore[arg-type]
         try:
-            reg = _lookup(user_data)
             if reg is None:
                 raise RuntimeError(f"{method}: unknown or released callback handle {user_data}")
-            data = borrowed_bytes(msg, length)
-            arg = decode(data)
-            _enter(reg)
+            arg = decode(string_at(msg, length) if msg and length else b"")
+            tls = _tls
+            if not tls.bound:
+                _bind_thread(tls)
+            owners = tls.owners
+            owners.append(reg.owner)
             try:
                 getattr(reg.callback, method)(arg)
             finally:
-                _leave()
+                owners.pop()
             return 0
         except BaseException as exc:  # noqa: BLE001 - never unwind into the library
             try:
@@ -159,18 +250,24 @@ def _status_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
 
 
 def _notify_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
+    registrations = _registrations
+    string_at = ctypes.string_at
+
     def call(user_data: int | None, msg: int | None, length: int) -> None:
         try:
-            reg = _lookup(user_data)
+            reg = registrations.get(user_data)  # type: ignore[arg-type]
             if reg is None:
                 raise RuntimeError(f"{method}: unknown or released callback handle {user_data}")
-            data = borrowed_bytes(msg, length)
-            arg = decode(data)
-            _enter(reg)
+            arg = decode(string_at(msg, length) if msg and length else b"")
+            tls = _tls
+            if not tls.bound:
+                _bind_thread(tls)
+            owners = tls.owners
+            owners.append(reg.owner)
             try:
                 getattr(reg.callback, method)(arg)
             finally:
-                _leave()
+                owners.pop()
         except BaseException as exc:  # noqa: BLE001 - never unwind into the library
             with contextlib.suppress(BaseException):
                 _describe(method, exc)
@@ -182,16 +279,19 @@ def _update_configuration(user_data: int | None, msg: int | None, length: int,
                           response: int | None) -> None:
     reg = None
     try:
-        reg = _lookup(user_data)
+        reg = _registrations.get(user_data)  # type: ignore[arg-type]
         if reg is None:
             raise RuntimeError(f"update_configuration: unknown or released callback handle {user_data}")
         data = borrowed_bytes(msg, length)
         request = si_pb2.UpdateConfigurationRequest.FromString(data)
-        _enter(reg)
+        tls = _tls
+        if not tls.bound:
+            _bind_thread(tls)
+        tls.owners.append(reg.owner)
         try:
             answer = reg.callback.update_configuration(request)
         finally:
-            _leave()
+            tls.owners.pop()
         if answer is None:
             answer = si_pb2.UpdateConfigurationResponse(success=True)
         if not isinstance(answer, si_pb2.UpdateConfigurationResponse):
@@ -217,17 +317,6 @@ def _release(user_data: int | None) -> None:
         # `reg` (and with it the user's callback object) is dropped here.
     except BaseException:  # noqa: BLE001 - never unwind into the library
         pass
-
-
-def _enter(reg: _Registration) -> None:
-    owners = getattr(_tls, "owners", None)
-    if owners is None:
-        owners = _tls.owners = []
-    owners.append(reg.owner)
-
-
-def _leave() -> None:
-    _tls.owners.pop()
 
 
 def _events(data: bytes) -> list[si_pb2.EventRecord]:
