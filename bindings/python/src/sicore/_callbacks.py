@@ -114,22 +114,22 @@ _registrations_lock = threading.Lock()
 _handles = itertools.count(1)  # never reused, so a late release cannot hit a newer entry
 
 
-class _ThreadState(threading.local):
-    """Per thread: the schedulers whose callbacks run on it, innermost last."""
-
-    bound = False
-    """Whether this thread was looked at by :func:`_bind_thread`."""
-
-    def __init__(self) -> None:
-        self.owners: list[int] = []
-
-
-_tls = _ThreadState()
+# Per thread, from its first callback on: ``owners``, the serial numbers of
+# the schedulers whose callbacks run on it, innermost last.
+_tls = threading.local()
 
 
 def in_callback_of(owner: int) -> bool:
     """Whether this thread is running a callback registered by scheduler ``owner``."""
-    return owner in _tls.owners
+    return owner in getattr(_tls, "owners", ())
+
+
+def _first_callback_on_thread() -> list[int]:
+    """Make this thread's ``owners`` list and bind the thread (:func:`_bind_thread`)."""
+    owners: list[int] = []
+    _tls.owners = owners
+    _bind_thread()
+    return owners
 
 
 # -- Library threads keep their Python thread state ------------------------------------
@@ -192,9 +192,8 @@ def _thread_exit(state: int | None) -> None:
 _THREAD_EXIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_thread_exit)
 
 
-def _bind_thread(tls: _ThreadState) -> None:
+def _bind_thread() -> None:
     """Keep this thread's Python thread state until the thread ends, if it is a library thread."""
-    tls.bound = True
     if _BINDER is None:
         return
     thread_atexit, prctl, ensure, release = _BINDER
@@ -216,7 +215,8 @@ def _describe(method: str, exc: BaseException) -> None:
                exc_info=(type(exc), exc, exc.__traceback__))
 
 
-def _status_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
+def _status_call(method: str, decode: Callable[[bytes], Any]) -> Callable[[Any, Any, int, Any], int]:
+    """The Python body of a status trampoline (benchmarks/ time it without ctypes)."""
     # Runs for every message: the lookup, the copy and the decode inline.
     registrations = _registrations
     string_at = ctypes.string_at
@@ -227,10 +227,10 @@ def _status_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
             if reg is None:
                 raise RuntimeError(f"{method}: unknown or released callback handle {user_data}")
             arg = decode(string_at(msg, length) if msg and length else b"")
-            tls = _tls
-            if not tls.bound:
-                _bind_thread(tls)
-            owners = tls.owners
+            try:
+                owners = _tls.owners
+            except AttributeError:
+                owners = _first_callback_on_thread()
             owners.append(reg.owner)
             try:
                 getattr(reg.callback, method)(arg)
@@ -246,7 +246,11 @@ def _status_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
                 pass
             return 1
 
-    return STATUS_CALLBACK(call)
+    return call
+
+
+def _status_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
+    return STATUS_CALLBACK(_status_call(method, decode))
 
 
 def _notify_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
@@ -259,10 +263,10 @@ def _notify_trampoline(method: str, decode: Callable[[bytes], Any]) -> Any:
             if reg is None:
                 raise RuntimeError(f"{method}: unknown or released callback handle {user_data}")
             arg = decode(string_at(msg, length) if msg and length else b"")
-            tls = _tls
-            if not tls.bound:
-                _bind_thread(tls)
-            owners = tls.owners
+            try:
+                owners = _tls.owners
+            except AttributeError:
+                owners = _first_callback_on_thread()
             owners.append(reg.owner)
             try:
                 getattr(reg.callback, method)(arg)
@@ -284,14 +288,15 @@ def _update_configuration(user_data: int | None, msg: int | None, length: int,
             raise RuntimeError(f"update_configuration: unknown or released callback handle {user_data}")
         data = borrowed_bytes(msg, length)
         request = si_pb2.UpdateConfigurationRequest.FromString(data)
-        tls = _tls
-        if not tls.bound:
-            _bind_thread(tls)
-        tls.owners.append(reg.owner)
+        try:
+            owners = _tls.owners
+        except AttributeError:
+            owners = _first_callback_on_thread()
+        owners.append(reg.owner)
         try:
             answer = reg.callback.update_configuration(request)
         finally:
-            tls.owners.pop()
+            owners.pop()
         if answer is None:
             answer = si_pb2.UpdateConfigurationResponse(success=True)
         if not isinstance(answer, si_pb2.UpdateConfigurationResponse):
