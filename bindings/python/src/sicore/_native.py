@@ -238,6 +238,7 @@ class Library:
     sicore_update_application: Callable[..., int]
     sicore_update_node: Callable[..., int]
     sicore_update_configuration: Callable[..., int]
+    sicore_set_policy_config: Callable[..., int]
     sicore_state_dump: Callable[..., int]
     sicore_metrics: Callable[..., int]
     sicore_rest_address: Callable[..., int]
