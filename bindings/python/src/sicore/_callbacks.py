@@ -138,7 +138,7 @@ def _first_callback_on_thread() -> list[int]:
 # PyGILState_Ensure, which creates a thread state, and leaves it with
 # PyGILState_Release, which destroys it again. On the library's threads that
 # was most of what a small callback cost (a Predicates or ReSync call: about
-# 10 of 12 us; bindings/python/benchmarks/bench_scheduling.py --predicates).
+# 10 of 13 us; bindings/python/benchmarks/bench_scheduling.py --predicates).
 # So the first callback on a library thread takes one more reference on the
 # thread state, which then lives as long as the thread, and registers a
 # thread-exit hook that drops that reference on the thread itself as it ends.
