@@ -197,12 +197,15 @@ def _bind_thread() -> None:
     if _BINDER is None:
         return
     thread_atexit, prctl, ensure, release = _BINDER
-    name = ctypes.create_string_buffer(16)
-    if prctl(_PR_GET_NAME, name) != 0 or not name.value.startswith(b"sicore-"):
-        return
-    state = ensure()
-    if thread_atexit(ctypes.cast(_THREAD_EXIT, ctypes.c_void_p), state or None, None) != 0:
-        release(state)
+    try:
+        name = ctypes.create_string_buffer(16)
+        if prctl(_PR_GET_NAME, name) != 0 or not name.value.startswith(b"sicore-"):
+            return
+        state = ensure()
+        if thread_atexit(ctypes.cast(_THREAD_EXIT, ctypes.c_void_p), state or None, None) != 0:
+            release(state)
+    except Exception:  # noqa: BLE001 - binding is an optimisation; the callback goes on
+        _log.debug("sicore: cannot keep this thread's Python thread state", exc_info=True)
 
 
 def _reason(exc: BaseException) -> str:
