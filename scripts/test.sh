@@ -115,6 +115,10 @@ if [ -d bindings/python ]; then
   "$venv/bin/pip" install -q "$root/bindings/python[test]"
   (cd "$venv" && env -u SICORE_LIBRARY "$venv/bin/python" -c "import sicore; sicore.Scheduler().close()")
   (cd bindings/python && "$venv/bin/ruff" check . && env -u SICORE_LIBRARY "$venv/bin/pytest" -q tests)
+  # A seconds-long smoke run of the benchmark, so that it keeps working
+  # with the binding it measures (it times the trampoline's body).
+  (cd bindings/python && env -u SICORE_LIBRARY "$venv/bin/python" benchmarks/bench_scheduling.py \
+    --nodes 20 --allocations 200 --runs 1 --passes 1 --predicates > /dev/null)
   bash scripts/python-dist-test.sh
 fi
 
