@@ -11,11 +11,22 @@
 #   bash scripts/callgrind.sh --predicates          # with a Predicates callback
 #   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
 #   bash scripts/callgrind.sh --shape apps          # one ask per application (maxAllocations)
+#   bash scripts/callgrind.sh --python              # the same through the Python binding
+#
+# --python runs bindings/python/benchmarks/bench_scheduling.py (the binding
+# from the source tree, the library from `cargo build --release`, the
+# interpreter $PYTHON or target/pyvenv, made with protobuf when missing);
+# its default sizes are 500:2000:6000 and 5000:2000:6000, since building
+# the requests in Python costs ~50k instructions per ask. The :rm columns
+# are then everything under ctypes' callback entry (_CallPythonObject: the
+# binding, the decoding and the RM's method), when the interpreter's
+# _ctypes module has its symbols.
 #
 # Columns (instructions per allocation):
-#   pass      the scheduling pass on the core thread (Core::schedule, inclusive)
+#   pass      the scheduling pass on the core thread (Core::schedule, inclusive,
+#             so with the RM's Predicates and ReSync callbacks made from it)
 #   core      the core thread (sicore-core-*): the pass, and taking in asks
-#   core:rm   of which the RM's callbacks run there (Predicates, ReSync)
+#   core:rm   of which the RM's callbacks running there (Predicates, ReSync)
 #   disp      the dispatcher thread (sicore-dispatch-*): encoding, callbacks
 #   disp:rm   of which the RM's callbacks (decoding AllocationResponse, ...)
 #   main      the RM's own thread (the bench's main): building and encoding
@@ -36,14 +47,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-sizes="500:2000:10000 5000:2000:10000 50000:20000:100000"
+sizes=""
+python=0
+shape=""
 # The outstanding-request check is time-driven: see benches/scheduling.rs.
 bench_args=(--no-outstanding-check)
 while [ $# -gt 0 ]; do
   case "$1" in
     --predicates) bench_args+=(--predicates) ;;
     --sizes) sizes="$2"; shift ;;
-    --shape) bench_args+=(--shape "$2"); shift ;;
+    --shape) shape="$2"; shift ;;
+    --python) python=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -59,15 +73,33 @@ if ! command -v valgrind >/dev/null 2>&1 || ! command -v callgrind_annotate >/de
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind
 fi
 
-# The bench binary as `cargo bench` builds it (release profile, mimalloc).
-bin=$(cargo bench --bench scheduling --no-run --message-format=json 2>/dev/null | python3 -c '
+if [ "$python" = 1 ]; then
+  [ -n "$sizes" ] || sizes="500:2000:6000 5000:2000:6000"
+  bench_args+=(--shape "${shape:-asks}" --runs 1 --no-breakdown)
+  cargo build --release --lib --quiet
+  py="${PYTHON:-$root/target/pyvenv/bin/python}"
+  if ! "$py" -c "import google.protobuf" 2>/dev/null; then
+    [ -x "$py" ] || python3 -m venv "$root/target/pyvenv"
+    py="$root/target/pyvenv/bin/python"
+    "$py" -m pip install -q "protobuf>=4.25"
+  fi
+  export SICORE_LIBRARY="$root/target/release/libsicore.so"
+  export PYTHONPATH="$root/bindings/python/src${PYTHONPATH:+:$PYTHONPATH}"
+  argv_for() { argv=("$py" "$root/bindings/python/benchmarks/bench_scheduling.py" --nodes "$1" --allocations "$2"); }
+else
+  [ -n "$sizes" ] || sizes="500:2000:10000 5000:2000:10000 50000:20000:100000"
+  [ -z "$shape" ] || bench_args+=(--shape "$shape")
+  # The bench binary as `cargo bench` builds it (release profile, mimalloc).
+  bin=$(cargo bench --bench scheduling --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     m = json.loads(line)
     if (m.get("reason") == "compiler-artifact" and m["target"]["name"] == "scheduling"
             and m.get("executable")):
         print(m["executable"])')
-[ -x "$bin" ] || { echo "cannot build the scheduling bench" >&2; exit 1; }
+  [ -x "$bin" ] || { echo "cannot build the scheduling bench" >&2; exit 1; }
+  argv_for() { argv=("$bin" "$1" "$2"); }
+fi
 
 out="$root/target/callgrind"
 mkdir -p "$out"
@@ -82,15 +114,18 @@ for s in $sizes; do
   fi
   for asks in "$lo" "$hi"; do
     echo "callgrind: $nodes nodes, $asks asks ${bench_args[*]}" >&2
+    argv_for "$nodes" "$asks"
     valgrind --tool=callgrind --separate-threads=yes --dump-instr=no \
       --callgrind-out-file="$out/cg.$nodes.$asks" \
-      "$bin" "$nodes" "$asks" ${bench_args[@]+"${bench_args[@]}"} >/dev/null 2>"$out/cg.$nodes.$asks.log" \
+      "${argv[@]}" "${bench_args[@]}" >/dev/null 2>"$out/cg.$nodes.$asks.log" \
       || { cat "$out/cg.$nodes.$asks.log" >&2; exit 1; }
   done
   runs+=("$nodes:$lo:$hi")
 done
 
-python3 - "$out" "${bench_args[*]:-}" "${runs[@]}" <<'EOF'
+what="scheduling bench"
+[ "$python" = 0 ] || what="Python binding, bench_scheduling.py"
+python3 - "$out" "$what ${bench_args[*]}" "${runs[@]}" <<'EOF'
 import glob, re, subprocess, sys
 
 out, args, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
@@ -100,8 +135,13 @@ out, args, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
 # once per source file its code came from (inlining); the whole function's
 # line is the largest of them.
 LINE = re.compile(r"^\s*([\d,]+) \([^)]*\)\s+\S.*?:(\S.*?)(?: \[[^\]]*\])?$")
-RM_CALLBACK = re.compile(r"^scheduling::on_\w+$")
+# The bench's callbacks, or everything under ctypes' entry into Python.
+RM_CALLBACK = re.compile(r"^(scheduling::on_\w+|_CallPythonObject)$")
+# The library's C entry points, or (where the shared library reaches the
+# Rust method they forward to by a tail call, so no sicore_* frame exists)
+# the Scheduler methods; the larger of the two sums.
 LIB_ENTRY = re.compile(r"^sicore_\w+$")
+LIB_METHOD = re.compile(r"^sicore::rmproxy::Scheduler::\w+$")
 PERIODIC = "sicore::metrics::gauges::refresh"
 PASS = "sicore::scheduler::core::Core::schedule"
 
@@ -114,7 +154,7 @@ def profile(path):
         kind = "core"
     elif "sicore::rmproxy::dispatch::run" in text:
         kind = "disp"
-    elif "scheduling::main" in text:
+    elif path.endswith("-01"):  # callgrind's thread 1: the process's first
         kind = "main"
     else:
         kind = "other"
@@ -129,7 +169,8 @@ def profile(path):
             fn, c = m.group(2), int(m.group(1).replace(",", ""))
             cost[fn] = max(cost.get(fn, 0), c)
     rm = sum(c for fn, c in cost.items() if RM_CALLBACK.match(fn))
-    lib = sum(c for fn, c in cost.items() if LIB_ENTRY.match(fn))
+    lib = max(sum(c for fn, c in cost.items() if LIB_ENTRY.match(fn)),
+              sum(c for fn, c in cost.items() if LIB_METHOD.match(fn)))
     periodic, sched = cost.get(PERIODIC, 0), cost.get(PASS, 0)
     return kind, total, rm, lib, periodic, sched
 
@@ -145,7 +186,7 @@ def measure(nodes, asks):
 
 
 cols = ["pass", "core", "core:rm", "disp", "disp:rm", "main", "main:lib", "lib", "total"]
-print(f"Instructions per allocation (callgrind; scheduling bench {args or ''}".rstrip() + ")")
+print(f"Instructions per allocation (callgrind; {args})")
 print(f"{'nodes':>7} {'asks':>13} " + " ".join(f"{c:>8}" for c in cols))
 notes = []
 for r in runs:
