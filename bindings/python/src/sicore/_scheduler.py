@@ -150,7 +150,11 @@ class Scheduler:
         encoded = options_message(**options).SerializeToString()
         self._lib: Library = load_library(library)
         self._serial = next(_serials)
-        self._cond = threading.Condition()
+        # A plain lock under the condition: never taken twice by one thread,
+        # and the per-request path takes it directly (a C call) rather than
+        # through Condition's Python-level __enter__/__exit__.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._inflight = 0
         self._closed = False
         self._handle: int | None = None
@@ -270,11 +274,27 @@ class Scheduler:
                 drop_registration(handle_id)
 
     def _async_call(self, fn_name: str, request: bytes) -> None:
+        # What _call() does, written out: this runs for every request an RM
+        # sends, and the generator-based context manager cost more than the
+        # library's own checks of a small request.
         fn = getattr(self._lib, fn_name)
-        with self._call() as handle:
+        lock = self._lock
+        with lock:
+            if self._closed or self._handle is None:
+                raise StoppedError("the scheduler is closed")
+            self._inflight += 1
+            handle = self._handle
+        try:
             err = sicore_buffer()
             status = fn(handle, request, len(request), ctypes.byref(err))
-            self._lib.check(status, err, fn_name.removeprefix("sicore_"))
+            if status or err.data:
+                self._lib.check(status, err, fn_name.removeprefix("sicore_"))
+        finally:
+            with lock:
+                self._inflight -= 1
+                # Only close() waits, and only once it has set _closed.
+                if not self._inflight and self._closed:
+                    self._cond.notify_all()
 
     def _update_configuration(self, cluster_id: bytes) -> None:
         with self._call() as handle:
