@@ -149,16 +149,14 @@ def _first_callback_on_thread() -> list[int]:
 # "sicore-...") are bound: a thread someone else started may go on running
 # Python after the callback.
 
-_PR_GET_NAME = 16
-
-
 def _thread_binder() -> tuple[Any, Any, Any, Any] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(None)
         thread_atexit = libc.__cxa_thread_atexit_impl
-        prctl = libc.prctl
+        getname = libc.pthread_getname_np
+        self_id = libc.pthread_self
         # Our own handle on the C API, so that declaring signatures here
         # does not change ctypes.pythonapi for anyone else.
         capi = ctypes.PyDLL(None)
@@ -168,13 +166,15 @@ def _thread_binder() -> tuple[Any, Any, Any, Any] | None:
         return None
     thread_atexit.restype = ctypes.c_int
     thread_atexit.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    prctl.restype = ctypes.c_int
-    prctl.argtypes = [ctypes.c_int, ctypes.c_char_p]
+    getname.restype = ctypes.c_int
+    getname.argtypes = [ctypes.c_ulong, ctypes.c_char_p, ctypes.c_size_t]
+    self_id.restype = ctypes.c_ulong
+    self_id.argtypes = []
     ensure.restype = ctypes.c_int
     ensure.argtypes = []
     release.restype = None
     release.argtypes = [ctypes.c_int]
-    return thread_atexit, prctl, ensure, release
+    return thread_atexit, lambda buf: getname(self_id(), buf, len(buf)), ensure, release
 
 
 _BINDER = _thread_binder()
@@ -196,10 +196,10 @@ def _bind_thread() -> None:
     """Keep this thread's Python thread state until the thread ends, if it is a library thread."""
     if _BINDER is None:
         return
-    thread_atexit, prctl, ensure, release = _BINDER
+    thread_atexit, thread_name, ensure, release = _BINDER
     try:
         name = ctypes.create_string_buffer(16)
-        if prctl(_PR_GET_NAME, name) != 0 or not name.value.startswith(b"sicore-"):
+        if thread_name(name) != 0 or not name.value.startswith(b"sicore-"):
             return
         state = ensure()
         if thread_atexit(ctypes.cast(_THREAD_EXIT, ctypes.c_void_p), state or None, None) != 0:
