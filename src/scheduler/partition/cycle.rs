@@ -21,9 +21,9 @@ type HeldNodes = Vec<(Arc<str>, ReservedAsk)>;
 /// What the search found for one ask.
 enum NodeChoice {
     /// Allocate on this node.
-    Allocate(Arc<str>),
+    Allocate(NodeSlot),
     /// Nothing fits now; hold this node for the ask.
-    Reserve(Arc<str>),
+    Reserve(NodeSlot),
     /// Nothing to do.
     Nothing,
 }
@@ -33,12 +33,12 @@ enum Decision {
     Allocate {
         app: Arc<str>,
         key: Arc<str>,
-        node: Arc<str>,
+        node: NodeSlot,
     },
     Reserve {
         app: Arc<str>,
         key: Arc<str>,
-        node: Arc<str>,
+        node: NodeSlot,
     },
 }
 
@@ -99,9 +99,10 @@ impl Partition {
         while made < budget {
             match self.find_in_queue(ROOT, cb, &mut pass, now) {
                 Some(Decision::Allocate { app, key, node }) => {
-                    self.commit(&app, &key, &node, cb, out)
+                    self.commit(&app, &key, node, cb, out)
                 }
                 Some(Decision::Reserve { app, key, node }) => {
+                    let node = self.nodes[node].id.clone();
                     log::debug!("reserving node {node} for ask {key} of {app}");
                     self.reservations.reserve(node, ReservedAsk { app, key });
                 }
@@ -208,9 +209,10 @@ impl Partition {
                     continue;
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
-                let node = &self.nodes[&node_id];
+                let node = self.nodes.get(&node_id).expect("checked usable");
                 if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
-                    self.commit(&r.app, &r.key, &node_id, cb, out);
+                    let slot = node.key().slot();
+                    self.commit(&r.app, &r.key, slot, cb, out);
                     made += 1;
                 } else {
                     unsatisfied.push((node_id, r));
@@ -229,16 +231,15 @@ impl Partition {
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
                 let target = self
-                    .node_order
-                    .iter()
-                    .map(|k| &self.nodes[&k.id])
+                    .nodes
+                    .ordered()
                     .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
                     .filter(|n| n.fits_capacity(&ask.resource))
                     .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut out.events))
-                    .map(|n| n.id.clone());
+                    .map(|n| n.key().slot());
                 if let Some(target) = target {
                     self.reservations.cancel_node(&node_id);
-                    self.commit(&r.app, &r.key, &target, cb, out);
+                    self.commit(&r.app, &r.key, target, cb, out);
                     made += 1;
                 }
             }
@@ -450,11 +451,11 @@ impl Partition {
         let mut ordered = None;
         match &ask.required_node {
             Some(required) => pinned = self.nodes.get(required.as_str()),
-            None => ordered = Some(self.node_order.iter()),
+            None => ordered = Some(self.nodes.ordered()),
         }
         let next_node = || -> Option<&Node> {
-            if let Some(keys) = ordered.as_mut() {
-                keys.map(|k| &self.nodes[&k.id]).find(|n| n.schedulable)
+            if let Some(nodes) = ordered.as_mut() {
+                nodes.find(|n| n.schedulable)
             } else {
                 pinned.take()
             }
@@ -472,7 +473,7 @@ impl Partition {
                 continue;
             }
             if self.try_node(&app.id, ask, n, cb, true, &mut pass.events) {
-                return NodeChoice::Allocate(n.id.clone());
+                return NodeChoice::Allocate(n.key().slot());
             }
             if may_reserve
                 && reserved_by.is_none()
@@ -486,7 +487,7 @@ impl Partition {
         }
         if let Some((_, n)) = candidate {
             if self.try_node(&app.id, ask, n, cb, false, &mut pass.events) {
-                return NodeChoice::Reserve(n.id.clone());
+                return NodeChoice::Reserve(n.key().slot());
             }
         }
         if cacheable {
@@ -502,7 +503,7 @@ impl Partition {
         &mut self,
         app_id: &Arc<str>,
         key: &Arc<str>,
-        node_id: &Arc<str>,
+        node_slot: NodeSlot,
         barrier: Option<&ResyncBarrier>,
         out: &mut Outcomes,
     ) {
@@ -532,11 +533,11 @@ impl Partition {
         let progresses = !placeholder && app.state != AppState::Running;
         let queue = app.queue;
         self.queues.pending_to_allocated(queue, &resource);
-        let node = self.nodes.get_mut(node_id).expect("found by the search");
+        let node = self.nodes.at_mut(node_slot);
         node.allocated.add_assign(&resource);
         node.allocations.insert(uuid.clone());
-        self.node_order.remove(&node.key);
-        self.node_order.insert(node.refresh(&self.node_policy));
+        let node_id = node.id.clone();
+        self.nodes.refresh(node_slot, &self.node_policy);
         self.allocation_count += 1;
 
         if !self.reservations.is_empty() {
@@ -544,8 +545,8 @@ impl Partition {
                 app: app_id.clone(),
                 key: key.clone(),
             };
-            if self.reservations.on_node(node_id) == Some(&me) {
-                self.reservations.cancel_node(node_id);
+            if self.reservations.on_node(&node_id) == Some(&me) {
+                self.reservations.cancel_node(&node_id);
             } else if let Some(other) = self.reservations.nodes_of(&me).first().cloned() {
                 self.reservations.cancel_node(&other);
             }
@@ -557,7 +558,7 @@ impl Partition {
         let record = Arc::new(NewAllocation {
             key: key.clone(),
             uuid: uuid.clone(),
-            node: node_id.clone(),
+            node: node_id,
             app: app_id.clone(),
             queue: self.queues.get(queue).path.clone(),
             partition: self.name_shared.clone(),

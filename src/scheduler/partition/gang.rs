@@ -378,11 +378,11 @@ impl Partition {
         let mut ordered = None;
         match &ask.required_node {
             Some(required) => pinned = self.nodes.get(required.as_str()),
-            None => ordered = Some(self.node_order.iter()),
+            None => ordered = Some(self.nodes.ordered()),
         }
         let mut next_node = || -> Option<&Node> {
             match ordered.as_mut() {
-                Some(keys) => keys.map(|k| &self.nodes[&k.id]).find(|n| n.schedulable),
+                Some(nodes) => nodes.find(|n| n.schedulable),
                 None => pinned.take(),
             }
         };
