@@ -372,7 +372,9 @@ fn free_label(below: Option<u64>, above: Option<u64>) -> Option<u64> {
         (Some(b), None) => b
             .checked_add(LABEL_STEP)
             .or_else(|| (b < u64::MAX).then(|| b + (u64::MAX - b).div_ceil(2))),
-        (None, Some(a)) => a.checked_sub(LABEL_STEP).or_else(|| (a > 0).then_some(a / 2)),
+        (None, Some(a)) => a
+            .checked_sub(LABEL_STEP)
+            .or_else(|| (a > 0).then_some(a / 2)),
         (Some(b), Some(a)) => (a - b >= 2).then(|| b + (a - b) / 2),
     }
 }

@@ -605,7 +605,7 @@ impl QueueTree {
             } else {
                 (&q.pending, "pending")
             };
-            if total.checked_add(res).is_none() {
+            if !total.can_add(res) {
                 return Err(format!(
                     "{res} would overflow the {what} total {total} of queue {}",
                     q.path

@@ -43,7 +43,7 @@ impl Partition {
         })?;
         {
             let app = self.apps.get(app_id).expect("checked above");
-            if app.pending.checked_add(&demand).is_none() {
+            if !app.pending.can_add(&demand) {
                 return Err(format!(
                     "ask {key}: its demand {demand} would overflow the pending total {} of application {app_id}",
                     app.pending
