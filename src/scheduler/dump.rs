@@ -259,7 +259,7 @@ pub struct AllocationDump {
 
 fn queue_dump(p: &Partition, id: QueueId) -> QueueDump {
     let q = p.queues.get(id);
-    let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.get(a)).collect();
+    let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.at(*a)).collect();
     QueueDump {
         name: q.name.clone(),
         path: q.path.to_string(),
@@ -291,7 +291,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                 .ask_order
                 .values()
                 .map(|k| {
-                    let ask = &a.asks[k];
+                    let ask = &a.asks[*k];
                     AskDump {
                         allocation_key: ask.key.to_string(),
                         resource: res(&ask.resource),

@@ -70,9 +70,10 @@ impl Partition {
             placeholder: ask.placeholder,
         };
         let app = self.apps.get_mut(app_id).expect("checked above");
-        app.ask_order.insert(new.order_key(), ask.key.clone());
-        // An ask with the same key is replaced (spec 7.1).
-        let replaced = app.asks.insert(ask.key.clone(), new);
+        let order = new.order_key();
+        // An ask with the same key is replaced (spec 7.1), in its slot.
+        let (slot, replaced) = app.asks.insert(ask.key.clone(), new);
+        app.ask_order.insert(order, slot);
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);

@@ -31,8 +31,8 @@ enum NodeChoice {
 /// The next thing the pass does.
 enum Decision {
     Allocate {
-        app: Arc<str>,
-        key: Arc<str>,
+        app: Slot,
+        ask: Slot,
         node: NodeSlot,
     },
     Reserve {
@@ -98,9 +98,7 @@ impl Partition {
         made += self.replacement_pass(cb, budget.saturating_sub(made), out);
         while made < budget {
             match self.find_in_queue(ROOT, cb, &mut pass, now) {
-                Some(Decision::Allocate { app, key, node }) => {
-                    self.commit(&app, &key, node, cb, out)
-                }
+                Some(Decision::Allocate { app, ask, node }) => self.commit(app, ask, node, cb, out),
                 Some(Decision::Reserve { app, key, node }) => {
                     let node = self.nodes[node].id.clone();
                     log::debug!("reserving node {node} for ask {key} of {app}");
@@ -212,7 +210,8 @@ impl Partition {
                 let node = self.nodes.get(&node_id).expect("checked usable");
                 if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
                     let slot = node.key().slot();
-                    self.commit(&r.app, &r.key, slot, cb, out);
+                    let (a, k) = self.ask_slots(&r);
+                    self.commit(a, k, slot, cb, out);
                     made += 1;
                 } else {
                     unsatisfied.push((node_id, r));
@@ -239,7 +238,8 @@ impl Partition {
                     .map(|n| n.key().slot());
                 if let Some(target) = target {
                     self.reservations.cancel_node(&node_id);
-                    self.commit(&r.app, &r.key, target, cb, out);
+                    let (a, k) = self.ask_slots(&r);
+                    self.commit(a, k, target, cb, out);
                     made += 1;
                 }
             }
@@ -266,6 +266,13 @@ impl Partition {
         )
     }
 
+    /// The slots of a reserved ask that [`Self::reserved_ask_usable`] found.
+    fn ask_slots(&self, r: &ReservedAsk) -> (Slot, Slot) {
+        let app = self.apps.slot_of(&r.app).expect("checked usable");
+        let ask = self.apps[app].asks.slot_of(&r.key).expect("checked usable");
+        (app, ask)
+    }
+
     /// Depth-first search for the next decision in fair queue order.
     fn find_in_queue(
         &self,
@@ -288,11 +295,11 @@ impl Partition {
             return None;
         }
         let headroom = self.queues.headroom(q);
-        let try_app = |app: &Application, pass: &mut PassState| -> Option<Decision> {
+        let try_app = |(slot, app): (Slot, &Application), pass: &mut PassState| {
             if pass.exhausted_apps.contains(&app.seq) {
                 return None;
             }
-            let found = self.find_for_app(app, headroom.as_ref(), cb, pass, now);
+            let found = self.find_for_app(slot, app, headroom.as_ref(), cb, pass, now);
             if found.is_none() {
                 pass.exhausted_apps.insert(app.seq);
             }
@@ -303,18 +310,18 @@ impl Partition {
         let found = match queue.sort_policy {
             // Both orders are kept by the leaf: no list to build or sort.
             AppSortPolicy::Fifo => apps
-                .filter(|a| a.has_pending())
+                .filter(|(_, a)| a.has_pending())
                 .find_map(|a| try_app(a, pass)),
             AppSortPolicy::Fair => self
                 .fair_leaf_apps(q)
-                .filter(|a| a.has_pending())
+                .filter(|(_, a)| a.has_pending())
                 .find_map(|a| try_app(a, pass)),
             AppSortPolicy::StateAware => {
                 // Only the oldest Accepted application with demand may
                 // start, and only while no application is Starting.
                 let mut accepted_allowed = queue.starting_apps == 0;
-                apps.filter(|a| a.has_pending())
-                    .filter(|a| {
+                apps.filter(|(_, a)| a.has_pending())
+                    .filter(|(_, a)| {
                         if a.state != AppState::Accepted {
                             return true;
                         }
@@ -332,6 +339,7 @@ impl Partition {
     /// Tries the asks of one application in order (spec 8.5).
     fn find_for_app(
         &self,
+        app_slot: Slot,
         app: &Application,
         headroom: Option<&Resource>,
         cb: Option<&ResyncBarrier>,
@@ -342,8 +350,8 @@ impl Partition {
             Some(k) => Bound::Excluded(*k),
             None => Bound::Unbounded,
         };
-        for (okey, key) in app.ask_order.range((start, Bound::Unbounded)) {
-            let ask = &app.asks[key];
+        for (okey, ask_slot) in app.ask_order.range((start, Bound::Unbounded)) {
+            let ask = &app.asks[*ask_slot];
             if Self::served_by_replacement(app, ask) {
                 pass.ask_cursor.insert(app.seq, *okey);
                 continue;
@@ -355,8 +363,8 @@ impl Partition {
                 match self.find_node(app, ask, cb, pass, now) {
                     NodeChoice::Allocate(node) => {
                         return Some(Decision::Allocate {
-                            app: app.id.clone(),
-                            key: ask.key.clone(),
+                            app: app_slot,
+                            ask: *ask_slot,
                             node,
                         })
                     }
@@ -501,14 +509,16 @@ impl Partition {
     /// when the RM has predicates).
     pub(super) fn commit(
         &mut self,
-        app_id: &Arc<str>,
-        key: &Arc<str>,
+        app_slot: Slot,
+        ask_slot: Slot,
         node_slot: NodeSlot,
         barrier: Option<&ResyncBarrier>,
         out: &mut Outcomes,
     ) {
-        let app = self.apps.get_mut(app_id).expect("found by the search");
-        let ask = app.asks.get_mut(key).expect("found by the search");
+        let app = self.apps.at_mut(app_slot);
+        let app_id = &app.id.clone();
+        let ask = app.asks.at_mut(ask_slot);
+        let key = &ask.key.clone();
         // The order key does not depend on the repeat count: the ask
         // leaves the order only when it is done.
         ask.pending_repeat -= 1;
@@ -579,7 +589,7 @@ impl Partition {
         if placeholder {
             self.placeholder_added(app_id, &uuid, &group, &resource, out);
         } else {
-            self.rekey_app(app_id);
+            self.rekey_app_at(app_slot);
         }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);

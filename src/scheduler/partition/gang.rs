@@ -225,9 +225,10 @@ impl Partition {
             return;
         };
         if restore_ask {
-            if let Some(ask) = app.asks.get_mut(&real.key) {
+            if let Some(slot) = app.asks.slot_of(&real.key) {
+                let ask = app.asks.at_mut(slot);
                 if ask.pending_repeat <= 0 {
-                    app.ask_order.insert(ask.order_key(), ask.key.clone());
+                    app.ask_order.insert(ask.order_key(), slot);
                 }
                 ask.pending_repeat += 1;
                 app.pending.add_assign(&real.resource);
@@ -261,7 +262,7 @@ impl Partition {
             .holders
             .iter()
             .filter_map(|id| self.apps.get(id))
-            .filter(|a| a.ask_order.values().any(|k| is_real_member(&a.asks[k])))
+            .filter(|a| a.ask_order.values().any(|k| is_real_member(&a.asks[*k])))
             .map(|a| (a.seq, a.id.clone()))
             .collect();
         if candidates.is_empty() {
@@ -331,7 +332,7 @@ impl Partition {
         }
         let mut first: Option<(&Ask, &Arc<str>)> = None;
         for key in app.ask_order.values() {
-            let ask = &app.asks[key];
+            let ask = &app.asks[*key];
             if !is_real_member(ask) {
                 continue;
             }

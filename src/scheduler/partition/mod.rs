@@ -21,6 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
+use super::keyed::{KeyedSlab, Slot};
 use super::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
 use super::outcome::{AppTimer, NewAllocation, Outcomes};
 use super::placement::{PlacementManager, QueueView};
@@ -148,8 +149,8 @@ pub struct Partition {
     pub nodes: NodeTable,
     /// Sum of node capacities (root's max).
     pub total: Resource,
-    /// Active applications by id.
-    pub apps: FastMap<Arc<str>, Application>,
+    /// Active applications by slot and by id.
+    pub apps: KeyedSlab<Application>,
     /// Live allocations by UUID.
     pub allocations: FastMap<Arc<str>, Allocation>,
     /// Recently terminated applications, newest last.
@@ -210,7 +211,7 @@ impl Partition {
             preemption_enabled: cfg.preemption.enabled,
             nodes: NodeTable::default(),
             total: Resource::new(),
-            apps: FastMap::default(),
+            apps: KeyedSlab::default(),
             allocations: FastMap::default(),
             finished: VecDeque::new(),
             allocation_count: 0,
