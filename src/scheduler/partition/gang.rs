@@ -700,7 +700,7 @@ impl Partition {
 
     /// The placeholder timer fired (spec 9.4).
     pub(super) fn placeholder_timeout(&mut self, t: &AppTimer, out: &mut Outcomes) {
-        let Some(app) = self.apps.get_mut(&*t.app) else {
+        let Some(app) = self.apps.get_mut(&t.app) else {
             return;
         };
         if app.gang.timer_epoch != t.epoch || app.gang.placeholders == 0 {
@@ -784,7 +784,7 @@ impl Partition {
             self.gang.unlinked.remove(&**u);
         }
         let mut released: Vec<si::AllocationRelease> = Vec::new();
-        let app = self.apps.get_mut(&*app_id).expect("looked up above");
+        let app = self.apps.get_mut(&app_id).expect("looked up above");
         for u in placeholders {
             if let Some(a) = self.allocations.get(&u) {
                 app.gang.take_free(&a.task_group, &u);
