@@ -116,9 +116,12 @@ pub struct Queue {
     /// Applications at or below this queue that count against
     /// `maxapplications` (spec 3.8), kept as they start and stop counting.
     pub active_apps: u64,
-    /// Children with pending demand in fair order (spec 3.6), re-keyed
-    /// whenever a child's usage or demand changes.
-    child_order: BTreeSet<ChildKey>,
+    /// Children with pending demand in fair order (spec 3.6), by the key
+    /// each child holds, re-filed whenever a child's usage or demand
+    /// changes: a sorted vector of ids, in which a re-keyed child moves only
+    /// past the siblings its new key passes (one allocation moves a queue a
+    /// short way, often not at all), with no key copied or allocated.
+    child_order: Vec<QueueId>,
     /// This queue's key in its parent's `child_order`, while it has demand.
     order_key: Option<ChildKey>,
 }
@@ -200,7 +203,7 @@ impl Queue {
             fair_apps: BTreeSet::new(),
             starting_apps: 0,
             active_apps: 0,
-            child_order: BTreeSet::new(),
+            child_order: Vec::new(),
             order_key: None,
         }
     }
@@ -489,8 +492,9 @@ impl QueueTree {
             && q.apps.is_empty()
             && q.allocated.is_zero();
         if removable {
-            if let (Some(p), Some(key)) = (q.parent, q.order_key.clone()) {
-                self.get_mut(p).child_order.remove(&key);
+            if let (Some(p), Some(key)) = (q.parent, q.order_key.as_ref()) {
+                let at = self.child_position(p, key);
+                self.get_mut(p).child_order.remove(at);
             }
             let q = self.slots[id].take().expect("live");
             // Nothing holds the id any more: no children, applications or
@@ -573,14 +577,47 @@ impl QueueTree {
         if key == q.order_key {
             return;
         }
-        let old = std::mem::replace(&mut self.get_mut(id).order_key, key.clone());
-        let order = &mut self.get_mut(parent).child_order;
-        if let Some(old) = old {
-            order.remove(&old);
+        // The other children's keys are unchanged, so their part of the
+        // order stays sorted: find where this child was, then where its new
+        // key goes among the rest.
+        let at = q
+            .order_key
+            .as_ref()
+            .map(|old| self.child_position(parent, old));
+        self.get_mut(id).order_key = key;
+        let mut order = std::mem::take(&mut self.get_mut(parent).child_order);
+        let key_of = |c: &QueueId| self.get(*c).order_key.as_ref().expect("filed with a key");
+        match (at, self.get(id).order_key.as_ref()) {
+            (Some(i), None) => {
+                order.remove(i);
+            }
+            (None, Some(new)) => {
+                let j = order.partition_point(|c| key_of(c) < new);
+                order.insert(j, id);
+            }
+            (Some(i), Some(new)) => {
+                let left = order[..i].partition_point(|c| key_of(c) < new);
+                if left < i {
+                    order[left..=i].rotate_right(1);
+                } else {
+                    let right = i + 1 + order[i + 1..].partition_point(|c| key_of(c) < new);
+                    order[i..right].rotate_left(1);
+                }
+            }
+            (None, None) => {}
         }
-        if let Some(key) = key {
-            order.insert(key);
-        }
+        self.get_mut(parent).child_order = order;
+    }
+
+    /// Where the child holding `key` is in `parent`'s order.
+    fn child_position(&self, parent: QueueId, key: &ChildKey) -> usize {
+        self.get(parent)
+            .child_order
+            .binary_search_by(|c| {
+                let k = self.get(*c).order_key.as_ref().expect("filed with a key");
+                k.cmp(key)
+            })
+            .expect("a child with a key is filed")
     }
 
     /// Adds allocated resource from the leaf up.
@@ -639,7 +676,7 @@ impl QueueTree {
     /// demand, then by name (see [`ChildKey`]). Kept up to
     /// date as usage changes, never sorted on the scheduling path.
     pub fn sorted_children(&self, id: QueueId) -> impl Iterator<Item = QueueId> + '_ {
-        self.get(id).child_order.iter().map(|k| k.id)
+        self.get(id).child_order.iter().copied()
     }
 }
 
