@@ -493,7 +493,7 @@ impl QueueTree {
             && q.allocated.is_zero();
         if removable {
             if let (Some(p), Some(key)) = (q.parent, q.order_key.as_ref()) {
-                let at = self.child_position(p, key);
+                let at = self.child_position(p, id, key);
                 self.get_mut(p).child_order.remove(at);
             }
             let q = self.slots[id].take().expect("live");
@@ -583,7 +583,7 @@ impl QueueTree {
         let at = q
             .order_key
             .as_ref()
-            .map(|old| self.child_position(parent, old));
+            .map(|old| self.child_position(parent, id, old));
         self.get_mut(id).order_key = key;
         let mut order = std::mem::take(&mut self.get_mut(parent).child_order);
         let key_of = |c: &QueueId| self.get(*c).order_key.as_ref().expect("filed with a key");
@@ -609,11 +609,16 @@ impl QueueTree {
         self.get_mut(parent).child_order = order;
     }
 
-    /// Where the child holding `key` is in `parent`'s order.
-    fn child_position(&self, parent: QueueId, key: &ChildKey) -> usize {
+    /// Where child `id`, holding `key`, is in `parent`'s order. Keys are
+    /// unique (they end with the id), so the id alone says "found" without
+    /// comparing the whole key.
+    fn child_position(&self, parent: QueueId, id: QueueId, key: &ChildKey) -> usize {
         self.get(parent)
             .child_order
             .binary_search_by(|c| {
+                if *c == id {
+                    return std::cmp::Ordering::Equal;
+                }
                 let k = self.get(*c).order_key.as_ref().expect("filed with a key");
                 k.cmp(key)
             })
