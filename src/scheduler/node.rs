@@ -17,10 +17,11 @@ pub type NodeSlot = u32;
 /// A node's place in the partition's node order: lower scores are tried
 /// first, ties go by node id in byte order.
 ///
-/// The key is three integers (24 bytes, no pointer): the score as an
-/// order-preserving `u64`, the node's order label, which the table assigns
-/// so that labels sort like the ids (see [`NodeTable`]), and the slot that
-/// finds the node without hashing its id.
+/// The key is integers, no pointer: the score as an order-preserving
+/// `u64`, the node's order label, which the table assigns so that labels
+/// sort like the ids (see [`NodeTable`]), and the slot that finds the node
+/// without hashing its id. The table's B-tree compares score and label as
+/// one `u128`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeKey {
     score_bits: u64,
@@ -42,6 +43,12 @@ impl NodeKey {
     /// The node's slot.
     pub fn slot(&self) -> NodeSlot {
         self.slot
+    }
+
+    /// Score and label as one integer, the order's key: one comparison
+    /// per B-tree step (labels are unique, so the slot never decides).
+    fn packed(&self) -> u128 {
+        (u128::from(self.score_bits) << 64) | u128::from(self.label)
     }
 }
 
@@ -234,7 +241,8 @@ pub struct NodeTable {
     by_id: super::FastMap<Arc<str>, NodeSlot>,
     /// Ids in byte order: the neighbours a new node's label goes between.
     id_order: BTreeMap<Arc<str>, NodeSlot>,
-    order: std::collections::BTreeSet<NodeKey>,
+    /// Policy order: [`NodeKey::packed`] to slot.
+    order: BTreeMap<u128, NodeSlot>,
 }
 
 impl NodeTable {
@@ -287,7 +295,7 @@ impl NodeTable {
 
     /// Every node in policy order.
     pub fn ordered(&self) -> impl Iterator<Item = &Node> {
-        self.order.iter().map(|k| &self.slab[k.slot as usize])
+        self.order.values().map(|s| &self.slab[*s as usize])
     }
 
     /// Adds a node whose id is not registered yet; returns its slot.
@@ -318,7 +326,8 @@ impl NodeTable {
         self.id_order.insert(id, slot);
         match label {
             Some(_) => {
-                self.order.insert(self.slab[slot as usize].key);
+                self.order
+                    .insert(self.slab[slot as usize].key.packed(), slot);
             }
             None => self.relabel(),
         }
@@ -332,7 +341,11 @@ impl NodeTable {
         for (i, s) in self.id_order.values().enumerate() {
             self.slab[*s as usize].key.label = gap * (i as u64 + 1);
         }
-        self.order = self.slab.iter().map(|(_, n)| n.key).collect();
+        self.order = self
+            .slab
+            .iter()
+            .map(|(_, n)| (n.key.packed(), n.key.slot))
+            .collect();
     }
 
     /// Removes node `id`.
@@ -340,7 +353,7 @@ impl NodeTable {
         let slot = self.by_id.remove(id)?;
         self.id_order.remove(id);
         let node = self.slab.remove(slot as usize);
-        self.order.remove(&node.key);
+        self.order.remove(&node.key.packed());
         Some(node)
     }
 
@@ -351,8 +364,8 @@ impl NodeTable {
         let old = n.key;
         n.refresh(policy);
         if n.key != old {
-            self.order.remove(&old);
-            self.order.insert(n.key);
+            self.order.remove(&old.packed());
+            self.order.insert(n.key.packed(), slot);
         }
     }
 }
