@@ -427,15 +427,19 @@ fn partition_dump(p: &Partition) -> PartitionDump {
             })
             .collect(),
         nodes,
-        reservations: p
-            .reservations
-            .iter()
-            .map(|(n, r)| ReservationDump {
-                node: n.to_string(),
-                application_id: r.app.to_string(),
-                allocation_key: r.key.to_string(),
-            })
-            .collect(),
+        reservations: {
+            let mut v: Vec<ReservationDump> = p
+                .reservations
+                .iter()
+                .map(|(n, r)| ReservationDump {
+                    node: p.nodes[n].id.to_string(),
+                    application_id: r.app.to_string(),
+                    allocation_key: r.key.to_string(),
+                })
+                .collect();
+            v.sort_by(|a, b| a.node.cmp(&b.node));
+            v
+        },
     }
 }
 

@@ -278,6 +278,11 @@ impl NodeTable {
         Some(&mut self.slab[s as usize])
     }
 
+    /// The node in `slot`, if the slot is taken.
+    pub fn at(&self, slot: NodeSlot) -> Option<&Node> {
+        self.slab.get(slot as usize)
+    }
+
     /// The node in `slot`, to change (see [`NodeTable::get_mut`]).
     pub fn at_mut(&mut self, slot: NodeSlot) -> &mut Node {
         &mut self.slab[slot as usize]

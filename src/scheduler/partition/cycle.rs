@@ -16,7 +16,7 @@ use crate::scheduler::resource::ShareKey;
 use crate::scheduler::resync::ResyncBarrier;
 
 /// Reserved nodes and the asks holding them.
-type HeldNodes = Vec<(Arc<str>, ReservedAsk)>;
+type HeldNodes = Vec<(NodeSlot, ReservedAsk)>;
 
 /// What the search found for one ask.
 enum NodeChoice {
@@ -100,8 +100,10 @@ impl Partition {
             match self.find_in_queue(ROOT, cb, &mut pass, now) {
                 Some(Decision::Allocate { app, ask, node }) => self.commit(app, ask, node, cb, out),
                 Some(Decision::Reserve { app, key, node }) => {
-                    let node = self.nodes[node].id.clone();
-                    log::debug!("reserving node {node} for ask {key} of {app}");
+                    log::debug!(
+                        "reserving node {} for ask {key} of {app}",
+                        self.nodes[node].id
+                    );
                     self.reservations.reserve(node, ReservedAsk { app, key });
                 }
                 None => break,
@@ -136,9 +138,16 @@ impl Partition {
         }
         let mut apps: Vec<((usize, ShareKey, u64), HeldNodes)> = Vec::new();
         let mut index: FastMap<&str, usize> = FastMap::default();
-        for (node, r) in self.reservations.iter() {
+        // In node id order, as the walk has always gone.
+        let mut all: Vec<(&str, NodeSlot, &ReservedAsk)> = self
+            .reservations
+            .iter()
+            .map(|(n, r)| (&*self.nodes[n].id, n, r))
+            .collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (_, node, r) in all {
             if let Some(i) = index.get(&*r.app) {
-                apps[*i].1.push((node.clone(), r.clone()));
+                apps[*i].1.push((node, r.clone()));
                 continue;
             }
             index.insert(&*r.app, apps.len());
@@ -159,7 +168,7 @@ impl Partition {
                     )
                 }
             };
-            apps.push((order, vec![(node.clone(), r.clone())]));
+            apps.push((order, vec![(node, r.clone())]));
         }
         apps.sort_by(|a, b| a.0.cmp(&b.0));
         apps.into_iter()
@@ -167,7 +176,10 @@ impl Partition {
                 let app = held.first().and_then(|(_, r)| self.apps.get(&r.app));
                 if let Some(app) = app {
                     held.sort_by_cached_key(|(n, r)| {
-                        (app.asks.get(&r.key).map(Ask::order_key), n.clone())
+                        (
+                            app.asks.get(&r.key).map(Ask::order_key),
+                            self.nodes[*n].id.clone(),
+                        )
                     });
                 }
                 held
@@ -190,41 +202,40 @@ impl Partition {
                 break;
             }
             let mut unsatisfied = Vec::new();
-            for (node_id, r) in held {
+            for (slot, r) in held {
                 if made >= budget {
                     break;
                 }
-                if self.reservations.on_node(&node_id) != Some(&r) {
+                if self.reservations.on_node(slot) != Some(&r) {
                     continue;
                 }
-                let Some(fits_queue) = self.reserved_ask_usable(&node_id, &r) else {
+                let Some(fits_queue) = self.reserved_ask_usable(slot, &r) else {
                     // Stale: the ask is gone or satisfied, or the node is
                     // draining (the reference kept those; the spec recommends not).
-                    self.reservations.cancel_node(&node_id);
+                    self.reservations.cancel_node(slot);
                     continue;
                 };
                 if !fits_queue {
                     continue;
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
-                let node = self.nodes.get(&node_id).expect("checked usable");
+                let node = &self.nodes[slot];
                 if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
-                    let slot = node.key().slot();
                     let (a, k) = self.ask_slots(&r);
                     self.commit(a, k, slot, cb, out);
                     made += 1;
                 } else {
-                    unsatisfied.push((node_id, r));
+                    unsatisfied.push((slot, r));
                 }
             }
             // Then each still-held reservation on another node (the reserved
             // node is freed when that works).
-            for (node_id, r) in unsatisfied {
+            for (slot, r) in unsatisfied {
                 if made >= budget {
                     break;
                 }
-                if self.reservations.on_node(&node_id) != Some(&r)
-                    || self.reserved_ask_usable(&node_id, &r) != Some(true)
+                if self.reservations.on_node(slot) != Some(&r)
+                    || self.reserved_ask_usable(slot, &r) != Some(true)
                 {
                     continue;
                 }
@@ -232,12 +243,14 @@ impl Partition {
                 let target = self
                     .nodes
                     .ordered()
-                    .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
+                    .filter(|n| {
+                        n.schedulable && self.reservations.on_node(n.key().slot()).is_none()
+                    })
                     .filter(|n| n.fits_capacity(&ask.resource))
                     .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut out.events))
                     .map(|n| n.key().slot());
                 if let Some(target) = target {
-                    self.reservations.cancel_node(&node_id);
+                    self.reservations.cancel_node(slot);
                     let (a, k) = self.ask_slots(&r);
                     self.commit(a, k, target, cb, out);
                     made += 1;
@@ -251,10 +264,10 @@ impl Partition {
     /// (ask gone or satisfied, node gone or draining), else whether the ask
     /// may be allocated now: it fits the queue's headroom, and the
     /// application is not held back by `maxapplications`.
-    fn reserved_ask_usable(&self, node_id: &str, r: &ReservedAsk) -> Option<bool> {
+    fn reserved_ask_usable(&self, node: NodeSlot, r: &ReservedAsk) -> Option<bool> {
         let app = self.apps.get(&r.app)?;
         let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
-        self.nodes.get(node_id).filter(|n| n.schedulable)?;
+        self.nodes.at(node).filter(|n| n.schedulable)?;
         let held_back = (!app.counted_active && self.app_limit_reached(app.queue))
             || Self::served_by_replacement(app, ask);
         Some(
@@ -473,7 +486,7 @@ impl Partition {
                 continue;
             }
             let reserved_by = if any_reserved {
-                self.reservations.on_node(&n.id)
+                self.reservations.on_node(n.key().slot())
             } else {
                 None
             };
@@ -485,7 +498,7 @@ impl Partition {
             }
             if may_reserve
                 && reserved_by.is_none()
-                && !self.reservations.app_holds_node(&app.id, &n.id)
+                && !self.reservations.app_holds_node(&app.id, n.key().slot())
             {
                 let score = fit_score(&ask.resource, &n.available);
                 if candidate.is_none_or(|(best, _)| score < best) {
@@ -555,10 +568,10 @@ impl Partition {
                 app: app_id.clone(),
                 key: key.clone(),
             };
-            if self.reservations.on_node(&node_id) == Some(&me) {
-                self.reservations.cancel_node(&node_id);
-            } else if let Some(other) = self.reservations.nodes_of(&me).first().cloned() {
-                self.reservations.cancel_node(&other);
+            if self.reservations.on_node(node_slot) == Some(&me) {
+                self.reservations.cancel_node(node_slot);
+            } else if let Some(other) = self.reservations.nodes_of(&me).first().copied() {
+                self.reservations.cancel_node(other);
             }
             if remaining == 0 {
                 self.reservations.cancel_ask(&me);

@@ -395,7 +395,11 @@ impl Partition {
             if !n.fits_capacity(&ask.resource) {
                 continue;
             }
-            if self.reservations.on_node(&n.id).is_some_and(|r| *r != me) {
+            if self
+                .reservations
+                .on_node(n.key().slot())
+                .is_some_and(|r| *r != me)
+            {
                 continue;
             }
             if self.try_node(app_id, ask, n, cb, true, events) {

@@ -303,7 +303,10 @@ impl Partition {
         let Some(node) = self.nodes.get(node_id) else {
             return;
         };
-        self.reservations.cancel_node(node_id);
+        // Before the node leaves: its slot may be reused.
+        if let Some(slot) = self.nodes.slot_of(node_id) {
+            self.reservations.cancel_node(slot);
+        }
         let uuids: Vec<Arc<str>> = node.allocations.iter().cloned().collect();
         self.nodes.get_mut(node_id).expect("checked").schedulable = false;
         let mut released = Vec::new();
