@@ -94,12 +94,12 @@ func loggerOf(r *registration) *slog.Logger {
 	return slog.Default()
 }
 
-// statusCall runs one status callback: decode into m, call, and turn an
-// error or a panic into a non-zero return with the reason in reply. No
-// panic leaves this function, so none unwinds into the library.
-func statusCall(h C.uintptr_t, method string, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply,
-	m proto.Message, call func(api.ResourceManagerCallback) error) C.int32_t {
-	rc, reason := runStatus(uintptr(h), method, borrowed(msg, n), m, call)
+// statusCall runs one status callback: decode the message, call, and
+// turn an error or a panic into a non-zero return with the reason in
+// reply. No panic leaves this function, so none unwinds into the library.
+func statusCall[M any](h C.uintptr_t, method string, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply,
+	decode func([]byte) (M, error), call func(api.ResourceManagerCallback, M) error) C.int32_t {
+	rc, reason := runStatus(uintptr(h), method, borrowed(msg, n), decode, call)
 	if rc != 0 {
 		setReply(reply, reason)
 	}
@@ -108,8 +108,8 @@ func statusCall(h C.uintptr_t, method string, msg *C.uint8_t, n C.size_t, reply 
 
 // runStatus is the Go side of statusCall: it returns 0, or 1 and the
 // reason for the library.
-func runStatus(h uintptr, method string, msg []byte, m proto.Message,
-	call func(api.ResourceManagerCallback) error) (rc int32, reason []byte) {
+func runStatus[M any](h uintptr, method string, msg []byte, decode func([]byte) (M, error),
+	call func(api.ResourceManagerCallback, M) error) (rc int32, reason []byte) {
 	var r *registration
 	defer func() {
 		if p := recover(); p != nil {
@@ -118,10 +118,11 @@ func runStatus(h uintptr, method string, msg []byte, m proto.Message,
 		}
 	}()
 	r = lookup(h)
-	if err := proto.Unmarshal(msg, m); err != nil {
+	m, err := decode(msg)
+	if err != nil {
 		return 1, []byte(fmt.Sprintf("sicore Go binding: cannot decode the %s message: %v", method, err))
 	}
-	if err := call(r.cb); err != nil {
+	if err := call(r.cb, m); err != nil {
 		text := err.Error()
 		if text == "" {
 			text = fmt.Sprintf("ResourceManagerCallback.%s returned an error", method)
@@ -129,6 +130,19 @@ func runStatus(h uintptr, method string, msg []byte, m proto.Message,
 		return 1, []byte(text)
 	}
 	return 0, nil
+}
+
+// unmarshal decodes a message with proto.Unmarshal; the messages that are
+// not sent per allocation take this path (decode.go has the others).
+func unmarshal[M any, P interface {
+	*M
+	proto.Message
+}](b []byte) (P, error) {
+	m := P(new(M))
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // notifyCall runs a callback that reports nothing back; errors and panics
@@ -153,37 +167,32 @@ func logPanic(r *registration, method string, p any) {
 
 //export sicoreGoUpdateAllocation
 func sicoreGoUpdateAllocation(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.AllocationResponse)
-	return statusCall(h, "UpdateAllocation", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.UpdateAllocation(m) })
+	return statusCall(h, "UpdateAllocation", msg, n, reply, decodeAllocationResponse,
+		api.ResourceManagerCallback.UpdateAllocation)
 }
 
 //export sicoreGoUpdateApplication
 func sicoreGoUpdateApplication(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.ApplicationResponse)
-	return statusCall(h, "UpdateApplication", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.UpdateApplication(m) })
+	return statusCall(h, "UpdateApplication", msg, n, reply, unmarshal[si.ApplicationResponse],
+		api.ResourceManagerCallback.UpdateApplication)
 }
 
 //export sicoreGoUpdateNode
 func sicoreGoUpdateNode(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.NodeResponse)
-	return statusCall(h, "UpdateNode", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.UpdateNode(m) })
+	return statusCall(h, "UpdateNode", msg, n, reply, unmarshal[si.NodeResponse],
+		api.ResourceManagerCallback.UpdateNode)
 }
 
 //export sicoreGoPredicates
 func sicoreGoPredicates(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.PredicatesArgs)
-	return statusCall(h, "Predicates", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.Predicates(m) })
+	return statusCall(h, "Predicates", msg, n, reply, decodePredicatesArgs,
+		api.ResourceManagerCallback.Predicates)
 }
 
 //export sicoreGoReSyncSchedulerCache
 func sicoreGoReSyncSchedulerCache(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.ReSyncSchedulerCacheArgs)
-	return statusCall(h, "ReSyncSchedulerCache", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.ReSyncSchedulerCache(m) })
+	return statusCall(h, "ReSyncSchedulerCache", msg, n, reply, decodeReSyncSchedulerCacheArgs,
+		api.ResourceManagerCallback.ReSyncSchedulerCache)
 }
 
 //export sicoreGoSendEvent

@@ -155,21 +155,21 @@ func TestRunStatus(t *testing.T) {
 	cases := []struct {
 		name   string
 		msg    []byte
-		call   func(api.ResourceManagerCallback) error
+		call   func(api.ResourceManagerCallback, *si.NodeResponse) error
 		rc     int32
 		reason string
 	}{
-		{"ok", msg, func(api.ResourceManagerCallback) error { return nil }, 0, ""},
-		{"error", msg, func(api.ResourceManagerCallback) error { return errors.New("no room") }, 1, "no room"},
-		{"empty error", msg, func(api.ResourceManagerCallback) error { return errors.New("") }, 1,
+		{"ok", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { return nil }, 0, ""},
+		{"error", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { return errors.New("no room") }, 1, "no room"},
+		{"empty error", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { return errors.New("") }, 1,
 			"ResourceManagerCallback.UpdateNode returned an error"},
-		{"panic", msg, func(api.ResourceManagerCallback) error { panic(errors.New("nil map")) }, 1,
+		{"panic", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { panic(errors.New("nil map")) }, 1,
 			"panic in ResourceManagerCallback.UpdateNode: nil map"},
-		{"garbage", []byte{0xff, 0xff}, func(api.ResourceManagerCallback) error { return nil }, 1,
+		{"garbage", []byte{0xff, 0xff}, func(api.ResourceManagerCallback, *si.NodeResponse) error { return nil }, 1,
 			"cannot decode the UpdateNode message"},
 	}
 	for _, c := range cases {
-		rc, reason := runStatus(uintptr(r.handle), "UpdateNode", c.msg, new(si.NodeResponse), c.call)
+		rc, reason := runStatus(uintptr(r.handle), "UpdateNode", c.msg, unmarshal[si.NodeResponse], c.call)
 		if rc != c.rc || !strings.Contains(string(reason), c.reason) {
 			t.Errorf("%s: got (%d, %q), want (%d, %q)", c.name, rc, reason, c.rc, c.reason)
 		}
