@@ -186,7 +186,12 @@ func (s *Scheduler) UpdateAllocation(request *si.AllocationRequest) error {
 	if request == nil {
 		return newError(opUpdateAllocation, StatusInvalidArgument, "request is nil")
 	}
-	return s.queue(opUpdateAllocation, request)
+	// The per-pod request: encoded without reflection (encode.go).
+	b, err := encodeAllocationRequest(request)
+	if err != nil {
+		return newError(opUpdateAllocation, StatusInvalidArgument, "cannot encode the request: "+err.Error())
+	}
+	return s.queueEncoded(opUpdateAllocation, b)
 }
 
 // UpdateApplication queues applications to add and remove; the outcome
