@@ -9,7 +9,6 @@ import "C"
 import (
 	"fmt"
 	"log/slog"
-	"runtime/cgo"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -21,7 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// liveHandles counts the cgo handles of callback registrations that the
+// liveHandles counts the handles of callback registrations that the
 // library still holds; tests check it drops back after Close.
 var liveHandles atomic.Int64
 
@@ -30,20 +29,68 @@ var liveHandles atomic.Int64
 // library breaks its contract.
 var unreleased atomic.Int64
 
+// handle is the user_data of a callback table: which registration the
+// library calls back. The low 32 bits are the registration's slot in
+// handles plus one, the high bits a sequence number, so a stale value
+// never finds the slot's next occupant.
+type handle uintptr
+
+// handles holds the live registrations by slot. Callbacks only read it: a
+// copy-on-write slice behind an atomic pointer, where runtime/cgo.Handle
+// (a sync.Map) cost a hash lookup on each of the two or three callbacks
+// per allocation. Registering and releasing, which are rare, copy it.
+var handles struct {
+	mu    sync.Mutex
+	slots atomic.Pointer[[]*registration]
+	free  []int
+	seq   uint32
+}
+
+func newHandle(r *registration) handle {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	var old []*registration
+	if p := handles.slots.Load(); p != nil {
+		old = *p
+	}
+	slots := append([]*registration(nil), old...)
+	i := len(slots)
+	if n := len(handles.free); n > 0 {
+		i, handles.free = handles.free[n-1], handles.free[:n-1]
+	} else {
+		slots = append(slots, nil)
+	}
+	slots[i] = r
+	handles.seq++
+	handles.slots.Store(&slots)
+	return handle(uint64(handles.seq)<<32 | uint64(i+1))
+}
+
+func (h handle) delete() {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	i := int(uint32(h)) - 1
+	old := *handles.slots.Load()
+	slots := append([]*registration(nil), old...)
+	slots[i] = nil
+	handles.free = append(handles.free, i)
+	handles.slots.Store(&slots)
+}
+
 // registration is what one callback table's user_data points to: the
-// RM's callback object and where to log. Its cgo.Handle is deleted when
-// the library calls release, or at the latest when the Scheduler closes.
+// RM's callback object and where to log. Its handle is deleted when the
+// library calls release, or at the latest when the Scheduler closes.
 type registration struct {
 	cb     api.ResourceManagerCallback
 	logger *slog.Logger
 	owner  *Scheduler
-	handle cgo.Handle
+	handle handle
 	once   sync.Once
 }
 
 func newRegistration(s *Scheduler, cb api.ResourceManagerCallback) *registration {
 	r := &registration{cb: cb, logger: s.logger, owner: s}
-	r.handle = cgo.NewHandle(r)
+	r.handle = newHandle(r)
 	liveHandles.Add(1)
 	return r
 }
@@ -52,14 +99,23 @@ func newRegistration(s *Scheduler, cb api.ResourceManagerCallback) *registration
 func (r *registration) free() {
 	r.once.Do(func() {
 		r.owner.forget(r)
-		r.handle.Delete()
+		r.handle.delete()
 		liveHandles.Add(-1)
 	})
 }
 
-// lookup returns the registration behind a user_data value.
+// lookup returns the registration behind a user_data value. A value that
+// is no live registration's panics, as the callers expect of a bad handle
+// (they recover and report it).
 func lookup(h uintptr) *registration {
-	return cgo.Handle(h).Value().(*registration)
+	if p := handles.slots.Load(); p != nil {
+		if i := int(uint32(h)) - 1; i >= 0 && i < len(*p) {
+			if r := (*p)[i]; r != nil && r.handle == handle(h) {
+				return r
+			}
+		}
+	}
+	panic(fmt.Sprintf("sicore Go binding: callback with an unknown user_data %#x", h))
 }
 
 // borrowed views a message the library lends for the duration of a

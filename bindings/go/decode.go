@@ -91,21 +91,21 @@ type reader struct {
 // with bad set, on anything the fast path does not take: a malformed
 // field or a wire type other than varint or length-delimited. One-byte
 // tags and lengths, nearly all of them, are read inline.
-func (r *reader) next() (f field, ok, bad bool) {
+func (r *reader) next(f *field) (ok, bad bool) {
 	if r.pos >= len(r.b) {
-		return f, false, false
+		return false, false
 	}
 	rest := r.b[r.pos:]
 	tag, n := uint64(rest[0]), 1
 	if tag >= 0x80 {
 		if tag, n = protowire.ConsumeVarint(rest); n < 0 {
-			return f, false, true
+			return false, true
 		}
 	}
 	// Field numbers above 2^29-1 are invalid; refusing them here also
 	// keeps a huge tag from truncating to a known number.
 	if tag>>3 > uint64(protowire.MaxValidNumber) {
-		return f, false, true
+		return false, true
 	}
 	rest = rest[n:]
 	f.num, f.typ = protowire.Number(tag>>3), protowire.Type(tag&7)
@@ -118,7 +118,7 @@ func (r *reader) next() (f field, ok, bad bool) {
 		}
 		v, m := protowire.ConsumeVarint(rest)
 		if m < 0 {
-			return f, false, true
+			return false, true
 		}
 		f.value = v
 		r.pos += n + m
@@ -127,18 +127,18 @@ func (r *reader) next() (f field, ok, bad bool) {
 		if len(rest) > 0 && rest[0] < 0x80 {
 			l = uint64(rest[0])
 		} else if l, m = protowire.ConsumeVarint(rest); m < 0 {
-			return f, false, true
+			return false, true
 		}
 		if l > uint64(len(rest)-m) {
-			return f, false, true
+			return false, true
 		}
 		f.data = rest[m : m+int(l)]
 		f.offset = r.pos + n + m
 		r.pos += n + m + int(l)
 	default:
-		return f, false, true
+		return false, true
 	}
-	return f, true, false
+	return true, false
 }
 
 // text is the string copy of one message's bytes that its string fields
@@ -193,7 +193,8 @@ func fastAllocationResponse(b []byte) (*si.AllocationResponse, bool) {
 	n := 0
 	r := reader{b: b}
 	for {
-		f, ok, bad := r.next()
+		var f field
+		ok, bad := r.next(&f)
 		if bad || (ok && (f.num != 1 || f.typ != protowire.BytesType)) {
 			return nil, false
 		}
@@ -209,7 +210,8 @@ func fastAllocationResponse(b []byte) (*si.AllocationResponse, bool) {
 	m.New = make([]*si.Allocation, 0, n)
 	r = reader{b: b}
 	for {
-		f, ok, _ := r.next()
+		var f field
+		ok, _ := r.next(&f)
 		if !ok {
 			break
 		}
@@ -229,7 +231,8 @@ func fastAllocation(b []byte) (*si.Allocation, bool) {
 	r := reader{b: b}
 	quantities := 0
 	for {
-		f, ok, bad := r.next()
+		var f field
+		ok, bad := r.next(&f)
 		if bad {
 			return nil, false
 		}
@@ -302,7 +305,8 @@ func fastAllocation(b []byte) (*si.Allocation, bool) {
 func stringEntry(t *text, f field) (k, v string, ok bool) {
 	r := reader{b: f.data}
 	for {
-		e, more, bad := r.next()
+		var e field
+		more, bad := r.next(&e)
 		if bad {
 			return "", "", false
 		}
@@ -331,7 +335,8 @@ func stringEntry(t *text, f field) (k, v string, ok bool) {
 func resourceInto(res *si.Resource, t *text, f field, spare *[2]si.Quantity, used *int) bool {
 	r := reader{b: f.data}
 	for {
-		e, more, bad := r.next()
+		var e field
+		more, bad := r.next(&e)
 		if bad {
 			return false
 		}
@@ -346,7 +351,8 @@ func resourceInto(res *si.Resource, t *text, f field, spare *[2]si.Quantity, use
 		var q *si.Quantity // absent value: proto stores nil
 		er := reader{b: e.data}
 		for {
-			g, more, bad := er.next()
+			var g field
+			more, bad := er.next(&g)
 			if bad {
 				return false
 			}
@@ -388,7 +394,8 @@ func resourceInto(res *si.Resource, t *text, f field, spare *[2]si.Quantity, use
 func quantityInto(q *si.Quantity, b []byte) bool {
 	r := reader{b: b}
 	for {
-		f, more, bad := r.next()
+		var f field
+		more, bad := r.next(&f)
 		if bad {
 			return false
 		}
@@ -407,7 +414,8 @@ func quantityInto(q *si.Quantity, b []byte) bool {
 func priorityInto(p *si.Priority, value *si.Priority_PriorityValue, t *text, f field) bool {
 	r := reader{b: f.data}
 	for {
-		g, more, bad := r.next()
+		var g field
+		more, bad := r.next(&g)
 		if bad {
 			return false
 		}
@@ -436,7 +444,8 @@ func fastPredicatesArgs(b []byte) (*si.PredicatesArgs, bool) {
 	t := newText(b)
 	r := reader{b: b}
 	for {
-		f, more, bad := r.next()
+		var f field
+		more, bad := r.next(&f)
 		if bad {
 			return nil, false
 		}
@@ -458,11 +467,19 @@ func fastPredicatesArgs(b []byte) (*si.PredicatesArgs, bool) {
 	}
 }
 
+// resyncBox holds a ReSyncSchedulerCacheArgs with one assumed allocation.
+type resyncBox struct {
+	args    si.ReSyncSchedulerCacheArgs
+	slice   [1]*si.AssumedAllocation
+	assumed si.AssumedAllocation
+}
+
 func fastReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
 	var assumed, forgotten int
 	r := reader{b: b}
 	for {
-		f, more, bad := r.next()
+		var f field
+		more, bad := r.next(&f)
 		if bad || (more && f.typ != protowire.BytesType) {
 			return nil, false
 		}
@@ -478,8 +495,18 @@ func fastReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
 			return nil, false
 		}
 	}
-	m := new(si.ReSyncSchedulerCacheArgs)
-	if assumed > 0 {
+	var m *si.ReSyncSchedulerCacheArgs
+	var single *si.AssumedAllocation
+	if assumed == 1 && forgotten == 0 {
+		// The core's ReSync before a predicate call: usually one
+		// allocation. One allocation for the message, its slice and entry.
+		box := new(resyncBox)
+		m, single = &box.args, &box.assumed
+		m.AssumedAllocations = box.slice[:0]
+	} else {
+		m = new(si.ReSyncSchedulerCacheArgs)
+	}
+	if assumed > 1 {
 		m.AssumedAllocations = make([]*si.AssumedAllocation, 0, assumed)
 	}
 	if forgotten > 0 {
@@ -487,7 +514,8 @@ func fastReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
 	}
 	r = reader{b: b}
 	for {
-		f, more, _ := r.next()
+		var f field
+		more, _ := r.next(&f)
 		if !more {
 			return m, true
 		}
@@ -495,7 +523,8 @@ func fastReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
 		er := reader{b: f.data}
 		var key, node string
 		for {
-			g, more, bad := er.next()
+			var g field
+			more, bad := er.next(&g)
 			if bad {
 				return nil, false
 			}
@@ -513,7 +542,10 @@ func fastReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
 				return nil, false
 			}
 		}
-		if f.num == 1 {
+		if single != nil {
+			single.AllocationKey, single.NodeID = key, node
+			m.AssumedAllocations = append(m.AssumedAllocations, single)
+		} else if f.num == 1 {
 			m.AssumedAllocations = append(m.AssumedAllocations, &si.AssumedAllocation{AllocationKey: key, NodeID: node})
 		} else {
 			m.ForgetAllocations = append(m.ForgetAllocations, &si.ForgotAllocation{AllocationKey: key})

@@ -11,7 +11,6 @@ import "C"
 import (
 	"log/slog"
 	"runtime"
-	"runtime/cgo"
 	"sync"
 	"unsafe"
 
@@ -368,7 +367,7 @@ func (s *Scheduler) RESTAddress() (string, error) {
 // inOwnCallback reports whether the caller runs inside one of s's
 // callbacks (the trampolines note the running registration per thread).
 func (s *Scheduler) inOwnCallback() bool {
-	h := cgo.Handle(C.sicore_go_current_handle())
+	h := handle(C.sicore_go_current_handle())
 	if h == 0 {
 		return false
 	}
