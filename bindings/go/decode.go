@@ -2,6 +2,7 @@ package sicore
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
@@ -34,11 +35,17 @@ import (
 // proto.Unmarshal, so the result is always what proto.Unmarshal returns;
 // decode_test.go checks that on random, mutated and truncated messages.
 
+// decodeFallbacks counts the messages the fast paths left to
+// proto.Unmarshal; a test checks that the library's new allocations,
+// predicate questions and assumed allocations never are.
+var decodeFallbacks atomic.Int64
+
 // decodeAllocationResponse decodes an si.AllocationResponse.
 func decodeAllocationResponse(b []byte) (*si.AllocationResponse, error) {
 	if m, ok := fastAllocationResponse(b); ok {
 		return m, nil
 	}
+	decodeFallbacks.Add(1)
 	m := new(si.AllocationResponse)
 	if err := proto.Unmarshal(b, m); err != nil {
 		return nil, err
@@ -51,6 +58,7 @@ func decodePredicatesArgs(b []byte) (*si.PredicatesArgs, error) {
 	if m, ok := fastPredicatesArgs(b); ok {
 		return m, nil
 	}
+	decodeFallbacks.Add(1)
 	m := new(si.PredicatesArgs)
 	if err := proto.Unmarshal(b, m); err != nil {
 		return nil, err
@@ -63,6 +71,7 @@ func decodeReSyncSchedulerCacheArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, err
 	if m, ok := fastReSyncArgs(b); ok {
 		return m, nil
 	}
+	decodeFallbacks.Add(1)
 	m := new(si.ReSyncSchedulerCacheArgs)
 	if err := proto.Unmarshal(b, m); err != nil {
 		return nil, err

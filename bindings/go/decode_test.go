@@ -338,3 +338,48 @@ func BenchmarkDecodeAllocationResponse(b *testing.B) {
 		}
 	})
 }
+
+// TestLibraryMessagesTakeTheFastPath drives the library: asks with tags,
+// a priority, a placeholder and non-ASCII names become allocations with
+// Predicates registered. Every AllocationResponse with new allocations,
+// every PredicatesArgs and every ReSyncSchedulerCacheArgs the library
+// sends must take the fast path (no fallback to proto.Unmarshal), and the
+// RM must see the fields it asked for.
+func TestLibraryMessagesTakeTheFastPath(t *testing.T) {
+	s := newTestScheduler(t)
+	rm := newFakeRM()
+	const rmID = "rm-fast"
+	setUp(t, s, rmID, rm, "app-é", "root.fast", "node-1", "node-2")
+	before := decodeFallbacks.Load()
+	req := &si.AllocationRequest{RmID: rmID}
+	for i := 0; i < 20; i++ {
+		a := ask("app-é", fmt.Sprintf("ask-%d-ü", i), 100, 1)
+		a.Tags = map[string]string{"kubernetes.io/label/app": "web", "k": "v"}
+		a.Priority = &si.Priority{Priority: &si.Priority_PriorityValue{PriorityValue: int32(i - 5)}}
+		req.Asks = append(req.Asks, a)
+	}
+	if err := s.UpdateAllocation(req); err != nil {
+		t.Fatalf("UpdateAllocation: %v", err)
+	}
+	waitFor(t, "20 allocations", func() bool { return rm.allocationCount() == 20 })
+	if n := decodeFallbacks.Load() - before; n != 0 {
+		t.Errorf("%d library messages fell back to proto.Unmarshal", n)
+	}
+	rm.read(func() {
+		if rm.predicateCalls < 20 {
+			t.Errorf("%d predicate calls, want at least 20", rm.predicateCalls)
+		}
+		for _, a := range rm.allocations {
+			var i int
+			if _, err := fmt.Sscanf(a.AllocationKey, "ask-%d-ü", &i); err != nil {
+				t.Fatalf("allocation key %q", a.AllocationKey)
+			}
+			if a.ApplicationID != "app-é" || a.QueueName != "root.fast" || a.UUID == "" ||
+				a.ResourcePerAlloc.GetResources()["memory"].GetValue() != 100 ||
+				a.ResourcePerAlloc.GetResources()["vcore"].GetValue() != 1 ||
+				a.Priority.GetPriorityValue() != int32(i-5) || a.AllocationTags["k"] != "v" {
+				t.Errorf("allocation %v does not carry its ask's fields", a)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package sicore
 
 import (
 	"errors"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
@@ -24,13 +25,24 @@ import (
 // errFallback stops the encoder; the request then goes through proto.Marshal.
 var errFallback = errors.New("not for the fast encoder")
 
-// encodeAllocationRequest encodes an si.AllocationRequest.
-func encodeAllocationRequest(m *si.AllocationRequest) ([]byte, error) {
-	if b, err := appendAllocationRequest(make([]byte, 0, 64+96*len(m.Asks)), m); err == nil {
+// encodeAllocationRequest encodes an si.AllocationRequest into buf (which
+// it may grow) or a new slice.
+func encodeAllocationRequest(buf []byte, m *si.AllocationRequest) ([]byte, error) {
+	if b, err := appendAllocationRequest(buf[:0], m); err == nil {
 		return b, nil
 	}
 	return proto.Marshal(m)
 }
+
+// requestBuffers recycles the buffers UpdateAllocation encodes into: the
+// library decodes a request before sicore_update_allocation returns and
+// keeps no reference to it, so the buffer is free again right after. A
+// request of a few thousand asks is hundreds of KiB, which a fresh slice
+// would take from the OS (page faults) and leave to the collector.
+var requestBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledRequest is the largest buffer kept for reuse.
+const maxPooledRequest = 4 << 20
 
 // openField starts a nested message field: its tag and a one-byte length to be
 // set by closeField.

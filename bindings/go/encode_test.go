@@ -67,7 +67,7 @@ func TestEncodeAllocationRequestMatchesProto(t *testing.T) {
 		var pb proto.Buffer
 		pb.SetDeterministic(true)
 		wantErr := pb.Marshal(m)
-		got, err := encodeAllocationRequest(m)
+		got, err := encodeAllocationRequest(make([]byte, 7), m) // a dirty buffer
 		if (err != nil) != (wantErr != nil) {
 			t.Fatalf("%d: encoder error %v, proto.Marshal error %v, for %v", i, err, wantErr, m)
 		}
@@ -108,7 +108,7 @@ func BenchmarkEncodeAllocationRequest(b *testing.B) {
 	b.Run("encoder", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := encodeAllocationRequest(m); err != nil {
+			if _, err := encodeAllocationRequest(nil, m); err != nil {
 				b.Fatal(err)
 			}
 		}

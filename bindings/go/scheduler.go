@@ -185,12 +185,20 @@ func (s *Scheduler) UpdateAllocation(request *si.AllocationRequest) error {
 	if request == nil {
 		return newError(opUpdateAllocation, StatusInvalidArgument, "request is nil")
 	}
-	// The per-pod request: encoded without reflection (encode.go).
-	b, err := encodeAllocationRequest(request)
+	// The per-pod request: encoded without reflection into a recycled
+	// buffer (encode.go).
+	buf := requestBuffers.Get().(*[]byte)
+	b, err := encodeAllocationRequest(*buf, request)
 	if err != nil {
+		requestBuffers.Put(buf)
 		return newError(opUpdateAllocation, StatusInvalidArgument, "cannot encode the request: "+err.Error())
 	}
-	return s.queueEncoded(opUpdateAllocation, b)
+	err = s.queueEncoded(opUpdateAllocation, b)
+	if cap(b) <= maxPooledRequest {
+		*buf = b
+		requestBuffers.Put(buf)
+	}
+	return err
 }
 
 // UpdateApplication queues applications to add and remove; the outcome
