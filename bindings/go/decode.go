@@ -448,7 +448,70 @@ func priorityInto(p *si.Priority, value *si.Priority_PriorityValue, t *text, f f
 	}
 }
 
+// shortString reads, at b[i:], the string field whose one-byte tag is tag
+// and whose length fits one byte, as the library writes keys and node
+// IDs. It returns the bounds of the string and the index after it, or i
+// unchanged (ok false) when the field is not there in that form. The
+// bounds may run past b: the callers check that the message ends exactly
+// where the last field does before they slice.
+func shortString(b []byte, i int, tag byte) (start, end, next int, ok bool) {
+	if i+1 < len(b) && b[i] == tag && b[i+1] < 0x80 {
+		start = i + 2
+		end = start + int(b[i+1])
+		return start, end, end, true
+	}
+	return 0, 0, i, false
+}
+
+// quickPredicatesArgs takes the exact layout the library writes (key,
+// node ID, allocate, each optional, in that order, short and ASCII) in
+// straight-line code; fastPredicatesArgs takes the rest.
+func quickPredicatesArgs(b []byte) (*si.PredicatesArgs, bool) {
+	ks, ke, i, _ := shortString(b, 0, 0x0a)
+	ns, ne, i, _ := shortString(b, i, 0x12)
+	allocate := false
+	if i+1 < len(b) && b[i] == 0x18 && b[i+1] <= 1 {
+		allocate = b[i+1] == 1
+		i += 2
+	}
+	if i != len(b) {
+		return nil, false
+	}
+	t := newText(b)
+	if !t.ascii {
+		return nil, false
+	}
+	return &si.PredicatesArgs{AllocationKey: t.s[ks:ke], NodeID: t.s[ns:ne], Allocate: allocate}, true
+}
+
+// quickReSyncArgs takes, in straight-line code, the message the core
+// thread sends before a predicate call: one assumed allocation, key and
+// node ID short and ASCII.
+func quickReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
+	if len(b) < 2 || b[0] != 0x0a || b[1] >= 0x80 || int(b[1]) != len(b)-2 {
+		return nil, false
+	}
+	e := b[2:]
+	ks, ke, i, _ := shortString(e, 0, 0x0a)
+	ns, ne, i, _ := shortString(e, i, 0x12)
+	if i != len(e) {
+		return nil, false
+	}
+	t := newText(e)
+	if !t.ascii {
+		return nil, false
+	}
+	box := new(resyncBox)
+	box.assumed.AllocationKey, box.assumed.NodeID = t.s[ks:ke], t.s[ns:ne]
+	box.slice[0] = &box.assumed
+	box.args.AssumedAllocations = box.slice[:]
+	return &box.args, true
+}
+
 func fastPredicatesArgs(b []byte) (*si.PredicatesArgs, bool) {
+	if m, ok := quickPredicatesArgs(b); ok {
+		return m, true
+	}
 	m := new(si.PredicatesArgs)
 	t := newText(b)
 	r := reader{b: b}
@@ -484,6 +547,9 @@ type resyncBox struct {
 }
 
 func fastReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
+	if m, ok := quickReSyncArgs(b); ok {
+		return m, true
+	}
 	var assumed, forgotten int
 	r := reader{b: b}
 	for {

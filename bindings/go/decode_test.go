@@ -255,11 +255,38 @@ func TestDecodersEdgeCases(t *testing.T) {
 		b    []byte
 	}{
 		{"allocate given as 3", varint(3, 3)},
+		{"allocate given as 2", append(str(1, "k"), varint(3, 2)...)},
+		{"allocate given as 0", append(str(2, "n"), varint(3, 0)...)},
+		{"node before key", append(str(2, "n"), str(1, "k")...)},
+		{"key given twice", append(str(1, "k1"), str(1, "k2")...)},
+		{"key longer than the message", []byte{0x0a, 0x05, 'a', 'b'}},
+		{"node longer than the message", append(str(1, "k"), 0x12, 0x09, 'n')},
+		{"non-ASCII key", str(1, "ключ")},
+		{"long key", str(1, string(make([]byte, 300)))},
 		{"all fields", append(append(str(1, "k"), str(2, "n")...), varint(3, 1)...)},
 		{"unknown field", varint(4, 1)},
 		{"key as varint", varint(1, 1)},
 	} {
 		checkSame(t, c.name, c.b, func() *si.PredicatesArgs { return new(si.PredicatesArgs) }, decodePredicatesArgs)
+	}
+	entry := func(parts ...[]byte) []byte { return msg(1, parts...) }
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		{"one assumed", entry(str(1, "k"), str(2, "n"))},
+		{"one assumed, no node", entry(str(1, "k"))},
+		{"one assumed, empty", entry()},
+		{"node before key", entry(str(2, "n"), str(1, "k"))},
+		{"outer length short", append(entry(str(1, "k")), 0x00)},
+		{"inner length past the entry", []byte{0x0a, 0x03, 0x0a, 0x05, 'k'}},
+		{"two assumed", append(entry(str(1, "a")), entry(str(1, "b"))...)},
+		{"assumed and forgotten", append(entry(str(1, "a")), msg(2, str(1, "b"))...)},
+		{"non-ASCII node", entry(str(1, "k"), str(2, "узел"))},
+		{"unknown field in the entry", entry(str(1, "k"), varint(3, 1))},
+	} {
+		checkSame(t, c.name, c.b, func() *si.ReSyncSchedulerCacheArgs { return new(si.ReSyncSchedulerCacheArgs) },
+			decodeReSyncSchedulerCacheArgs)
 	}
 	for _, c := range cases {
 		_, fast := fastAllocationResponse(c.b)
@@ -382,4 +409,32 @@ func TestLibraryMessagesTakeTheFastPath(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkDecodeCoreThreadMessages compares the decoders of the two
+// messages the core thread sends per decision with proto.Unmarshal.
+func BenchmarkDecodeCoreThreadMessages(b *testing.B) {
+	pred, _ := proto.Marshal(&si.PredicatesArgs{AllocationKey: "app-a-1234", NodeID: "node-0042", Allocate: true})
+	resync, _ := proto.Marshal(&si.ReSyncSchedulerCacheArgs{AssumedAllocations: []*si.AssumedAllocation{
+		{AllocationKey: "app-a-1233", NodeID: "node-0041"}}})
+	for _, c := range []struct {
+		name string
+		run  func() error
+	}{
+		{"PredicatesArgs/decoder", func() error { _, err := decodePredicatesArgs(pred); return err }},
+		{"PredicatesArgs/proto.Unmarshal", func() error { return proto.Unmarshal(pred, new(si.PredicatesArgs)) }},
+		{"ReSyncSchedulerCacheArgs/decoder", func() error { _, err := decodeReSyncSchedulerCacheArgs(resync); return err }},
+		{"ReSyncSchedulerCacheArgs/proto.Unmarshal", func() error {
+			return proto.Unmarshal(resync, new(si.ReSyncSchedulerCacheArgs))
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := c.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
