@@ -52,6 +52,7 @@ var (
 type benchRM struct {
 	fakeRM
 	allocated  atomic.Int64
+	updates    atomic.Int64
 	predicates atomic.Int64
 	resyncs    atomic.Int64
 	target     int64
@@ -59,6 +60,7 @@ type benchRM struct {
 }
 
 func (r *benchRM) UpdateAllocation(resp *si.AllocationResponse) error {
+	r.updates.Add(1)
 	if n := r.allocated.Add(int64(len(resp.New))); n >= r.target && n-int64(len(resp.New)) < r.target {
 		close(r.done)
 	}
@@ -104,8 +106,9 @@ func (s benchShape) String() string {
 // registers a Predicates callback, as a Kubernetes shim does, unless the
 // name says predicates=off (the WithoutPredicates option). Each iteration
 // times from submitting the asks until the RM has received every
-// allocation, and the benchmark reports allocations per second and the
-// C-to-Go calls per allocation.
+// allocation, and the benchmark reports allocations per second, CPU time
+// per allocation, the Predicates and ReSync calls per allocation and the
+// allocations per UpdateAllocation callback.
 //
 //	cd bindings/go && go test -tags sicore_checkout -run XXX -bench BenchmarkScheduling -benchtime 3x
 func BenchmarkScheduling(b *testing.B) {
@@ -127,18 +130,20 @@ func BenchmarkScheduling(b *testing.B) {
 				on := map[bool]string{true: "on", false: "off"}[predicates]
 				b.Run(fmt.Sprintf("shape=%s/predicates=%s/nodes=%d", shape, on, nodes), func(b *testing.B) {
 					var elapsed, cpu time.Duration
-					var calls int64
+					var calls, updates int64
 					for i := 0; i < b.N; i++ {
 						b.StopTimer()
 						r := schedulingRound(b, shape, predicates, nodes, asks)
 						elapsed += r.took
 						cpu += r.cpu
 						calls += r.calls
+						updates += r.updates
 					}
 					n := float64(asks) * float64(b.N)
 					b.ReportMetric(n/elapsed.Seconds(), "allocs/s")
 					b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/alloc")
 					b.ReportMetric(float64(calls)/n, "calls/alloc")
+					b.ReportMetric(n/float64(updates), "allocs/update")
 				})
 			}
 		}
@@ -152,6 +157,7 @@ func BenchmarkScheduling(b *testing.B) {
 type roundResult struct {
 	took, cpu time.Duration
 	calls     int64
+	updates   int64
 }
 
 // processCPU is the user and system time of the process so far.
@@ -238,5 +244,6 @@ func schedulingRound(b *testing.B, shape benchShape, predicates bool, nodes, ask
 	took := time.Since(start)
 	cpu = processCPU(b) - cpu
 	b.StopTimer()
-	return roundResult{took: took, cpu: cpu, calls: rm.predicates.Load() + rm.resyncs.Load()}
+	return roundResult{took: took, cpu: cpu, calls: rm.predicates.Load() + rm.resyncs.Load(),
+		updates: rm.updates.Load()}
 }
