@@ -241,11 +241,15 @@ func fastAllocation(b []byte) (*si.Allocation, bool) {
 	quantities := 0
 	for {
 		var f field
-		ok, bad := r.next(&f)
-		if bad {
+		// The common field, length-delimited with a one-byte tag and
+		// length, read here rather than through a call.
+		if p := r.pos; p+1 < len(b) && b[p] < 0x80 && b[p]&7 == 2 && b[p+1] < 0x80 && p+2+int(b[p+1]) <= len(b) {
+			l := int(b[p+1])
+			f.num, f.typ, f.offset, f.data = protowire.Number(b[p]>>3), protowire.BytesType, p+2, b[p+2:p+2+l]
+			r.pos = p + 2 + l
+		} else if ok, bad := r.next(&f); bad {
 			return nil, false
-		}
-		if !ok {
+		} else if !ok {
 			return a, true
 		}
 		switch f.num {
