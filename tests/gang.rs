@@ -161,6 +161,58 @@ fn gang_harness(
     h
 }
 
+/// Submits `n` placeholders of 100 memory for gang `g` (task group `tg`)
+/// and waits until the RM holds them.
+fn place_placeholders(h: &Harness, n: usize) {
+    assert_eq!(
+        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, n as i32)])
+            .0,
+        SICORE_OK
+    );
+    h.wait("placeholders", |s| s.allocations.len() == n);
+}
+
+/// Submits gang `g`'s real ask of 100 memory and waits for the first
+/// placeholder release that starts its swap.
+fn submit_real_and_wait_for_swap(h: &Harness) {
+    assert_eq!(
+        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
+        SICORE_OK
+    );
+    h.wait("replacement", |s| s.released.len() == 1);
+}
+
+/// Two nodes, one placeholder of gang `g` on one of them, and the real ask
+/// `real` submitted while the RM's predicates refuse the placeholder's node:
+/// the swap must go to the other node. Returns the harness, the placeholder
+/// and the other node's id.
+fn vetoed_swap() -> (Harness, si::Allocation, &'static str) {
+    let h = gang_harness(
+        SchedulerOptions::default(),
+        with_predicates(),
+        2,
+        gang_app("g", "root.a", 100, ""),
+    );
+    place_placeholders(&h, 1);
+    let ph = placeholders_of(&h, "g").remove(0);
+    let other = if ph.node_id == "node-0" {
+        "node-1"
+    } else {
+        "node-0"
+    };
+    h.rec
+        .behaviour
+        .lock()
+        .unwrap()
+        .refuse_nodes
+        .insert(ph.node_id.clone());
+    assert_eq!(
+        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
+        SICORE_OK
+    );
+    (h, ph, other)
+}
+
 #[test]
 fn placeholders_hold_the_gang_and_real_asks_replace_them() {
     let h = gang_harness(
@@ -295,33 +347,7 @@ fn placeholders_hold_the_gang_and_real_asks_replace_them() {
 
 #[test]
 fn a_vetoed_placeholder_node_sends_the_real_allocation_to_another_node() {
-    let h = gang_harness(
-        SchedulerOptions::default(),
-        with_predicates(),
-        2,
-        gang_app("g", "root.a", 100, ""),
-    );
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholder", |s| s.allocations.len() == 1);
-    let ph = placeholders_of(&h, "g").remove(0);
-    let other = if ph.node_id == "node-0" {
-        "node-1"
-    } else {
-        "node-0"
-    };
-    h.rec
-        .behaviour
-        .lock()
-        .unwrap()
-        .refuse_nodes
-        .insert(ph.node_id.clone());
-    assert_eq!(
-        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
+    let (h, ph, other) = vetoed_swap();
     h.wait("replacement", |s| {
         s.released.iter().any(|r| r.termination_type == PR)
     });
@@ -549,11 +575,7 @@ fn hard_gang_timeout_fails_the_application() {
         h.dump()["partitions"][0]["applications"][0]["gang_style"],
         "Hard"
     );
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholder", |s| s.allocations.len() == 1);
+    place_placeholders(&h, 1);
     h.wait("failing", |s| {
         s.app_updates.iter().any(|u| u.state == "Failing")
     });
@@ -711,11 +733,7 @@ fn confirmations_that_match_nothing_change_nothing() {
         1,
         gang_app("g", "root.a", 200, ""),
     );
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 2)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholders", |s| s.allocations.len() == 2);
+    place_placeholders(&h, 2);
     let phs = placeholders_of(&h, "g");
     // Unknown UUID, and a placeholder that is not being replaced.
     assert_eq!(
@@ -734,11 +752,7 @@ fn confirmations_that_match_nothing_change_nothing() {
     );
     assert!(h.seen(|s| s.released.is_empty()));
 
-    assert_eq!(
-        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("replacement", |s| s.released.len() == 1);
+    submit_real_and_wait_for_swap(&h);
     let rel = replaced(&h).remove(0);
     // The same confirmation twice: one real allocation.
     assert_eq!(
@@ -774,16 +788,8 @@ fn a_placeholder_released_with_another_type_undoes_its_swap() {
         1,
         gang_app("g", "root.a", 200, ""),
     );
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 2)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholders", |s| s.allocations.len() == 2);
-    assert_eq!(
-        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("replacement", |s| s.released.len() == 1);
+    place_placeholders(&h, 2);
+    submit_real_and_wait_for_swap(&h);
     let first = replaced(&h).remove(0);
     // Stopped instead of confirmed: removed as a normal release (echoed),
     // and the real ask goes on to the other placeholder.
@@ -818,22 +824,14 @@ fn node_removal_during_a_replacement() {
         3,
         gang_app("g", "root.a", 200, ""),
     );
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 2)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholders", |s| s.allocations.len() == 2);
+    place_placeholders(&h, 2);
     let phs = placeholders_of(&h, "g");
     let ph_nodes: HashSet<String> = phs.iter().map(|p| p.node_id.clone()).collect();
     {
         let mut b = h.rec.behaviour.lock().unwrap();
         b.refuse_nodes = ph_nodes.clone();
     }
-    assert_eq!(
-        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("replacement", |s| s.released.len() == 1);
+    submit_real_and_wait_for_swap(&h);
     let rel = replaced(&h).remove(0);
     let ph = phs.iter().find(|p| p.uuid == rel.uuid).unwrap().clone();
     let real_node = app_dump(&h.dump(), "g")["replacements"][0]["node"]
@@ -870,33 +868,7 @@ fn node_removal_during_a_replacement() {
 
 #[test]
 fn node_removal_of_the_real_allocations_node_undoes_the_swap() {
-    let h = gang_harness(
-        SchedulerOptions::default(),
-        with_predicates(),
-        2,
-        gang_app("g", "root.a", 100, ""),
-    );
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholder", |s| s.allocations.len() == 1);
-    let ph = placeholders_of(&h, "g").remove(0);
-    let other = if ph.node_id == "node-0" {
-        "node-1"
-    } else {
-        "node-0"
-    };
-    h.rec
-        .behaviour
-        .lock()
-        .unwrap()
-        .refuse_nodes
-        .insert(ph.node_id.clone());
-    assert_eq!(
-        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
+    let (h, ph, other) = vetoed_swap();
     h.wait("replacement", |s| s.released.len() == 1);
     let decommission = si::NodeInfo {
         action: si::node_info::ActionFromRm::Decomission as i32,
@@ -948,16 +920,8 @@ fn node_removal_with_both_allocations_on_it_restores_the_ask() {
         1,
         gang_app("g", "root.a", 100, ""),
     );
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholder", |s| s.allocations.len() == 1);
-    assert_eq!(
-        h.asks(vec![real_ask("g", "real", "tg", 100, 1)]).0,
-        SICORE_OK
-    );
-    h.wait("replacement", |s| s.released.len() == 1);
+    place_placeholders(&h, 1);
+    submit_real_and_wait_for_swap(&h);
     let ph = placeholders_of(&h, "g").remove(0);
     let decommission = si::NodeInfo {
         action: si::node_info::ActionFromRm::Decomission as i32,
@@ -986,11 +950,7 @@ fn timeout_undoes_swaps_in_flight_and_late_confirmations_release() {
     let mut a = gang_app("g", "root.a", 300, "Soft");
     a.execution_timeout_milli_seconds = 1500;
     let h = gang_harness(SchedulerOptions::default(), with_predicates(), 3, a);
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 2)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholders", |s| s.allocations.len() == 2);
+    place_placeholders(&h, 2);
     let phs = placeholders_of(&h, "g");
     // Cross-node swap in flight when the timer fires.
     h.rec.behaviour.lock().unwrap().refuse_nodes = phs.iter().map(|p| p.node_id.clone()).collect();
@@ -1077,11 +1037,7 @@ partitions:
 ";
     let h = Harness::configured(yaml_options(yaml), 2);
     h.submit(gang_app("g", "root.capped", 200, "")).unwrap();
-    assert_eq!(
-        h.asks(vec![placeholder_ask("g", "ph", "tg", 100, 2)]).0,
-        SICORE_OK
-    );
-    h.wait("placeholders", |s| s.allocations.len() == 2);
+    place_placeholders(&h, 2);
     // 250 in place of 100: the queue would end at 350 > 300. It waits.
     assert_eq!(
         h.asks(vec![real_ask("g", "huge", "tg", 250, 1)]).0,

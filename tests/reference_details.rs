@@ -17,21 +17,22 @@ fn allocated_apps(h: &Harness) -> Vec<String> {
     })
 }
 
-#[test]
-fn a_usage_tie_goes_to_the_queue_with_the_larger_pending_demand() {
-    // Queues a and b both use nothing (a tie), b wants more of every
-    // resource type: b goes first although a sorts first by name.
+/// Queues `root.a` and `root.b` under the default fair policy, listed in
+/// the configuration in `order`, one large node, and applications `app-a`
+/// in `root.a` and `app-b` in `root.b`.
+fn two_fair_queues(order: [&str; 2]) -> Harness {
     let h = Harness::with_behaviour(
-        yaml_options(
+        yaml_options(&format!(
             "
 partitions:
   - name: default
     queues:
       - name: root
         submitacl: '*'
-        queues: [{name: a}, {name: b}]
+        queues: [{{name: {}}}, {{name: {}}}]
 ",
-        ),
+            order[0], order[1]
+        )),
         Behaviour::default(),
     );
     assert_eq!(h.register("rm", "queues").0, SICORE_OK);
@@ -39,6 +40,14 @@ partitions:
     h.wait("node", |s| s.nodes_accepted.len() == 1);
     assert_eq!(h.submit(app("app-a", "root.a")), Ok(()));
     assert_eq!(h.submit(app("app-b", "root.b")), Ok(()));
+    h
+}
+
+#[test]
+fn a_usage_tie_goes_to_the_queue_with_the_larger_pending_demand() {
+    // Queues a and b both use nothing (a tie), b wants more of every
+    // resource type: b goes first although a sorts first by name.
+    let h = two_fair_queues(["a", "b"]);
     // One request: both asks are in before the pass that places them.
     let asks = vec![
         ask("app-a", "small", 100, 1, 1),
@@ -51,24 +60,7 @@ partitions:
 
 #[test]
 fn without_a_pending_difference_the_tie_goes_by_name() {
-    let h = Harness::with_behaviour(
-        yaml_options(
-            "
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues: [{name: b}, {name: a}]
-",
-        ),
-        Behaviour::default(),
-    );
-    assert_eq!(h.register("rm", "queues").0, SICORE_OK);
-    assert_eq!(h.nodes(vec![node("n1", 10_000, 100)]).0, SICORE_OK);
-    h.wait("node", |s| s.nodes_accepted.len() == 1);
-    assert_eq!(h.submit(app("app-a", "root.a")), Ok(()));
-    assert_eq!(h.submit(app("app-b", "root.b")), Ok(()));
+    let h = two_fair_queues(["b", "a"]);
     let asks = vec![ask("app-b", "kb", 100, 1, 1), ask("app-a", "ka", 100, 1, 1)];
     assert_eq!(h.asks(asks).0, SICORE_OK);
     h.wait("two allocations", |s| s.allocations.len() == 2);

@@ -18,7 +18,7 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 
-use crate::{check, take_string};
+use crate::{check, decode, take_string};
 
 /// The gang workload's size.
 pub struct GangArgs {
@@ -49,14 +49,7 @@ struct Counters {
 }
 
 fn counters<'a>(ud: *mut c_void) -> &'a Counters {
-    // SAFETY: user_data is the Arc<Counters> leaked at registration and
-    // reclaimed only by `on_release`, after the last callback.
-    unsafe { &*(ud as *const Counters) }
-}
-
-fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
-    // SAFETY: the library passes a message valid for the callback's duration.
-    M::decode(unsafe { std::slice::from_raw_parts(p, len) }).unwrap_or_default()
+    crate::user_data(ud)
 }
 
 unsafe extern "C" fn on_allocation(

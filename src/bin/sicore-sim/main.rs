@@ -114,12 +114,19 @@ impl Counters {
     }
 }
 
-fn counters<'a>(ud: *mut c_void) -> &'a Counters {
-    // SAFETY: user_data is the Arc<Counters> leaked at registration and
-    // reclaimed only by `on_release`, after the last callback.
-    unsafe { &*(ud as *const Counters) }
+/// The counters a workload registered as user data (`Arc<T>`, leaked at
+/// registration and reclaimed only by the workload's `release` callback,
+/// after the last callback).
+fn user_data<'a, T>(ud: *mut c_void) -> &'a T {
+    // SAFETY: see above: the pointer is a live Arc<T> for every callback.
+    unsafe { &*(ud as *const T) }
 }
 
+fn counters<'a>(ud: *mut c_void) -> &'a Counters {
+    user_data(ud)
+}
+
+/// Decodes a callback's message (an empty one if it does not decode).
 fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
     // SAFETY: the library passes a message valid for the callback's duration.
     M::decode(unsafe { std::slice::from_raw_parts(p, len) }).unwrap_or_default()
