@@ -26,7 +26,11 @@ import (
 //     message's bytes, so a kept string holds on to no more than its own
 //     message;
 //   - an Allocation, its Resource, its first two Quantities and its
-//     Priority are one allocation (allocationBox).
+//     Priority are one allocation (allocationBox), and so are a ReSync
+//     message, its slice and its one assumed allocation (resyncBox);
+//   - the two messages of the core thread have a straight-line reader for
+//     the exact layout the library writes (quickPredicatesArgs,
+//     quickReSyncArgs) before the general one.
 //
 // They only take the shape the library writes: the known fields with
 // their wire types, valid UTF-8, each sub-message at most once. Anything
