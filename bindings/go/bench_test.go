@@ -44,6 +44,11 @@ partitions:
 var (
 	benchNodes = flag.String("sicore.nodes", "500,1000,2000,5000", "BenchmarkScheduling: comma-separated node counts")
 	benchAsks  = flag.Int("sicore.asks", 10000, "BenchmarkScheduling: allocations per run")
+	// Under valgrind a run lasts many seconds, and the outstanding-request
+	// check (every second by default) would report every waiting ask,
+	// which a run at full speed never sees; a callgrind run sets it long.
+	benchOutstanding = flag.Duration("sicore.outstanding-check", 0,
+		"BenchmarkScheduling: outstanding-request check interval (0: the library default)")
 )
 
 // benchRM counts new allocations and signals when the target is reached.
@@ -177,6 +182,9 @@ func schedulingRound(b *testing.B, shape benchShape, predicates bool, nodes, ask
 		WithLogLevel(slog.LevelWarn), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	if !predicates {
 		opts = append(opts, WithoutPredicates())
+	}
+	if *benchOutstanding > 0 {
+		opts = append(opts, WithOutstandingCheckInterval(*benchOutstanding))
 	}
 	s, err := New(opts...)
 	if err != nil {
