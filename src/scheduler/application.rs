@@ -184,10 +184,10 @@ pub struct Application {
     pub seq: u64,
     /// Submission time.
     pub submitted: Instant,
-    /// Asks by key.
-    pub asks: super::FastMap<Arc<str>, Ask>,
+    /// Asks by slot and by key.
+    pub asks: super::keyed::KeyedSlab<Ask>,
     /// Asks with repeats left, in scheduling order.
-    pub ask_order: BTreeMap<AskOrderKey, Arc<str>>,
+    pub ask_order: BTreeMap<AskOrderKey, super::keyed::Slot>,
     /// Outstanding demand.
     pub pending: Resource,
     /// Sum of the application's real (non-placeholder) allocations: the

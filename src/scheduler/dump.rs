@@ -259,7 +259,7 @@ pub struct AllocationDump {
 
 fn queue_dump(p: &Partition, id: QueueId) -> QueueDump {
     let q = p.queues.get(id);
-    let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.get(a)).collect();
+    let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.at(*a)).collect();
     QueueDump {
         name: q.name.clone(),
         path: q.path.to_string(),
@@ -291,7 +291,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                 .ask_order
                 .values()
                 .map(|k| {
-                    let ask = &a.asks[k];
+                    let ask = &a.asks[*k];
                     AskDump {
                         allocation_key: ask.key.to_string(),
                         resource: res(&ask.resource),
@@ -427,15 +427,19 @@ fn partition_dump(p: &Partition) -> PartitionDump {
             })
             .collect(),
         nodes,
-        reservations: p
-            .reservations
-            .iter()
-            .map(|(n, r)| ReservationDump {
-                node: n.to_string(),
-                application_id: r.app.to_string(),
-                allocation_key: r.key.to_string(),
-            })
-            .collect(),
+        reservations: {
+            let mut v: Vec<ReservationDump> = p
+                .reservations
+                .iter()
+                .map(|(n, r)| ReservationDump {
+                    node: p.nodes[n].id.to_string(),
+                    application_id: r.app.to_string(),
+                    allocation_key: r.key.to_string(),
+                })
+                .collect();
+            v.sort_by(|a, b| a.node.cmp(&b.node));
+            v
+        },
     }
 }
 

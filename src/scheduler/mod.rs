@@ -8,6 +8,7 @@ pub mod application;
 pub mod core;
 pub mod dump;
 pub mod gang;
+pub mod keyed;
 pub mod node;
 pub mod outcome;
 pub mod partition;

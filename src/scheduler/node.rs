@@ -1,6 +1,5 @@
 //! Nodes and the policy that orders them.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -11,18 +10,23 @@ pub const ATTR_PARTITION: &str = "si/node-partition";
 /// Node attribute whose value `unlimited` marks an unlimited node (spec 11.6).
 pub const ATTR_NODE_TYPE: &str = "yunikorn.apache.org/nodeType";
 
+/// A node's slot in its partition's [`NodeTable`]: stable while the node
+/// is registered, reused after it leaves.
+pub type NodeSlot = u32;
+
 /// A node's place in the partition's node order: lower scores are tried
 /// first, ties go by node id in byte order.
 ///
-/// Keys are compared on every reordering, so they compare as integers: the
-/// score maps to an order-preserving `u64` and the first 16 bytes of the id
-/// to a `u128`; the full id only settles ids that share those 16 bytes.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The key is integers, no pointer: the score as an order-preserving
+/// `u64`, the node's order label, which the table assigns so that labels
+/// sort like the ids (see [`NodeTable`]), and the slot that finds the node
+/// without hashing its id. The table's B-tree compares score and label as
+/// one `u128`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeKey {
     score_bits: u64,
-    id_prefix: u128,
-    /// The node id.
-    pub id: Arc<str>,
+    label: u64,
+    slot: NodeSlot,
 }
 
 /// Maps an `f64` to a `u64` with the same order (IEEE total order).
@@ -35,49 +39,16 @@ fn ordered_bits(x: f64) -> u64 {
     }
 }
 
-/// The first 16 bytes of `id`, big-endian, zero-padded: compares like the
-/// byte string as far as it goes.
-fn id_prefix(id: &str) -> u128 {
-    let mut buf = [0u8; 16];
-    let n = id.len().min(16);
-    buf[..n].copy_from_slice(&id.as_bytes()[..n]);
-    u128::from_be_bytes(buf)
-}
-
 impl NodeKey {
-    /// The key of node `id` with policy score `score`.
-    pub fn new(score: f64, id: Arc<str>) -> Self {
-        NodeKey {
-            score_bits: ordered_bits(score),
-            id_prefix: id_prefix(&id),
-            id,
-        }
+    /// The node's slot.
+    pub fn slot(&self) -> NodeSlot {
+        self.slot
     }
-}
 
-impl NodeKey {
-    /// The same node's key with a new score.
-    fn rescored(&self, score: f64) -> Self {
-        NodeKey {
-            score_bits: ordered_bits(score),
-            id_prefix: self.id_prefix,
-            id: self.id.clone(),
-        }
-    }
-}
-
-impl Ord for NodeKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.score_bits
-            .cmp(&other.score_bits)
-            .then(self.id_prefix.cmp(&other.id_prefix))
-            .then_with(|| self.id.cmp(&other.id))
-    }
-}
-
-impl PartialOrd for NodeKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+    /// Score and label as one integer, the order's key: one comparison
+    /// per B-tree step (labels are unique, so the slot never decides).
+    fn packed(&self) -> u128 {
+        (u128::from(self.score_bits) << 64) | u128::from(self.label)
     }
 }
 
@@ -180,8 +151,9 @@ pub struct Node {
     pub unlimited: bool,
     /// UUIDs of the allocations on this node.
     pub allocations: super::FastSet<Arc<str>>,
-    /// The node's current key in the partition's order.
-    pub key: NodeKey,
+    /// The node's current key in the partition's order (kept by its
+    /// [`NodeTable`]).
+    key: NodeKey,
 }
 
 impl Node {
@@ -195,7 +167,11 @@ impl Node {
     ) -> Self {
         let available = capacity.sub_clamped(&occupied);
         let id: Arc<str> = Arc::from(id);
-        let key = NodeKey::new(policy.score(&capacity, &available), id.clone());
+        let key = NodeKey {
+            score_bits: ordered_bits(policy.score(&capacity, &available)),
+            label: 0,
+            slot: 0,
+        };
         let unlimited = is_unlimited(&attributes);
         Node {
             id,
@@ -211,16 +187,18 @@ impl Node {
         }
     }
 
-    /// Recomputes `available` after a change of capacity, occupied or
-    /// allocated. Returns the node's new key.
-    pub fn refresh(&mut self, policy: &NodeSortPolicy) -> NodeKey {
+    /// Recomputes `available` and the score after a change of capacity,
+    /// occupied or allocated (the table re-files the key).
+    fn refresh(&mut self, policy: &NodeSortPolicy) {
         self.available.clone_from(&self.capacity);
         self.available.sub_assign(&self.allocated);
         self.available.sub_assign(&self.occupied);
-        self.key = self
-            .key
-            .rescored(policy.score(&self.capacity, &self.available));
-        self.key.clone()
+        self.key.score_bits = ordered_bits(policy.score(&self.capacity, &self.available));
+    }
+
+    /// The node's key in the partition's order.
+    pub fn key(&self) -> NodeKey {
+        self.key
     }
 
     /// Whether `ask` fits in what is still free (strict: a type the node
@@ -242,6 +220,183 @@ pub fn is_unlimited(attributes: &BTreeMap<String, String>) -> bool {
         .is_some_and(|t| t == "unlimited")
 }
 
+/// Distance between the order labels of nodes registered after (or
+/// before) every other: ids arriving in ascending or descending order never
+/// run out of room.
+const LABEL_STEP: u64 = 1 << 32;
+
+/// The nodes of a partition: a slab of nodes, the id index (used where a
+/// request names a node) and the policy order (used by the scheduling
+/// pass, which reaches each node by its slot).
+///
+/// The order breaks score ties by node id in byte order, without the ids
+/// in the keys: each node carries an order label, an integer that sorts
+/// like its id among the registered nodes. A new node takes a label between
+/// those of its neighbours in id order; when two neighbours' labels are
+/// adjacent, every node is relabelled evenly, one pass over the nodes (with
+/// 2^64 labels this takes dozens of insertions into the same gap).
+#[derive(Debug, Default)]
+pub struct NodeTable {
+    slab: slab::Slab<Node>,
+    by_id: super::FastMap<Arc<str>, NodeSlot>,
+    /// Ids in byte order: the neighbours a new node's label goes between.
+    id_order: BTreeMap<Arc<str>, NodeSlot>,
+    /// Policy order: [`NodeKey::packed`] to slot.
+    order: BTreeMap<u128, NodeSlot>,
+}
+
+impl NodeTable {
+    /// How many nodes are registered.
+    pub fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    /// Whether no node is registered.
+    pub fn is_empty(&self) -> bool {
+        self.slab.is_empty()
+    }
+
+    /// The slot of node `id`.
+    pub fn slot_of(&self, id: &str) -> Option<NodeSlot> {
+        self.by_id.get(id).copied()
+    }
+
+    /// Whether node `id` is registered.
+    pub fn contains_key(&self, id: &str) -> bool {
+        self.by_id.contains_key(id)
+    }
+
+    /// Node `id`.
+    pub fn get(&self, id: &str) -> Option<&Node> {
+        self.slot_of(id).map(|s| &self.slab[s as usize])
+    }
+
+    /// Node `id`, to change. A change of capacity, occupied or allocated
+    /// must be followed by [`NodeTable::refresh`].
+    pub fn get_mut(&mut self, id: &str) -> Option<&mut Node> {
+        let s = self.slot_of(id)?;
+        Some(&mut self.slab[s as usize])
+    }
+
+    /// The node in `slot`, if the slot is taken.
+    pub fn at(&self, slot: NodeSlot) -> Option<&Node> {
+        self.slab.get(slot as usize)
+    }
+
+    /// The node in `slot`, to change (see [`NodeTable::get_mut`]).
+    pub fn at_mut(&mut self, slot: NodeSlot) -> &mut Node {
+        &mut self.slab[slot as usize]
+    }
+
+    /// Every node, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &Node> {
+        self.slab.iter().map(|(_, n)| n)
+    }
+
+    /// Every node id, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.by_id.keys()
+    }
+
+    /// Every node in policy order.
+    pub fn ordered(&self) -> impl Iterator<Item = &Node> {
+        self.order.values().map(|s| &self.slab[*s as usize])
+    }
+
+    /// Adds a node whose id is not registered yet; returns its slot.
+    pub fn insert(&mut self, mut node: Node) -> NodeSlot {
+        debug_assert!(!self.by_id.contains_key(&*node.id));
+        let slot = NodeSlot::try_from(self.slab.vacant_key()).expect("fewer than 2^32 nodes");
+        let id = node.id.clone();
+        let label = {
+            use std::ops::Bound::{Excluded, Unbounded};
+            let below = self
+                .id_order
+                .range::<str, _>((Unbounded, Excluded(&*id)))
+                .next_back();
+            let above = self
+                .id_order
+                .range::<str, _>((Excluded(&*id), Unbounded))
+                .next();
+            let label_of = |s: &NodeSlot| self.slab[*s as usize].key.label;
+            free_label(
+                below.map(|(_, s)| label_of(s)),
+                above.map(|(_, s)| label_of(s)),
+            )
+        };
+        node.key.slot = slot;
+        node.key.label = label.unwrap_or(0);
+        self.slab.insert(node);
+        self.by_id.insert(id.clone(), slot);
+        self.id_order.insert(id, slot);
+        match label {
+            Some(_) => {
+                self.order
+                    .insert(self.slab[slot as usize].key.packed(), slot);
+            }
+            None => self.relabel(),
+        }
+        slot
+    }
+
+    /// Spreads the labels evenly over the `u64` range, in id order, and
+    /// rebuilds the order.
+    fn relabel(&mut self) {
+        let gap = u64::MAX / (self.id_order.len() as u64 + 1);
+        for (i, s) in self.id_order.values().enumerate() {
+            self.slab[*s as usize].key.label = gap * (i as u64 + 1);
+        }
+        self.order = self
+            .slab
+            .iter()
+            .map(|(_, n)| (n.key.packed(), n.key.slot))
+            .collect();
+    }
+
+    /// Removes node `id`.
+    pub fn remove(&mut self, id: &str) -> Option<Node> {
+        let slot = self.by_id.remove(id)?;
+        self.id_order.remove(id);
+        let node = self.slab.remove(slot as usize);
+        self.order.remove(&node.key.packed());
+        Some(node)
+    }
+
+    /// Recomputes the node's free resource and score after a change, and
+    /// re-files it in the order.
+    pub fn refresh(&mut self, slot: NodeSlot, policy: &NodeSortPolicy) {
+        let n = &mut self.slab[slot as usize];
+        let old = n.key;
+        n.refresh(policy);
+        if n.key != old {
+            self.order.remove(&old.packed());
+            self.order.insert(n.key.packed(), slot);
+        }
+    }
+}
+
+impl std::ops::Index<NodeSlot> for NodeTable {
+    type Output = Node;
+    fn index(&self, slot: NodeSlot) -> &Node {
+        &self.slab[slot as usize]
+    }
+}
+
+/// A label strictly between `below` and `above` (a missing neighbour is
+/// the end of the range), or `None` when there is none left.
+fn free_label(below: Option<u64>, above: Option<u64>) -> Option<u64> {
+    match (below, above) {
+        (None, None) => Some(1 << 63),
+        (Some(b), None) => b
+            .checked_add(LABEL_STEP)
+            .or_else(|| (b < u64::MAX).then(|| b + (u64::MAX - b).div_ceil(2))),
+        (None, Some(a)) => a
+            .checked_sub(LABEL_STEP)
+            .or_else(|| (a > 0).then_some(a / 2)),
+        (Some(b), Some(a)) => (a - b >= 2).then(|| b + (a - b) / 2),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,16 +415,98 @@ mod tests {
         assert!(bin.score(&cap, &half) < bin.score(&cap, &cap));
     }
 
+    /// A node of capacity 10 memory with `used` allocated: its fair score
+    /// is `used / 10` (the default weights count only reported types).
+    fn node(id: &str, used: i64) -> Node {
+        let mut n = Node::new(
+            id,
+            BTreeMap::new(),
+            r(&[("memory", 10)]),
+            Resource::new(),
+            &NodeSortPolicy::default(),
+        );
+        n.allocated = r(&[("memory", used)]);
+        n
+    }
+
+    fn ordered_ids(t: &NodeTable) -> Vec<String> {
+        t.ordered().map(|n| n.id.to_string()).collect()
+    }
+
     #[test]
-    fn keys_order_by_score_then_id_bytes() {
-        let k = |s: f64, id: &str| NodeKey::new(s, Arc::from(id));
-        assert!(k(0.1, "b") < k(0.2, "a"));
-        assert!(k(-0.5, "z") < k(0.0, "a"));
-        assert!(k(1.5, "a") > k(1.0, "z"));
-        assert!(k(0.5, "a") < k(0.5, "b"));
-        assert!(k(0.5, "node-0000000000001") < k(0.5, "node-0000000000002"));
-        assert!(k(0.5, "n") < k(0.5, "n1"));
-        assert!(k(-0.25, "x") < k(0.0, "x") && k(0.0, "x") < k(0.25, "x"));
+    fn order_is_score_then_id_bytes() {
+        let policy = NodeSortPolicy::default();
+        let mut t = NodeTable::default();
+        for (id, used) in [("b", 1), ("a", 2), ("n1", 0), ("n", 0), ("z", 0), ("x", 5)] {
+            let s = t.insert(node(id, used));
+            t.refresh(s, &policy);
+        }
+        assert_eq!(ordered_ids(&t), ["n", "n1", "z", "b", "a", "x"]);
+        let a = t.slot_of("a").unwrap();
+        t.at_mut(a).allocated = Resource::new();
+        t.refresh(a, &policy);
+        assert_eq!(ordered_ids(&t), ["a", "n", "n1", "z", "b", "x"]);
+        assert_eq!(t.remove("n").map(|n| n.id.to_string()), Some("n".into()));
+        assert_eq!(ordered_ids(&t), ["a", "n1", "z", "b", "x"]);
+        assert!(t.get("n").is_none() && t.len() == 5);
+    }
+
+    /// Kubernetes node names often share long prefixes: ties must still go
+    /// by the whole id in byte order, whatever order the nodes arrive in,
+    /// including orders that exhaust the labels between two neighbours.
+    #[test]
+    fn ties_follow_the_whole_id_for_long_shared_prefixes() {
+        let prefix = "ip-10-0-0-0.eu-west-1.compute.internal.cluster-a.example.com/pool-";
+        let ids: Vec<String> = (0..600).map(|i| format!("{prefix}{i:05}")).collect();
+        // Ascending, descending, and always into the same gap (each new id
+        // just above the first and below the previous one).
+        let mut orders: Vec<Vec<usize>> = vec![(0..600).collect(), (0..600).rev().collect()];
+        let mut squeeze = vec![0, 599];
+        squeeze.extend((1..599).rev());
+        orders.push(squeeze);
+        let mut rng = fastrand::Rng::with_seed(15);
+        let mut shuffled: Vec<usize> = (0..600).collect();
+        rng.shuffle(&mut shuffled);
+        orders.push(shuffled);
+        let policy = NodeSortPolicy::default();
+        for order in orders {
+            let mut t = NodeTable::default();
+            for &i in &order {
+                // Three score classes, so ties happen within each.
+                let s = t.insert(node(&ids[i], (i % 3) as i64));
+                t.refresh(s, &policy);
+            }
+            let mut want: Vec<(i64, String)> = ids
+                .iter()
+                .enumerate()
+                .map(|(i, id)| ((i % 3) as i64, id.clone()))
+                .collect();
+            want.sort();
+            let want: Vec<String> = want.into_iter().map(|(_, id)| id).collect();
+            assert_eq!(ordered_ids(&t), want);
+            // Removing and re-adding keeps the order exact.
+            for i in (0..600).step_by(7) {
+                t.remove(&ids[i]).unwrap();
+            }
+            for i in (0..600).step_by(7) {
+                let s = t.insert(node(&ids[i], (i % 3) as i64));
+                t.refresh(s, &policy);
+            }
+            assert_eq!(ordered_ids(&t), want);
+        }
+    }
+
+    #[test]
+    fn labels_fill_gaps_and_report_exhaustion() {
+        assert_eq!(free_label(None, None), Some(1 << 63));
+        assert_eq!(free_label(Some(10), None), Some(10 + LABEL_STEP));
+        assert_eq!(free_label(Some(u64::MAX), None), None);
+        assert_eq!(free_label(Some(u64::MAX - 1), None), Some(u64::MAX));
+        assert_eq!(free_label(Some(u64::MAX - 4), None), Some(u64::MAX - 2));
+        assert_eq!(free_label(None, Some(0)), None);
+        assert_eq!(free_label(None, Some(1)), Some(0));
+        assert_eq!(free_label(Some(4), Some(6)), Some(5));
+        assert_eq!(free_label(Some(4), Some(5)), None);
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub struct Queue {
     /// Configured application limit (0 = none).
     pub max_applications: u64,
     /// Applications of a leaf keyed by submission sequence.
-    pub apps: BTreeMap<u64, Arc<str>>,
+    pub apps: BTreeMap<u64, super::keyed::Slot>,
     /// Applications of a leaf in fair order: usage share relative to the
     /// queue's guarantee, then submission sequence (kept by the partition).
     pub fair_apps: BTreeSet<(ShareKey, u64)>,
@@ -116,9 +116,12 @@ pub struct Queue {
     /// Applications at or below this queue that count against
     /// `maxapplications` (spec 3.8), kept as they start and stop counting.
     pub active_apps: u64,
-    /// Children with pending demand in fair order (spec 3.6), re-keyed
-    /// whenever a child's usage or demand changes.
-    child_order: BTreeSet<ChildKey>,
+    /// Children with pending demand in fair order (spec 3.6), by the key
+    /// each child holds, re-filed whenever a child's usage or demand
+    /// changes: a sorted vector of ids, in which a re-keyed child moves only
+    /// past the siblings its new key passes (one allocation moves a queue a
+    /// short way, often not at all), with no key copied or allocated.
+    child_order: Vec<QueueId>,
     /// This queue's key in its parent's `child_order`, while it has demand.
     order_key: Option<ChildKey>,
 }
@@ -200,7 +203,7 @@ impl Queue {
             fair_apps: BTreeSet::new(),
             starting_apps: 0,
             active_apps: 0,
-            child_order: BTreeSet::new(),
+            child_order: Vec::new(),
             order_key: None,
         }
     }
@@ -489,8 +492,9 @@ impl QueueTree {
             && q.apps.is_empty()
             && q.allocated.is_zero();
         if removable {
-            if let (Some(p), Some(key)) = (q.parent, q.order_key.clone()) {
-                self.get_mut(p).child_order.remove(&key);
+            if let (Some(p), Some(key)) = (q.parent, q.order_key.as_ref()) {
+                let at = self.child_position(p, id, key);
+                self.get_mut(p).child_order.remove(at);
             }
             let q = self.slots[id].take().expect("live");
             // Nothing holds the id any more: no children, applications or
@@ -573,14 +577,52 @@ impl QueueTree {
         if key == q.order_key {
             return;
         }
-        let old = std::mem::replace(&mut self.get_mut(id).order_key, key.clone());
-        let order = &mut self.get_mut(parent).child_order;
-        if let Some(old) = old {
-            order.remove(&old);
+        // The other children's keys are unchanged, so their part of the
+        // order stays sorted: find where this child was, then where its new
+        // key goes among the rest.
+        let at = q
+            .order_key
+            .as_ref()
+            .map(|old| self.child_position(parent, id, old));
+        self.get_mut(id).order_key = key;
+        let mut order = std::mem::take(&mut self.get_mut(parent).child_order);
+        let key_of = |c: &QueueId| self.get(*c).order_key.as_ref().expect("filed with a key");
+        match (at, self.get(id).order_key.as_ref()) {
+            (Some(i), None) => {
+                order.remove(i);
+            }
+            (None, Some(new)) => {
+                let j = order.partition_point(|c| key_of(c) < new);
+                order.insert(j, id);
+            }
+            (Some(i), Some(new)) => {
+                let left = order[..i].partition_point(|c| key_of(c) < new);
+                if left < i {
+                    order[left..=i].rotate_right(1);
+                } else {
+                    let right = i + 1 + order[i + 1..].partition_point(|c| key_of(c) < new);
+                    order[i..right].rotate_left(1);
+                }
+            }
+            (None, None) => {}
         }
-        if let Some(key) = key {
-            order.insert(key);
-        }
+        self.get_mut(parent).child_order = order;
+    }
+
+    /// Where child `id`, holding `key`, is in `parent`'s order. Keys are
+    /// unique (they end with the id), so the id alone says "found" without
+    /// comparing the whole key.
+    fn child_position(&self, parent: QueueId, id: QueueId, key: &ChildKey) -> usize {
+        self.get(parent)
+            .child_order
+            .binary_search_by(|c| {
+                if *c == id {
+                    return std::cmp::Ordering::Equal;
+                }
+                let k = self.get(*c).order_key.as_ref().expect("filed with a key");
+                k.cmp(key)
+            })
+            .expect("a child with a key is filed")
     }
 
     /// Adds allocated resource from the leaf up.
@@ -605,7 +647,7 @@ impl QueueTree {
             } else {
                 (&q.pending, "pending")
             };
-            if total.checked_add(res).is_none() {
+            if !total.can_add(res) {
                 return Err(format!(
                     "{res} would overflow the {what} total {total} of queue {}",
                     q.path
@@ -639,7 +681,7 @@ impl QueueTree {
     /// demand, then by name (see [`ChildKey`]). Kept up to
     /// date as usage changes, never sorted on the scheduling path.
     pub fn sorted_children(&self, id: QueueId) -> impl Iterator<Item = QueueId> + '_ {
-        self.get(id).child_order.iter().map(|k| k.id)
+        self.get(id).child_order.iter().copied()
     }
 }
 

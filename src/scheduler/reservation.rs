@@ -1,14 +1,16 @@
 //! Reservations (spec 8.9): an ask that fits nowhere right now may hold one
 //! node, which then serves no other ask until the reservation goes.
 //!
-//! Keys are structured (node id; application id + allocation key), never
-//! matched by string prefix or suffix as the reference did.
+//! Keys are structured (node slot; application id + allocation key), never
+//! matched by string prefix or suffix as the reference did. A node's
+//! reservation is cancelled before the node leaves, so a slot never names
+//! a node it was not made for.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use super::node::NodeSlot;
 use super::FastMap;
 
 /// The application and ask holding a node.
@@ -24,9 +26,9 @@ pub struct ReservedAsk {
 #[derive(Debug, Default, Clone)]
 pub struct Reservations {
     /// Node -> the ask holding it (one reservation per node).
-    by_node: BTreeMap<Arc<str>, ReservedAsk>,
+    by_node: FastMap<NodeSlot, ReservedAsk>,
     /// Ask -> nodes it holds, in the order it reserved them.
-    by_ask: FastMap<ReservedAsk, SmallVec<[Arc<str>; 2]>>,
+    by_ask: FastMap<ReservedAsk, SmallVec<[NodeSlot; 2]>>,
 }
 
 impl Reservations {
@@ -36,12 +38,12 @@ impl Reservations {
     }
 
     /// The ask holding `node`, if any.
-    pub fn on_node(&self, node: &str) -> Option<&ReservedAsk> {
-        self.by_node.get(node)
+    pub fn on_node(&self, node: NodeSlot) -> Option<&ReservedAsk> {
+        self.by_node.get(&node)
     }
 
     /// The nodes an ask holds.
-    pub fn nodes_of(&self, ask: &ReservedAsk) -> &[Arc<str>] {
+    pub fn nodes_of(&self, ask: &ReservedAsk) -> &[NodeSlot] {
         self.by_ask.get(ask).map_or(&[], |v| v.as_slice())
     }
 
@@ -51,25 +53,22 @@ impl Reservations {
     }
 
     /// Whether the application holds a reservation on this node (any ask).
-    pub fn app_holds_node(&self, app: &str, node: &str) -> bool {
-        self.by_node.get(node).is_some_and(|r| &*r.app == app)
+    pub fn app_holds_node(&self, app: &str, node: NodeSlot) -> bool {
+        self.by_node.get(&node).is_some_and(|r| &*r.app == app)
     }
 
     /// Records a reservation. The caller checked the rules of spec 8.9.
-    pub fn reserve(&mut self, node: Arc<str>, ask: ReservedAsk) {
+    pub fn reserve(&mut self, node: NodeSlot, ask: ReservedAsk) {
         debug_assert!(!self.by_node.contains_key(&node));
-        self.by_ask
-            .entry(ask.clone())
-            .or_default()
-            .push(node.clone());
+        self.by_ask.entry(ask.clone()).or_default().push(node);
         self.by_node.insert(node, ask);
     }
 
     /// Cancels the reservation on a node; returns what held it.
-    pub fn cancel_node(&mut self, node: &str) -> Option<ReservedAsk> {
-        let ask = self.by_node.remove(node)?;
+    pub fn cancel_node(&mut self, node: NodeSlot) -> Option<ReservedAsk> {
+        let ask = self.by_node.remove(&node)?;
         if let Some(nodes) = self.by_ask.get_mut(&ask) {
-            nodes.retain(|n| &**n != node);
+            nodes.retain(|n| *n != node);
             if nodes.is_empty() {
                 self.by_ask.remove(&ask);
             }
@@ -78,31 +77,32 @@ impl Reservations {
     }
 
     /// Cancels every reservation of one ask; returns the freed nodes.
-    pub fn cancel_ask(&mut self, ask: &ReservedAsk) -> SmallVec<[Arc<str>; 2]> {
-        let nodes: SmallVec<[Arc<str>; 2]> = self.nodes_of(ask).iter().cloned().collect();
+    pub fn cancel_ask(&mut self, ask: &ReservedAsk) -> SmallVec<[NodeSlot; 2]> {
+        let nodes: SmallVec<[NodeSlot; 2]> = self.nodes_of(ask).iter().copied().collect();
         for n in &nodes {
-            self.cancel_node(n);
+            self.cancel_node(*n);
         }
         nodes
     }
 
     /// Cancels every reservation of an application; returns the freed nodes.
-    pub fn cancel_app(&mut self, app: &str) -> Vec<Arc<str>> {
-        let nodes: Vec<Arc<str>> = self
+    pub fn cancel_app(&mut self, app: &str) -> Vec<NodeSlot> {
+        let nodes: Vec<NodeSlot> = self
             .by_node
             .iter()
             .filter(|(_, r)| &*r.app == app)
-            .map(|(n, _)| n.clone())
+            .map(|(n, _)| *n)
             .collect();
         for n in &nodes {
-            self.cancel_node(n);
+            self.cancel_node(*n);
         }
         nodes
     }
 
-    /// Every reservation, by node id.
-    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &ReservedAsk)> {
-        self.by_node.iter()
+    /// Every reservation, in no particular order (callers that show or
+    /// act on them in sequence sort them by node id).
+    pub fn iter(&self) -> impl Iterator<Item = (NodeSlot, &ReservedAsk)> {
+        self.by_node.iter().map(|(n, r)| (*n, r))
     }
 }
 
@@ -120,13 +120,14 @@ mod tests {
     #[test]
     fn both_indexes_stay_in_step() {
         let mut r = Reservations::default();
-        r.reserve(Arc::from("n1"), ask("a", "k"));
-        r.reserve(Arc::from("n10"), ask("a", "k"));
-        r.reserve(Arc::from("n2"), ask("b", "k"));
+        r.reserve(1, ask("a", "k"));
+        r.reserve(10, ask("a", "k"));
+        r.reserve(2, ask("b", "k"));
         assert_eq!(r.count_for(&ask("a", "k")), 2);
-        assert!(r.app_holds_node("a", "n10"));
-        assert!(!r.app_holds_node("a", "n2"), "no prefix matching");
-        assert_eq!(r.cancel_node("n1").unwrap(), ask("a", "k"));
+        assert!(r.app_holds_node("a", 10));
+        assert!(!r.app_holds_node("a", 2));
+        assert!(!r.app_holds_node("ab", 10), "no prefix matching");
+        assert_eq!(r.cancel_node(1).unwrap(), ask("a", "k"));
         assert_eq!(r.count_for(&ask("a", "k")), 1);
         assert_eq!(r.cancel_app("a").len(), 1);
         assert!(!r.iter().any(|(_, a)| &*a.app == "a"));

@@ -240,11 +240,28 @@ impl Resource {
     /// `self + other` per type, or `None` when a sum does not fit an i64:
     /// totals that are later subtracted from must stay exact.
     pub fn checked_add(&self, other: &Resource) -> Option<Resource> {
-        let exact = self
-            .iter()
-            .chain(other.iter())
-            .all(|(id, _)| self.get(id).checked_add(other.get(id)).is_some());
-        exact.then(|| self.add(other))
+        self.can_add(other).then(|| self.add(other))
+    }
+
+    /// Whether `self + other` fits an i64 for every type: one merged walk
+    /// over both (sorted) entry lists, building nothing.
+    pub fn can_add(&self, other: &Resource) -> bool {
+        let (a, b) = (&self.entries, &other.entries);
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].0.cmp(&b[j].0) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    if a[i].1.checked_add(b[j].1).is_none() {
+                        return false;
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        true
     }
 
     /// `self * n` per type, or `None` when a product does not fit an i64.
@@ -427,6 +444,20 @@ mod tests {
 
     fn r(pairs: &[(&str, i64)]) -> Resource {
         Resource::from_pairs(pairs.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn can_add_checks_every_shared_type() {
+        let big = r(&[("memory", i64::MAX - 1), ("vcore", 1)]);
+        assert!(big.can_add(&r(&[("memory", 1)])));
+        assert!(!big.can_add(&r(&[("memory", 2)])));
+        assert!(big.can_add(&r(&[("pods", i64::MAX), ("vcore", 5)])));
+        assert!(!r(&[("pods", 1), ("vcore", i64::MAX)]).can_add(&r(&[("vcore", 1)])));
+        assert_eq!(big.checked_add(&r(&[("memory", 2)])), None);
+        assert_eq!(
+            r(&[("memory", 1)]).checked_add(&r(&[("vcore", 2)])),
+            Some(r(&[("memory", 1), ("vcore", 2)]))
+        );
     }
 
     #[test]

@@ -43,8 +43,7 @@ impl Partition {
         self.apply_quota_tag(queue, &req.tags);
         let seq = self.next_seq();
         let id: Arc<str> = Arc::from(app_id);
-        self.queues.get_mut(queue).apps.insert(seq, id.clone());
-        self.apps.insert(
+        let (slot, _) = self.apps.insert(
             id.clone(),
             Application {
                 id,
@@ -72,6 +71,7 @@ impl Partition {
             },
         );
         let leaf = self.queues.get_mut(queue);
+        leaf.apps.insert(seq, slot);
         if leaf.sort_policy == AppSortPolicy::Fair {
             leaf.fair_apps.insert((ShareKey::default(), seq));
         }
@@ -187,15 +187,18 @@ impl Partition {
     /// any ancestor already has as many running applications as its limit,
     /// applications that have not started yet are held back; they stay
     /// `Accepted` until a running one finishes.
-    pub(super) fn fair_leaf_apps(&self, q: QueueId) -> impl Iterator<Item = &Application> + '_ {
+    pub(super) fn fair_leaf_apps(
+        &self,
+        q: QueueId,
+    ) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
         let queue = self.queues.get(q);
         queue
             .fair_apps
             .iter()
             .filter_map(|(_, seq)| queue.apps.get(seq))
-            .filter_map(|id| self.apps.get(id))
-            .filter(move |a| !full || counts_as_running(a))
+            .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
+            .filter(move |(_, a)| !full || counts_as_running(a))
     }
 
     /// Rebuilds every fair leaf's application order, after a reload that
@@ -217,9 +220,14 @@ impl Partition {
     /// Re-files an application in its leaf's fair order after its usage
     /// (or the leaf's guarantee) changed.
     pub(super) fn rekey_app(&mut self, app_id: &str) {
-        let Some(app) = self.apps.get_mut(app_id) else {
-            return;
-        };
+        if let Some(slot) = self.apps.slot_of(app_id) {
+            self.rekey_app_at(slot);
+        }
+    }
+
+    /// [`Self::rekey_app`] by slot.
+    pub(super) fn rekey_app_at(&mut self, slot: Slot) {
+        let app = self.apps.at_mut(slot);
         let queue = self.queues.get_mut(app.queue);
         // Only fair leaves keep the order (rebuilt when a reload changes
         // a leaf's policy or guarantee).
@@ -238,14 +246,14 @@ impl Partition {
     /// Applications of leaf `q` in submission order, without those held
     /// back by `maxapplications` (see [`Self::fair_leaf_apps`] for the fair
     /// order).
-    pub(super) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = &Application> + '_ {
+    pub(super) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
         self.queues
             .get(q)
             .apps
             .values()
-            .filter_map(|id| self.apps.get(id))
-            .filter(move |a| !full || counts_as_running(a))
+            .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
+            .filter(move |(_, a)| !full || counts_as_running(a))
     }
 
     /// Whether the leaf or an ancestor is at its `maxapplications` limit.

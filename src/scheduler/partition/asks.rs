@@ -11,11 +11,13 @@ impl Partition {
     pub fn add_ask(&mut self, ask: &AskRequest, out: &mut Outcomes) -> Result<(), String> {
         let app_id = &*ask.app;
         let key = &*ask.key;
-        let Some(state) = self.apps.get(app_id).map(|a| a.state) else {
+        // The id is resolved once; the rest goes by slot.
+        let Some(slot) = self.apps.slot_of(app_id) else {
             return Err(format!(
                 "failed to find application {app_id}, for allocation ask {key}"
             ));
         };
+        let state = self.apps[slot].state;
         if key.is_empty() {
             return Err(format!(
                 "invalid ask added to app {app_id}: empty allocation key"
@@ -42,8 +44,8 @@ impl Partition {
             )
         })?;
         {
-            let app = self.apps.get(app_id).expect("checked above");
-            if app.pending.checked_add(&demand).is_none() {
+            let app = &self.apps[slot];
+            if !app.pending.can_add(&demand) {
                 return Err(format!(
                     "ask {key}: its demand {demand} would overflow the pending total {} of application {app_id}",
                     app.pending
@@ -69,10 +71,11 @@ impl Partition {
             task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
         };
-        let app = self.apps.get_mut(app_id).expect("checked above");
-        app.ask_order.insert(new.order_key(), ask.key.clone());
-        // An ask with the same key is replaced (spec 7.1).
-        let replaced = app.asks.insert(ask.key.clone(), new);
+        let app = self.apps.at_mut(slot);
+        let order = new.order_key();
+        // An ask with the same key is replaced (spec 7.1), in its slot.
+        let (slot, replaced) = app.asks.insert(ask.key.clone(), new);
+        app.ask_order.insert(order, slot);
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);

@@ -16,14 +16,14 @@ use crate::scheduler::resource::ShareKey;
 use crate::scheduler::resync::ResyncBarrier;
 
 /// Reserved nodes and the asks holding them.
-type HeldNodes = Vec<(Arc<str>, ReservedAsk)>;
+type HeldNodes = Vec<(NodeSlot, ReservedAsk)>;
 
 /// What the search found for one ask.
 enum NodeChoice {
     /// Allocate on this node.
-    Allocate(Arc<str>),
+    Allocate(NodeSlot),
     /// Nothing fits now; hold this node for the ask.
-    Reserve(Arc<str>),
+    Reserve(NodeSlot),
     /// Nothing to do.
     Nothing,
 }
@@ -31,14 +31,14 @@ enum NodeChoice {
 /// The next thing the pass does.
 enum Decision {
     Allocate {
-        app: Arc<str>,
-        key: Arc<str>,
-        node: Arc<str>,
+        app: Slot,
+        ask: Slot,
+        node: NodeSlot,
     },
     Reserve {
         app: Arc<str>,
         key: Arc<str>,
-        node: Arc<str>,
+        node: NodeSlot,
     },
 }
 
@@ -98,11 +98,12 @@ impl Partition {
         made += self.replacement_pass(cb, budget.saturating_sub(made), out);
         while made < budget {
             match self.find_in_queue(ROOT, cb, &mut pass, now) {
-                Some(Decision::Allocate { app, key, node }) => {
-                    self.commit(&app, &key, &node, cb, out)
-                }
+                Some(Decision::Allocate { app, ask, node }) => self.commit(app, ask, node, cb, out),
                 Some(Decision::Reserve { app, key, node }) => {
-                    log::debug!("reserving node {node} for ask {key} of {app}");
+                    log::debug!(
+                        "reserving node {} for ask {key} of {app}",
+                        self.nodes[node].id
+                    );
                     self.reservations.reserve(node, ReservedAsk { app, key });
                 }
                 None => break,
@@ -137,9 +138,16 @@ impl Partition {
         }
         let mut apps: Vec<((usize, ShareKey, u64), HeldNodes)> = Vec::new();
         let mut index: FastMap<&str, usize> = FastMap::default();
-        for (node, r) in self.reservations.iter() {
+        // In node id order, as the walk has always gone.
+        let mut all: Vec<(&str, NodeSlot, &ReservedAsk)> = self
+            .reservations
+            .iter()
+            .map(|(n, r)| (&*self.nodes[n].id, n, r))
+            .collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (_, node, r) in all {
             if let Some(i) = index.get(&*r.app) {
-                apps[*i].1.push((node.clone(), r.clone()));
+                apps[*i].1.push((node, r.clone()));
                 continue;
             }
             index.insert(&*r.app, apps.len());
@@ -160,7 +168,7 @@ impl Partition {
                     )
                 }
             };
-            apps.push((order, vec![(node.clone(), r.clone())]));
+            apps.push((order, vec![(node, r.clone())]));
         }
         apps.sort_by(|a, b| a.0.cmp(&b.0));
         apps.into_iter()
@@ -168,7 +176,10 @@ impl Partition {
                 let app = held.first().and_then(|(_, r)| self.apps.get(&r.app));
                 if let Some(app) = app {
                     held.sort_by_cached_key(|(n, r)| {
-                        (app.asks.get(&r.key).map(Ask::order_key), n.clone())
+                        (
+                            app.asks.get(&r.key).map(Ask::order_key),
+                            self.nodes[*n].id.clone(),
+                        )
                     });
                 }
                 held
@@ -191,54 +202,57 @@ impl Partition {
                 break;
             }
             let mut unsatisfied = Vec::new();
-            for (node_id, r) in held {
+            for (slot, r) in held {
                 if made >= budget {
                     break;
                 }
-                if self.reservations.on_node(&node_id) != Some(&r) {
+                if self.reservations.on_node(slot) != Some(&r) {
                     continue;
                 }
-                let Some(fits_queue) = self.reserved_ask_usable(&node_id, &r) else {
+                let Some(fits_queue) = self.reserved_ask_usable(slot, &r) else {
                     // Stale: the ask is gone or satisfied, or the node is
                     // draining (the reference kept those; the spec recommends not).
-                    self.reservations.cancel_node(&node_id);
+                    self.reservations.cancel_node(slot);
                     continue;
                 };
                 if !fits_queue {
                     continue;
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
-                let node = &self.nodes[&node_id];
+                let node = &self.nodes[slot];
                 if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
-                    self.commit(&r.app, &r.key, &node_id, cb, out);
+                    let (a, k) = self.ask_slots(&r);
+                    self.commit(a, k, slot, cb, out);
                     made += 1;
                 } else {
-                    unsatisfied.push((node_id, r));
+                    unsatisfied.push((slot, r));
                 }
             }
             // Then each still-held reservation on another node (the reserved
             // node is freed when that works).
-            for (node_id, r) in unsatisfied {
+            for (slot, r) in unsatisfied {
                 if made >= budget {
                     break;
                 }
-                if self.reservations.on_node(&node_id) != Some(&r)
-                    || self.reserved_ask_usable(&node_id, &r) != Some(true)
+                if self.reservations.on_node(slot) != Some(&r)
+                    || self.reserved_ask_usable(slot, &r) != Some(true)
                 {
                     continue;
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
                 let target = self
-                    .node_order
-                    .iter()
-                    .map(|k| &self.nodes[&k.id])
-                    .filter(|n| n.schedulable && self.reservations.on_node(&n.id).is_none())
+                    .nodes
+                    .ordered()
+                    .filter(|n| {
+                        n.schedulable && self.reservations.on_node(n.key().slot()).is_none()
+                    })
                     .filter(|n| n.fits_capacity(&ask.resource))
                     .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut out.events))
-                    .map(|n| n.id.clone());
+                    .map(|n| n.key().slot());
                 if let Some(target) = target {
-                    self.reservations.cancel_node(&node_id);
-                    self.commit(&r.app, &r.key, &target, cb, out);
+                    self.reservations.cancel_node(slot);
+                    let (a, k) = self.ask_slots(&r);
+                    self.commit(a, k, target, cb, out);
                     made += 1;
                 }
             }
@@ -250,10 +264,10 @@ impl Partition {
     /// (ask gone or satisfied, node gone or draining), else whether the ask
     /// may be allocated now: it fits the queue's headroom, and the
     /// application is not held back by `maxapplications`.
-    fn reserved_ask_usable(&self, node_id: &str, r: &ReservedAsk) -> Option<bool> {
+    fn reserved_ask_usable(&self, node: NodeSlot, r: &ReservedAsk) -> Option<bool> {
         let app = self.apps.get(&r.app)?;
         let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
-        self.nodes.get(node_id).filter(|n| n.schedulable)?;
+        self.nodes.at(node).filter(|n| n.schedulable)?;
         let held_back = (!app.counted_active && self.app_limit_reached(app.queue))
             || Self::served_by_replacement(app, ask);
         Some(
@@ -263,6 +277,13 @@ impl Partition {
                     .headroom(app.queue)
                     .is_none_or(|h| ask.resource.fits_in_max_undef(&h)),
         )
+    }
+
+    /// The slots of a reserved ask that [`Self::reserved_ask_usable`] found.
+    fn ask_slots(&self, r: &ReservedAsk) -> (Slot, Slot) {
+        let app = self.apps.slot_of(&r.app).expect("checked usable");
+        let ask = self.apps[app].asks.slot_of(&r.key).expect("checked usable");
+        (app, ask)
     }
 
     /// Depth-first search for the next decision in fair queue order.
@@ -287,11 +308,11 @@ impl Partition {
             return None;
         }
         let headroom = self.queues.headroom(q);
-        let try_app = |app: &Application, pass: &mut PassState| -> Option<Decision> {
+        let try_app = |(slot, app): (Slot, &Application), pass: &mut PassState| {
             if pass.exhausted_apps.contains(&app.seq) {
                 return None;
             }
-            let found = self.find_for_app(app, headroom.as_ref(), cb, pass, now);
+            let found = self.find_for_app(slot, app, headroom.as_ref(), cb, pass, now);
             if found.is_none() {
                 pass.exhausted_apps.insert(app.seq);
             }
@@ -302,18 +323,18 @@ impl Partition {
         let found = match queue.sort_policy {
             // Both orders are kept by the leaf: no list to build or sort.
             AppSortPolicy::Fifo => apps
-                .filter(|a| a.has_pending())
+                .filter(|(_, a)| a.has_pending())
                 .find_map(|a| try_app(a, pass)),
             AppSortPolicy::Fair => self
                 .fair_leaf_apps(q)
-                .filter(|a| a.has_pending())
+                .filter(|(_, a)| a.has_pending())
                 .find_map(|a| try_app(a, pass)),
             AppSortPolicy::StateAware => {
                 // Only the oldest Accepted application with demand may
                 // start, and only while no application is Starting.
                 let mut accepted_allowed = queue.starting_apps == 0;
-                apps.filter(|a| a.has_pending())
-                    .filter(|a| {
+                apps.filter(|(_, a)| a.has_pending())
+                    .filter(|(_, a)| {
                         if a.state != AppState::Accepted {
                             return true;
                         }
@@ -331,6 +352,7 @@ impl Partition {
     /// Tries the asks of one application in order (spec 8.5).
     fn find_for_app(
         &self,
+        app_slot: Slot,
         app: &Application,
         headroom: Option<&Resource>,
         cb: Option<&ResyncBarrier>,
@@ -341,8 +363,8 @@ impl Partition {
             Some(k) => Bound::Excluded(*k),
             None => Bound::Unbounded,
         };
-        for (okey, key) in app.ask_order.range((start, Bound::Unbounded)) {
-            let ask = &app.asks[key];
+        for (okey, ask_slot) in app.ask_order.range((start, Bound::Unbounded)) {
+            let ask = &app.asks[*ask_slot];
             if Self::served_by_replacement(app, ask) {
                 pass.ask_cursor.insert(app.seq, *okey);
                 continue;
@@ -354,8 +376,8 @@ impl Partition {
                 match self.find_node(app, ask, cb, pass, now) {
                     NodeChoice::Allocate(node) => {
                         return Some(Decision::Allocate {
-                            app: app.id.clone(),
-                            key: ask.key.clone(),
+                            app: app_slot,
+                            ask: *ask_slot,
                             node,
                         })
                     }
@@ -450,11 +472,11 @@ impl Partition {
         let mut ordered = None;
         match &ask.required_node {
             Some(required) => pinned = self.nodes.get(required.as_str()),
-            None => ordered = Some(self.node_order.iter()),
+            None => ordered = Some(self.nodes.ordered()),
         }
         let next_node = || -> Option<&Node> {
-            if let Some(keys) = ordered.as_mut() {
-                keys.map(|k| &self.nodes[&k.id]).find(|n| n.schedulable)
+            if let Some(nodes) = ordered.as_mut() {
+                nodes.find(|n| n.schedulable)
             } else {
                 pinned.take()
             }
@@ -464,7 +486,7 @@ impl Partition {
                 continue;
             }
             let reserved_by = if any_reserved {
-                self.reservations.on_node(&n.id)
+                self.reservations.on_node(n.key().slot())
             } else {
                 None
             };
@@ -472,11 +494,11 @@ impl Partition {
                 continue;
             }
             if self.try_node(&app.id, ask, n, cb, true, &mut pass.events) {
-                return NodeChoice::Allocate(n.id.clone());
+                return NodeChoice::Allocate(n.key().slot());
             }
             if may_reserve
                 && reserved_by.is_none()
-                && !self.reservations.app_holds_node(&app.id, &n.id)
+                && !self.reservations.app_holds_node(&app.id, n.key().slot())
             {
                 let score = fit_score(&ask.resource, &n.available);
                 if candidate.is_none_or(|(best, _)| score < best) {
@@ -486,7 +508,7 @@ impl Partition {
         }
         if let Some((_, n)) = candidate {
             if self.try_node(&app.id, ask, n, cb, false, &mut pass.events) {
-                return NodeChoice::Reserve(n.id.clone());
+                return NodeChoice::Reserve(n.key().slot());
             }
         }
         if cacheable {
@@ -500,14 +522,16 @@ impl Partition {
     /// when the RM has predicates).
     pub(super) fn commit(
         &mut self,
-        app_id: &Arc<str>,
-        key: &Arc<str>,
-        node_id: &Arc<str>,
+        app_slot: Slot,
+        ask_slot: Slot,
+        node_slot: NodeSlot,
         barrier: Option<&ResyncBarrier>,
         out: &mut Outcomes,
     ) {
-        let app = self.apps.get_mut(app_id).expect("found by the search");
-        let ask = app.asks.get_mut(key).expect("found by the search");
+        let app = self.apps.at_mut(app_slot);
+        let app_id = &app.id.clone();
+        let ask = app.asks.at_mut(ask_slot);
+        let key = &ask.key.clone();
         // The order key does not depend on the repeat count: the ask
         // leaves the order only when it is done.
         ask.pending_repeat -= 1;
@@ -532,11 +556,11 @@ impl Partition {
         let progresses = !placeholder && app.state != AppState::Running;
         let queue = app.queue;
         self.queues.pending_to_allocated(queue, &resource);
-        let node = self.nodes.get_mut(node_id).expect("found by the search");
+        let node = self.nodes.at_mut(node_slot);
         node.allocated.add_assign(&resource);
         node.allocations.insert(uuid.clone());
-        self.node_order.remove(&node.key);
-        self.node_order.insert(node.refresh(&self.node_policy));
+        let node_id = node.id.clone();
+        self.nodes.refresh(node_slot, &self.node_policy);
         self.allocation_count += 1;
 
         if !self.reservations.is_empty() {
@@ -544,10 +568,10 @@ impl Partition {
                 app: app_id.clone(),
                 key: key.clone(),
             };
-            if self.reservations.on_node(node_id) == Some(&me) {
-                self.reservations.cancel_node(node_id);
-            } else if let Some(other) = self.reservations.nodes_of(&me).first().cloned() {
-                self.reservations.cancel_node(&other);
+            if self.reservations.on_node(node_slot) == Some(&me) {
+                self.reservations.cancel_node(node_slot);
+            } else if let Some(other) = self.reservations.nodes_of(&me).first().copied() {
+                self.reservations.cancel_node(other);
             }
             if remaining == 0 {
                 self.reservations.cancel_ask(&me);
@@ -557,7 +581,7 @@ impl Partition {
         let record = Arc::new(NewAllocation {
             key: key.clone(),
             uuid: uuid.clone(),
-            node: node_id.clone(),
+            node: node_id,
             app: app_id.clone(),
             queue: self.queues.get(queue).path.clone(),
             partition: self.name_shared.clone(),
@@ -578,7 +602,7 @@ impl Partition {
         if placeholder {
             self.placeholder_added(app_id, &uuid, &group, &resource, out);
         } else {
-            self.rekey_app(app_id);
+            self.rekey_app_at(app_slot);
         }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);

@@ -225,9 +225,10 @@ impl Partition {
             return;
         };
         if restore_ask {
-            if let Some(ask) = app.asks.get_mut(&real.key) {
+            if let Some(slot) = app.asks.slot_of(&real.key) {
+                let ask = app.asks.at_mut(slot);
                 if ask.pending_repeat <= 0 {
-                    app.ask_order.insert(ask.order_key(), ask.key.clone());
+                    app.ask_order.insert(ask.order_key(), slot);
                 }
                 ask.pending_repeat += 1;
                 app.pending.add_assign(&real.resource);
@@ -261,7 +262,7 @@ impl Partition {
             .holders
             .iter()
             .filter_map(|id| self.apps.get(id))
-            .filter(|a| a.ask_order.values().any(|k| is_real_member(&a.asks[k])))
+            .filter(|a| a.ask_order.values().any(|k| is_real_member(&a.asks[*k])))
             .map(|a| (a.seq, a.id.clone()))
             .collect();
         if candidates.is_empty() {
@@ -331,7 +332,7 @@ impl Partition {
         }
         let mut first: Option<(&Ask, &Arc<str>)> = None;
         for key in app.ask_order.values() {
-            let ask = &app.asks[key];
+            let ask = &app.asks[*key];
             if !is_real_member(ask) {
                 continue;
             }
@@ -378,11 +379,11 @@ impl Partition {
         let mut ordered = None;
         match &ask.required_node {
             Some(required) => pinned = self.nodes.get(required.as_str()),
-            None => ordered = Some(self.node_order.iter()),
+            None => ordered = Some(self.nodes.ordered()),
         }
         let mut next_node = || -> Option<&Node> {
             match ordered.as_mut() {
-                Some(keys) => keys.map(|k| &self.nodes[&k.id]).find(|n| n.schedulable),
+                Some(nodes) => nodes.find(|n| n.schedulable),
                 None => pinned.take(),
             }
         };
@@ -394,7 +395,11 @@ impl Partition {
             if !n.fits_capacity(&ask.resource) {
                 continue;
             }
-            if self.reservations.on_node(&n.id).is_some_and(|r| *r != me) {
+            if self
+                .reservations
+                .on_node(n.key().slot())
+                .is_some_and(|r| *r != me)
+            {
                 continue;
             }
             if self.try_node(app_id, ask, n, cb, true, events) {
@@ -699,7 +704,7 @@ impl Partition {
 
     /// The placeholder timer fired (spec 9.4).
     pub(super) fn placeholder_timeout(&mut self, t: &AppTimer, out: &mut Outcomes) {
-        let Some(app) = self.apps.get_mut(&*t.app) else {
+        let Some(app) = self.apps.get_mut(&t.app) else {
             return;
         };
         if app.gang.timer_epoch != t.epoch || app.gang.placeholders == 0 {
@@ -783,7 +788,7 @@ impl Partition {
             self.gang.unlinked.remove(&**u);
         }
         let mut released: Vec<si::AllocationRelease> = Vec::new();
-        let app = self.apps.get_mut(&*app_id).expect("looked up above");
+        let app = self.apps.get_mut(&app_id).expect("looked up above");
         for u in placeholders {
             if let Some(a) = self.allocations.get(&u) {
                 app.gang.take_free(&a.task_group, &u);

@@ -125,7 +125,7 @@ impl Partition {
         if t.kind == TimerKind::Placeholder {
             return self.placeholder_timeout(t, out);
         }
-        let Some(app) = self.apps.get(&*t.app) else {
+        let Some(app) = self.apps.get(&t.app) else {
             return;
         };
         if app.state_epoch != t.epoch {

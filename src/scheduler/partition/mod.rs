@@ -13,7 +13,7 @@ mod outstanding; // the outstanding-request check (spec 8.12)
 pub use outstanding::OUTSTANDING_REASON;
 mod releases;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -21,7 +21,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
-use super::node::{Node, NodeKey, NodeSortPolicy};
+use super::keyed::{KeyedSlab, Slot};
+use super::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
 use super::outcome::{AppTimer, NewAllocation, Outcomes};
 use super::placement::{PlacementManager, QueueView};
 use super::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
@@ -144,14 +145,12 @@ pub struct Partition {
     pub node_policy: NodeSortPolicy,
     /// Whether preemption is enabled (stored; inert as in v0.12).
     pub preemption_enabled: bool,
-    /// Nodes by id.
-    pub nodes: FastMap<Arc<str>, Node>,
-    /// Nodes in policy order.
-    pub node_order: BTreeSet<NodeKey>,
+    /// Nodes: by slot, by id and in policy order.
+    pub nodes: NodeTable,
     /// Sum of node capacities (root's max).
     pub total: Resource,
-    /// Active applications by id.
-    pub apps: FastMap<Arc<str>, Application>,
+    /// Active applications by slot and by id.
+    pub apps: KeyedSlab<Application>,
     /// Live allocations by UUID.
     pub allocations: FastMap<Arc<str>, Allocation>,
     /// Recently terminated applications, newest last.
@@ -210,10 +209,9 @@ impl Partition {
                 &cfg.node_sort_policy.resource_weights,
             )?,
             preemption_enabled: cfg.preemption.enabled,
-            nodes: FastMap::default(),
-            node_order: BTreeSet::new(),
+            nodes: NodeTable::default(),
             total: Resource::new(),
-            apps: FastMap::default(),
+            apps: KeyedSlab::default(),
             allocations: FastMap::default(),
             finished: VecDeque::new(),
             allocation_count: 0,
@@ -273,9 +271,9 @@ impl Partition {
         self.queues.remove_unused();
         self.placement = placement;
         self.node_policy = policy;
-        let ids: Vec<Arc<str>> = self.nodes.keys().cloned().collect();
-        for id in ids {
-            self.reposition_node(&id);
+        let slots: Vec<NodeSlot> = self.nodes.values().map(|n| n.key().slot()).collect();
+        for slot in slots {
+            self.nodes.refresh(slot, &self.node_policy);
         }
         // Policies and guarantees may have changed.
         self.rebuild_fair_orders();

@@ -123,8 +123,7 @@ impl Partition {
             &self.node_policy,
         );
         let id = node.id.clone();
-        self.node_order.insert(node.key.clone());
-        self.nodes.insert(id.clone(), node);
+        self.nodes.insert(node);
         self.total = new_total;
         self.update_root_max();
         for a in &info.existing_allocations {
@@ -135,8 +134,8 @@ impl Partition {
                 id.clone()
             } else {
                 self.nodes
-                    .get_key_value(a.node_id.as_str())
-                    .map(|(k, _)| k.clone())
+                    .get(a.node_id.as_str())
+                    .map(|n| n.id.clone())
                     .expect("checked above")
             };
             self.recover_allocation(&on, a, out);
@@ -277,7 +276,7 @@ impl Partition {
                 }
                 self.update_root_max();
                 self.reposition_node(node_id);
-                let n = &self.nodes[node_id];
+                let n = self.nodes.get(node_id).expect("checked");
                 let message = format!(
                     "Node {node_id} updated: capacity {}, occupied {}",
                     n.capacity, n.occupied
@@ -304,7 +303,10 @@ impl Partition {
         let Some(node) = self.nodes.get(node_id) else {
             return;
         };
-        self.reservations.cancel_node(node_id);
+        // Before the node leaves: its slot may be reused.
+        if let Some(slot) = self.nodes.slot_of(node_id) {
+            self.reservations.cancel_node(slot);
+        }
         let uuids: Vec<Arc<str>> = node.allocations.iter().cloned().collect();
         self.nodes.get_mut(node_id).expect("checked").schedulable = false;
         let mut released = Vec::new();
@@ -340,7 +342,6 @@ impl Partition {
         }
         // remove_allocation repositions the node; take it out for good.
         let node = self.nodes.remove(node_id).expect("checked");
-        self.node_order.remove(&node.key);
         self.total = self.total.sub(&node.capacity);
         self.update_root_max();
         // Reservation hook (spec 11.5 step 3): reservations on this node are

@@ -36,7 +36,7 @@ impl Partition {
         for app_id in self.outstanding_app_order(q) {
             let app = &self.apps[&app_id];
             for key in app.ask_order.values() {
-                let ask = &app.asks[key];
+                let ask = &app.asks[*key];
                 if Self::served_by_replacement(app, ask) {
                     continue; // waits for a placeholder, not for capacity
                 }
@@ -90,7 +90,7 @@ impl Partition {
         let apps = queue
             .apps
             .values()
-            .filter_map(|id| self.apps.get(id))
+            .filter_map(|slot| self.apps.at(*slot))
             .filter(|a| a.has_pending());
         match queue.sort_policy {
             AppSortPolicy::Fair => {

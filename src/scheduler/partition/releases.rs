@@ -6,10 +6,8 @@ use super::*;
 
 impl Partition {
     pub(super) fn reposition_node(&mut self, node_id: &str) {
-        if let Some(n) = self.nodes.get_mut(node_id) {
-            self.node_order.remove(&n.key);
-            let key = n.refresh(&self.node_policy);
-            self.node_order.insert(key);
+        if let Some(slot) = self.nodes.slot_of(node_id) {
+            self.nodes.refresh(slot, &self.node_policy);
         }
     }
 
