@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
 	"github.com/golang/protobuf/proto"
@@ -163,18 +164,38 @@ type text struct {
 }
 
 func newText(b []byte) text {
-	ascii := true
+	return text{s: string(b), ascii: isASCII(b)}
+}
+
+// isASCII reports whether no byte of b has the high bit set.
+func isASCII(b []byte) bool {
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
-			ascii = false
-			break
+			return false
 		}
 	}
-	for ; ascii && i < len(b); i++ {
-		ascii = b[i] < 0x80
+	for ; i < len(b); i++ {
+		if b[i] >= 0x80 {
+			return false
+		}
 	}
-	return text{s: string(b), ascii: ascii}
+	return true
+}
+
+// inlineText is how many bytes of a core-thread message are copied into
+// the message's own allocation for its strings: a pod's key and a node's
+// name fit.
+const inlineText = 64
+
+// inlineString copies b (at most inlineText bytes) into buf and returns
+// the copy as a string.
+func inlineString(buf *[inlineText]byte, b []byte) string {
+	n := copy(buf[:], b)
+	// SAFETY: buf is part of a heap object that the string, an interior
+	// pointer, keeps alive; nothing writes to buf after this copy, so the
+	// string's bytes never change.
+	return unsafe.String(&buf[0], n)
 }
 
 // str returns field f of the message t as a substring of t, or false when
@@ -485,11 +506,24 @@ func quickPredicatesArgs(b []byte) (*si.PredicatesArgs, bool) {
 	if i != len(b) {
 		return nil, false
 	}
-	t := newText(b)
-	if !t.ascii {
+	if !isASCII(b) {
 		return nil, false
 	}
-	return &si.PredicatesArgs{AllocationKey: t.s[ks:ke], NodeID: t.s[ns:ne], Allocate: allocate}, true
+	if len(b) > inlineText {
+		t := string(b)
+		return &si.PredicatesArgs{AllocationKey: t[ks:ke], NodeID: t[ns:ne], Allocate: allocate}, true
+	}
+	// One allocation for the message and the bytes of its strings.
+	box := new(predicatesBox)
+	t := inlineString(&box.text, b)
+	box.args.AllocationKey, box.args.NodeID, box.args.Allocate = t[ks:ke], t[ns:ne], allocate
+	return &box.args, true
+}
+
+// predicatesBox holds a PredicatesArgs and the bytes of its strings.
+type predicatesBox struct {
+	args si.PredicatesArgs
+	text [inlineText]byte
 }
 
 // quickReSyncArgs takes, in straight-line code, the message the core
@@ -505,12 +539,17 @@ func quickReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
 	if i != len(e) {
 		return nil, false
 	}
-	t := newText(e)
-	if !t.ascii {
+	if !isASCII(e) {
 		return nil, false
 	}
 	box := new(resyncBox)
-	box.assumed.AllocationKey, box.assumed.NodeID = t.s[ks:ke], t.s[ns:ne]
+	var t string
+	if len(e) <= inlineText {
+		t = inlineString(&box.text, e)
+	} else {
+		t = string(e)
+	}
+	box.assumed.AllocationKey, box.assumed.NodeID = t[ks:ke], t[ns:ne]
 	box.slice[0] = &box.assumed
 	box.args.AssumedAllocations = box.slice[:]
 	return &box.args, true
@@ -547,11 +586,13 @@ func fastPredicatesArgs(b []byte) (*si.PredicatesArgs, bool) {
 	}
 }
 
-// resyncBox holds a ReSyncSchedulerCacheArgs with one assumed allocation.
+// resyncBox holds a ReSyncSchedulerCacheArgs with one assumed allocation
+// and, when they fit, the bytes of its strings.
 type resyncBox struct {
 	args    si.ReSyncSchedulerCacheArgs
 	slice   [1]*si.AssumedAllocation
 	assumed si.AssumedAllocation
+	text    [inlineText]byte // the entry's strings, when they fit
 }
 
 func fastReSyncArgs(b []byte) (*si.ReSyncSchedulerCacheArgs, bool) {
