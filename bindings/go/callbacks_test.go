@@ -300,3 +300,29 @@ func TestSetLoggerLevels(t *testing.T) {
 		}
 	}
 }
+
+// A released registration's handle finds nothing, even once its slot holds
+// a new registration, and a callback with it reports an error instead of
+// reaching the wrong RM.
+func TestStaleHandle(t *testing.T) {
+	s := newTestScheduler(t, WithLogger(slog.New(&captureHandler{})))
+	old := newRegistration(s, newFakeRM())
+	stale := old.handle
+	old.free()
+	next := newRegistration(s, newFakeRM())
+	defer next.free()
+	if uint32(next.handle) != uint32(stale) {
+		t.Logf("slot not reused (%#x, %#x); the check below still holds", next.handle, stale)
+	}
+	if next.handle == stale {
+		t.Fatalf("a new registration got the released handle %#x", stale)
+	}
+	if lookup(uintptr(next.handle)) != next {
+		t.Fatal("lookup does not find the live registration")
+	}
+	rc, reason := runStatus(uintptr(stale), "UpdateNode", nil, unmarshal[si.NodeResponse],
+		func(api.ResourceManagerCallback, *si.NodeResponse) error { return nil })
+	if rc != 1 || !strings.Contains(string(reason), "unknown user_data") {
+		t.Errorf("stale handle: got (%d, %q), want an error naming the unknown user_data", rc, reason)
+	}
+}
