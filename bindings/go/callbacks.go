@@ -9,7 +9,6 @@ import "C"
 import (
 	"fmt"
 	"log/slog"
-	"runtime/cgo"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -21,7 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// liveHandles counts the cgo handles of callback registrations that the
+// liveHandles counts the handles of callback registrations that the
 // library still holds; tests check it drops back after Close.
 var liveHandles atomic.Int64
 
@@ -30,20 +29,68 @@ var liveHandles atomic.Int64
 // library breaks its contract.
 var unreleased atomic.Int64
 
+// handle is the user_data of a callback table: which registration the
+// library calls back. The low 32 bits are the registration's slot in
+// handles plus one, the high bits a sequence number, so a stale value
+// never finds the slot's next occupant.
+type handle uintptr
+
+// handles holds the live registrations by slot. Callbacks only read it: a
+// copy-on-write slice behind an atomic pointer, where runtime/cgo.Handle
+// (a sync.Map) cost a hash lookup on each of the two or three callbacks
+// per allocation. Registering and releasing, which are rare, copy it.
+var handles struct {
+	mu    sync.Mutex
+	slots atomic.Pointer[[]*registration]
+	free  []int
+	seq   uint32
+}
+
+func newHandle(r *registration) handle {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	var old []*registration
+	if p := handles.slots.Load(); p != nil {
+		old = *p
+	}
+	slots := append([]*registration(nil), old...)
+	i := len(slots)
+	if n := len(handles.free); n > 0 {
+		i, handles.free = handles.free[n-1], handles.free[:n-1]
+	} else {
+		slots = append(slots, nil)
+	}
+	slots[i] = r
+	handles.seq++
+	handles.slots.Store(&slots)
+	return handle(uint64(handles.seq)<<32 | uint64(i+1))
+}
+
+func (h handle) delete() {
+	handles.mu.Lock()
+	defer handles.mu.Unlock()
+	i := int(uint32(h)) - 1
+	old := *handles.slots.Load()
+	slots := append([]*registration(nil), old...)
+	slots[i] = nil
+	handles.free = append(handles.free, i)
+	handles.slots.Store(&slots)
+}
+
 // registration is what one callback table's user_data points to: the
-// RM's callback object and where to log. Its cgo.Handle is deleted when
-// the library calls release, or at the latest when the Scheduler closes.
+// RM's callback object and where to log. Its handle is deleted when the
+// library calls release, or at the latest when the Scheduler closes.
 type registration struct {
 	cb     api.ResourceManagerCallback
 	logger *slog.Logger
 	owner  *Scheduler
-	handle cgo.Handle
+	handle handle
 	once   sync.Once
 }
 
 func newRegistration(s *Scheduler, cb api.ResourceManagerCallback) *registration {
 	r := &registration{cb: cb, logger: s.logger, owner: s}
-	r.handle = cgo.NewHandle(r)
+	r.handle = newHandle(r)
 	liveHandles.Add(1)
 	return r
 }
@@ -52,14 +99,23 @@ func newRegistration(s *Scheduler, cb api.ResourceManagerCallback) *registration
 func (r *registration) free() {
 	r.once.Do(func() {
 		r.owner.forget(r)
-		r.handle.Delete()
+		r.handle.delete()
 		liveHandles.Add(-1)
 	})
 }
 
-// lookup returns the registration behind a user_data value.
+// lookup returns the registration behind a user_data value. A value that
+// is no live registration's panics, as the callers expect of a bad handle
+// (they recover and report it).
 func lookup(h uintptr) *registration {
-	return cgo.Handle(h).Value().(*registration)
+	if p := handles.slots.Load(); p != nil {
+		if i := int(uint32(h)) - 1; i >= 0 && i < len(*p) {
+			if r := (*p)[i]; r != nil && r.handle == handle(h) {
+				return r
+			}
+		}
+	}
+	panic(fmt.Sprintf("sicore Go binding: callback with an unknown user_data %#x", h))
 }
 
 // borrowed views a message the library lends for the duration of a
@@ -94,12 +150,12 @@ func loggerOf(r *registration) *slog.Logger {
 	return slog.Default()
 }
 
-// statusCall runs one status callback: decode into m, call, and turn an
-// error or a panic into a non-zero return with the reason in reply. No
-// panic leaves this function, so none unwinds into the library.
-func statusCall(h C.uintptr_t, method string, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply,
-	m proto.Message, call func(api.ResourceManagerCallback) error) C.int32_t {
-	rc, reason := runStatus(uintptr(h), method, borrowed(msg, n), m, call)
+// statusCall runs one status callback: decode the message, call, and
+// turn an error or a panic into a non-zero return with the reason in
+// reply. No panic leaves this function, so none unwinds into the library.
+func statusCall[M any](h C.uintptr_t, method string, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply,
+	decode func([]byte) (M, error), call func(api.ResourceManagerCallback, M) error) C.int32_t {
+	rc, reason := runStatus(uintptr(h), method, borrowed(msg, n), decode, call)
 	if rc != 0 {
 		setReply(reply, reason)
 	}
@@ -108,8 +164,8 @@ func statusCall(h C.uintptr_t, method string, msg *C.uint8_t, n C.size_t, reply 
 
 // runStatus is the Go side of statusCall: it returns 0, or 1 and the
 // reason for the library.
-func runStatus(h uintptr, method string, msg []byte, m proto.Message,
-	call func(api.ResourceManagerCallback) error) (rc int32, reason []byte) {
+func runStatus[M any](h uintptr, method string, msg []byte, decode func([]byte) (M, error),
+	call func(api.ResourceManagerCallback, M) error) (rc int32, reason []byte) {
 	var r *registration
 	defer func() {
 		if p := recover(); p != nil {
@@ -118,10 +174,11 @@ func runStatus(h uintptr, method string, msg []byte, m proto.Message,
 		}
 	}()
 	r = lookup(h)
-	if err := proto.Unmarshal(msg, m); err != nil {
+	m, err := decode(msg)
+	if err != nil {
 		return 1, []byte(fmt.Sprintf("sicore Go binding: cannot decode the %s message: %v", method, err))
 	}
-	if err := call(r.cb); err != nil {
+	if err := call(r.cb, m); err != nil {
 		text := err.Error()
 		if text == "" {
 			text = fmt.Sprintf("ResourceManagerCallback.%s returned an error", method)
@@ -129,6 +186,19 @@ func runStatus(h uintptr, method string, msg []byte, m proto.Message,
 		return 1, []byte(text)
 	}
 	return 0, nil
+}
+
+// unmarshal decodes a message with proto.Unmarshal; the messages that are
+// not sent per allocation take this path (decode.go has the others).
+func unmarshal[M any, P interface {
+	*M
+	proto.Message
+}](b []byte) (P, error) {
+	m := P(new(M))
+	if err := proto.Unmarshal(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // notifyCall runs a callback that reports nothing back; errors and panics
@@ -153,37 +223,32 @@ func logPanic(r *registration, method string, p any) {
 
 //export sicoreGoUpdateAllocation
 func sicoreGoUpdateAllocation(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.AllocationResponse)
-	return statusCall(h, "UpdateAllocation", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.UpdateAllocation(m) })
+	return statusCall(h, "UpdateAllocation", msg, n, reply, decodeAllocationResponse,
+		api.ResourceManagerCallback.UpdateAllocation)
 }
 
 //export sicoreGoUpdateApplication
 func sicoreGoUpdateApplication(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.ApplicationResponse)
-	return statusCall(h, "UpdateApplication", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.UpdateApplication(m) })
+	return statusCall(h, "UpdateApplication", msg, n, reply, unmarshal[si.ApplicationResponse],
+		api.ResourceManagerCallback.UpdateApplication)
 }
 
 //export sicoreGoUpdateNode
 func sicoreGoUpdateNode(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.NodeResponse)
-	return statusCall(h, "UpdateNode", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.UpdateNode(m) })
+	return statusCall(h, "UpdateNode", msg, n, reply, unmarshal[si.NodeResponse],
+		api.ResourceManagerCallback.UpdateNode)
 }
 
 //export sicoreGoPredicates
 func sicoreGoPredicates(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.PredicatesArgs)
-	return statusCall(h, "Predicates", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.Predicates(m) })
+	return statusCall(h, "Predicates", msg, n, reply, decodePredicatesArgs,
+		api.ResourceManagerCallback.Predicates)
 }
 
 //export sicoreGoReSyncSchedulerCache
 func sicoreGoReSyncSchedulerCache(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
-	m := new(si.ReSyncSchedulerCacheArgs)
-	return statusCall(h, "ReSyncSchedulerCache", msg, n, reply, m,
-		func(cb api.ResourceManagerCallback) error { return cb.ReSyncSchedulerCache(m) })
+	return statusCall(h, "ReSyncSchedulerCache", msg, n, reply, decodeReSyncSchedulerCacheArgs,
+		api.ResourceManagerCallback.ReSyncSchedulerCache)
 }
 
 //export sicoreGoSendEvent

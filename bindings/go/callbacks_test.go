@@ -155,21 +155,21 @@ func TestRunStatus(t *testing.T) {
 	cases := []struct {
 		name   string
 		msg    []byte
-		call   func(api.ResourceManagerCallback) error
+		call   func(api.ResourceManagerCallback, *si.NodeResponse) error
 		rc     int32
 		reason string
 	}{
-		{"ok", msg, func(api.ResourceManagerCallback) error { return nil }, 0, ""},
-		{"error", msg, func(api.ResourceManagerCallback) error { return errors.New("no room") }, 1, "no room"},
-		{"empty error", msg, func(api.ResourceManagerCallback) error { return errors.New("") }, 1,
+		{"ok", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { return nil }, 0, ""},
+		{"error", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { return errors.New("no room") }, 1, "no room"},
+		{"empty error", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { return errors.New("") }, 1,
 			"ResourceManagerCallback.UpdateNode returned an error"},
-		{"panic", msg, func(api.ResourceManagerCallback) error { panic(errors.New("nil map")) }, 1,
+		{"panic", msg, func(api.ResourceManagerCallback, *si.NodeResponse) error { panic(errors.New("nil map")) }, 1,
 			"panic in ResourceManagerCallback.UpdateNode: nil map"},
-		{"garbage", []byte{0xff, 0xff}, func(api.ResourceManagerCallback) error { return nil }, 1,
+		{"garbage", []byte{0xff, 0xff}, func(api.ResourceManagerCallback, *si.NodeResponse) error { return nil }, 1,
 			"cannot decode the UpdateNode message"},
 	}
 	for _, c := range cases {
-		rc, reason := runStatus(uintptr(r.handle), "UpdateNode", c.msg, new(si.NodeResponse), c.call)
+		rc, reason := runStatus(uintptr(r.handle), "UpdateNode", c.msg, unmarshal[si.NodeResponse], c.call)
 		if rc != c.rc || !strings.Contains(string(reason), c.reason) {
 			t.Errorf("%s: got (%d, %q), want (%d, %q)", c.name, rc, reason, c.rc, c.reason)
 		}
@@ -298,5 +298,31 @@ func TestSetLoggerLevels(t *testing.T) {
 		if back := slogLevel(c.want); libraryLevel(back) != c.want {
 			t.Errorf("slogLevel(%d) = %v does not map back", c.want, back)
 		}
+	}
+}
+
+// A released registration's handle finds nothing, even once its slot holds
+// a new registration, and a callback with it reports an error instead of
+// reaching the wrong RM.
+func TestStaleHandle(t *testing.T) {
+	s := newTestScheduler(t, WithLogger(slog.New(&captureHandler{})))
+	old := newRegistration(s, newFakeRM())
+	stale := old.handle
+	old.free()
+	next := newRegistration(s, newFakeRM())
+	defer next.free()
+	if uint32(next.handle) != uint32(stale) {
+		t.Logf("slot not reused (%#x, %#x); the check below still holds", next.handle, stale)
+	}
+	if next.handle == stale {
+		t.Fatalf("a new registration got the released handle %#x", stale)
+	}
+	if lookup(uintptr(next.handle)) != next {
+		t.Fatal("lookup does not find the live registration")
+	}
+	rc, reason := runStatus(uintptr(stale), "UpdateNode", nil, unmarshal[si.NodeResponse],
+		func(api.ResourceManagerCallback, *si.NodeResponse) error { return nil })
+	if rc != 1 || !strings.Contains(string(reason), "unknown user_data") {
+		t.Errorf("stale handle: got (%d, %q), want an error naming the unknown user_data", rc, reason)
 	}
 }

@@ -33,6 +33,12 @@
 // WithLogger) and passed on as an error, so it never unwinds into the
 // library.
 //
+// The library asks Predicates once per node it tries and, before each
+// call, hands the RM the allocations decided so far through
+// ReSyncSchedulerCache. An RM whose Predicates accepts every node can
+// turn the calls off with the WithoutPredicates option; the ReSync then
+// comes once per batch of allocations, before their UpdateAllocation.
+//
 // # Errors
 //
 // Every error is an *Error with the library's status code and message.

@@ -117,3 +117,42 @@ func ExampleSetLogger() {
 	sicore.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)), slog.LevelInfo)
 	defer sicore.SetLogger(nil, slog.LevelInfo) // back to the default, slog.Default()
 }
+
+// vetoRM refuses every node in Predicates.
+type vetoRM struct{ printRM }
+
+func (vetoRM) Predicates(*si.PredicatesArgs) error { return errors.New("no node fits") }
+
+// With WithoutPredicates the library never asks Predicates (here one that
+// would refuse every node), which spares an RM with no node filters two
+// calls per decision; it still gets one ReSyncSchedulerCache per batch,
+// before the UpdateAllocation.
+func ExampleWithoutPredicates() {
+	sched, err := sicore.New(sicore.WithoutPredicates())
+	if err != nil {
+		panic(err)
+	}
+	defer sched.Close()
+	rm := vetoRM{printRM{allocated: make(chan *si.Allocation, 1)}}
+	if _, err := sched.RegisterResourceManager(&si.RegisterResourceManagerRequest{
+		RmID: "no-filters", PolicyGroup: "queues", Version: "0.12"}, rm); err != nil {
+		panic(err)
+	}
+	res := &si.Resource{Resources: map[string]*si.Quantity{"memory": {Value: 512}, "vcore": {Value: 1}}}
+	_ = sched.UpdateNode(&si.NodeRequest{RmID: "no-filters", Nodes: []*si.NodeInfo{{
+		NodeID: "node-1", Action: si.NodeInfo_CREATE, SchedulableResource: res}}})
+	_ = sched.UpdateApplication(&si.ApplicationRequest{RmID: "no-filters", New: []*si.AddApplicationRequest{{
+		ApplicationID: "app-1", QueueName: "root.sandbox", PartitionName: "default",
+		Ugi: &si.UserGroupInformation{User: "alice"}}}})
+	_ = sched.UpdateAllocation(&si.AllocationRequest{RmID: "no-filters", Asks: []*si.AllocationAsk{{
+		AllocationKey: "task-1", ApplicationID: "app-1", PartitionName: "default",
+		ResourceAsk: res, MaxAllocations: 1}}})
+
+	select {
+	case a := <-rm.allocated:
+		fmt.Println(a.AllocationKey, "on", a.NodeID)
+	case <-time.After(10 * time.Second):
+		fmt.Println("not allocated")
+	}
+	// Output: task-1 on node-1
+}

@@ -3,7 +3,7 @@ package sicore
 /*
 #include <stdint.h>
 #include "sicore.h"
-void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle);
+void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle, int predicates);
 uintptr_t sicore_go_current_handle(void);
 */
 import "C"
@@ -11,7 +11,6 @@ import "C"
 import (
 	"log/slog"
 	"runtime"
-	"runtime/cgo"
 	"sync"
 	"unsafe"
 
@@ -36,6 +35,9 @@ var _ api.SchedulerAPI = (*Scheduler)(nil)
 // Call Close when done: it stops the library's threads.
 type Scheduler struct {
 	logger *slog.Logger
+	// withoutPredicates leaves the callback table's predicates NULL
+	// (WithoutPredicates).
+	withoutPredicates bool
 
 	mu       sync.Mutex
 	idle     sync.Cond // signalled when inflight drops to 0
@@ -70,10 +72,11 @@ func New(opts ...Option) (*Scheduler, error) {
 		return nil, takeError(op, st, &errBuf)
 	}
 	s := &Scheduler{
-		logger: cfg.logger,
-		ptr:    p,
-		done:   make(chan struct{}),
-		regs:   make(map[*registration]struct{}),
+		logger:            cfg.logger,
+		withoutPredicates: cfg.withoutPredicates,
+		ptr:               p,
+		done:              make(chan struct{}),
+		regs:              make(map[*registration]struct{}),
 	}
 	s.idle.L = &s.mu
 	return s, nil
@@ -155,7 +158,11 @@ func (s *Scheduler) registerEncoded(b []byte, callback api.ResourceManagerCallba
 	r := newRegistration(s, callback)
 	s.remember(r)
 	var table C.sicore_callbacks
-	C.sicore_go_fill_callbacks(&table, C.uintptr_t(r.handle))
+	predicates := C.int(1)
+	if s.withoutPredicates {
+		predicates = 0
+	}
+	C.sicore_go_fill_callbacks(&table, C.uintptr_t(r.handle), predicates)
 	var respBuf, errBuf C.sicore_buffer
 	st := C.sicore_register_resource_manager(p, bytePtr(b), C.size_t(len(b)), &table, &respBuf, &errBuf)
 	runtime.KeepAlive(b)
@@ -178,7 +185,20 @@ func (s *Scheduler) UpdateAllocation(request *si.AllocationRequest) error {
 	if request == nil {
 		return newError(opUpdateAllocation, StatusInvalidArgument, "request is nil")
 	}
-	return s.queue(opUpdateAllocation, request)
+	// The per-pod request: encoded without reflection into a recycled
+	// buffer (encode.go).
+	buf := requestBuffers.Get().(*[]byte)
+	b, err := encodeAllocationRequest(*buf, request)
+	if err != nil {
+		requestBuffers.Put(buf)
+		return newError(opUpdateAllocation, StatusInvalidArgument, "cannot encode the request: "+err.Error())
+	}
+	err = s.queueEncoded(opUpdateAllocation, b)
+	if cap(b) <= maxPooledRequest {
+		*buf = b
+		requestBuffers.Put(buf)
+	}
+	return err
 }
 
 // UpdateApplication queues applications to add and remove; the outcome
@@ -355,7 +375,7 @@ func (s *Scheduler) RESTAddress() (string, error) {
 // inOwnCallback reports whether the caller runs inside one of s's
 // callbacks (the trampolines note the running registration per thread).
 func (s *Scheduler) inOwnCallback() bool {
-	h := cgo.Handle(C.sicore_go_current_handle())
+	h := handle(C.sicore_go_current_handle())
 	if h == 0 {
 		return false
 	}

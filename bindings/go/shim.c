@@ -70,12 +70,14 @@ static void shim_release(void *ud) {
 	sicoreGoRelease((uintptr_t)ud);
 }
 
-void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle) {
+// predicates 0 leaves the predicates callback NULL (WithoutPredicates):
+// the library then never asks and every node fits.
+void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle, int predicates) {
 	t->user_data = (void *)handle;
 	t->update_allocation = shim_update_allocation;
 	t->update_application = shim_update_application;
 	t->update_node = shim_update_node;
-	t->predicates = shim_predicates;
+	t->predicates = predicates ? shim_predicates : NULL;
 	t->resync_scheduler_cache = shim_resync_scheduler_cache;
 	t->send_event = shim_send_event;
 	t->update_container_scheduling_state = shim_update_container_scheduling_state;

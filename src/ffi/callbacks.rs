@@ -1,5 +1,6 @@
 //! The RM's callback table and its adapter to [`ResourceManagerCallback`].
 
+use std::cell::Cell;
 use std::ffi::c_void;
 
 use prost::Message;
@@ -92,6 +93,28 @@ pub struct sicore_callbacks {
     pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
 }
 
+thread_local! {
+    /// Where this thread encodes callback messages. The core thread sends
+    /// a `ReSyncSchedulerCache` and a `Predicates` per decision when the RM
+    /// has a predicates callback; reusing one buffer spares an allocation
+    /// and a free per message.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's empty scratch buffer. The buffer is taken
+/// out for the call, so a nested use (a callback that leads to another
+/// message on the same thread) gets a fresh one; one grown past 64 KiB
+/// (a large batch) is not kept.
+fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    let mut buf = SCRATCH.take();
+    buf.clear();
+    let r = f(&mut buf);
+    if buf.capacity() <= 64 * 1024 {
+        SCRATCH.set(buf);
+    }
+    r
+}
+
 /// A registered callback table. Dropping it calls `release`.
 pub(crate) struct CallbackTable(sicore_callbacks);
 
@@ -115,7 +138,10 @@ impl CallbackTable {
         if f.is_none() {
             return Ok(());
         }
-        self.status_call_bytes(f, &msg.encode_to_vec(), what)
+        with_scratch(|buf| {
+            msg.encode_raw(buf);
+            self.status_call_bytes(f, buf, what)
+        })
     }
 
     fn status_call_bytes(
@@ -169,12 +195,10 @@ impl ResourceManagerCallback for CallbackTable {
         if self.0.resync_scheduler_cache.is_none() {
             return Ok(());
         }
-        let assumed = super::encode::assumed_allocations(allocations);
-        self.status_call_bytes(
-            self.0.resync_scheduler_cache,
-            &assumed,
-            "resync_scheduler_cache",
-        )
+        with_scratch(|buf| {
+            super::encode::assumed_allocations_into(allocations, buf);
+            self.status_call_bytes(self.0.resync_scheduler_cache, buf, "resync_scheduler_cache")
+        })
     }
 
     fn announce_allocations(

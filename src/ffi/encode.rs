@@ -157,16 +157,16 @@ pub fn allocation_response(new: &[Arc<NewAllocation>]) -> Vec<u8> {
     buf
 }
 
-/// `si.v1.ReSyncSchedulerCacheArgs { repeated AssumedAllocation assumedAllocations = 1 }`
-/// with `AssumedAllocation { allocationKey = 1; nodeID = 2 }`.
-pub fn assumed_allocations(new: &[Arc<NewAllocation>]) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(new.len() * 48);
+/// Appends `si.v1.ReSyncSchedulerCacheArgs { repeated AssumedAllocation
+/// assumedAllocations = 1 }` with `AssumedAllocation { allocationKey = 1;
+/// nodeID = 2 }` to `buf`.
+pub fn assumed_allocations_into(new: &[Arc<NewAllocation>], buf: &mut Vec<u8>) {
+    buf.reserve(new.len() * 48);
     for a in new {
-        put_len(1, string_len(1, &a.key) + string_len(2, &a.node), &mut buf);
-        put_string(1, &a.key, &mut buf);
-        put_string(2, &a.node, &mut buf);
+        put_len(1, string_len(1, &a.key) + string_len(2, &a.node), buf);
+        put_string(1, &a.key, buf);
+        put_string(2, &a.node, buf);
     }
-    buf
 }
 
 #[cfg(test)]
@@ -225,7 +225,9 @@ mod tests {
     #[test]
     fn assumed_allocations_decode_to_the_same_message() {
         let v = vec![sample(1, &[], false), sample(2, &[], false)];
-        let got = si::ReSyncSchedulerCacheArgs::decode(assumed_allocations(&v).as_slice()).unwrap();
+        let mut buf = Vec::new();
+        assumed_allocations_into(&v, &mut buf);
+        let got = si::ReSyncSchedulerCacheArgs::decode(buf.as_slice()).unwrap();
         assert_eq!(got.assumed_allocations.len(), 2);
         assert_eq!(got.assumed_allocations[1].allocation_key, "ask-2");
         assert_eq!(got.assumed_allocations[1].node_id, "node-00017");
