@@ -592,8 +592,8 @@ impl Partition {
             Some(b) => b.record(record.clone(), out),
             None => out.new_allocation(record.clone()),
         }
-        let group = record.task_group.clone();
-        let resource = record.resource.clone();
+        // Only a placeholder needs these afterwards (its gang books).
+        let gang = placeholder.then(|| (record.task_group.clone(), record.resource.clone()));
         self.allocations.insert(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
@@ -601,10 +601,11 @@ impl Partition {
         );
         // After the insert: whether it counts as running depends on it.
         apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
-        if placeholder {
-            self.placeholder_added(app_id, &uuid, &group, &resource, out);
-        } else {
-            self.rekey_app_at(app_slot);
+        match gang {
+            Some((group, resource)) => {
+                self.placeholder_added(app_id, &uuid, &group, &resource, out)
+            }
+            None => self.rekey_app_at(app_slot),
         }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);
