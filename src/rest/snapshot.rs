@@ -210,7 +210,8 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
         .apps
         .values()
         .map(|a| {
-            let mut allocations: Vec<Arc<str>> = a.allocations.iter().cloned().collect();
+            let mut allocations: Vec<Arc<str>> =
+                p.allocations.uuids(&a.allocations).cloned().collect();
             allocations.sort();
             AppSnap {
                 id: a.id.to_string(),
@@ -233,7 +234,8 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
         .nodes
         .values()
         .map(|n| {
-            let mut allocations: Vec<Arc<str>> = n.allocations.iter().cloned().collect();
+            let mut allocations: Vec<Arc<str>> =
+                p.allocations.uuids(&n.allocations).cloned().collect();
             allocations.sort();
             NodeSnap {
                 id: n.id.to_string(),

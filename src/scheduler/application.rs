@@ -193,8 +193,8 @@ pub struct Application {
     /// Sum of the application's real (non-placeholder) allocations: the
     /// usage for completion and fair order (placeholders: `gang`).
     pub allocated: Resource,
-    /// UUIDs of its allocations.
-    pub allocations: super::FastSet<Arc<str>>,
+    /// Slots of its allocations (in the partition's table).
+    pub allocations: super::allocs::AllocList,
     /// Bumped on each state change so stale timers do nothing.
     pub state_epoch: u64,
     /// Gang placeholder total (stored for later use).

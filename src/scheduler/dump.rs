@@ -311,7 +311,11 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                 pending: res(&a.pending),
                 pending_asks,
                 allocations: {
-                    let mut v: Vec<String> = a.allocations.iter().map(|u| u.to_string()).collect();
+                    let mut v: Vec<String> = p
+                        .allocations
+                        .uuids(&a.allocations)
+                        .map(|u| u.to_string())
+                        .collect();
                     v.sort();
                     v
                 },
@@ -331,9 +335,9 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                     })
                     .collect(),
                 replacements: {
-                    let mut v: Vec<ReplacementDump> = a
+                    let mut v: Vec<ReplacementDump> = p
                         .allocations
-                        .iter()
+                        .uuids(&a.allocations)
                         .filter_map(|u| Some((u, p.gang.swaps.get(u)?)))
                         .map(|(u, s)| ReplacementDump {
                             placeholder: u.to_string(),
@@ -353,9 +357,9 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                     v
                 },
                 releasing_placeholders: {
-                    let mut v: Vec<String> = a
+                    let mut v: Vec<String> = p
                         .allocations
-                        .iter()
+                        .uuids(&a.allocations)
                         .filter(|u| p.gang.releasing.contains(*u))
                         .map(|u| u.to_string())
                         .collect();
@@ -384,14 +388,15 @@ fn partition_dump(p: &Partition) -> PartitionDump {
             allocations: {
                 let mut v: Vec<AllocationDump> = n
                     .allocations
-                    .iter()
-                    .filter_map(|u| match p.allocations.get(u) {
-                        Some(a) => Some((&a.record, None)),
-                        // The real allocation of a cross-node swap in flight.
-                        None => {
-                            let ph = p.gang.by_real.get(u)?;
-                            Some((&p.gang.swaps.get(ph)?.real, Some(ph.to_string())))
+                    .slots()
+                    .filter_map(|s| {
+                        let a = p.allocations.at(s);
+                        if p.allocations.is_indexed(s) {
+                            return Some((&a.record, None));
                         }
+                        // The real allocation of a cross-node swap in flight.
+                        let ph = p.gang.by_real.get(&a.uuid)?;
+                        Some((&p.gang.swaps.get(ph)?.real, Some(ph.to_string())))
                     })
                     .map(|(a, replacing)| AllocationDump {
                         uuid: a.uuid.to_string(),

@@ -4,6 +4,7 @@
 //! Everything here runs on the core thread (see [`core::Core`]); nothing
 //! here touches raw pointers or knows about the C ABI.
 
+pub mod allocs;
 pub mod application;
 pub mod core;
 pub mod dump;

@@ -149,8 +149,8 @@ pub struct Node {
     /// An unlimited node (spec 11.6): every ask fits, predicates are not
     /// asked. It is then the partition's only node.
     pub unlimited: bool,
-    /// UUIDs of the allocations on this node.
-    pub allocations: super::FastSet<Arc<str>>,
+    /// Slots of the allocations on this node (in the partition's table).
+    pub allocations: super::allocs::AllocList,
     /// The node's current key in the partition's order (kept by its
     /// [`NodeTable`]).
     key: NodeKey,

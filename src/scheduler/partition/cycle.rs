@@ -549,16 +549,13 @@ impl Partition {
         }
         let mut buf = uuid::Uuid::encode_buffer();
         let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
-        app.allocations.insert(uuid.clone());
         app.started = true;
-        apps::sync_active(app, &mut self.queues);
         // A running application stays running: no state machine call.
         let progresses = !placeholder && app.state != AppState::Running;
         let queue = app.queue;
         self.queues.pending_to_allocated(queue, &resource);
         let node = self.nodes.at_mut(node_slot);
         node.allocated.add_assign(&resource);
-        node.allocations.insert(uuid.clone());
         let node_id = node.id.clone();
         self.nodes.refresh(node_slot, &self.node_policy);
         self.allocation_count += 1;
@@ -595,14 +592,20 @@ impl Partition {
             Some(b) => b.record(record.clone(), out),
             None => out.new_allocation(record.clone()),
         }
-        let group = record.task_group.clone();
-        let resource = record.resource.clone();
-        self.allocations
-            .insert(uuid.clone(), Allocation { record, queue });
-        if placeholder {
-            self.placeholder_added(app_id, &uuid, &group, &resource, out);
-        } else {
-            self.rekey_app_at(app_slot);
+        // Only a placeholder needs these afterwards (its gang books).
+        let gang = placeholder.then(|| (record.task_group.clone(), record.resource.clone()));
+        self.allocations.insert(
+            Allocation { record, queue },
+            &mut self.apps.at_mut(app_slot).allocations,
+            &mut self.nodes.at_mut(node_slot).allocations,
+        );
+        // After the insert: whether it counts as running depends on it.
+        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
+        match gang {
+            Some((group, resource)) => {
+                self.placeholder_added(app_id, &uuid, &group, &resource, out)
+            }
+            None => self.rekey_app_at(app_slot),
         }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);

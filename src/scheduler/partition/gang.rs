@@ -28,6 +28,9 @@ pub struct Swap {
     pub real: Arc<NewAllocation>,
     /// Whether it sits on the placeholder's node, in its space.
     pub same_node: bool,
+    /// On another node: its entry in the partition's allocation table,
+    /// listed by that node only until the swap is confirmed.
+    pub real_slot: Option<AllocSlot>,
     /// What the real allocation needs beyond the placeholder, per type:
     /// counted in queue usage from the decision on, so that the queue's
     /// max holds when the swap is confirmed.
@@ -214,11 +217,20 @@ impl Partition {
         }
         if !swap.same_node {
             self.gang.by_real.remove(&*real.uuid);
-            if let Some(n) = self.nodes.get_mut(&real.node) {
-                n.allocations.remove(&*real.uuid);
-                n.allocated.sub_clamped_assign(&real.resource);
-                let id = n.id.clone();
-                self.reposition_node(&id);
+            let node_slot = self.nodes.slot_of(&real.node);
+            if let Some(s) = swap.real_slot {
+                self.allocations.remove(
+                    s,
+                    None,
+                    node_slot.map(|n| &mut self.nodes.at_mut(n).allocations),
+                );
+            }
+            if let Some(s) = node_slot {
+                self.nodes
+                    .at_mut(s)
+                    .allocated
+                    .sub_clamped_assign(&real.resource);
+                self.nodes.refresh(s, &self.node_policy);
             }
         }
         let Some(app) = self.apps.get_mut(&real.app) else {
@@ -366,7 +378,7 @@ impl Partition {
         let (ask, ph) = first?;
         // A real allocation bigger than its placeholder needs the queue's
         // headroom for the difference.
-        let excess = ask.resource.sub_clamped(&self.allocations[ph].resource);
+        let excess = ask.resource.sub_clamped(&self.allocations[&**ph].resource);
         if !excess.is_zero()
             && !self
                 .queues
@@ -419,7 +431,7 @@ impl Partition {
     /// placeholder marked as being replaced. Returns the release entry for
     /// the placeholder that tells the RM (spec 9.3 step 3).
     fn make_swap(&mut self, plan: Plan, out: &mut Outcomes) -> si::AllocationRelease {
-        let ph = &self.allocations[&plan.placeholder];
+        let ph = &self.allocations[&*plan.placeholder];
         let (ph_resource, ph_key, ph_node) = (ph.resource.clone(), ph.key.clone(), ph.node.clone());
         let app = self.apps.get_mut(&plan.app).expect("found by the search");
         let ask = app.asks.get_mut(&plan.key).expect("found by the search");
@@ -452,10 +464,15 @@ impl Partition {
         if !excess.is_zero() {
             self.queues.add_allocated(q, &excess);
         }
+        let mut real_slot = None;
         if !plan.same_node {
             let n = self.nodes.get_mut(&plan.node).expect("found by the search");
             n.allocated.add_assign(&real.resource);
-            n.allocations.insert(uuid.clone());
+            let entry = Allocation {
+                record: real.clone(),
+                queue: q,
+            };
+            real_slot = Some(self.allocations.insert_in_flight(entry, &mut n.allocations));
             self.reposition_node(&plan.node);
             self.gang
                 .by_real
@@ -504,6 +521,7 @@ impl Partition {
             Swap {
                 real,
                 same_node: plan.same_node,
+                real_slot,
                 excess,
             },
         );
@@ -588,7 +606,44 @@ impl Partition {
     fn complete_swap(&mut self, ph: &str, out: &mut Outcomes) -> Option<Arc<NewAllocation>> {
         let swap = self.gang.swaps.remove(ph)?;
         let real = swap.real;
-        let a = self.allocations.remove(ph)?;
+        let ph_slot = self.allocations.slot_of(ph)?;
+        let a = self.allocations.at(ph_slot).clone();
+        let node_slot = self.nodes.slot_of(&a.node);
+        let app_slot = self.apps.slot_of(&a.app);
+        let entry = Allocation {
+            record: real.clone(),
+            queue: a.queue,
+        };
+        match (swap.same_node, app_slot) {
+            // The real allocation takes the placeholder's entry: same
+            // application, same node, same places in their lists.
+            (true, Some(_)) => {
+                self.allocations.replace(ph_slot, entry);
+            }
+            _ => {
+                self.allocations.remove(
+                    ph_slot,
+                    app_slot.map(|s| &mut self.apps.at_mut(s).allocations),
+                    node_slot.map(|s| &mut self.nodes.at_mut(s).allocations),
+                );
+                if let Some(rs) = swap.real_slot {
+                    match app_slot {
+                        Some(s) => {
+                            self.allocations
+                                .adopt(rs, entry, &mut self.apps.at_mut(s).allocations)
+                        }
+                        None => {
+                            let on = self.nodes.slot_of(&real.node);
+                            self.allocations.remove(
+                                rs,
+                                None,
+                                on.map(|s| &mut self.nodes.at_mut(s).allocations),
+                            );
+                        }
+                    }
+                }
+            }
+        }
         if !self.gang.unlinked.is_empty() {
             self.gang.unlinked.remove(ph);
         }
@@ -598,10 +653,6 @@ impl Partition {
         // Node: the placeholder's entry goes; on the same node the real one
         // takes it, sized as the real allocation.
         if let Some(n) = self.nodes.get_mut(&a.node) {
-            n.allocations.remove(ph);
-            if swap.same_node {
-                n.allocations.insert(real.uuid.clone());
-            }
             // The usual swap (same node, same size) leaves usage as it is.
             if !swap.same_node || real.resource != a.resource {
                 n.allocated.sub_clamped_assign(&a.resource);
@@ -623,7 +674,6 @@ impl Partition {
             self.queues.add_allocated(a.queue, &real.resource);
         }
         let app = self.apps.get_mut(&a.app)?;
-        app.allocations.remove(ph);
         app.gang
             .remove_placeholder(&a.task_group, &a.uuid, &a.resource);
         if let Some(g) = app.gang.groups.get_mut(&real.task_group) {
@@ -632,7 +682,6 @@ impl Partition {
         // The first replacement does not move the state on: the last
         // placeholder did already (spec 6.3).
         let first = app.allocated.is_zero();
-        app.allocations.insert(real.uuid.clone());
         app.allocated.add_assign(&real.resource);
         app.started = true;
         if app.gang.placeholders == 0 {
@@ -640,13 +689,6 @@ impl Partition {
         }
         apps::sync_active(app, &mut self.queues);
         let queue_path = self.queues.get(app.queue).path.clone();
-        self.allocations.insert(
-            real.uuid.clone(),
-            Allocation {
-                record: real.clone(),
-                queue: a.queue,
-            },
-        );
         self.allocation_count += 1;
         self.rekey_app(&a.app);
         self.sync_holder(&a.app);
@@ -777,10 +819,10 @@ impl Partition {
         }
         // Swaps in flight are undone (their real asks are gone): every
         // placeholder goes back.
-        let placeholders: Vec<Arc<str>> = self.apps[&*app_id]
+        let placeholders: Vec<Arc<str>> = self
             .allocations
-            .iter()
-            .filter(|u| self.allocations.get(*u).is_some_and(|a| a.placeholder))
+            .uuids(&self.apps[&*app_id].allocations)
+            .filter(|u| self.allocations.get(u).is_some_and(|a| a.placeholder))
             .cloned()
             .collect();
         for u in &placeholders {

@@ -163,7 +163,7 @@ impl Partition {
         if app.allocations.is_empty() {
             return;
         }
-        let mut uuids: Vec<Arc<str>> = app.allocations.iter().cloned().collect();
+        let mut uuids: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
         uuids.sort();
         let mut released = Vec::new();
         for u in uuids {
@@ -215,7 +215,7 @@ impl Partition {
         };
         // Nothing should be left at this point; if something is, it must not
         // stay on its node after the application is gone.
-        let leftover: Vec<Arc<str>> = app.allocations.iter().cloned().collect();
+        let leftover: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
         for u in leftover {
             log::warn!("application {app_id} terminated holding allocation {u}; removed");
             self.remove_allocation(&u);
@@ -322,7 +322,7 @@ impl Partition {
             return;
         };
         let keys: Vec<Arc<str>> = app.asks.keys().cloned().collect();
-        let uuids: Vec<Arc<str>> = app.allocations.iter().cloned().collect();
+        let uuids: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
         for k in keys {
             self.remove_ask(app_id, &k);
         }

@@ -77,23 +77,7 @@ impl AppTimeouts {
     }
 }
 
-/// An allocation: an ask placed on a node. The record is the one reported
-/// to the RM, shared rather than copied: the partition's map entry stays
-/// small and making an allocation builds one record, not two.
-#[derive(Debug, Clone)]
-pub struct Allocation {
-    /// What the RM was told (uuid, key, application, node, resource, ...).
-    pub record: Arc<NewAllocation>,
-    /// The application's leaf queue.
-    pub queue: QueueId,
-}
-
-impl std::ops::Deref for Allocation {
-    type Target = NewAllocation;
-    fn deref(&self) -> &NewAllocation {
-        &self.record
-    }
-}
+pub use super::allocs::{AllocList, AllocSlot, AllocTable, Allocation};
 
 /// A terminated application kept for the state dump.
 #[derive(Debug, Clone)]
@@ -151,8 +135,9 @@ pub struct Partition {
     pub total: Resource,
     /// Active applications by slot and by id.
     pub apps: KeyedSlab<Application>,
-    /// Live allocations by UUID.
-    pub allocations: FastMap<Arc<str>, Allocation>,
+    /// Live allocations by slot, with one index by UUID; nodes and
+    /// applications list their slots.
+    pub allocations: AllocTable,
     /// Recently terminated applications, newest last.
     pub finished: VecDeque<FinishedApp>,
     /// Allocations made since the partition was created.
@@ -212,7 +197,7 @@ impl Partition {
             nodes: NodeTable::default(),
             total: Resource::new(),
             apps: KeyedSlab::default(),
-            allocations: FastMap::default(),
+            allocations: AllocTable::default(),
             finished: VecDeque::new(),
             allocation_count: 0,
             reservations: Reservations::default(),

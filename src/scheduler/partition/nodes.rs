@@ -198,17 +198,14 @@ impl Partition {
             },
         );
         let uuid: Arc<str> = Arc::from(a.uuid.as_str());
-        app.allocations.insert(uuid.clone());
         if !a.placeholder {
             app.allocated.add_assign(&resource);
         }
         app.started = true;
-        apps::sync_active(app, &mut self.queues);
         let queue = app.queue;
         self.rekey_app(app_id);
         self.queues.add_allocated(queue, &resource);
         let node = self.nodes.get_mut(node_id).expect("checked by add_node");
-        node.allocations.insert(uuid.clone());
         node.allocated.add_assign(&resource);
         self.reposition_node(node_id);
         let record = Arc::new(NewAllocation {
@@ -225,8 +222,15 @@ impl Partition {
             placeholder: a.placeholder,
         });
         let group = record.task_group.clone();
-        self.allocations
-            .insert(uuid.clone(), Allocation { record, queue });
+        let app_slot = self.apps.slot_of(app_id).expect("checked by add_node");
+        let node_slot = self.nodes.slot_of(node_id).expect("checked by add_node");
+        self.allocations.insert(
+            Allocation { record, queue },
+            &mut self.apps.at_mut(app_slot).allocations,
+            &mut self.nodes.at_mut(node_slot).allocations,
+        );
+        // After the insert: whether it counts as running depends on it.
+        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
         if a.placeholder {
             let app_id = self.apps[app_id].id.clone();
             self.placeholder_added(&app_id, &uuid, &group, &resource, out);
@@ -307,7 +311,7 @@ impl Partition {
         if let Some(slot) = self.nodes.slot_of(node_id) {
             self.reservations.cancel_node(slot);
         }
-        let uuids: Vec<Arc<str>> = node.allocations.iter().cloned().collect();
+        let uuids: Vec<Arc<str>> = self.allocations.uuids(&node.allocations).cloned().collect();
         self.nodes.get_mut(node_id).expect("checked").schedulable = false;
         let mut released = Vec::new();
         // Per application: (real removed, placeholder removed).

@@ -13,20 +13,28 @@ impl Partition {
 
     /// Removes an allocation from node, queue, application and partition.
     pub(super) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
-        let a = self.allocations.get(uuid)?.clone();
+        let slot = self.allocations.slot_of(uuid)?;
+        let a = self.allocations.at(slot).clone();
         if a.placeholder {
             self.placeholder_leaving(&a);
         }
-        self.allocations.remove(uuid);
-        if let Some(n) = self.nodes.get_mut(&a.node) {
-            n.allocations.remove(uuid);
-            n.allocated.sub_clamped_assign(&a.resource);
-            let id = a.node.clone();
-            self.reposition_node(&id);
+        let node_slot = self.nodes.slot_of(&a.node);
+        let app_slot = self.apps.slot_of(&a.app);
+        self.allocations.remove(
+            slot,
+            app_slot.map(|s| &mut self.apps.at_mut(s).allocations),
+            node_slot.map(|s| &mut self.nodes.at_mut(s).allocations),
+        );
+        if let Some(s) = node_slot {
+            self.nodes
+                .at_mut(s)
+                .allocated
+                .sub_clamped_assign(&a.resource);
+            self.nodes.refresh(s, &self.node_policy);
         }
         self.queues.sub_allocated(a.queue, &a.resource);
-        if let Some(app) = self.apps.get_mut(&a.app) {
-            app.allocations.remove(uuid);
+        if let Some(s) = app_slot {
+            let app = self.apps.at_mut(s);
             if !a.placeholder {
                 app.allocated.sub_clamped_assign(&a.resource);
             }
@@ -55,8 +63,12 @@ impl Partition {
         }
         let app = &self.apps[app_id];
         let uuids: Vec<Arc<str>> = if rel.uuid.is_empty() {
-            app.allocations.iter().cloned().collect()
-        } else if app.allocations.contains(rel.uuid.as_str()) {
+            self.allocations.uuids(&app.allocations).cloned().collect()
+        } else if self
+            .allocations
+            .get(&rel.uuid)
+            .is_some_and(|a| *a.app == *app.id)
+        {
             vec![Arc::from(rel.uuid.as_str())]
         } else {
             Vec::new()

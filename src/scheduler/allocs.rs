@@ -1,0 +1,347 @@
+//! A partition's live allocations: one slab, reached by slot, with one
+//! index from UUID. A node and an application list the slots of their
+//! allocations; each slab entry remembers its position in both lists, so
+//! an allocation is linked and unlinked without hashing anything but its
+//! UUID once (the index: lookups by UUID and the duplicate check when a
+//! node registers with existing allocations).
+//!
+//! The real allocation of a gang swap in flight on another node than its
+//! placeholder is a slab entry outside the index and outside any
+//! application: it sits in its node's list (usage, node removal, dump) and
+//! its swap holds the slot until the swap is confirmed or undone.
+
+use std::sync::Arc;
+
+use super::outcome::NewAllocation;
+use super::queue::QueueId;
+use super::FastMap;
+
+/// An allocation's slot: stable while the allocation lives.
+pub type AllocSlot = u32;
+
+const NOWHERE: u32 = u32::MAX;
+
+/// An allocation: an ask placed on a node. The record is the one reported
+/// to the RM, shared rather than copied: the partition's entry stays small
+/// and making an allocation builds one record, not two.
+#[derive(Debug, Clone)]
+pub struct Allocation {
+    /// What the RM was told (uuid, key, application, node, resource, ...).
+    pub record: Arc<NewAllocation>,
+    /// The application's leaf queue.
+    pub queue: QueueId,
+}
+
+impl std::ops::Deref for Allocation {
+    type Target = NewAllocation;
+    fn deref(&self) -> &NewAllocation {
+        &self.record
+    }
+}
+
+/// The slots of a node's or an application's allocations, in no
+/// particular order (removal swaps the last one into the gap).
+#[derive(Debug, Clone, Default)]
+pub struct AllocList(Vec<AllocSlot>);
+
+impl AllocList {
+    /// How many allocations are listed.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether none are.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The listed slots.
+    pub fn slots(&self) -> impl Iterator<Item = AllocSlot> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+/// Which of an entry's two lists.
+#[derive(Debug, Clone, Copy)]
+pub enum Side {
+    /// Its application's list.
+    App,
+    /// Its node's list.
+    Node,
+}
+
+#[derive(Debug)]
+struct Entry {
+    alloc: Allocation,
+    /// Position in the application's list, `NOWHERE` when in none.
+    app_pos: u32,
+    /// Position in the node's list, `NOWHERE` when in none.
+    node_pos: u32,
+    /// Whether the UUID index finds it (not so for a swap's real
+    /// allocation in flight).
+    indexed: bool,
+}
+
+impl Entry {
+    fn pos(&mut self, side: Side) -> &mut u32 {
+        match side {
+            Side::App => &mut self.app_pos,
+            Side::Node => &mut self.node_pos,
+        }
+    }
+}
+
+/// Live allocations by slot, with the UUID index.
+#[derive(Debug, Default)]
+pub struct AllocTable {
+    slab: slab::Slab<Entry>,
+    by_uuid: FastMap<Arc<str>, AllocSlot>,
+}
+
+impl AllocTable {
+    /// How many live allocations the index holds (swaps in flight aside).
+    pub fn len(&self) -> usize {
+        self.by_uuid.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.by_uuid.is_empty()
+    }
+
+    /// The slot of allocation `uuid`.
+    pub fn slot_of(&self, uuid: &str) -> Option<AllocSlot> {
+        self.by_uuid.get(uuid).copied()
+    }
+
+    /// Whether allocation `uuid` exists.
+    pub fn contains_key(&self, uuid: &str) -> bool {
+        self.by_uuid.contains_key(uuid)
+    }
+
+    /// Allocation `uuid`.
+    pub fn get(&self, uuid: &str) -> Option<&Allocation> {
+        self.slot_of(uuid).map(|s| &self.slab[s as usize].alloc)
+    }
+
+    /// Allocation `uuid` with its shared UUID.
+    pub fn get_key_value(&self, uuid: &str) -> Option<(&Arc<str>, &Allocation)> {
+        let (k, s) = self.by_uuid.get_key_value(uuid)?;
+        Some((k, &self.slab[*s as usize].alloc))
+    }
+
+    /// The allocation in `slot` (indexed or a swap's real allocation).
+    pub fn at(&self, slot: AllocSlot) -> &Allocation {
+        &self.slab[slot as usize].alloc
+    }
+
+    /// Whether the allocation in `slot` is in the UUID index (false for a
+    /// swap's real allocation in flight).
+    pub fn is_indexed(&self, slot: AllocSlot) -> bool {
+        self.slab[slot as usize].indexed
+    }
+
+    /// The UUIDs of the allocations `list` holds.
+    pub fn uuids<'a>(&'a self, list: &'a AllocList) -> impl Iterator<Item = &'a Arc<str>> + 'a {
+        list.slots().map(|s| &self.at(s).record.uuid)
+    }
+
+    /// Indexed allocations with their UUID, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Allocation)> {
+        self.by_uuid
+            .iter()
+            .map(|(k, s)| (k, &self.slab[*s as usize].alloc))
+    }
+
+    /// Indexed allocations, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &Allocation> {
+        self.iter().map(|(_, a)| a)
+    }
+
+    /// Adds an allocation to the index, its application's and its node's
+    /// lists. The caller has checked that its UUID is new.
+    pub fn insert(
+        &mut self,
+        alloc: Allocation,
+        app: &mut AllocList,
+        node: &mut AllocList,
+    ) -> AllocSlot {
+        let uuid = alloc.record.uuid.clone();
+        let slot = self.add(alloc, true);
+        self.push(Side::App, app, slot);
+        self.push(Side::Node, node, slot);
+        let old = self.by_uuid.insert(uuid, slot);
+        debug_assert!(old.is_none(), "duplicate allocation UUID");
+        slot
+    }
+
+    /// Adds a swap's real allocation in flight: on its node only.
+    pub fn insert_in_flight(&mut self, alloc: Allocation, node: &mut AllocList) -> AllocSlot {
+        let slot = self.add(alloc, false);
+        self.push(Side::Node, node, slot);
+        slot
+    }
+
+    /// A swap's real allocation in flight becomes the live `alloc`:
+    /// indexed and listed by its application.
+    pub fn adopt(&mut self, slot: AllocSlot, alloc: Allocation, app: &mut AllocList) {
+        let e = &mut self.slab[slot as usize];
+        debug_assert!(!e.indexed);
+        e.indexed = true;
+        e.alloc = alloc;
+        let uuid = e.alloc.record.uuid.clone();
+        self.push(Side::App, app, slot);
+        self.by_uuid.insert(uuid, slot);
+    }
+
+    /// Puts `alloc` in the place of the indexed allocation in `slot` (same
+    /// application, same node, same list positions). Returns the old one.
+    pub fn replace(&mut self, slot: AllocSlot, alloc: Allocation) -> Allocation {
+        let uuid = alloc.record.uuid.clone();
+        let old = std::mem::replace(&mut self.slab[slot as usize].alloc, alloc);
+        self.by_uuid.remove(&*old.record.uuid);
+        self.by_uuid.insert(uuid, slot);
+        old
+    }
+
+    /// Removes the allocation in `slot` from the index and from the lists
+    /// given (`None` where the list's owner is already gone). Returns it.
+    pub fn remove(
+        &mut self,
+        slot: AllocSlot,
+        app: Option<&mut AllocList>,
+        node: Option<&mut AllocList>,
+    ) -> Allocation {
+        if let Some(list) = app {
+            self.unlink(Side::App, list, slot);
+        }
+        if let Some(list) = node {
+            self.unlink(Side::Node, list, slot);
+        }
+        let e = self.slab.remove(slot as usize);
+        if e.indexed {
+            self.by_uuid.remove(&*e.alloc.record.uuid);
+        }
+        e.alloc
+    }
+
+    fn add(&mut self, alloc: Allocation, indexed: bool) -> AllocSlot {
+        let slot = self.slab.insert(Entry {
+            alloc,
+            app_pos: NOWHERE,
+            node_pos: NOWHERE,
+            indexed,
+        });
+        AllocSlot::try_from(slot).expect("fewer than 2^32 live allocations")
+    }
+
+    fn push(&mut self, side: Side, list: &mut AllocList, slot: AllocSlot) {
+        *self.slab[slot as usize].pos(side) = list.0.len() as u32;
+        list.0.push(slot);
+    }
+
+    /// Takes `slot` out of `list` by its recorded position; the list's last
+    /// slot moves into the gap.
+    fn unlink(&mut self, side: Side, list: &mut AllocList, slot: AllocSlot) {
+        let pos = std::mem::replace(self.slab[slot as usize].pos(side), NOWHERE);
+        if pos == NOWHERE {
+            return;
+        }
+        let pos = pos as usize;
+        debug_assert_eq!(list.0.get(pos), Some(&slot), "allocation list out of step");
+        list.0.swap_remove(pos);
+        if let Some(&moved) = list.0.get(pos) {
+            *self.slab[moved as usize].pos(side) = pos as u32;
+        }
+    }
+}
+
+impl std::ops::Index<&str> for AllocTable {
+    type Output = Allocation;
+    fn index(&self, uuid: &str) -> &Allocation {
+        self.get(uuid).expect("no allocation with this UUID")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alloc(uuid: &str) -> Allocation {
+        Allocation {
+            record: Arc::new(NewAllocation {
+                key: Arc::from("k"),
+                uuid: Arc::from(uuid),
+                node: Arc::from("n"),
+                app: Arc::from("a"),
+                queue: Arc::from("root.a"),
+                partition: Arc::from("default"),
+                resource: Default::default(),
+                priority: 0,
+                tags: Default::default(),
+                task_group: Arc::from(""),
+                placeholder: false,
+            }),
+            queue: 0,
+        }
+    }
+
+    fn listed(t: &AllocTable, l: &AllocList) -> Vec<String> {
+        let mut v: Vec<String> = t.uuids(l).map(|u| u.to_string()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn lists_stay_in_step_through_removals_from_the_middle() {
+        let mut t = AllocTable::default();
+        let (mut app, mut n1, mut n2) = (
+            AllocList::default(),
+            AllocList::default(),
+            AllocList::default(),
+        );
+        let s: Vec<AllocSlot> = (0..6)
+            .map(|i| {
+                let node = if i % 2 == 0 { &mut n1 } else { &mut n2 };
+                t.insert(alloc(&format!("u{i}")), &mut app, node)
+            })
+            .collect();
+        assert_eq!(t.len(), 6);
+        t.remove(s[0], Some(&mut app), Some(&mut n1));
+        t.remove(s[3], Some(&mut app), Some(&mut n2));
+        assert_eq!(listed(&t, &app), ["u1", "u2", "u4", "u5"]);
+        assert_eq!(listed(&t, &n1), ["u2", "u4"]);
+        assert_eq!(listed(&t, &n2), ["u1", "u5"]);
+        assert!(t.get("u0").is_none() && t.get("u3").is_none());
+        assert_eq!(&*t.get("u5").unwrap().uuid, "u5");
+        // Every remaining one can still be removed by its slot.
+        for i in [5, 1, 4, 2] {
+            let node = if i % 2 == 0 { &mut n1 } else { &mut n2 };
+            t.remove(s[i], Some(&mut app), Some(node));
+        }
+        assert!(app.is_empty() && n1.is_empty() && n2.is_empty() && t.is_empty());
+    }
+
+    #[test]
+    fn in_flight_entries_join_the_index_when_adopted() {
+        let mut t = AllocTable::default();
+        let (mut app, mut node) = (AllocList::default(), AllocList::default());
+        let ph = t.insert(alloc("ph"), &mut app, &mut node);
+        let real = t.insert_in_flight(alloc("real"), &mut node);
+        assert!(t.get("real").is_none() && !t.is_indexed(real));
+        assert_eq!(t.len(), 1);
+        assert_eq!(listed(&t, &node), ["ph", "real"]);
+        t.adopt(real, alloc("real"), &mut app);
+        assert_eq!(t.slot_of("real"), Some(real));
+        assert_eq!(listed(&t, &app), ["ph", "real"]);
+        // Same-node replacement keeps the slot and the positions.
+        let old = t.replace(ph, alloc("ph2"));
+        assert_eq!(&*old.uuid, "ph");
+        assert!(t.get("ph").is_none());
+        assert_eq!(t.slot_of("ph2"), Some(ph));
+        assert_eq!(listed(&t, &node), ["ph2", "real"]);
+        t.remove(ph, Some(&mut app), Some(&mut node));
+        assert_eq!(listed(&t, &app), ["real"]);
+        assert_eq!(listed(&t, &node), ["real"]);
+    }
+}
