@@ -131,6 +131,14 @@ pub trait ResourceManagerCallback: Send + Sync {
     ) {
     }
 
+    /// Whether [`Self::update_container_scheduling_state`] is implemented.
+    /// When false the core skips the outstanding-request check for this RM
+    /// (spec 8.12): its only output is that callback, and at 500,000 waiting
+    /// asks the walk and the reports cost a second of CPU per check.
+    fn has_container_scheduling_state(&self) -> bool {
+        true
+    }
+
     /// Asks the RM to persist a new configuration text.
     fn update_configuration(
         &self,

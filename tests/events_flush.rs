@@ -271,3 +271,107 @@ fn outstanding_asks_are_reported_until_allocated() {
             .all(|c| c.allocation_key == "never"));
     });
 }
+
+/// Registers RM `quiet` on `h`'s scheduler with every callback but
+/// `UpdateContainerSchedulingState`, recording into a new recorder.
+fn register_without_container_state(h: &Harness) -> std::sync::Arc<Recorder> {
+    use prost::Message;
+    use sicore::ffi::*;
+    let rec = new_recorder(h.sched, Behaviour::default());
+    let mut cbs = callbacks_for(&rec);
+    cbs.update_container_scheduling_state = None;
+    let req = si::RegisterResourceManagerRequest {
+        rm_id: "quiet".into(),
+        version: "test".into(),
+        policy_group: "queues".into(),
+    }
+    .encode_to_vec();
+    let mut err = sicore_buffer::empty();
+    let st = sicore_register_resource_manager(
+        h.sched,
+        req.as_ptr(),
+        req.len(),
+        &cbs,
+        std::ptr::null_mut(),
+        &mut err,
+    );
+    assert_eq!(st, SICORE_OK, "{}", take_string(err));
+    rec
+}
+
+#[test]
+fn an_rm_without_the_container_state_callback_schedules_as_before() {
+    use prost::Message;
+    use sicore::ffi::*;
+    // "rm" registered the callback, "quiet" did not: the check is skipped
+    // for "quiet" only (nothing could reach it), "rm" keeps its reports and
+    // "quiet" schedules exactly as before.
+    let h = Harness::standard(options(0, 20), Behaviour::default(), 1);
+    let quiet = register_without_container_state(&h);
+    let as_quiet = |f: extern "C" fn(
+        *mut sicore_scheduler,
+        *const u8,
+        usize,
+        *mut sicore_buffer,
+    ) -> sicore_status,
+                    bytes: Vec<u8>| {
+        let (st, msg) = h.raw(f, &bytes);
+        assert_eq!(st, SICORE_OK, "{msg}");
+    };
+    as_quiet(
+        sicore_update_node,
+        si::NodeRequest {
+            nodes: vec![node("q-node", 1000, 10)],
+            rm_id: "quiet".into(),
+        }
+        .encode_to_vec(),
+    );
+    quiet.wait("quiet's node", |s| s.nodes_accepted.len() == 1);
+    as_quiet(
+        sicore_update_application,
+        si::ApplicationRequest {
+            new: vec![app("q-app", "root.a")],
+            rm_id: "quiet".into(),
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    );
+    quiet.wait("quiet's application", |s| s.apps_accepted.len() == 1);
+    // Both RMs have an ask that no node fits yet.
+    as_quiet(
+        sicore_update_allocation,
+        si::AllocationRequest {
+            asks: vec![ask("q-app", "q-waits", 2000, 1, 1)],
+            rm_id: "quiet".into(),
+            ..Default::default()
+        }
+        .encode_to_vec(),
+    );
+    assert_eq!(h.asks(vec![ask("app-1", "waits", 2000, 1, 1)]).0, SICORE_OK);
+    h.wait("rm's reports", |s| {
+        s.container_states
+            .iter()
+            .filter(|c| c.allocation_key == "waits")
+            .count()
+            >= 2
+    });
+    h.seen(|s| {
+        assert!(s
+            .container_states
+            .iter()
+            .all(|c| c.allocation_key == "waits"));
+    });
+    // Capacity arrives for "quiet": its waiting ask is placed.
+    as_quiet(
+        sicore_update_node,
+        si::NodeRequest {
+            nodes: vec![node("q-big", 2500, 10)],
+            rm_id: "quiet".into(),
+        }
+        .encode_to_vec(),
+    );
+    quiet.wait("quiet's allocation", |s| {
+        s.allocations.iter().any(|a| a.allocation_key == "q-waits")
+    });
+    assert!(quiet.seen.lock().unwrap().container_states.is_empty());
+}

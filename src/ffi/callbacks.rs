@@ -251,6 +251,10 @@ impl ResourceManagerCallback for CallbackTable {
         self.notify_call(self.0.update_container_scheduling_state, r);
     }
 
+    fn has_container_scheduling_state(&self) -> bool {
+        self.0.update_container_scheduling_state.is_some()
+    }
+
     fn update_configuration(
         &self,
         r: &si::UpdateConfigurationRequest,

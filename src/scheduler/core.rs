@@ -375,6 +375,9 @@ impl Core {
             let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
+            if !rm.callback.has_container_scheduling_state() {
+                continue; // nobody to tell: the walk would be wasted
+            }
             for (app, key) in p.outstanding_requests() {
                 let req = si::UpdateContainerSchedulingStateRequest {
                     applicartion_id: app.to_string(),
