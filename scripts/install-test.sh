@@ -94,6 +94,10 @@ modcache=$(go env GOMODCACHE)
 for d in "$modcache/$modpath@$gov" "$modcache/cache/download/$modpath/@v"; do
   if [ -e "$d" ]; then chmod -R u+w "$d" && rm -rf "$d"; fi
 done
+# The go command also indexes a module version's files once, in its build
+# cache, for good: without this a second run on one machine builds the
+# first run's file list (new files of the binding "undefined").
+export GODEBUG=goindex=0
 
 app=$work/gorm
 mkdir -p "$app/simplerm"
