@@ -18,7 +18,7 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 
-use crate::{check, decode, take_string};
+use crate::{check, decode, register_sim, take_string};
 
 /// The gang workload's size.
 pub struct GangArgs {
@@ -224,22 +224,7 @@ pub fn run(args: GangArgs) -> Result<(), String> {
         update_configuration: None,
         release: Some(on_release),
     };
-    let reg = si::RegisterResourceManagerRequest {
-        rm_id: "sim".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        policy_group: "queues".into(),
-    }
-    .encode_to_vec();
-    let mut err = sicore_buffer::empty();
-    let st = sicore_register_resource_manager(
-        handle.0,
-        reg.as_ptr(),
-        reg.len(),
-        &table,
-        std::ptr::null_mut(),
-        &mut err,
-    );
-    check("RegisterResourceManager", st, err)?;
+    register_sim(handle.0, &table)?;
 
     // Nodes with room for several members each.
     let nodes: Vec<si::NodeInfo> = (0..args.nodes)

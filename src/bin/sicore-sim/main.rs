@@ -244,6 +244,26 @@ fn take_string(buf: sicore_buffer) -> String {
     s
 }
 
+/// Registers the simulated RM `sim` (policy group `queues`) with `table`.
+fn register_sim(sched: *mut sicore_scheduler, table: &sicore_callbacks) -> Result<(), String> {
+    let reg = si::RegisterResourceManagerRequest {
+        rm_id: "sim".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        policy_group: "queues".into(),
+    }
+    .encode_to_vec();
+    let mut err = sicore_buffer::empty();
+    let st = sicore_register_resource_manager(
+        sched,
+        reg.as_ptr(),
+        reg.len(),
+        table,
+        std::ptr::null_mut(),
+        &mut err,
+    );
+    check("RegisterResourceManager", st, err)
+}
+
 fn check(what: &str, st: sicore_status, err: sicore_buffer) -> Result<(), String> {
     let msg = take_string(err);
     if st == sicore_status::SICORE_OK {
@@ -390,22 +410,7 @@ fn run(args: Args) -> Result<(), String> {
         update_configuration: None,
         release: Some(on_release),
     };
-    let reg = si::RegisterResourceManagerRequest {
-        rm_id: "sim".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        policy_group: "queues".into(),
-    }
-    .encode_to_vec();
-    let mut err = sicore_buffer::empty();
-    let st = sicore_register_resource_manager(
-        sim.sched,
-        reg.as_ptr(),
-        reg.len(),
-        &table,
-        std::ptr::null_mut(),
-        &mut err,
-    );
-    check("RegisterResourceManager", st, err)?;
+    register_sim(sim.sched, &table)?;
 
     // Nodes: memory around 400,000 and 250 vcores, so the default workload
     // (about 32M memory and 20k vcores in all) fits with room to spare.
