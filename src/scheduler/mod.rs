@@ -6,6 +6,7 @@
 
 pub mod allocs;
 pub mod application;
+pub mod clock;
 pub mod core;
 pub mod dump;
 pub mod gang;
