@@ -316,6 +316,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     let state = Arc::new(Rm::default());
     let _ = state.waiter.set(std::thread::current());
     let cb = sicore_callbacks {
+        struct_size: std::mem::size_of::<sicore_callbacks>(),
         user_data: Arc::into_raw(state.clone()) as *mut c_void,
         update_allocation: Some(on_alloc),
         update_application: Some(on_app),

@@ -49,6 +49,7 @@ step "rust: build (release: libsicore.so, libsicore.a, sicore-sim)"
 cargo build --release
 
 step "c abi: exported symbols against abi/sicore.abi"
+python3 scripts/test_abi_check.py
 python3 scripts/abi_check.py
 
 # The tests run in an optimised build with integer overflow checks on

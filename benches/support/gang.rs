@@ -170,6 +170,7 @@ pub fn run(nodes: usize, apps: usize, members: usize) -> (f64, f64) {
     state.sched.store(s, Ordering::Release);
     let _ = state.waiter.set(std::thread::current());
     let cb = sicore_callbacks {
+        struct_size: std::mem::size_of::<sicore_callbacks>(),
         user_data: Arc::into_raw(state.clone()) as *mut c_void,
         update_allocation: Some(on_alloc),
         update_application: Some(on_app),

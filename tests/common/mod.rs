@@ -319,6 +319,7 @@ pub fn new_recorder(sched: *mut sicore_scheduler, behaviour: Behaviour) -> Arc<R
 pub fn callbacks_for(rec: &Arc<Recorder>) -> sicore_callbacks {
     let with_predicates = rec.behaviour.lock().unwrap().with_predicates;
     sicore_callbacks {
+        struct_size: std::mem::size_of::<sicore_callbacks>(),
         user_data: Arc::into_raw(rec.clone()) as *mut c_void,
         update_allocation: Some(on_allocation),
         update_application: Some(on_application),

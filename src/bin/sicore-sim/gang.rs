@@ -209,6 +209,7 @@ pub fn run(args: GangArgs) -> Result<(), String> {
     let c = Arc::new(Counters::default());
     c.sched.store(sched, Ordering::SeqCst);
     let table = sicore_callbacks {
+        struct_size: std::mem::size_of::<sicore_callbacks>(),
         user_data: Arc::into_raw(c.clone()) as *mut c_void,
         update_allocation: Some(on_allocation),
         update_application: Some(on_application),

@@ -395,6 +395,7 @@ fn run(args: Args) -> Result<(), String> {
     };
 
     let table = sicore_callbacks {
+        struct_size: std::mem::size_of::<sicore_callbacks>(),
         user_data: Arc::into_raw(sim.counters.clone()) as *mut c_void,
         update_allocation: Some(on_allocation),
         update_application: Some(on_application),
