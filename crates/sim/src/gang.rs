@@ -18,7 +18,7 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 
-use crate::{check, decode, register_sim, take_string};
+use crate::{check, decode, library_version, register_sim, take_string};
 
 /// The gang workload's size.
 pub struct GangArgs {
@@ -344,10 +344,7 @@ pub fn run(args: GangArgs) -> Result<(), String> {
     let running = apps_list.iter().filter(|a| a["state"] == "Running").count();
 
     println!("sicore-sim gang report");
-    println!(
-        "  library              sicore {}",
-        env!("CARGO_PKG_VERSION")
-    );
+    println!("  library              sicore {}", library_version());
     println!("  nodes                {}", args.nodes);
     println!(
         "  applications         {} (one task group of {} members each)",

@@ -233,6 +233,14 @@ unsafe extern "C" fn on_release(ud: *mut c_void) {
     drop(Arc::from_raw(ud as *const Counters));
 }
 
+/// The version of the library the simulator runs on (`sicore_version()`).
+fn library_version() -> String {
+    // SAFETY: sicore_version returns a static NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(sicore_version()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 fn take_string(buf: sicore_buffer) -> String {
     if buf.data.is_null() {
         return String::new();
@@ -248,7 +256,7 @@ fn take_string(buf: sicore_buffer) -> String {
 fn register_sim(sched: *mut sicore_scheduler, table: &sicore_callbacks) -> Result<(), String> {
     let reg = si::RegisterResourceManagerRequest {
         rm_id: "sim".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
+        version: library_version(),
         policy_group: "queues".into(),
     }
     .encode_to_vec();
@@ -549,7 +557,7 @@ fn run(args: Args) -> Result<(), String> {
     let last = c.last_alloc_ns.load(Ordering::SeqCst) as f64 / 1e9;
     let dump = sim.dump()?;
     println!("sicore-sim report");
-    println!("  library            sicore {}", env!("CARGO_PKG_VERSION"));
+    println!("  library            sicore {}", library_version());
     println!("  configuration      {config_name}");
     println!("  seed               {}", args.seed);
     println!(
@@ -640,10 +648,7 @@ fn run(args: Args) -> Result<(), String> {
     println!("\napplication states  {by_state:?}");
     if let (Some(path), Some(rec)) = (&args.html, c.report.get()) {
         let meta = vec![
-            (
-                "library".into(),
-                format!("sicore {}", env!("CARGO_PKG_VERSION")),
-            ),
+            ("library".into(), format!("sicore {}", library_version())),
             ("configuration".into(), config_name.clone()),
             ("seed".into(), args.seed.to_string()),
             ("nodes".into(), args.nodes.to_string()),
