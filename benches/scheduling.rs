@@ -33,9 +33,7 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1::SchedulerOptions;
-use sicore_c_rm::{
-    get, new_scheduler, register, table, wait_until, Counters, Installed, Rm, UpdateFn,
-};
+use sicore_c_rm::{get, new_scheduler, register, table, wait_until, Counters, Installed, UpdateFn};
 
 const CONFIG: &str = "
 partitions:
@@ -51,31 +49,6 @@ partitions:
             resources:
               guaranteed: {memory: 1000000, vcore: 10000}
 ";
-
-/// The bench's RM: decodes every message (the shared trampolines do) and
-/// counts what it was told.
-#[derive(Default)]
-struct BenchRm {
-    counters: Counters,
-}
-
-impl Rm for BenchRm {
-    fn update_allocation(&self, m: si::AllocationResponse) -> Result<(), String> {
-        self.counters.allocation(&m);
-        Ok(())
-    }
-    fn update_application(&self, m: si::ApplicationResponse) -> Result<(), String> {
-        self.counters.application(&m);
-        Ok(())
-    }
-    fn update_node(&self, m: si::NodeResponse) -> Result<(), String> {
-        self.counters.node(&m);
-        Ok(())
-    }
-    // Predicates: the default lets every node pass, after decoding the
-    // question: the cost of the Predicates path itself (one call per node
-    // tried, and the ReSync that must reach the RM before each call).
-}
 
 fn wait(what: &str, done: impl Fn() -> bool) {
     wait_until(what, Duration::from_secs(600), done).unwrap_or_else(|e| panic!("{e}"));
@@ -224,8 +197,12 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     opts.disable_events = true;
     opts.log_level = "warn".into();
     let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
-    let state = Arc::new(BenchRm::default());
-    state.counters.set_waiter(std::thread::current());
+    // The RM only counts; the shared trampolines decode every message, and
+    // its Predicates lets every node pass after decoding the question: the
+    // cost of the Predicates path itself (one call per node tried, and the
+    // ReSync that must reach the RM before each call).
+    let state = Arc::new(Counters::default());
+    state.set_waiter(std::thread::current());
     let cb = table(
         &state,
         Installed {
@@ -257,7 +234,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             },
         );
     }
-    wait("nodes", || get(&state.counters.nodes_accepted) == nodes);
+    wait("nodes", || get(&state.nodes_accepted) == nodes);
     let apps = ["root.a", "root.b"]
         .iter()
         .enumerate()
@@ -281,7 +258,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             ..Default::default()
         },
     );
-    wait("apps", || get(&state.counters.apps_accepted) == 2);
+    wait("apps", || get(&state.apps_accepted) == 2);
 
     let requests = match shape {
         Shape::Asks => single_asks(asks),
@@ -295,7 +272,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             sicore_status::SICORE_OK
         );
     }
-    wait("allocations", || get(&state.counters.allocations) == asks);
+    wait("allocations", || get(&state.allocations) == asks);
     let secs = start.elapsed().as_secs_f64();
     if std::env::var_os("SICORE_BENCH_THREADS").is_some() {
         let after = thread_cpu_ms();

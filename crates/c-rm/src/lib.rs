@@ -444,6 +444,30 @@ impl Counters {
     }
 }
 
+/// An RM that only counts, deciding nothing (every node fits).
+impl Rm for Counters {
+    fn update_allocation(&self, m: si::AllocationResponse) -> Result<(), String> {
+        self.allocation(&m);
+        Ok(())
+    }
+    fn update_application(&self, m: si::ApplicationResponse) -> Result<(), String> {
+        self.application(&m);
+        Ok(())
+    }
+    fn update_node(&self, m: si::NodeResponse) -> Result<(), String> {
+        self.node(&m);
+        Ok(())
+    }
+    fn predicates(&self, _m: si::PredicatesArgs) -> Result<(), String> {
+        self.predicate();
+        Ok(())
+    }
+    fn resync_scheduler_cache(&self, m: si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        self.resync(&m);
+        Ok(())
+    }
+}
+
 /// Reads a counter.
 pub fn get(c: &AtomicUsize) -> usize {
     c.load(Ordering::Acquire)
