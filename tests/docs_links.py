@@ -71,7 +71,11 @@ def check(page):
 
 
 def main():
-    pages = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pages = [
+        ROOT / "README.md",
+        ROOT / "CHANGELOG.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+    ]
     problems = [p for page in pages for p in check(page)]
     for problem in problems:
         print(problem)
