@@ -13,7 +13,6 @@
 //! queues them to the core, and delivers outcomes to the RM's callbacks from
 //! library-owned threads.
 
-pub mod api;
 pub mod config;
 pub mod error;
 pub mod events;
@@ -32,6 +31,7 @@ pub use api::{ResourceManagerCallback, SchedulerApi};
 pub use error::{Error, Status};
 pub use options::Options;
 pub use rmproxy::Scheduler;
+pub use scheduler::api;
 
 /// The core thread allocates and frees on every decision, often memory
 /// another thread allocated (requests decoded on the RM's thread, reports

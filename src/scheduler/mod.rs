@@ -5,6 +5,7 @@
 //! here touches raw pointers or knows about the C ABI.
 
 pub mod allocs;
+pub mod api;
 pub mod application;
 pub mod clock;
 pub mod core;
