@@ -14,11 +14,13 @@
 //! library-owned threads.
 
 pub mod config;
+pub mod entrypoint;
 pub mod error;
 pub mod events;
 pub mod ffi;
 #[doc(hidden)]
 pub mod fuzzing;
+pub(crate) mod loglevel;
 pub mod metrics;
 pub mod options;
 pub mod proto;
@@ -28,9 +30,9 @@ pub mod scheduler;
 pub mod security;
 
 pub use api::{ResourceManagerCallback, SchedulerApi};
+pub use entrypoint::Scheduler;
 pub use error::{Error, Status};
 pub use options::Options;
-pub use rmproxy::Scheduler;
 pub use scheduler::api;
 
 /// The core thread allocates and frees on every decision, often memory

@@ -26,10 +26,9 @@ use prometheus_client::registry::Registry;
 use crate::events::EventStats;
 use crate::scheduler::outcome::OutMsg;
 
-/// How often the core refreshes the state gauges.
-pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
-/// One history sample a minute (the reference's period).
-pub const HISTORY_INTERVAL: Duration = Duration::from_secs(60);
+/// How often the core refreshes the state gauges, and takes a history
+/// sample (one a minute, the reference's period).
+pub use crate::scheduler::observe::{HISTORY_INTERVAL, REFRESH_INTERVAL};
 /// 24 hours of samples.
 pub const HISTORY_LEN: usize = 1440;
 
