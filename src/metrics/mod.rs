@@ -12,7 +12,6 @@
 pub mod gauges;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -26,9 +25,6 @@ use prometheus_client::registry::Registry;
 use crate::events::EventStats;
 use crate::scheduler::outcome::OutMsg;
 
-/// How often the core refreshes the state gauges, and takes a history
-/// sample (one a minute, the reference's period).
-pub use crate::scheduler::observe::{HISTORY_INTERVAL, REFRESH_INTERVAL};
 /// 24 hours of samples.
 pub const HISTORY_LEN: usize = 1440;
 
@@ -494,9 +490,6 @@ fn clamp(v: u64) -> i64 {
 pub fn queue_metric_name(path: &str) -> String {
     sanitize(path)
 }
-
-/// Shared handle.
-pub type SharedMetrics = Arc<Metrics>;
 
 #[cfg(test)]
 mod tests {

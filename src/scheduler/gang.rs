@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use super::resource::Resource;
 
-/// Default placeholder timeout when the application sets none (spec 6.4).
-pub use crate::options::DEFAULT_PLACEHOLDER_TIMEOUT;
 /// Info passed with the timeout's state change (spec 9.4).
 pub const INFO_RESERVATION_TIMEOUT: &str = "ResourceReservationTimeout";
 /// Message of placeholder releases on timeout.

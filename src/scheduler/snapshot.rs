@@ -1,7 +1,7 @@
 //! What the scheduler publishes: one copy of its state, built on the core
 //! thread, that every reader renders from.
 //!
-//! The state dump ([`super::dump`]) is this model serialised as it stands
+//! The state dump (`scheduler::dump`) is this model serialised as it stands
 //! (the field names are the dump's stable names; fields only the REST
 //! service reads are skipped); the REST service renders its YuniKorn
 //! shaped documents and runs its health checks on the same copy, off the

@@ -150,7 +150,9 @@ impl Core {
         self.partitions.values().any(Partition::has_pending)
     }
 
-    /// Takes what the steps so far produced for the RMs, in order.
+    /// Takes what the steps so far produced for the RMs, in order (the
+    /// thread loop drains instead, keeping the buffer).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn take_outbound(&mut self) -> Vec<Outbound> {
         std::mem::take(&mut self.outbox)
     }
@@ -159,11 +161,6 @@ impl Core {
     /// keeping the buffer for the next step.
     pub fn drain_outbound(&mut self, deliver: impl FnMut(Outbound)) {
         self.outbox.drain(..).for_each(deliver);
-    }
-
-    /// The clock the core reads.
-    pub fn clock(&self) -> &SharedClock {
-        &self.clock
     }
 
     /// Runs `f`, logging a panic instead of killing the core thread.

@@ -77,7 +77,7 @@ impl AppTimeouts {
     }
 }
 
-pub use super::allocs::{AllocList, AllocSlot, AllocTable, Allocation};
+pub use super::allocs::{AllocSlot, AllocTable, Allocation};
 
 /// A terminated application kept for the state dump.
 #[derive(Debug, Clone)]
