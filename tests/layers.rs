@@ -77,49 +77,127 @@ fn module_of(src: &Path, file: &Path) -> Option<String> {
     Some(first.trim_end_matches(".rs").to_string())
 }
 
-/// Top-level modules a source text names through `crate::`, with the
-/// line of the first mention of each. Comments are skipped.
-fn referenced(text: &str) -> BTreeMap<String, usize> {
-    let mut found = BTreeMap::new();
-    for (no, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            // `sicore::crate::` cannot occur; `$crate::` is a macro path.
-            let preceded = rest[..at]
-                .chars()
-                .next_back()
-                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
-            rest = after;
-            if preceded {
+/// The names a path segment list starts with: `{a, b::c}` gives `a`, `b`;
+/// `a::b` gives `a`.
+fn first_names(after: &str) -> Vec<String> {
+    let ident = |t: &str| -> String {
+        t.trim()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    if let Some(group) = after.strip_prefix('{') {
+        // The group may span lines; the first line is enough for the names
+        // it starts with.
+        group
+            .split(',')
+            .map(|s| ident(s.trim().split("::").next().unwrap_or("")))
+            .filter(|n| !n.is_empty())
+            .collect()
+    } else {
+        let n = ident(after);
+        if n.is_empty() {
+            vec![]
+        } else {
+            vec![n]
+        }
+    }
+}
+
+/// Names the crate root (`lib.rs`) re-exports, with the top-level module
+/// each comes from (`pub use scheduler::api;` makes `crate::api` mean
+/// `scheduler`).
+fn root_aliases(lib: &str, modules: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut aliases: BTreeMap<String, String> = BTreeMap::new();
+    // Twice, so an alias of an alias resolves.
+    for _ in 0..2 {
+        for line in lib.lines() {
+            let Some(path) = line.trim().strip_prefix("pub use ") else {
                 continue;
-            }
-            let names: Vec<String> = if let Some(group) = after.strip_prefix('{') {
-                // `use crate::{a, b::c}`: the group may span lines; the
-                // first line is enough for the names it starts with.
-                group
-                    .split(',')
-                    .map(|s| s.trim().split("::").next().unwrap_or("").to_string())
-                    .collect()
+            };
+            let path = path.trim_end_matches(';');
+            let (head, tail) = path.split_once("::").unwrap_or((path, ""));
+            let head = head.trim_start_matches("crate::");
+            let Some(module) = modules
+                .get(head)
+                .cloned()
+                .or_else(|| aliases.get(head).cloned())
+            else {
+                continue;
+            };
+            let last = tail.rsplit("::").next().unwrap_or("");
+            let names = if last.is_empty() {
+                vec![head.to_string()]
+            } else if last.starts_with('{') {
+                first_names(last)
             } else {
-                vec![after
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect()]
+                vec![last.to_string()]
             };
             for n in names {
-                let n: String = n
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !n.is_empty() {
-                    found.entry(n).or_insert(no + 1);
+                if !modules.contains(&n) {
+                    aliases.insert(n, module.clone());
                 }
             }
         }
     }
+    aliases
+}
+
+/// Top-level names a source text reaches, with the line of the first
+/// mention of each: every `crate::` path, and `super::` chains that climb
+/// out to the crate root from a file `depth` modules deep. Comments are
+/// skipped.
+fn referenced(text: &str, depth: usize) -> BTreeMap<String, usize> {
+    let mut found = BTreeMap::new();
+    for (no, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find(|c: char| c == 'c' || c == 's') {
+            let here = &rest[at..];
+            let preceded = rest[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ':');
+            let mut after = None;
+            if !preceded {
+                if let Some(a) = here.strip_prefix("crate::") {
+                    after = Some(a);
+                } else if here.starts_with("super::") {
+                    let mut a = here;
+                    let mut ups = 0;
+                    while let Some(next) = a.strip_prefix("super::") {
+                        a = next;
+                        ups += 1;
+                    }
+                    if ups >= depth {
+                        after = Some(a);
+                    }
+                }
+            }
+            match after {
+                Some(a) => {
+                    for n in first_names(a) {
+                        found.entry(n).or_insert(no + 1);
+                    }
+                    rest = a;
+                }
+                None => rest = &rest[at + 1..],
+            }
+        }
+    }
     found
+}
+
+/// How many modules deep a file under `src/` is (`src/x.rs` and
+/// `src/x/mod.rs` are 1, `src/x/y.rs` is 2).
+fn depth_of(src: &Path, file: &Path) -> usize {
+    let rel = file.strip_prefix(src).expect("under src");
+    let parts = rel.components().count();
+    if rel.file_name().is_some_and(|n| n == "mod.rs") {
+        parts - 1
+    } else {
+        parts
+    }
 }
 
 /// The import graph between top-level modules: from -> to -> (file, line).
@@ -129,6 +207,8 @@ fn graph() -> BTreeMap<String, BTreeMap<String, (String, usize)>> {
     rust_files(&src, &mut files);
     files.sort();
     let modules: BTreeSet<String> = files.iter().filter_map(|f| module_of(&src, f)).collect();
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("readable lib.rs");
+    let aliases = root_aliases(&lib, &modules);
     let mut g: BTreeMap<String, BTreeMap<String, (String, usize)>> = BTreeMap::new();
     for file in &files {
         let Some(from) = module_of(&src, file) else {
@@ -140,7 +220,8 @@ fn graph() -> BTreeMap<String, BTreeMap<String, (String, usize)>> {
             .unwrap_or(file)
             .display()
             .to_string();
-        for (to, line) in referenced(&text) {
+        for (name, line) in referenced(&text, depth_of(&src, file)) {
+            let to = aliases.get(&name).cloned().unwrap_or(name);
             if to != from && modules.contains(&to) {
                 g.entry(from.clone())
                     .or_default()
@@ -220,8 +301,13 @@ fn no_circle_between_top_level_modules() {
 
 #[test]
 fn the_reader_sees_paths() {
-    // The scanner itself: a group, a plain path, a comment and a macro path.
-    let text = "use crate::{a, b::c};\nlet x = crate::d::e();\n// crate::f\n$crate::g\n";
-    let names: Vec<String> = referenced(text).into_keys().collect();
-    assert_eq!(names, ["a", "b", "d"]);
+    // The scanner itself: a group, a plain path, a comment, a macro path,
+    // and `super::` chains that do and do not reach the crate root.
+    let text = "use crate::{a, b::c};\nlet x = crate::d::e();\n// crate::f\n$crate::g\nuse super::super::h;\nuse super::i;\n";
+    let names: Vec<String> = referenced(text, 2).into_keys().collect();
+    assert_eq!(names, ["a", "b", "d", "h"]);
+    let modules: BTreeSet<String> = ["scheduler".to_string()].into();
+    let aliases = root_aliases("pub use scheduler::api;\npub use api::{T, U};\n", &modules);
+    assert_eq!(aliases.get("api").map(String::as_str), Some("scheduler"));
+    assert_eq!(aliases.get("U").map(String::as_str), Some("scheduler"));
 }
