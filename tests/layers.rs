@@ -152,7 +152,7 @@ fn referenced(text: &str, depth: usize) -> BTreeMap<String, usize> {
     for (no, line) in text.lines().enumerate() {
         let code = line.split("//").next().unwrap_or("");
         let mut rest = code;
-        while let Some(at) = rest.find(|c: char| c == 'c' || c == 's') {
+        while let Some(at) = rest.find(['c', 's']) {
             let here = &rest[at..];
             let preceded = rest[..at]
                 .chars()
