@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{usage_bucket, HistorySample, Metrics, StateSample};
 use crate::events::EventStats;
-use crate::scheduler::application::AppState;
+use crate::scheduler::objects::application::AppState;
 use crate::scheduler::partition::Partition;
 use crate::scheduler::resource::{name_of, Resource};
 

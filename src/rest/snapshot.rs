@@ -12,9 +12,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use crate::api::ResourceManagerCallback;
 use crate::scheduler::core::RmState;
+use crate::scheduler::objects::queue::{QueueId, ROOT};
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::partition::Partition;
-use crate::scheduler::queue::{QueueId, ROOT};
 use crate::scheduler::resource::{name_of, Resource};
 
 /// Named quantities, sorted by name.

@@ -862,7 +862,7 @@ impl Core {
             let key = resolve_partition(
                 &rm,
                 node.attributes
-                    .get(super::node::ATTR_PARTITION)
+                    .get(super::objects::node::ATTR_PARTITION)
                     .map_or("", String::as_str),
             );
             let pname = match &key {
@@ -873,7 +873,7 @@ impl Core {
             if node.action == ActionFromRm::Create as i32 {
                 // An unlimited node must come alone (spec 11.6); the
                 // partition's own rules follow in `add_node`.
-                let unlimited = super::node::is_unlimited(&node.attributes);
+                let unlimited = super::objects::node::is_unlimited(&node.attributes);
                 let result = match (p, &key) {
                     (_, Err(e)) => Err(e.clone()),
                     _ if unlimited && req.nodes.len() > 1 => Err(

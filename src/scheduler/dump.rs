@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::application::AppState;
 use super::core::RmState;
+use super::objects::application::AppState;
+use super::objects::queue::{QueueId, ROOT};
 use super::partition::Partition;
-use super::queue::{QueueId, ROOT};
 use super::resource::Resource;
 
 type Res = BTreeMap<String, i64>;

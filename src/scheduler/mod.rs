@@ -4,21 +4,17 @@
 //! Everything here runs on the core thread (see [`core::Core`]); nothing
 //! here touches raw pointers or knows about the C ABI.
 
-pub mod allocs;
-pub mod application;
 pub mod clock;
 pub mod core;
 pub mod dump;
 pub mod gang;
 pub mod keyed;
-pub mod node;
+pub mod objects;
 pub mod outcome;
 pub mod partition;
 pub mod placement;
-pub mod queue;
 pub mod reload;
 pub mod request;
-pub mod reservation;
 pub mod resource;
 pub mod resync;
 

@@ -79,7 +79,7 @@ impl Partition {
     }
 
     /// Placement (spec 5): returns the leaf queue, creating it if a rule allows.
-    pub(super) fn place(
+    pub(crate) fn place(
         &mut self,
         app_id: &str,
         requested: &str,
@@ -140,7 +140,7 @@ fn parse_quota(text: &str) -> Option<Resource> {
 /// Brings the queue counters of `maxapplications` in line with whether the
 /// application counts now; called after every change of its state or of
 /// its allocations.
-pub(super) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
+pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
     let now = counts_as_running(app);
     if now != app.counted_active {
         app.counted_active = now;
@@ -154,7 +154,7 @@ pub(super) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
 /// count even when the state machine moved it on (`Accepted` ->
 /// `Completing` when its asks are withdrawn, then `Running` on a new ask):
 /// it would otherwise take a slot the limit never granted.
-pub(super) fn counts_as_running(a: &Application) -> bool {
+pub(crate) fn counts_as_running(a: &Application) -> bool {
     match a.state {
         AppState::Completed | AppState::Failed | AppState::Expired | AppState::Rejected => false,
         AppState::Starting | AppState::Running | AppState::Completing if a.started => true,
@@ -187,7 +187,7 @@ impl Partition {
     /// any ancestor already has as many running applications as its limit,
     /// applications that have not started yet are held back; they stay
     /// `Accepted` until a running one finishes.
-    pub(super) fn fair_leaf_apps(
+    pub(crate) fn fair_leaf_apps(
         &self,
         q: QueueId,
     ) -> impl Iterator<Item = (Slot, &Application)> + '_ {
@@ -203,7 +203,7 @@ impl Partition {
 
     /// Rebuilds every fair leaf's application order, after a reload that
     /// may have changed policies or guarantees.
-    pub(super) fn rebuild_fair_orders(&mut self) {
+    pub(crate) fn rebuild_fair_orders(&mut self) {
         let leaves: Vec<QueueId> = self.queues.iter().map(|(id, _)| id).collect();
         for q in leaves {
             self.queues.get_mut(q).fair_apps.clear();
@@ -219,14 +219,14 @@ impl Partition {
 
     /// Re-files an application in its leaf's fair order after its usage
     /// (or the leaf's guarantee) changed.
-    pub(super) fn rekey_app(&mut self, app_id: &str) {
+    pub(crate) fn rekey_app(&mut self, app_id: &str) {
         if let Some(slot) = self.apps.slot_of(app_id) {
             self.rekey_app_at(slot);
         }
     }
 
     /// [`Self::rekey_app`] by slot.
-    pub(super) fn rekey_app_at(&mut self, slot: Slot) {
+    pub(crate) fn rekey_app_at(&mut self, slot: Slot) {
         let app = self.apps.at_mut(slot);
         let queue = self.queues.get_mut(app.queue);
         // Only fair leaves keep the order (rebuilt when a reload changes
@@ -246,7 +246,7 @@ impl Partition {
     /// Applications of leaf `q` in submission order, without those held
     /// back by `maxapplications` (see [`Self::fair_leaf_apps`] for the fair
     /// order).
-    pub(super) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
+    pub(crate) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
         self.queues
             .get(q)

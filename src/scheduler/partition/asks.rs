@@ -86,7 +86,7 @@ impl Partition {
     }
 
     /// Removes one ask and its outstanding demand. Returns whether it existed.
-    pub(super) fn remove_ask(&mut self, app_id: &str, key: &str) -> bool {
+    pub(crate) fn remove_ask(&mut self, app_id: &str, key: &str) -> bool {
         let Some(old) = self
             .apps
             .get_mut(app_id)

@@ -73,7 +73,7 @@ impl Partition {
         // each predicate call (see `ResyncBarrier`); without one, nothing
         // is asked and the dispatcher sends the ReSync as before.
         let barrier = cb.filter(|c| c.has_predicates()).map(ResyncBarrier::new);
-        // Gang swaps confirmed since the last pass land first (gang.rs).
+        // Gang swaps confirmed since the last pass land first (gang/swap.rs).
         if self.emit_confirmed(barrier.as_ref(), out) {
             if let Some(b) = &barrier {
                 b.deliver();
@@ -403,7 +403,7 @@ impl Partition {
     /// One allocation attempt of an ask on a node (spec 8.7 step 3): free
     /// resource, then the RM's predicates. A refusal's reason becomes a
     /// `REQUEST` event (the store keeps the latest per ask).
-    pub(super) fn try_node(
+    pub(crate) fn try_node(
         &self,
         app: &str,
         ask: &Ask,
@@ -520,7 +520,7 @@ impl Partition {
     /// Makes the allocation (spec 8.7 step 3 and 8.8), settles the ask's
     /// reservations and queues the report to the RM (through the barrier
     /// when the RM has predicates).
-    pub(super) fn commit(
+    pub(crate) fn commit(
         &mut self,
         app_slot: Slot,
         ask_slot: Slot,

@@ -1,7 +1,7 @@
 //! The application state machine, its timers, completion and removal
 //! (spec 6.2-6.7).
 //!
-//! Placeholders (gang scheduling, `gang.rs`) do not count as real usage in
+//! Placeholders (gang scheduling, `gang/`) do not count as real usage in
 //! the completion checks, the completing timer releases leftover ones with
 //! `TIMEOUT`, and removing the last one moves a `Completing`, `Failing` or
 //! `Resuming` application on.
@@ -208,7 +208,7 @@ impl Partition {
 
     /// The application leaves the partition (spec 6.6). Returns the time it
     /// terminated, which identifies its history entry.
-    pub(super) fn terminate(&mut self, app_id: &str) -> i64 {
+    pub(crate) fn terminate(&mut self, app_id: &str) -> i64 {
         let finished_ns = now_ns();
         let Some(app) = self.apps.get(app_id) else {
             return finished_ns;
@@ -247,7 +247,7 @@ impl Partition {
     }
 
     /// Removes empty dynamic queues from `q` upwards.
-    pub(super) fn cleanup_queue(&mut self, q: QueueId) {
+    pub(crate) fn cleanup_queue(&mut self, q: QueueId) {
         let mut cur = Some(q);
         while let Some(c) = cur {
             let parent = self.queues.get(c).parent;
@@ -265,7 +265,7 @@ impl Partition {
 
     /// Completion check after asks were removed (spec 6.3): no demand and
     /// no real allocation left, unless `Failing` or `Completing`.
-    pub(super) fn check_completion(&mut self, app_id: &str, out: &mut Outcomes) {
+    pub(crate) fn check_completion(&mut self, app_id: &str, out: &mut Outcomes) {
         let idle = self.apps.get(app_id).is_some_and(|a| {
             a.pending.is_zero()
                 && self.no_real_allocations(a)
@@ -282,7 +282,7 @@ impl Partition {
     /// Transitions after allocations were removed (spec 6.3). `real` and
     /// `placeholders` say what kind was removed; `all` that every allocation
     /// of the application went at once.
-    pub(super) fn after_allocations_removed(
+    pub(crate) fn after_allocations_removed(
         &mut self,
         app_id: &str,
         real: bool,

@@ -2,11 +2,9 @@
 //! nodes and applications. Every RM request and every scheduling decision
 //! for the partition goes through here, on the core thread.
 
-mod apps;
+pub(crate) mod apps;
 mod asks;
 mod cycle;
-mod gang; // placeholder replacement, confirmation and timeout (spec 9)
-pub use gang::GangBook;
 mod lifecycle;
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
@@ -18,16 +16,17 @@ use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::application::{
+use super::gang::GangBook;
+use super::keyed::{KeyedSlab, Slot};
+use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
-use super::keyed::{KeyedSlab, Slot};
-use super::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
+use super::objects::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
+use super::objects::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
+use super::objects::reservation::{Reservations, ReservedAsk};
 use super::outcome::{AppTimer, NewAllocation, Outcomes};
 use super::placement::{PlacementManager, QueueView};
-use super::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
 use super::request::priority_of;
-use super::reservation::{Reservations, ReservedAsk};
 use super::resource::{compare_shares, shares, Resource};
 use super::{FastMap, FastSet};
 use crate::api::ResourceManagerCallback;
@@ -77,7 +76,7 @@ impl AppTimeouts {
     }
 }
 
-pub use super::allocs::{AllocList, AllocSlot, AllocTable, Allocation};
+pub use super::objects::allocs::{AllocList, AllocSlot, AllocTable, Allocation};
 
 /// A terminated application kept for the state dump.
 #[derive(Debug, Clone)]
@@ -146,8 +145,8 @@ pub struct Partition {
     pub reservations: Reservations,
     /// Gang swaps in flight and placeholders being released (spec 9).
     pub gang: GangBook,
-    seq: u64,
-    timeouts: AppTimeouts,
+    pub(crate) seq: u64,
+    pub(crate) timeouts: AppTimeouts,
 }
 
 fn now_ns() -> i64 {
@@ -207,7 +206,7 @@ impl Partition {
         })
     }
 
-    fn next_seq(&mut self) -> u64 {
+    pub(crate) fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }

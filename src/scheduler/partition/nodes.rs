@@ -16,7 +16,7 @@ impl Partition {
         }
         // Unlimited nodes (spec 11.6): only with reservations off, and
         // alone in their partition.
-        let unlimited = crate::scheduler::node::is_unlimited(&info.attributes);
+        let unlimited = crate::scheduler::objects::node::is_unlimited(&info.attributes);
         if unlimited && self.timeouts.reservation_delay.is_some() {
             return Err("Reservation is enabled, registering unlimited node is forbidden".into());
         }
@@ -163,7 +163,7 @@ impl Partition {
         ));
     }
 
-    pub(super) fn recover_allocation(
+    pub(crate) fn recover_allocation(
         &mut self,
         node_id: &Arc<str>,
         a: &si::Allocation,
@@ -318,11 +318,11 @@ impl Partition {
         let mut touched: Vec<(Arc<str>, bool, bool)> = Vec::new();
         let mut confirmed = Vec::new();
         for u in uuids {
-            // Gang swaps in flight first (spec 11.5, gang.rs).
+            // Gang swaps in flight first (spec 11.5, gang/timeout.rs).
             match self.node_removal_swap(&u, out) {
-                gang::NodeSwapAction::None => {}
-                gang::NodeSwapAction::Handled => continue,
-                gang::NodeSwapAction::Confirmed(real) => {
+                crate::scheduler::gang::NodeSwapAction::None => {}
+                crate::scheduler::gang::NodeSwapAction::Handled => continue,
+                crate::scheduler::gang::NodeSwapAction::Confirmed(real) => {
                     confirmed.push(real);
                     continue;
                 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::resource::{intern, ResId, Resource};
+use crate::scheduler::resource::{intern, ResId, Resource};
 
 /// Attribute naming a node's partition.
 pub const ATTR_PARTITION: &str = "si/node-partition";
@@ -238,7 +238,7 @@ const LABEL_STEP: u64 = 1 << 32;
 #[derive(Debug, Default)]
 pub struct NodeTable {
     slab: slab::Slab<Node>,
-    by_id: super::FastMap<Arc<str>, NodeSlot>,
+    by_id: crate::scheduler::FastMap<Arc<str>, NodeSlot>,
     /// Ids in byte order: the neighbours a new node's label goes between.
     id_order: BTreeMap<Arc<str>, NodeSlot>,
     /// Policy order: [`NodeKey::packed`] to slot.

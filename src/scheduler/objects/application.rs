@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::queue::QueueId;
-use super::resource::Resource;
+use crate::scheduler::resource::Resource;
 use crate::security::UserGroup;
 
 /// Tag that pins an ask to one node.
@@ -185,9 +185,9 @@ pub struct Application {
     /// Submission time.
     pub submitted: Instant,
     /// Asks by slot and by key.
-    pub asks: super::keyed::KeyedSlab<Ask>,
+    pub asks: crate::scheduler::keyed::KeyedSlab<Ask>,
     /// Asks with repeats left, in scheduling order.
-    pub ask_order: BTreeMap<AskOrderKey, super::keyed::Slot>,
+    pub ask_order: BTreeMap<AskOrderKey, crate::scheduler::keyed::Slot>,
     /// Outstanding demand.
     pub pending: Resource,
     /// Sum of the application's real (non-placeholder) allocations: the
@@ -200,14 +200,14 @@ pub struct Application {
     /// Gang placeholder total (stored for later use).
     pub placeholder_ask: Option<Resource>,
     /// Its key in the leaf's fair order (see `Queue::fair_apps`).
-    pub fair_key: super::resource::ShareKey,
+    pub fair_key: crate::scheduler::resource::ShareKey,
     /// Whether its queues count it in `active_apps` (see
     /// `Partition::sync_active`).
     pub counted_active: bool,
     /// Whether it has ever held an allocation.
     pub started: bool,
     /// Gang scheduling state (spec 9).
-    pub gang: super::gang::AppGang,
+    pub gang: crate::scheduler::gang::AppGang,
 }
 
 impl Application {

@@ -1,12 +1,19 @@
 //! Gang scheduling, the application side (spec 9): the style, the
 //! placeholder books and the task groups of one application. The partition
-//! side (replacement, confirmation, timeout) is `partition/gang.rs`.
+//! side (books, replacement, confirmation, timeout) is in `book.rs`,
+//! `swap.rs` and `timeout.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::resource::Resource;
+
+mod book;
+mod swap;
+mod timeout;
+pub use book::{GangBook, Swap};
+pub(crate) use timeout::NodeSwapAction;
 
 /// Default placeholder timeout when the application sets none (spec 6.4).
 pub const DEFAULT_PLACEHOLDER_TIMEOUT: Duration = Duration::from_secs(15 * 60);

@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::resource::{Resource, ShareKey};
 use crate::config::{ChildTemplateConfig, QueueConfig};
+use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::{Acl, UserGroup};
 
 /// Index of a queue in its tree's arena.
@@ -107,7 +107,7 @@ pub struct Queue {
     /// Configured application limit (0 = none).
     pub max_applications: u64,
     /// Applications of a leaf keyed by submission sequence.
-    pub apps: BTreeMap<u64, super::keyed::Slot>,
+    pub apps: BTreeMap<u64, crate::scheduler::keyed::Slot>,
     /// Applications of a leaf in fair order: usage share relative to the
     /// queue's guarantee, then submission sequence (kept by the partition).
     pub fair_apps: BTreeSet<(ShareKey, u64)>,
@@ -216,7 +216,7 @@ pub struct QueueTree {
     /// Slots of removed queues, reused before the vector grows: dynamic
     /// queues come and go all the time.
     free: Vec<QueueId>,
-    by_path: super::FastMap<String, QueueId>,
+    by_path: crate::scheduler::FastMap<String, QueueId>,
 }
 
 /// The root's id.
