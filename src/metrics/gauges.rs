@@ -43,10 +43,10 @@ pub fn refresh<K>(
             .filter(|f| f.state == AppState::Completed)
             .count() as i64;
         for n in p.nodes.values() {
-            for (id, cap) in n.capacity.iter() {
+            for (id, cap) in n.capacity().iter() {
                 if cap > 0 {
                     usage.entry(name_of(id)).or_default()
-                        [usage_bucket(n.allocated.get(id), cap)] += 1;
+                        [usage_bucket(n.allocated().get(id), cap)] += 1;
                 }
             }
         }

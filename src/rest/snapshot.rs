@@ -218,7 +218,7 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
                 queue: p.queues.get(a.queue).path.to_string(),
                 state: a.state.as_str(),
                 submitted_ns: unix_ns(a.submitted, now, now_unix),
-                allocated: named(&a.allocated),
+                allocated: named(a.allocated()),
                 pending: named(&a.pending),
                 pending_allocations: a
                     .asks
@@ -240,10 +240,10 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
             NodeSnap {
                 id: n.id.to_string(),
                 attributes: n.attributes.clone(),
-                capacity: named(&n.capacity),
-                allocated: named(&n.allocated),
-                occupied: named(&n.occupied),
-                available: named(&n.available),
+                capacity: named(n.capacity()),
+                allocated: named(n.allocated()),
+                occupied: named(n.occupied()),
+                available: named(n.available()),
                 schedulable: n.schedulable,
                 allocations,
             }
@@ -253,9 +253,10 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
     PartitionSnap {
         name: p.name.clone(),
         rm_id: p.rm_id.clone(),
-        node_policy: p.node_policy.name(),
+        node_policy: p.nodes.policy().name(),
         weights: p
-            .node_policy
+            .nodes
+            .policy()
             .weights
             .iter()
             .map(|(id, w)| (name_of(*id).to_string(), *w))

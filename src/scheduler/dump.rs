@@ -307,7 +307,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
                 state: a.state.as_str().to_string(),
                 user: a.user.user.clone(),
                 groups: a.user.groups.clone(),
-                allocated: res(&a.allocated),
+                allocated: res(a.allocated()),
                 pending: res(&a.pending),
                 pending_asks,
                 allocations: {
@@ -375,10 +375,10 @@ fn partition_dump(p: &Partition) -> PartitionDump {
         .values()
         .map(|n| NodeDump {
             id: n.id.to_string(),
-            capacity: res(&n.capacity),
-            allocated: res(&n.allocated),
-            occupied: res(&n.occupied),
-            available: res(&n.available),
+            capacity: res(n.capacity()),
+            allocated: res(n.allocated()),
+            occupied: res(n.occupied()),
+            available: res(n.available()),
             schedulable: n.schedulable,
             attributes: n
                 .attributes
@@ -416,7 +416,7 @@ fn partition_dump(p: &Partition) -> PartitionDump {
     PartitionDump {
         name: p.name.clone(),
         rm_id: p.rm_id.clone(),
-        node_sort_policy: p.node_policy.name().to_string(),
+        node_sort_policy: p.nodes.policy().name().to_string(),
         total: res(&p.total),
         allocation_count: p.allocation_count,
         root: queue_dump(p, ROOT),

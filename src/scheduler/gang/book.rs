@@ -215,11 +215,7 @@ impl Partition {
                 );
             }
             if let Some(s) = node_slot {
-                self.nodes
-                    .at_mut(s)
-                    .allocated
-                    .sub_clamped_assign(&real.resource);
-                self.nodes.refresh(s, &self.node_policy);
+                self.nodes.release(s, &real.resource);
             }
         }
         let Some(app) = self.apps.get_mut(&real.app) else {

@@ -236,14 +236,14 @@ impl Partition {
         }
         let mut real_slot = None;
         if !plan.same_node {
-            let n = self.nodes.get_mut(&plan.node).expect("found by the search");
-            n.allocated.add_assign(&real.resource);
+            let s = self.nodes.slot_of(&plan.node).expect("found by the search");
+            self.nodes.allocate(s, &real.resource);
             let entry = Allocation {
                 record: real.clone(),
                 queue: q,
             };
-            real_slot = Some(self.allocations.insert_in_flight(entry, &mut n.allocations));
-            self.reposition_node(&plan.node);
+            let list = &mut self.nodes.at_mut(s).allocations;
+            real_slot = Some(self.allocations.insert_in_flight(entry, list));
             self.gang
                 .by_real
                 .insert(uuid.clone(), plan.placeholder.clone());
@@ -426,15 +426,12 @@ impl Partition {
         }
         // Node: the placeholder's entry goes; on the same node the real one
         // takes it, sized as the real allocation.
-        if let Some(n) = self.nodes.get_mut(&a.node) {
+        if let Some(s) = node_slot {
             // The usual swap (same node, same size) leaves usage as it is.
-            if !swap.same_node || real.resource != a.resource {
-                n.allocated.sub_clamped_assign(&a.resource);
-                if swap.same_node {
-                    n.allocated.add_assign(&real.resource);
-                }
-                let id = n.id.clone();
-                self.reposition_node(&id);
+            if !swap.same_node {
+                self.nodes.release(s, &a.resource);
+            } else if real.resource != a.resource {
+                self.nodes.resize(s, &a.resource, &real.resource);
             }
         }
         if !swap.same_node {
@@ -455,8 +452,8 @@ impl Partition {
         }
         // The first replacement does not move the state on: the last
         // placeholder did already (spec 6.3).
-        let first = app.allocated.is_zero();
-        app.allocated.add_assign(&real.resource);
+        let first = app.allocated().is_zero();
+        app.allocate(&real.resource, self.queues.get_mut(app.queue));
         app.started = true;
         if app.gang.placeholders == 0 {
             app.gang.timer_epoch = 0;
@@ -464,7 +461,6 @@ impl Partition {
         apps::sync_active(app, &mut self.queues);
         let queue_path = self.queues.get(app.queue).path.clone();
         self.allocation_count += 1;
-        self.rekey_app(&a.app);
         self.sync_holder(&a.app);
         if self.timeouts.events.allows(EventType::App as i32) {
             out.event(events::record(

@@ -45,30 +45,20 @@ impl Partition {
         let id: Arc<str> = Arc::from(app_id);
         let (slot, _) = self.apps.insert(
             id.clone(),
-            Application {
+            Application::new(
                 id,
                 queue,
                 user,
-                tags: req.tags.clone(),
-                state: AppState::New,
+                req.tags.clone(),
                 seq,
-                submitted: Instant::now(),
-                asks: Default::default(),
-                ask_order: BTreeMap::new(),
-                pending: Resource::new(),
-                allocated: Resource::new(),
-                allocations: Default::default(),
-                state_epoch: 0,
+                Instant::now(),
                 placeholder_ask,
-                fair_key: ShareKey::default(),
-                counted_active: false,
-                started: false,
-                gang: crate::scheduler::gang::AppGang {
+                crate::scheduler::gang::AppGang {
                     style: crate::scheduler::gang::GangStyle::parse(&req.gang_scheduling_style),
                     timeout_ms: req.execution_timeout_milli_seconds,
                     ..Default::default()
                 },
-            },
+            ),
         );
         let leaf = self.queues.get_mut(queue);
         leaf.apps.insert(seq, slot);
@@ -209,38 +199,8 @@ impl Partition {
             self.queues.get_mut(q).fair_apps.clear();
         }
         for app in self.apps.values_mut() {
-            let leaf = self.queues.get_mut(app.queue);
-            if leaf.sort_policy == AppSortPolicy::Fair {
-                app.fair_key = ShareKey::of(&app.allocated, leaf.guaranteed.as_ref());
-                leaf.fair_apps.insert((app.fair_key.clone(), app.seq));
-            }
+            app.file_in(self.queues.get_mut(app.queue));
         }
-    }
-
-    /// Re-files an application in its leaf's fair order after its usage
-    /// (or the leaf's guarantee) changed.
-    pub(crate) fn rekey_app(&mut self, app_id: &str) {
-        if let Some(slot) = self.apps.slot_of(app_id) {
-            self.rekey_app_at(slot);
-        }
-    }
-
-    /// [`Self::rekey_app`] by slot.
-    pub(crate) fn rekey_app_at(&mut self, slot: Slot) {
-        let app = self.apps.at_mut(slot);
-        let queue = self.queues.get_mut(app.queue);
-        // Only fair leaves keep the order (rebuilt when a reload changes
-        // a leaf's policy or guarantee).
-        if queue.sort_policy != AppSortPolicy::Fair {
-            return;
-        }
-        let key = ShareKey::of(&app.allocated, queue.guaranteed.as_ref());
-        if key == app.fair_key {
-            return;
-        }
-        let old = std::mem::replace(&mut app.fair_key, key.clone());
-        queue.fair_apps.remove(&(old, app.seq));
-        queue.fair_apps.insert((key, app.seq));
     }
 
     /// Applications of leaf `q` in submission order, without those held

@@ -160,7 +160,7 @@ impl Partition {
                         // A leaf without demand is not walked: after every other.
                         leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
                         if fair {
-                            app.fair_key.clone()
+                            app.fair_key().clone()
                         } else {
                             ShareKey::default()
                         },
@@ -500,7 +500,7 @@ impl Partition {
                 && reserved_by.is_none()
                 && !self.reservations.app_holds_node(&app.id, n.key().slot())
             {
-                let score = fit_score(&ask.resource, &n.available);
+                let score = fit_score(&ask.resource, n.available());
                 if candidate.is_none_or(|(best, _)| score < best) {
                     candidate = Some((score, n));
                 }
@@ -545,7 +545,7 @@ impl Partition {
         let task_group = ask.task_group.clone();
         app.pending.sub_clamped_assign(&resource);
         if !placeholder {
-            app.allocated.add_assign(&resource);
+            app.allocate(&resource, self.queues.get_mut(app.queue));
         }
         let mut buf = uuid::Uuid::encode_buffer();
         let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
@@ -554,10 +554,8 @@ impl Partition {
         let progresses = !placeholder && app.state != AppState::Running;
         let queue = app.queue;
         self.queues.pending_to_allocated(queue, &resource);
-        let node = self.nodes.at_mut(node_slot);
-        node.allocated.add_assign(&resource);
-        let node_id = node.id.clone();
-        self.nodes.refresh(node_slot, &self.node_policy);
+        self.nodes.allocate(node_slot, &resource);
+        let node_id = self.nodes[node_slot].id.clone();
         self.allocation_count += 1;
 
         if !self.reservations.is_empty() {
@@ -601,11 +599,8 @@ impl Partition {
         );
         // After the insert: whether it counts as running depends on it.
         apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
-        match gang {
-            Some((group, resource)) => {
-                self.placeholder_added(app_id, &uuid, &group, &resource, out)
-            }
-            None => self.rekey_app_at(app_slot),
+        if let Some((group, resource)) = gang {
+            self.placeholder_added(app_id, &uuid, &group, &resource, out)
         }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);

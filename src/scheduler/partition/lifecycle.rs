@@ -226,10 +226,8 @@ impl Partition {
         }
         self.reservations.cancel_app(app_id);
         self.queues.sub_pending(app.queue, &app.pending);
-        self.queues.sub_allocated(app.queue, &app.allocated);
-        let leaf = self.queues.get_mut(app.queue);
-        leaf.apps.remove(&app.seq);
-        leaf.fair_apps.remove(&(app.fair_key.clone(), app.seq));
+        self.queues.sub_allocated(app.queue, app.allocated());
+        app.leave(self.queues.get_mut(app.queue));
         if self.finished.len() >= COMPLETED_HISTORY {
             self.finished.pop_front();
         }

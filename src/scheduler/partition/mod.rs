@@ -124,11 +124,9 @@ pub struct Partition {
     pub queues: QueueTree,
     /// Placement rules.
     pub placement: PlacementManager,
-    /// Node order policy.
-    pub node_policy: NodeSortPolicy,
     /// Whether preemption is enabled (stored; inert as in v0.12).
     pub preemption_enabled: bool,
-    /// Nodes: by slot, by id and in policy order.
+    /// Nodes: by slot, by id and in the order of the node sort policy.
     pub nodes: NodeTable,
     /// Sum of node capacities (root's max).
     pub total: Resource,
@@ -188,12 +186,11 @@ impl Partition {
             rm_id: rm_id.to_string(),
             queues: QueueTree::from_config(root)?,
             placement: PlacementManager::new(&cfg.placement_rules)?,
-            node_policy: NodeSortPolicy::new(
+            preemption_enabled: cfg.preemption.enabled,
+            nodes: NodeTable::new(NodeSortPolicy::new(
                 &cfg.node_sort_policy.policy_type,
                 &cfg.node_sort_policy.resource_weights,
-            )?,
-            preemption_enabled: cfg.preemption.enabled,
-            nodes: NodeTable::default(),
+            )?),
             total: Resource::new(),
             apps: KeyedSlab::default(),
             allocations: AllocTable::default(),
@@ -254,11 +251,7 @@ impl Partition {
         self.queues.reconfigure(root)?;
         self.queues.remove_unused();
         self.placement = placement;
-        self.node_policy = policy;
-        let slots: Vec<NodeSlot> = self.nodes.values().map(|n| n.key().slot()).collect();
-        for slot in slots {
-            self.nodes.refresh(slot, &self.node_policy);
-        }
+        self.nodes.set_policy(policy);
         // Policies and guarantees may have changed.
         self.rebuild_fair_orders();
         Ok(())

@@ -103,7 +103,7 @@ impl Partition {
                 ))
             };
             recovered_sum = recovered_sum.checked_add(&r).ok_or_else(overflow)?;
-            app.allocated
+            app.allocated()
                 .checked_add(&recovered_sum)
                 .ok_or_else(overflow)?;
             self.queues
@@ -115,13 +115,7 @@ impl Partition {
                     ))
                 })?;
         }
-        let node = Node::new(
-            node_id,
-            info.attributes.clone(),
-            capacity.clone(),
-            occupied,
-            &self.node_policy,
-        );
+        let node = Node::new(node_id, info.attributes.clone(), capacity.clone(), occupied);
         let id = node.id.clone();
         self.nodes.insert(node);
         self.total = new_total;
@@ -199,15 +193,13 @@ impl Partition {
         );
         let uuid: Arc<str> = Arc::from(a.uuid.as_str());
         if !a.placeholder {
-            app.allocated.add_assign(&resource);
+            app.allocate(&resource, self.queues.get_mut(app.queue));
         }
         app.started = true;
         let queue = app.queue;
-        self.rekey_app(app_id);
         self.queues.add_allocated(queue, &resource);
-        let node = self.nodes.get_mut(node_id).expect("checked by add_node");
-        node.allocated.add_assign(&resource);
-        self.reposition_node(node_id);
+        let node_slot = self.nodes.slot_of(node_id).expect("checked by add_node");
+        self.nodes.allocate(node_slot, &resource);
         let record = Arc::new(NewAllocation {
             uuid: uuid.clone(),
             key,
@@ -223,7 +215,6 @@ impl Partition {
         });
         let group = record.task_group.clone();
         let app_slot = self.apps.slot_of(app_id).expect("checked by add_node");
-        let node_slot = self.nodes.slot_of(node_id).expect("checked by add_node");
         self.allocations.insert(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
@@ -264,26 +255,29 @@ impl Partition {
                     log::warn!("node update for {node_id} ignored: negative resource");
                     return;
                 }
-                let node = self.nodes.get_mut(node_id).expect("checked");
-                if let Some(cap) = cap {
-                    let Some(total) = self.total.sub(&node.capacity).checked_add(&cap) else {
-                        log::warn!(
-                            "node update for {node_id} ignored: capacity {cap} would overflow the partition total"
-                        );
-                        return;
-                    };
-                    self.total = total;
-                    node.capacity = cap;
-                }
-                if let Some(occ) = occ {
-                    node.occupied = occ;
-                }
+                let slot = self.nodes.slot_of(node_id).expect("checked");
+                let node = &self.nodes[slot];
+                let capacity = match cap {
+                    Some(cap) => {
+                        let Some(total) = self.total.sub(node.capacity()).checked_add(&cap) else {
+                            log::warn!(
+                                "node update for {node_id} ignored: capacity {cap} would overflow the partition total"
+                            );
+                            return;
+                        };
+                        self.total = total;
+                        cap
+                    }
+                    None => node.capacity().clone(),
+                };
+                let occupied = occ.unwrap_or_else(|| node.occupied().clone());
+                self.nodes.set_resources(slot, capacity, occupied);
                 self.update_root_max();
-                self.reposition_node(node_id);
-                let n = self.nodes.get(node_id).expect("checked");
+                let n = &self.nodes[slot];
                 let message = format!(
                     "Node {node_id} updated: capacity {}, occupied {}",
-                    n.capacity, n.occupied
+                    n.capacity(),
+                    n.occupied()
                 );
                 self.node_event(node_id, "NodeUpdated", message, out);
             }
@@ -346,7 +340,7 @@ impl Partition {
         }
         // remove_allocation repositions the node; take it out for good.
         let node = self.nodes.remove(node_id).expect("checked");
-        self.total = self.total.sub(&node.capacity);
+        self.total = self.total.sub(node.capacity());
         self.update_root_max();
         // Reservation hook (spec 11.5 step 3): reservations on this node are
         // cancelled here once reservations exist.

@@ -95,7 +95,7 @@ impl Partition {
         match queue.sort_policy {
             AppSortPolicy::Fair => {
                 let mut v: Vec<_> = apps
-                    .map(|a| (shares(&a.allocated, queue.guaranteed.as_ref()), a))
+                    .map(|a| (shares(a.allocated(), queue.guaranteed.as_ref()), a))
                     .collect();
                 v.sort_by(|(sa, a), (sb, b)| {
                     compare_shares(sa, sb)

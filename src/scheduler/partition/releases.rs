@@ -5,12 +5,6 @@ use std::sync::Arc;
 use super::*;
 
 impl Partition {
-    pub(crate) fn reposition_node(&mut self, node_id: &str) {
-        if let Some(slot) = self.nodes.slot_of(node_id) {
-            self.nodes.refresh(slot, &self.node_policy);
-        }
-    }
-
     /// Removes an allocation from node, queue, application and partition.
     pub(crate) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
         let slot = self.allocations.slot_of(uuid)?;
@@ -26,20 +20,15 @@ impl Partition {
             node_slot.map(|s| &mut self.nodes.at_mut(s).allocations),
         );
         if let Some(s) = node_slot {
-            self.nodes
-                .at_mut(s)
-                .allocated
-                .sub_clamped_assign(&a.resource);
-            self.nodes.refresh(s, &self.node_policy);
+            self.nodes.release(s, &a.resource);
         }
         self.queues.sub_allocated(a.queue, &a.resource);
         if let Some(s) = app_slot {
             let app = self.apps.at_mut(s);
             if !a.placeholder {
-                app.allocated.sub_clamped_assign(&a.resource);
+                app.release(&a.resource, self.queues.get_mut(app.queue));
             }
             apps::sync_active(app, &mut self.queues);
-            self.rekey_app(&a.app);
         }
         Some(a)
     }
