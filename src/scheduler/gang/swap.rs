@@ -7,13 +7,10 @@ use crate::events;
 use crate::proto::si::v1 as si;
 use crate::scheduler::objects::allocs::Allocation;
 use crate::scheduler::objects::application::{AppEvent, Ask};
-use crate::scheduler::objects::node::Node;
-use crate::scheduler::objects::queue::{QueueId, ROOT};
 use crate::scheduler::objects::reservation::ReservedAsk;
 use crate::scheduler::outcome::{NewAllocation, Outcomes};
 use crate::scheduler::partition::{apps, Partition};
 use crate::scheduler::resync::ResyncBarrier;
-use crate::scheduler::FastMap;
 
 use super::book::{is_real_member, Swap};
 use si::event_record::Type as EventType;
@@ -85,22 +82,6 @@ impl Partition {
         made
     }
 
-    /// Leaves with demand in the order the regular search visits them.
-    pub(super) fn leaf_ranks(&self) -> FastMap<QueueId, usize> {
-        let mut ranks = FastMap::default();
-        let mut stack = vec![ROOT];
-        while let Some(q) = stack.pop() {
-            if self.queues.get(q).leaf {
-                let rank = ranks.len();
-                ranks.insert(q, rank);
-            } else {
-                let children: Vec<QueueId> = self.queues.sorted_children(q).collect();
-                stack.extend(children.into_iter().rev());
-            }
-        }
-        ranks
-    }
-
     /// The next swap of one application (spec 9.3 steps 1-2).
     fn find_swap(
         &self,
@@ -157,44 +138,18 @@ impl Partition {
         {
             return None;
         }
-        let mut pinned = None;
-        let mut ordered = None;
-        match &ask.required_node {
-            Some(required) => pinned = self.nodes.get(required.as_str()),
-            None => ordered = Some(self.nodes.ordered()),
-        }
-        let mut next_node = || -> Option<&Node> {
-            match ordered.as_mut() {
-                Some(nodes) => nodes.find(|n| n.schedulable),
-                None => pinned.take(),
-            }
-        };
-        let me = ReservedAsk {
+        let me = (!self.reservations.is_empty()).then(|| ReservedAsk {
             app: app.id.clone(),
             key: ask.key.clone(),
-        };
-        while let Some(n) = next_node() {
-            if !n.fits_capacity(&ask.resource) {
-                continue;
-            }
-            if self
-                .reservations
-                .on_node(n.key().slot())
-                .is_some_and(|r| *r != me)
-            {
-                continue;
-            }
-            if self.try_node(app_id, ask, n, cb, true, events) {
-                return Some(Plan {
-                    app: app.id.clone(),
-                    key: ask.key.clone(),
-                    placeholder: ph.clone(),
-                    node: n.id.clone(),
-                    same_node: false,
-                });
-            }
-        }
-        None
+        });
+        let n = self.first_fit(app_id, ask, me.as_ref(), cb, events, |_, _| {})?;
+        Some(Plan {
+            app: app.id.clone(),
+            key: ask.key.clone(),
+            placeholder: ph.clone(),
+            node: n.id.clone(),
+            same_node: false,
+        })
     }
 
     /// Makes a swap: the real allocation is created and linked, the
@@ -203,29 +158,13 @@ impl Partition {
     fn make_swap(&mut self, plan: Plan, out: &mut Outcomes) -> si::AllocationRelease {
         let ph = &self.allocations[&*plan.placeholder];
         let (ph_resource, ph_key, ph_node) = (ph.resource.clone(), ph.key.clone(), ph.node.clone());
-        let app = self.apps.get_mut(&plan.app).expect("found by the search");
-        let ask = app.asks.get_mut(&plan.key).expect("found by the search");
-        ask.pending_repeat -= 1;
-        if ask.pending_repeat <= 0 {
-            app.ask_order.remove(&ask.order_key());
-        }
-        let remaining = ask.pending_repeat;
-        let mut buf = uuid::Uuid::encode_buffer();
-        let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
-        let real = Arc::new(NewAllocation {
-            key: ask.key.clone(),
-            uuid: uuid.clone(),
-            node: plan.node.clone(),
-            app: plan.app.clone(),
-            queue: self.queues.get(app.queue).path.clone(),
-            partition: self.name_shared.clone(),
-            resource: ask.resource.clone(),
-            priority: ask.priority,
-            tags: ask.tags.clone(),
-            task_group: ask.task_group.clone(),
-            placeholder: false,
-        });
-        app.pending.sub_clamped_assign(&real.resource);
+        let app_slot = self.apps.slot_of(&plan.app).expect("found by the search");
+        let ask_slot = self.apps[app_slot].asks.slot_of(&plan.key);
+        let ask_slot = ask_slot.expect("found by the search");
+        // A real member is no placeholder: `real` is a real allocation.
+        let (real, remaining) = self.mint(app_slot, ask_slot, plan.node.clone());
+        let uuid = real.uuid.clone();
+        let app = self.apps.at_mut(app_slot);
         app.gang.take_free(&real.task_group, &plan.placeholder);
         let q = app.queue;
         let queue_path = self.queues.get(q).path.clone();

@@ -8,6 +8,7 @@ mod cycle;
 mod lifecycle;
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
+mod place; // the allocation path of every pass
 pub use outstanding::OUTSTANDING_REASON;
 mod releases;
 
