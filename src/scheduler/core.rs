@@ -620,12 +620,14 @@ impl Core {
             })?;
         let mut created = Vec::new();
         for pc in &loaded.config.partitions {
-            let p = Partition::new(rm_id, pc, self.timeouts()).map_err(|e| {
-                Error::rejected(format!(
-                    "registration of RM {rm_id} failed: partition {}: {e}",
-                    pc.name
-                ))
-            })?;
+            let p = Partition::new(rm_id, pc, self.timeouts(), super::clock::system()).map_err(
+                |e| {
+                    Error::rejected(format!(
+                        "registration of RM {rm_id} failed: partition {}: {e}",
+                        pc.name
+                    ))
+                },
+            )?;
             created.push(p);
         }
         let names = created.iter().map(|p| p.key.clone()).collect();

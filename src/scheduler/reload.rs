@@ -27,7 +27,8 @@ fn dry_run<'a>(
     };
     let mut fresh = Vec::new();
     for pc in &loaded.config.partitions {
-        let p = Partition::new(rm_id, pc, timeouts).map_err(|e| failed(&pc.name, e))?;
+        let p = Partition::new(rm_id, pc, timeouts, super::clock::system())
+            .map_err(|e| failed(&pc.name, e))?;
         if let Some(live) = partitions.get(&p.key) {
             live.check_reconfigure(pc)
                 .map_err(|e| failed(&pc.name, e))?;

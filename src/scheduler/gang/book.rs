@@ -9,7 +9,6 @@
 //! does not) and is listed among that node's allocations.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::scheduler::objects::allocs::{AllocSlot, Allocation};
 use crate::scheduler::objects::application::{AppEvent, AppState, Application, Ask};
@@ -151,7 +150,7 @@ impl Partition {
         if accepted && app.gang.timer_epoch == 0 {
             app.gang.timer_epoch = epoch;
             let d = app.gang.timeout(default_timeout);
-            let now = Instant::now();
+            let now = self.clock.now();
             // An absurd timeout falls back to the default (spec 6.4).
             let at = now.checked_add(d).unwrap_or_else(|| now + default_timeout);
             out.timers.push(AppTimer {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::*;
 use crate::scheduler::resource::ShareKey;
@@ -51,7 +50,7 @@ impl Partition {
                 user,
                 req.tags.clone(),
                 seq,
-                Instant::now(),
+                self.clock.now(),
                 placeholder_ask,
                 crate::scheduler::gang::AppGang {
                     style: crate::scheduler::gang::GangStyle::parse(&req.gang_scheduling_style),

@@ -87,7 +87,7 @@ impl Partition {
             return 0;
         }
         let cb = barrier.as_ref();
-        let now = Instant::now();
+        let now = self.clock.now(); // one read per pass
         let mut pass = PassState::default();
         let mut made = 0;
         if !self.reservations.is_empty() {

@@ -7,7 +7,6 @@
 //! `Resuming` application on.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::*;
 use crate::events;
@@ -59,8 +58,8 @@ impl Partition {
         let message = info.unwrap_or(event.as_str());
         self.report_state(&id, &queue, from, to, message, out);
         let partition = self.key.clone();
-        let timer = |d, kind| AppTimer {
-            at: Instant::now() + d,
+        let timer = |at, kind| AppTimer {
+            at,
             partition: partition.clone(),
             app: id.clone(),
             epoch,
@@ -70,17 +69,20 @@ impl Partition {
             AppState::Starting if skip_start || self.timeouts.start.is_zero() => {
                 self.fire(app_id, AppEvent::Run, None, out)
             }
-            AppState::Starting => out
-                .timers
-                .push(timer(self.timeouts.start, TimerKind::State)),
-            AppState::Completing => out
-                .timers
-                .push(timer(self.timeouts.completing, TimerKind::State)),
+            AppState::Starting => out.timers.push(timer(
+                self.clock.now() + self.timeouts.start,
+                TimerKind::State,
+            )),
+            AppState::Completing => out.timers.push(timer(
+                self.clock.now() + self.timeouts.completing,
+                TimerKind::State,
+            )),
             AppState::Completed | AppState::Failed => {
                 self.release_on_termination(app_id, to, out);
                 let after = self.timeouts.terminated;
                 let finished = self.terminate(app_id);
-                out.timers.push(timer(after, TimerKind::Expire(finished)));
+                let at = self.clock.now() + after;
+                out.timers.push(timer(at, TimerKind::Expire(finished)));
             }
             _ => {}
         }
@@ -99,7 +101,7 @@ impl Partition {
         out.app_updated(si::UpdatedApplication {
             application_id: app_id.to_string(),
             state: to.as_str().to_string(),
-            state_transition_timestamp: now_ns(),
+            state_transition_timestamp: self.clock.unix_nanos(),
             message: message.to_string(),
         });
         out.event(events::record(
@@ -209,7 +211,7 @@ impl Partition {
     /// The application leaves the partition (spec 6.6). Returns the time it
     /// terminated, which identifies its history entry.
     pub(crate) fn terminate(&mut self, app_id: &str) -> i64 {
-        let finished_ns = now_ns();
+        let finished_ns = self.clock.unix_nanos();
         let Some(app) = self.apps.get(app_id) else {
             return finished_ns;
         };

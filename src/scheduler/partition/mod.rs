@@ -15,8 +15,8 @@ mod releases;
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::clock::SharedClock;
 use super::gang::GangBook;
 use super::keyed::{KeyedSlab, Slot};
 use super::objects::application::{
@@ -146,13 +146,8 @@ pub struct Partition {
     pub gang: GangBook,
     pub(crate) seq: u64,
     pub(crate) timeouts: AppTimeouts,
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
+    /// The partition's only source of time (timers, ages, timestamps).
+    pub(crate) clock: SharedClock,
 }
 
 struct TreeView<'a>(&'a QueueTree);
@@ -169,8 +164,14 @@ impl QueueView for TreeView<'_> {
 }
 
 impl Partition {
-    /// Creates a partition from validated configuration.
-    pub fn new(rm_id: &str, cfg: &PartitionConfig, timeouts: AppTimeouts) -> Result<Self, String> {
+    /// Creates a partition from validated configuration; it reads time
+    /// only from `clock`.
+    pub fn new(
+        rm_id: &str,
+        cfg: &PartitionConfig,
+        timeouts: AppTimeouts,
+        clock: SharedClock,
+    ) -> Result<Self, String> {
         let root = cfg
             .queues
             .first()
@@ -201,6 +202,7 @@ impl Partition {
             gang: GangBook::default(),
             seq: 0,
             timeouts,
+            clock,
         })
     }
 

@@ -1,7 +1,6 @@
 //! Nodes: creation with recovery, updates, draining and removal (spec 11).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::*;
 
@@ -184,7 +183,7 @@ impl Partition {
                 pending_repeat: 0,
                 priority: priority_of(a.priority.as_ref()),
                 seq,
-                created: Instant::now(),
+                created: self.clock.now(),
                 tags: shared_tags(&a.allocation_tags),
                 task_group: shared_str(&a.task_group_name),
                 placeholder: a.placeholder,
