@@ -17,6 +17,8 @@ pub mod reload;
 pub mod request;
 pub mod resource;
 pub mod resync;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 /// Hash map with a fast, randomly seeded hasher for the hot paths (keys
 /// are ids chosen by the RM, so the seed still matters).

@@ -173,3 +173,6 @@ mod tests {
         assert_eq!(g.timeout(Duration::from_secs(1)), Duration::from_millis(5));
     }
 }
+
+#[cfg(test)]
+mod step_tests;

@@ -260,3 +260,6 @@ impl Partition {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;
