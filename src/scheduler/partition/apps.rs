@@ -1,6 +1,7 @@
-//! Applications: adding, placement, the state machine and removal (spec 5, 6),
-//! plus the queue-side admission rules: draining queues, the
-//! `namespace.resourcequota` tag and `maxapplications`.
+//! Applications: adding and placing them (spec 5, 6.1), their order in a
+//! leaf, and the queue-side admission rules: draining queues, the
+//! `namespace.resourcequota` tag and `maxapplications`. The state machine,
+//! its timers and removal are in `lifecycle.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

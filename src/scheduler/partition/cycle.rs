@@ -109,9 +109,10 @@ impl Partition {
             }
             made += 1;
         }
-        out.events.append(&mut pass.events); // REQUEST events of the pass
-                                             // The rest of the pass's decisions reach the RM's cache now, before
-                                             // the core hands their UpdateAllocation to the dispatcher.
+        // The REQUEST events of the pass.
+        out.events.append(&mut pass.events);
+        // The rest of the pass's decisions reach the RM's cache now, before
+        // the core hands their UpdateAllocation to the dispatcher.
         if let Some(b) = &barrier {
             b.deliver();
         }
