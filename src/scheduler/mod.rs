@@ -8,7 +8,6 @@ pub mod clock;
 pub mod core;
 pub mod dump;
 pub mod gang;
-pub mod keyed;
 pub mod objects;
 pub mod outcome;
 pub mod partition;

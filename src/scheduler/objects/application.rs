@@ -186,9 +186,9 @@ pub struct Application {
     /// Submission time.
     pub submitted: Instant,
     /// Asks by slot and by key.
-    pub asks: crate::scheduler::keyed::KeyedSlab<Ask>,
+    pub asks: super::keyed::KeyedSlab<Ask>,
     /// Asks with repeats left, in scheduling order.
-    pub ask_order: BTreeMap<AskOrderKey, crate::scheduler::keyed::Slot>,
+    pub ask_order: BTreeMap<AskOrderKey, super::keyed::Slot>,
     /// Outstanding demand.
     pub pending: Resource,
     /// Sum of the application's real (non-placeholder) allocations: the

@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use super::clock::SharedClock;
 use super::gang::GangBook;
-use super::keyed::{KeyedSlab, Slot};
 use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
+use super::objects::keyed::{KeyedSlab, Slot};
 use super::objects::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
 use super::objects::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
 use super::objects::reservation::{Reservations, ReservedAsk};

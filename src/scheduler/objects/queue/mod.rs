@@ -108,7 +108,7 @@ pub struct Queue {
     /// Configured application limit (0 = none).
     pub max_applications: u64,
     /// Applications of a leaf keyed by submission sequence.
-    pub apps: BTreeMap<u64, crate::scheduler::keyed::Slot>,
+    pub apps: BTreeMap<u64, crate::scheduler::objects::keyed::Slot>,
     /// Applications of a leaf in fair order: usage share relative to the
     /// queue's guarantee, then submission sequence (kept by the partition).
     pub fair_apps: BTreeSet<(ShareKey, u64)>,
