@@ -70,6 +70,10 @@ pub struct Scheduler {
     metrics: Arc<crate::metrics::Metrics>,
     rest: Mutex<Option<crate::rest::RestServer>>,
     rest_addr: Option<std::net::SocketAddr>,
+    /// This scheduler's resource-name table: caller threads decode into
+    /// it, the core thread holds it as its home table, and it gives its
+    /// names back to the process when the scheduler is dropped.
+    names: Arc<resource::ResourceNames>,
 }
 
 impl Scheduler {
@@ -96,6 +100,8 @@ impl Scheduler {
         };
         let rest_addr = rest.as_ref().map(crate::rest::RestServer::local_addr);
         let registered = Registry::default();
+        let names = resource::ResourceNames::new();
+        let core_names = names.clone();
         let core = Core::new(options, out_tx)
             .with_registry(registered.clone())
             .with_metrics(metrics.clone());
@@ -103,6 +109,7 @@ impl Scheduler {
             .name(format!("sicore-core-{id}"))
             .spawn(move || {
                 OWNER.with(|o| o.set(id));
+                resource::set_home(core_names);
                 core.run(rx);
             })
             .map_err(spawn_err)?;
@@ -127,6 +134,7 @@ impl Scheduler {
             metrics,
             rest: Mutex::new(rest),
             rest_addr,
+            names,
         })
     }
 
@@ -157,7 +165,7 @@ impl Scheduler {
     pub fn update_allocation_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
         const WHAT: &str = "request (si.v1.AllocationRequest)";
         // The RM is checked before anything is decoded: a refused request
-        // must not leave resource names behind in the process-wide table.
+        // must not leave resource names behind in the scheduler's table.
         let Some(rm_id) = wire::peek_rm_id(bytes) else {
             let e = <si::AllocationRequest as prost::Message>::decode(bytes)
                 .err()
@@ -165,7 +173,9 @@ impl Scheduler {
             return Err(Error::decode(WHAT, e));
         };
         self.check_registered(rm_id, "AllocationRequest")?;
-        let update = resource::charged_to(self.id, rm_id, || wire::decode_allocation_update(bytes))
+        let update = self
+            .names
+            .charged_to(rm_id, || wire::decode_allocation_update(bytes))
             .map_err(|e| Error::decode(WHAT, e))?;
         validate::allocation_update(&update)?;
         let rm_id = update.rm_id.clone();
@@ -351,8 +361,9 @@ impl SchedulerApi for Scheduler {
         self.check_registered(&request.rm_id, "AllocationRequest")?;
         validate::allocation(&request)?;
         let rm_id = request.rm_id.clone();
-        let update =
-            resource::charged_to(self.id, &rm_id, || AllocationUpdate::from_proto(request));
+        let update = self
+            .names
+            .charged_to(&rm_id, || AllocationUpdate::from_proto(request));
         self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
     }
 

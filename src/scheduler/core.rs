@@ -18,10 +18,9 @@ use crate::error::Error;
 use crate::events::{EventStats, EventStore};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
-use crate::rmproxy::current_scheduler;
 use crate::rmproxy::dispatch::Outbound;
 use crate::scheduler::request::AllocationUpdate;
-use crate::scheduler::resource::charged_to;
+use crate::scheduler::resource::{self, charged_to};
 
 use si::node_info::ActionFromRm;
 
@@ -530,15 +529,15 @@ impl Core {
             // Resource names converted here are charged to the sending RM.
             Command::Allocation(req) => {
                 let rm = req.rm_id.clone();
-                charged_to(current_scheduler(), &rm, || self.allocation_request(req))
+                charged_to(&rm, || self.allocation_request(req))
             }
             Command::Application(req) => {
                 let rm = req.rm_id.clone();
-                charged_to(current_scheduler(), &rm, || self.application_request(req))
+                charged_to(&rm, || self.application_request(req))
             }
             Command::Node(req) => {
                 let rm = req.rm_id.clone();
-                charged_to(current_scheduler(), &rm, || self.node_request(req))
+                charged_to(&rm, || self.node_request(req))
             }
             Command::SetPolicyConfig {
                 policy_group,
@@ -618,16 +617,23 @@ impl Core {
                     "registration of RM {rm_id} failed: configuration for policy group '{policy_group}': {e}"
                 ))
             })?;
-        let mut created = Vec::new();
-        for pc in &loaded.config.partitions {
-            let p = Partition::new(rm_id, pc, self.timeouts()).map_err(|e| {
-                Error::rejected(format!(
-                    "registration of RM {rm_id} failed: partition {}: {e}",
-                    pc.name
-                ))
-            })?;
-            created.push(p);
-        }
+        // The configuration's new resource names are charged to the policy
+        // group only once every partition of it is built.
+        let timeouts = self.timeouts();
+        let created = resource::configuration(policy_group, || {
+            let mut created = Vec::new();
+            for pc in &loaded.config.partitions {
+                let p = Partition::new(rm_id, pc, timeouts).map_err(|e| {
+                    Error::rejected(format!(
+                        "registration of RM {rm_id} failed: partition {}: {e}",
+                        pc.name
+                    ))
+                })?;
+                created.push(p);
+            }
+            resource::keep_configuration_names();
+            Ok::<_, Error>(created)
+        })?;
         let names = created.iter().map(|p| p.key.clone()).collect();
         for p in created {
             self.partitions.insert(p.key.clone(), p);
@@ -678,6 +684,15 @@ impl Core {
     /// `policy_group` and reloads every RM that uses it. All or nothing:
     /// the text and every RM's reload are checked before anything changes.
     fn set_policy_config(&mut self, policy_group: &str, yaml: String) -> Result<(), Error> {
+        // One configuration transaction across the checks and the applies:
+        // names the checks hold stay held until the applies settle them,
+        // and a refusal gives them all back.
+        resource::configuration(policy_group, || {
+            self.set_policy_config_now(policy_group, yaml)
+        })
+    }
+
+    fn set_policy_config_now(&mut self, policy_group: &str, yaml: String) -> Result<(), Error> {
         let failed = |e: String| {
             Error::rejected(format!(
                 "configuration of policy group '{policy_group}' not changed: {e}"

@@ -3,12 +3,24 @@
 //! `SetPolicyConfig`, and for the reload watcher (`rmproxy::watcher`).
 //!
 //! Everything is checked before anything changes, so an invalid
-//! configuration leaves the old one fully in force.
+//! configuration leaves the old one fully in force. That includes the
+//! resource-name table: the new names a configuration brings are held
+//! provisionally while it is built and checked, and charged to its policy
+//! group only once it is accepted (see [`resource::configuration`]).
 
 use super::core::Core;
 use super::partition::{AppTimeouts, Partition};
 use crate::config::{LoadedConfig, PartitionConfig};
 use crate::error::Error;
+use crate::scheduler::resource;
+
+/// The policy group whose share the configuration of `rm_id` is charged to.
+fn policy_group(core: &Core, rm_id: &str) -> String {
+    let (_, rms, _) = core.parts();
+    rms.get(rm_id)
+        .map(|rm| rm.policy_group.clone())
+        .unwrap_or_default()
+}
 
 /// The dry run of [`apply`]: every partition of the new configuration is
 /// built on its own (the creation checks of 2.7) and checked against its
@@ -40,7 +52,9 @@ fn dry_run<'a>(
 /// Whether `loaded` would apply to the partitions of `rm_id`, changing
 /// nothing (for a change that must hold for several RMs at once).
 pub fn check(core: &Core, rm_id: &str, loaded: &LoadedConfig) -> Result<(), Error> {
-    dry_run(core, rm_id, loaded).map(|_| ())
+    resource::configuration(&policy_group(core, rm_id), || {
+        dry_run(core, rm_id, loaded).map(|_| ())
+    })
 }
 
 /// Applies `loaded` to the partitions of `rm_id`.
@@ -50,6 +64,11 @@ pub fn check(core: &Core, rm_id: &str, loaded: &LoadedConfig) -> Result<(), Erro
 /// Removed partitions fail their applications with `PartitionRemoved` and
 /// drop their nodes.
 pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
+    let group = policy_group(core, rm_id);
+    resource::configuration(&group, || apply_checked(core, rm_id, loaded))
+}
+
+fn apply_checked(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
     if let Some(rm) = core.parts_mut().1.get_mut(rm_id) {
         if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {
             // Same text, maybe from another source (a file now given in
@@ -59,6 +78,8 @@ pub fn apply(core: &mut Core, rm_id: &str, loaded: LoadedConfig) -> Result<(), E
         }
     }
     let fresh = dry_run(core, rm_id, &loaded)?;
+    // Accepted: from here on live state may use its names.
+    resource::keep_configuration_names();
     let removed = {
         let (_, rms, partitions) = core.parts_mut();
         let rm = rms.get_mut(rm_id).expect("checked by the caller");
