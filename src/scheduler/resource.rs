@@ -138,10 +138,11 @@ pub fn name_of(id: ResId) -> Arc<str> {
     UNKNOWN.get_or_init(|| Arc::from("?")).clone()
 }
 
-/// Number of names the process holds (in any table), for tests.
+/// Whether any table of the process holds `name` (for tests that check a
+/// dropped scheduler gave its names back).
 #[doc(hidden)]
-pub fn names_in_process() -> usize {
-    store().read().ids.len()
+pub fn process_holds_name(name: &str) -> bool {
+    store().read().ids.contains_key(name)
 }
 
 // ---------------------------------------------------------------------------
@@ -516,6 +517,18 @@ pub fn keep_configuration_names() {
     });
 }
 
+/// The id of a name the scheduler itself uses by default (the node sort
+/// policy's `vcore` and `memory`): charged to the scheduler, never to the
+/// configuration or RM being converted.
+pub fn intern_builtin(name: &str) -> Result<ResId, String> {
+    SCOPE.with(|s| match &*s.borrow() {
+        Some(Scope {
+            names: Some(names), ..
+        }) => names.intern(name, &Payer::Internal),
+        _ => with_home(|names| names.intern(name, &Payer::Internal)),
+    })
+}
+
 /// Returns the id of `name`, interning it on first sight in the current
 /// table, charged to the current payer.
 pub fn intern(name: &str) -> Result<ResId, String> {
@@ -881,9 +894,7 @@ mod tests {
         Resource::from_pairs(pairs.iter().copied()).unwrap()
     }
 
-    fn in_store(name: &str) -> bool {
-        store().read().ids.contains_key(name)
-    }
+    use super::process_holds_name as in_store;
 
     /// Runs `f` as on the core thread of a scheduler with table `names`.
     fn at_home<T>(names: &Arc<ResourceNames>, f: impl FnOnce() -> T) -> T {
