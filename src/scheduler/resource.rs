@@ -247,6 +247,18 @@ impl ResourceNames {
         )
     }
 
+    /// Runs `f` with new resource names charged to the table's scheduler
+    /// itself (bounded by [`MAX_RESOURCE_TYPES`] only).
+    pub fn charged_to_scheduler<T>(self: &Arc<Self>, f: impl FnOnce() -> T) -> T {
+        with_scope(
+            Scope {
+                names: Some(self.clone()),
+                payer: Payer::Internal,
+            },
+            f,
+        )
+    }
+
     /// The id of `name`, adding it, charged to `payer`, on first sight.
     fn intern(&self, name: &str, payer: &Payer) -> Result<ResId, String> {
         if let Some(e) = self.held.read().ids.get(name) {
