@@ -181,6 +181,9 @@ struct Txn {
     names: Vec<Arc<str>>,
     /// How many of `names` the transaction still holds.
     pending: usize,
+    /// The configuration was accepted: names it meets from now on (live
+    /// state is being changed) are charged to its group at once.
+    kept: bool,
 }
 
 #[derive(Default)]
@@ -308,10 +311,16 @@ impl ResourceNames {
         };
         let txn = match payer {
             Payer::Txn(t) => {
-                let t_entry = held.txns.get_mut(t).expect("checked");
-                t_entry.names.push(key.clone());
-                t_entry.pending += 1;
-                *t
+                let open = held.txns.get_mut(t).expect("checked");
+                if open.kept {
+                    let share = Share::PolicyGroup(open.policy_group.clone());
+                    *held.added.entry(share).or_default() += 1;
+                    0
+                } else {
+                    open.names.push(key.clone());
+                    open.pending += 1;
+                    *t
+                }
             }
             Payer::Rm(rm) => {
                 *held.added.entry(Share::Rm(rm.clone())).or_default() += 1;
@@ -336,6 +345,7 @@ impl ResourceNames {
                 policy_group: policy_group.to_string(),
                 names: Vec::new(),
                 pending: 0,
+                kept: false,
             },
         );
         t
@@ -355,6 +365,7 @@ impl ResourceNames {
                 }
             }
         }
+        txn.kept = true;
         let kept = std::mem::take(&mut txn.pending);
         let share = Share::PolicyGroup(txn.policy_group.clone());
         *held.added.entry(share).or_default() += kept;
@@ -1017,6 +1028,27 @@ mod tests {
             assert_eq!(t.len(), 1, "the RM's name stays, the other goes back");
             assert_eq!(&*name_of(id), "unit/claimed");
             assert!(!in_store("unit/given-back"));
+        });
+    }
+
+    #[test]
+    fn names_met_after_keep_are_charged_at_once() {
+        let t = ResourceNames::new();
+        at_home(&t, || {
+            configuration("g", || {
+                intern("unit/kept-before").unwrap();
+                keep_configuration_names();
+                intern("unit/kept-after").unwrap();
+            });
+            assert_eq!(t.len(), 2, "live state may use both");
+            let e = configuration("g", || {
+                for i in 0..MAX_RESOURCE_TYPES_PER_POLICY_GROUP {
+                    intern(&format!("unit/kept-{i}"))?;
+                }
+                Ok::<_, String>(())
+            })
+            .unwrap_err();
+            assert!(e.contains("2 in use"), "{e}");
         });
     }
 
