@@ -51,16 +51,17 @@ fn resource_entry_len(name: &str, v: i64) -> usize {
 
 /// `Resource { map<string, Quantity> resources = 1 }`.
 fn resource_len(r: &Resource) -> usize {
-    let mut len = 0;
-    r.for_each_named(|name, v| {
-        let e = resource_entry_len(name, v);
-        len += key_len(1) + encoded_len_varint(e as u64) + e;
-    });
-    len
+    r.named()
+        .iter()
+        .map(|(name, v)| {
+            let e = resource_entry_len(name, v);
+            key_len(1) + encoded_len_varint(e as u64) + e
+        })
+        .sum()
 }
 
 fn put_resource(r: &Resource, buf: &mut Vec<u8>) {
-    r.for_each_named(|name, v| {
+    for (name, v) in r.named().iter() {
         put_len(1, resource_entry_len(name, v), buf);
         put_string(1, name, buf);
         put_len(2, quantity_len(v), buf);
@@ -68,7 +69,7 @@ fn put_resource(r: &Resource, buf: &mut Vec<u8>) {
             encode_key(1, WireType::Varint, buf);
             encode_varint(v as u64, buf);
         }
-    });
+    }
 }
 
 fn tags_entry_len(k: &str, v: &str) -> usize {

@@ -565,6 +565,26 @@ pub fn intern(name: &str) -> Result<ResId, String> {
     })
 }
 
+/// See [`Resource::named`].
+pub struct Named<'a> {
+    store: parking_lot::RwLockReadGuard<'static, Store>,
+    resource: &'a Resource,
+}
+
+impl Named<'_> {
+    /// `(name, quantity)` in id order.
+    #[inline]
+    pub fn iter(&self) -> impl Iterator<Item = (&str, i64)> + '_ {
+        self.resource
+            .entries
+            .iter()
+            .map(|&(id, v)| match self.store.slots.get(id as usize) {
+                Some(Some(slot)) => (&*slot.name, v),
+                _ => ("?", v),
+            })
+    }
+}
+
 /// A sparse resource: a missing type is a zero quantity.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Resource {
@@ -634,16 +654,13 @@ impl Resource {
             .collect()
     }
 
-    /// Calls `f` with each `(name, quantity)` in id order, looking the
-    /// names up under one lock (for encoders: no copy of any name). `f`
-    /// must not intern.
-    pub fn for_each_named(&self, mut f: impl FnMut(&str, i64)) {
-        let store = store().read_recursive();
-        for (id, v) in self.iter() {
-            match store.slots.get(id as usize) {
-                Some(Some(slot)) => f(&slot.name, v),
-                _ => f("?", v),
-            }
+    /// A view of the resource with its names, resolved under one read lock
+    /// of the name store held by the view (for encoders: no copy of any
+    /// name). Nothing may intern while a view is alive on the thread.
+    pub fn named(&self) -> Named<'_> {
+        Named {
+            store: store().read_recursive(),
+            resource: self,
         }
     }
 
