@@ -261,7 +261,7 @@ fn short_lived_schedulers_give_their_names_back() {
         let prefix = format!("brief{i}-junk");
         let (st, msg) = h.raw(sicore_update_allocation, &junk_ask("rm", &prefix, 256));
         assert_eq!(st, SICORE_OK, "{msg}");
-        assert!(sicore::scheduler::resource::process_holds_name(&format!(
+        assert!(sicore::testing::process_holds_name(&format!(
             "{prefix}-255"
         )));
     }
@@ -269,7 +269,7 @@ fn short_lived_schedulers_give_their_names_back() {
         for n in [0, 255] {
             let name = format!("brief{i}-junk-{n}");
             assert!(
-                !sicore::scheduler::resource::process_holds_name(&name),
+                !sicore::testing::process_holds_name(&name),
                 "{name} outlived its scheduler"
             );
         }

@@ -233,6 +233,7 @@ impl ResourceNames {
     }
 
     /// Whether the table holds no name.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
