@@ -24,6 +24,7 @@ use crate::rmproxy::{dispatch, watcher, RmProxy};
 use crate::scheduler::clock;
 use crate::scheduler::core::{self, Command, Core, Registry};
 use crate::scheduler::owner::mark_library_thread;
+use crate::scheduler::resource::{self, ResourceNames};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -65,6 +66,10 @@ impl Scheduler {
         };
         let rest_addr = rest.as_ref().map(RestServer::local_addr);
         let registered = Registry::default();
+        // One resource-name table per scheduler: the proxy decodes into it
+        // on callers' threads, the core thread holds it as its home table.
+        let names = ResourceNames::new();
+        let core_names = names.clone();
         let core = Core::new(options, clock::system())
             .with_registry(registered.clone())
             .with_metrics(metrics.clone());
@@ -72,6 +77,7 @@ impl Scheduler {
             .name(format!("sicore-core-{id}"))
             .spawn(move || {
                 mark_library_thread(id);
+                resource::set_home(core_names);
                 core::run(core, rx, out_tx);
             })
             .map_err(spawn_err)?;
@@ -84,7 +90,7 @@ impl Scheduler {
             })
             .map_err(spawn_err)?;
         Ok(Scheduler {
-            proxy: RmProxy::new(id, tx, registered, watchers),
+            proxy: RmProxy::new(id, tx, registered, watchers, names),
             dispatcher_stopping,
             threads: Mutex::new(vec![core_thread, dispatcher]),
             metrics,

@@ -14,8 +14,15 @@ use crate::scheduler::request::AllocationUpdate;
 /// describes the first disagreement: the two must accept the same buffers
 /// and produce the same update.
 pub fn compare_allocation_decoders(bytes: &[u8]) -> Result<(), String> {
-    let direct = wire::decode_allocation_update(bytes);
-    let prost = si::AllocationRequest::decode(bytes).map(AllocationUpdate::from_proto);
+    // A table of its own per input, as a scheduler's: the names it meets
+    // are given back after it, so a long run never fills a table.
+    let names = crate::scheduler::resource::ResourceNames::new();
+    let (direct, prost) = names.charged_to_scheduler(|| {
+        (
+            wire::decode_allocation_update(bytes),
+            si::AllocationRequest::decode(bytes).map(AllocationUpdate::from_proto),
+        )
+    });
     match (direct, prost) {
         (Ok(d), Ok(p)) if d == p => Ok(()),
         (Ok(d), Ok(p)) => Err(format!(

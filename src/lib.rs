@@ -41,6 +41,15 @@ pub use error::{Error, Status};
 pub use options::Options;
 pub use scheduler::api;
 
+/// Hooks for the crate's integration tests; not part of the API.
+#[doc(hidden)]
+pub mod testing {
+    /// Whether any scheduler alive in the process (or the table of threads
+    /// no scheduler owns) holds resource-type `name`: a freed scheduler's
+    /// names must be gone.
+    pub use crate::scheduler::resource::process_holds_name;
+}
+
 /// The core thread allocates and frees on every decision, often memory
 /// another thread allocated (requests decoded on the RM's thread, reports
 /// encoded on the dispatcher); mimalloc's thread-sharded free lists make

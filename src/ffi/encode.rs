@@ -11,7 +11,7 @@ use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, Wi
 use std::sync::Arc;
 
 use crate::scheduler::outcome::NewAllocation;
-use crate::scheduler::resource::{name_of, Resource};
+use crate::scheduler::resource::Resource;
 
 fn string_len(tag: u32, s: &str) -> usize {
     if s.is_empty() {
@@ -51,17 +51,17 @@ fn resource_entry_len(name: &str, v: i64) -> usize {
 
 /// `Resource { map<string, Quantity> resources = 1 }`.
 fn resource_len(r: &Resource) -> usize {
-    r.iter()
-        .map(|(id, v)| {
-            let e = resource_entry_len(name_of(id), v);
+    r.named()
+        .iter()
+        .map(|(name, v)| {
+            let e = resource_entry_len(name, v);
             key_len(1) + encoded_len_varint(e as u64) + e
         })
         .sum()
 }
 
 fn put_resource(r: &Resource, buf: &mut Vec<u8>) {
-    for (id, v) in r.iter() {
-        let name = name_of(id);
+    for (name, v) in r.named().iter() {
         put_len(1, resource_entry_len(name, v), buf);
         put_string(1, name, buf);
         put_len(2, quantity_len(v), buf);

@@ -11,7 +11,7 @@ use crate::scheduler::observe::CoreMetrics;
 use crate::scheduler::outcome::OutMsg;
 use crate::scheduler::partition::Partition;
 use crate::scheduler::partition_key::PartitionKey;
-use crate::scheduler::resource::{name_of, Resource};
+use crate::scheduler::resource::{name_of, ResId, Resource};
 
 fn pairs(r: &Resource) -> Vec<(String, i64)> {
     r.iter()
@@ -32,7 +32,8 @@ pub fn refresh<K>(
         events,
         ..Default::default()
     };
-    let mut usage: BTreeMap<&'static str, [i64; 10]> = BTreeMap::new();
+    // By id while counting (no name lookups per node), by name at the end.
+    let mut usage: BTreeMap<ResId, [i64; 10]> = BTreeMap::new();
     for p in partitions.values() {
         sample.nodes += p.nodes.len() as i64;
         sample.applications += p.apps.len() as u64;
@@ -50,8 +51,7 @@ pub fn refresh<K>(
         for n in p.nodes.values() {
             for (id, cap) in n.capacity().iter() {
                 if cap > 0 {
-                    usage.entry(name_of(id)).or_default()
-                        [usage_bucket(n.allocated().get(id), cap)] += 1;
+                    usage.entry(id).or_default()[usage_bucket(n.allocated().get(id), cap)] += 1;
                 }
             }
         }
@@ -66,7 +66,11 @@ pub fn refresh<K>(
             }
         }
     }
-    sample.node_usage = usage.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    sample.node_usage = usage
+        .into_iter()
+        .map(|(id, v)| (name_of(id).to_string(), v))
+        .collect();
+    sample.node_usage.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     metrics.refresh(&sample);
     if let Some(timestamp_ns) = history_ns {
         metrics.record_history(HistorySample {

@@ -41,16 +41,22 @@ pub struct RmProxy {
     registration_done: Condvar,
     stopped: AtomicBool,
     watchers: watcher::Watchers,
+    /// This scheduler's resource-name table: requests are decoded into it
+    /// on the caller's thread (the core thread holds it as its home table),
+    /// and it gives its names back when the scheduler is dropped.
+    names: Arc<resource::ResourceNames>,
 }
 
 impl RmProxy {
     /// The proxy of scheduler `id`, queueing to `tx`; `registered` is the
-    /// set the core publishes, `watchers` the scheduler's reload watchers.
+    /// set the core publishes, `watchers` the scheduler's reload watchers,
+    /// `names` the scheduler's resource-name table.
     pub(crate) fn new(
         id: u64,
         tx: Sender<Command>,
         registered: Registry,
         watchers: watcher::Watchers,
+        names: Arc<resource::ResourceNames>,
     ) -> Self {
         RmProxy {
             id,
@@ -60,6 +66,7 @@ impl RmProxy {
             registration_done: Condvar::new(),
             stopped: AtomicBool::new(false),
             watchers,
+            names,
         }
     }
 
@@ -123,7 +130,7 @@ impl RmProxy {
     pub fn update_allocation_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
         const WHAT: &str = "request (si.v1.AllocationRequest)";
         // The RM is checked before anything is decoded: a refused request
-        // must not leave resource names behind in the process-wide table.
+        // must not leave resource names behind in the scheduler's table.
         let Some(rm_id) = wire::peek_rm_id(bytes) else {
             let e = <si::AllocationRequest as prost::Message>::decode(bytes)
                 .err()
@@ -131,7 +138,9 @@ impl RmProxy {
             return Err(Error::decode(WHAT, e));
         };
         self.check_registered(rm_id, "AllocationRequest")?;
-        let update = resource::charged_to(self.id, rm_id, || wire::decode_allocation_update(bytes))
+        let update = self
+            .names
+            .charged_to(rm_id, || wire::decode_allocation_update(bytes))
             .map_err(|e| Error::decode(WHAT, e))?;
         validate::allocation_update(&update)?;
         let rm_id = update.rm_id.clone();
@@ -261,8 +270,9 @@ impl SchedulerApi for RmProxy {
         self.check_registered(&request.rm_id, "AllocationRequest")?;
         validate::allocation(&request)?;
         let rm_id = request.rm_id.clone();
-        let update =
-            resource::charged_to(self.id, &rm_id, || AllocationUpdate::from_proto(request));
+        let update = self
+            .names
+            .charged_to(&rm_id, || AllocationUpdate::from_proto(request));
         self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
     }
 

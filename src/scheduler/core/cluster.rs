@@ -14,6 +14,7 @@ use crate::scheduler::outcome::{OutMsg, Outcomes};
 use crate::scheduler::partition::{AppTimeouts, Partition};
 use crate::scheduler::partition_key::{resolve_partition, PartitionKey};
 use crate::scheduler::request::AllocationUpdate;
+use crate::scheduler::resource;
 use crate::scheduler::snapshot::{self, RmView, Snapshot, Stamp};
 
 use si::node_info::ActionFromRm;
@@ -74,17 +75,23 @@ impl Core {
                     "registration of RM {rm_id} failed: configuration for policy group '{policy_group}': {e}"
                 ))
             })?;
-        let mut created = Vec::new();
-        for pc in &loaded.config.partitions {
-            let p =
-                Partition::new(rm_id, pc, self.timeouts(), self.clock.clone()).map_err(|e| {
+        // The configuration's new resource names are charged to the policy
+        // group only once every partition of it is built.
+        let timeouts = self.timeouts();
+        let created = resource::configuration(policy_group, || {
+            let mut created = Vec::new();
+            for pc in &loaded.config.partitions {
+                let p = Partition::new(rm_id, pc, timeouts, self.clock.clone()).map_err(|e| {
                     Error::rejected(format!(
                         "registration of RM {rm_id} failed: partition {}: {e}",
                         pc.name
                     ))
                 })?;
-            created.push(p);
-        }
+                created.push(p);
+            }
+            resource::keep_configuration_names();
+            Ok::<_, Error>(created)
+        })?;
         let names = created.iter().map(|p| p.key.clone()).collect();
         for p in created {
             self.partitions.insert(p.key.clone(), p);

@@ -4,13 +4,17 @@
 //! and applying a new version to the live partitions of one RM (spec 2.8).
 //!
 //! Everything is checked before anything changes, so an invalid
-//! configuration leaves the old one fully in force.
+//! configuration leaves the old one fully in force. That includes the
+//! resource-name table: the new names a configuration brings are held
+//! provisionally while it is built and checked, and charged to its policy
+//! group only once it is accepted (see [`resource::configuration`]).
 
 use super::{Core, ReloadOutcome, WatchVerdict, CONFIG_REJECTED_REASON};
 use crate::config::{self, LoadedConfig, PartitionConfig};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::scheduler::partition::Partition;
+use crate::scheduler::resource;
 
 impl Core {
     pub(super) fn reload(&mut self, rm_id: &str) -> Result<ReloadOutcome, Error> {
@@ -44,6 +48,15 @@ impl Core {
         policy_group: &str,
         yaml: String,
     ) -> Result<(), Error> {
+        // One configuration transaction across the checks and the applies:
+        // names the checks hold stay held until the applies settle them,
+        // and a refusal gives them all back.
+        resource::configuration(policy_group, || {
+            self.set_policy_config_now(policy_group, yaml)
+        })
+    }
+
+    fn set_policy_config_now(&mut self, policy_group: &str, yaml: String) -> Result<(), Error> {
         let failed = |e: String| {
             Error::rejected(format!(
                 "configuration of policy group '{policy_group}' not changed: {e}"
@@ -203,7 +216,18 @@ impl Core {
     /// Whether `loaded` would apply to the partitions of `rm_id`, changing
     /// nothing (for a change that must hold for several RMs at once).
     fn check_config(&self, rm_id: &str, loaded: &LoadedConfig) -> Result<(), Error> {
-        self.dry_run(rm_id, loaded).map(|_| ())
+        resource::configuration(&self.policy_group_of(rm_id), || {
+            self.dry_run(rm_id, loaded).map(|_| ())
+        })
+    }
+
+    /// The policy group whose share the configuration of `rm_id` is
+    /// charged to.
+    fn policy_group_of(&self, rm_id: &str) -> String {
+        self.rms
+            .get(rm_id)
+            .map(|rm| rm.policy_group.clone())
+            .unwrap_or_default()
     }
 
     /// Applies `loaded` to the partitions of `rm_id`.
@@ -213,6 +237,11 @@ impl Core {
     /// longer configured removed. Removed partitions fail their
     /// applications with `PartitionRemoved` and drop their nodes.
     fn apply_config(&mut self, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
+        let group = self.policy_group_of(rm_id);
+        resource::configuration(&group, || self.apply_config_checked(rm_id, loaded))
+    }
+
+    fn apply_config_checked(&mut self, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
         if let Some(rm) = self.rms.get_mut(rm_id) {
             if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {
                 // Same text, maybe from another source (a file now given in
@@ -222,6 +251,8 @@ impl Core {
             }
         }
         let fresh = self.dry_run(rm_id, &loaded)?;
+        // Accepted: from here on live state may use its names.
+        resource::keep_configuration_names();
         let rm = self.rms.get_mut(rm_id).expect("checked by the caller");
         let failed = |name: &str, e: String| {
             Error::rejected(format!(

@@ -23,7 +23,6 @@ use std::time::Instant;
 use super::clock::SharedClock;
 use super::observe::{CoreMetrics, NoMetrics};
 use super::outcome::{AppTimer, Outbound, Outcomes};
-use super::owner::current_scheduler;
 use super::partition::Partition;
 use super::partition_key::PartitionKey;
 use super::resource::charged_to;
@@ -206,15 +205,15 @@ impl Core {
             // Resource names converted here are charged to the sending RM.
             Command::Allocation(req) => {
                 let rm = req.rm_id.clone();
-                charged_to(current_scheduler(), &rm, || self.allocation_request(req))
+                charged_to(&rm, || self.allocation_request(req))
             }
             Command::Application(req) => {
                 let rm = req.rm_id.clone();
-                charged_to(current_scheduler(), &rm, || self.application_request(req))
+                charged_to(&rm, || self.application_request(req))
             }
             Command::Node(req) => {
                 let rm = req.rm_id.clone();
-                charged_to(current_scheduler(), &rm, || self.node_request(req))
+                charged_to(&rm, || self.node_request(req))
             }
             Command::SetPolicyConfig {
                 policy_group,

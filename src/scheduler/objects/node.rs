@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::scheduler::resource::{intern, ResId, Resource};
+use crate::scheduler::resource::{intern, intern_builtin, ResId, Resource};
 
 /// Attribute naming a node's partition.
 pub const ATTR_PARTITION: &str = "si/node-partition";
@@ -88,8 +88,8 @@ impl NodeSortPolicy {
         };
         let mut w = Vec::new();
         if weights.is_empty() {
-            w.push((intern("vcore")?, 1.0));
-            w.push((intern("memory")?, 1.0));
+            w.push((intern_builtin("vcore")?, 1.0));
+            w.push((intern_builtin("memory")?, 1.0));
         } else {
             for (name, v) in weights {
                 if *v > 0.0 {
