@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use crate::api::ResourceManagerCallback;
 use crate::scheduler::core::RmState;
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::partition::Partition;
@@ -47,10 +46,9 @@ pub struct RmSnap {
     pub policy_group: String,
     /// Checksum of the configuration in force.
     pub checksum: String,
-    /// Its text.
+    /// Its text. (No callbacks: a cached snapshot must not keep a
+    /// replaced registration's table alive.)
     pub config_text: String,
-    /// The RM's callbacks (for `UpdateConfiguration`).
-    pub callback: Arc<dyn ResourceManagerCallback>,
 }
 
 /// One partition.
@@ -300,7 +298,6 @@ pub fn build<K>(
                 policy_group: rm.policy_group.clone(),
                 checksum: rm.checksum.clone(),
                 config_text: rm.config_text.clone(),
-                callback: rm.callback.clone(),
             })
             .collect(),
         partitions: partitions

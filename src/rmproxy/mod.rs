@@ -23,6 +23,7 @@ use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
+use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Core, Registry, ReloadOutcome};
 use crate::scheduler::request::AllocationUpdate;
 use crate::scheduler::resource;
@@ -70,6 +71,8 @@ pub struct Scheduler {
     metrics: Arc<crate::metrics::Metrics>,
     rest: Mutex<Option<crate::rest::RestServer>>,
     rest_addr: Option<std::net::SocketAddr>,
+    /// Serialises configuration changes (see [`ConfigLock`]).
+    config_lock: ConfigLock,
 }
 
 impl Scheduler {
@@ -81,7 +84,13 @@ impl Scheduler {
         let dispatcher_stopping = Arc::new(AtomicBool::new(false));
         let spawn_err =
             |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
-        let watchers = watcher::Watchers::new(id, tx.clone(), options.config_dir.clone());
+        let config_lock = ConfigLock::default();
+        let watchers = watcher::Watchers::new(
+            id,
+            tx.clone(),
+            options.config_dir.clone(),
+            config_lock.clone(),
+        );
         let metrics = Arc::new(crate::metrics::Metrics::new());
         // Bind before any thread starts, so a bad address fails `new` cleanly.
         let rest = if options.rest_address.is_empty() {
@@ -89,9 +98,11 @@ impl Scheduler {
         } else {
             Some(crate::rest::RestServer::start(
                 &options.rest_address,
+                &options.rest,
                 id,
                 tx.clone(),
                 metrics.clone(),
+                config_lock.clone(),
             )?)
         };
         let rest_addr = rest.as_ref().map(crate::rest::RestServer::local_addr);
@@ -127,6 +138,7 @@ impl Scheduler {
             metrics,
             rest: Mutex::new(rest),
             rest_addr,
+            config_lock,
         })
     }
 
@@ -235,6 +247,7 @@ impl Scheduler {
         if policy_group.is_empty() {
             return Err(Error::invalid("policy_group is empty"));
         }
+        let _config = self.config_lock.lock();
         self.call(|reply| Command::SetPolicyConfig {
             policy_group: policy_group.to_string(),
             yaml: yaml.to_string(),
@@ -321,6 +334,10 @@ impl SchedulerApi for Scheduler {
         // run callbacks that call back into this scheduler meanwhile. The
         // core itself records whether the RM is registered (spec 1.2: a
         // failed registration leaves it unregistered).
+        // A registration replaces the RM's configuration: it waits for a
+        // configuration change in progress (a REST update asking the RM's
+        // current callbacks) and holds the next off until it is answered.
+        let _config = self.config_lock.lock();
         let (reply, answer) = bounded(1);
         {
             let mut in_flight = self.in_flight.lock();
@@ -377,10 +394,15 @@ impl SchedulerApi for Scheduler {
                 "failed to reload configuration, because RM {cluster_id} is unknown to the scheduler"
             )));
         }
-        let outcome = self.call(|reply| Command::Reload {
-            rm_id: cluster_id.to_string(),
-            reply,
-        })??;
+        // The lock is let go before a watcher starts: starting one may join
+        // an old one that waits for the lock.
+        let outcome = {
+            let _config = self.config_lock.lock();
+            self.call(|reply| Command::Reload {
+                rm_id: cluster_id.to_string(),
+                reply,
+            })??
+        };
         // The RM may have called before the file was rewritten: watch it.
         if let ReloadOutcome::Unchanged {
             policy_group,

@@ -7,6 +7,7 @@
 pub mod allocs;
 pub mod application;
 pub mod clock;
+pub mod config_txn;
 pub mod core;
 pub mod dump;
 pub mod gang;
