@@ -17,7 +17,7 @@ pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// Most connections served at once, by default.
 pub const MAX_CONNECTIONS: usize = 64;
 /// Most connections from one client address, by default.
-pub const MAX_CONNECTIONS_PER_PEER: usize = 16;
+pub const MAX_CONNECTIONS_PER_PEER: usize = 32;
 /// Connections beyond the limits that may still reach the health check
 /// and the metrics (and nothing else).
 pub const RESERVED_CONNECTIONS: usize = 8;
