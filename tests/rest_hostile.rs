@@ -285,3 +285,33 @@ fn hostile_clients_neither_lock_out_health_nor_split_the_configuration() {
         accepted.len()
     );
 }
+
+#[test]
+fn a_body_that_does_not_arrive_in_time_gets_408_and_changes_nothing() {
+    let mut o = yaml_options(YAML);
+    o.rest_address = "127.0.0.1:0".into();
+    o.rest = Some(RestOptions {
+        body_timeout_ms: 300,
+        ..Default::default()
+    });
+    let h = Harness::new(o);
+    let rm = ConfigRm::new();
+    let (st, msg) = register(h.sched, "rm", "queues", &rm);
+    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+    let addr = rest_address(h.sched);
+    let before = core_checksum(h.sched, "rm");
+    let mut s = TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    write!(
+        s,
+        "PUT /ws/v1/config HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 1000\r\n\r\npartitions:"
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let r = parse_reply(&raw).expect("an answer before the connection's own limit");
+    assert_eq!(r.status, 408, "{}", r.body);
+    assert!(r.json()["message"].as_str().unwrap().contains("300 ms"));
+    assert_eq!(rm.log(|l| l.entered), 0);
+    assert_eq!(core_checksum(h.sched, "rm"), before);
+}
