@@ -354,7 +354,7 @@ fn fail(status: StatusCode, message: impl Into<String>) -> Fail {
     }
 }
 
-fn header<'a>(req: &'a Request<Incoming>, name: hyper::header::HeaderName) -> Option<&'a str> {
+fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 

@@ -116,7 +116,7 @@ impl Settings {
             return false;
         };
         let host = host.to_ascii_lowercase();
-        if self.names.iter().any(|n| *n == host) {
+        if self.names.contains(&host) {
             return true;
         }
         let (name, port) = split_host(&host);
