@@ -235,8 +235,6 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
-        .max_blocking_threads(2)
-        .on_thread_start(move || crate::rmproxy::mark_library_thread(id))
         .build();
     let runtime = match runtime {
         Ok(r) => r,
@@ -290,8 +288,10 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
             });
         }
     });
-    // Dropping the runtime cancels the connection tasks and waits for a
-    // running RM callback, so none runs after the scheduler is freed.
+    // Dropping the runtime cancels the connection tasks and with them the
+    // last references to the context, whose configuration thread then
+    // finishes a running update and is joined: no RM callback runs after
+    // the scheduler is freed.
     drop(runtime);
 }
 
