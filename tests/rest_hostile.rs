@@ -82,7 +82,7 @@ fn idle(addr: String, stop: Arc<AtomicBool>) {
 /// pause apart (a reserved slot may be taken for a moment).
 fn reachable(addr: &str, path: &str) -> Result<(), String> {
     let mut last = String::new();
-    for _ in 0..10 {
+    for _ in 0..20 {
         match try_http(addr, "GET", path, &[], b"") {
             Ok(r) if r.status == 200 => return Ok(()),
             Ok(r) => last = format!("{}: {}", r.status, r.body),
