@@ -19,8 +19,9 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use crate::api::ResourceManagerCallback;
 use crate::error::{Error, Status};
 use crate::proto::si::v1 as si;
-use crate::scheduler::config_txn::{ConfigLock, ConfigTarget};
-use crate::scheduler::core::{Command, Core};
+use crate::scheduler::config_txn::{ApplyRefused, ConfigLock, ConfigTarget};
+use crate::scheduler::core::{Command, Reply};
+use crate::scheduler::owner::mark_library_thread;
 
 /// Why an update was not applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,13 +50,12 @@ pub struct ConfigWorker {
 }
 
 impl ConfigWorker {
-    /// Starts the thread; `mark` runs on it first (marks it as the
-    /// scheduler's own, so the RM's callback cannot wait on the scheduler).
+    /// Starts the thread, marked as one of scheduler `scheduler_id`'s own
+    /// (so the RM's callback it runs cannot wait on the scheduler).
     pub fn start(
         scheduler_id: u64,
         core: Sender<Command>,
         lock: ConfigLock,
-        mark: impl FnOnce() + Send + 'static,
     ) -> Result<Self, Error> {
         let (tx, rx) = unbounded::<Job>();
         let stopping = Arc::new(AtomicBool::new(false));
@@ -63,7 +63,7 @@ impl ConfigWorker {
         let thread = std::thread::Builder::new()
             .name(format!("sicore-config-{scheduler_id}"))
             .spawn(move || {
-                mark();
+                mark_library_thread(scheduler_id);
                 run(rx, &core, &lock, &stop);
             })
             .map_err(|e| Error::new(Status::Internal, format!("cannot start a thread: {e}")))?;
@@ -128,18 +128,16 @@ fn run(rx: Receiver<Job>, core: &Sender<Command>, lock: &ConfigLock, stopping: &
     }
 }
 
-/// Runs `f` on the core thread and waits for it. No timeout: every step
-/// must complete (the core answers unless it stopped).
+/// Sends the command `make` builds to the core and waits for its answer.
+/// No timeout: every step must complete (the core answers unless it
+/// stopped).
 fn on_core<T: Send + 'static>(
     core: &Sender<Command>,
-    f: impl FnOnce(&mut Core) -> T + Send + 'static,
+    make: impl FnOnce(Reply<T>) -> Command,
 ) -> Result<T, Refusal> {
     let (tx, rx) = bounded(1);
-    let cmd = Command::Inspect(Box::new(move |c: &mut Core| {
-        let _ = tx.send(f(c));
-    }));
     let gone = || Refusal::Unavailable("the scheduler is stopping".into());
-    core.send(cmd).map_err(|_| gone())?;
+    core.send(make(tx.into())).map_err(|_| gone())?;
     rx.recv().map_err(|_| gone())
 }
 
@@ -156,11 +154,9 @@ fn ask(cb: &dyn ResourceManagerCallback, configs: String) -> Result<(), String> 
 }
 
 fn transaction(core: &Sender<Command>, text: &str, base: &str) -> Result<(), Refusal> {
-    let owned = text.to_string();
-    let target: ConfigTarget = on_core(core, move |c| {
-        let t = c.config_target()?;
-        c.check_config_text(&t.rm_id, &owned)?;
-        Ok::<_, Error>(t)
+    let target: ConfigTarget = on_core(core, |reply| Command::ConfigTarget {
+        text: text.to_string(),
+        reply,
     })?
     .map_err(|e| Refusal::Invalid(e.message))?;
     if base != target.checksum {
@@ -174,33 +170,22 @@ fn transaction(core: &Sender<Command>, text: &str, base: &str) -> Result<(), Ref
             "the resource manager rejected the configuration: {reason}"
         ))
     })?;
-    let rm_id = target.rm_id.clone();
-    let cb = target.callback.clone();
-    let owned = text.to_string();
-    let expected = target.checksum.clone();
-    let applied = on_core(core, move |c| {
-        if !c.is_registration(&rm_id, &cb) {
-            // Cannot happen while registrations take the lock; if it did,
-            // the new registration's configuration stays, untouched.
-            return Err((
-                Refusal::Conflict(format!(
-                    "RM {rm_id} registered again during the update; its new registration's configuration stays"
-                )),
-                None,
-            ));
-        }
-        match c.apply_config_text(&rm_id, owned, Some(&expected)) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                // What the core still holds, read in the same step.
-                let in_force = c.config_text_of(&rm_id);
-                Err((Refusal::Invalid(e.message), in_force))
-            }
-        }
+    let applied = on_core(core, |reply| Command::ApplyConfigText {
+        rm_id: target.rm_id.clone(),
+        text: text.to_string(),
+        expected_checksum: Some(target.checksum.clone()),
+        registration: target.callback.clone(),
+        reply,
     })?;
     match applied {
         Ok(()) => Ok(()),
-        Err((refusal, in_force)) => {
+        // Cannot happen while registrations take the lock; if it did, the
+        // new registration's configuration stays, untouched.
+        Err(ApplyRefused::Replaced) => Err(Refusal::Conflict(format!(
+            "RM {} registered again during the update; its new registration's configuration stays",
+            target.rm_id
+        ))),
+        Err(ApplyRefused::Failed { error, in_force }) => {
             if let Some(text) = in_force {
                 // The RM stored the new text: give it what is in force.
                 if let Err(reason) = ask(&*target.callback, text) {
@@ -209,7 +194,7 @@ fn transaction(core: &Sender<Command>, text: &str, base: &str) -> Result<(), Ref
                     );
                 }
             }
-            Err(refusal)
+            Err(Refusal::Invalid(error.message))
         }
     }
 }

@@ -19,7 +19,7 @@ pub mod config_txn;
 pub mod handlers;
 pub mod health;
 pub mod settings;
-pub mod snapshot;
+pub use crate::scheduler::snapshot;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -42,7 +42,7 @@ use crate::error::{Error, Status};
 use crate::metrics::Metrics;
 use crate::proto::sicore::v1::RestOptions;
 use crate::scheduler::config_txn::ConfigLock;
-use crate::scheduler::core::{Command, Core};
+use crate::scheduler::core::{Command, Reply};
 use config_txn::{ConfigWorker, Refusal};
 use handlers::Endpoint;
 use settings::Settings;
@@ -179,9 +179,7 @@ impl RestServer {
             .set_nonblocking(true)
             .map_err(|e| Error::new(Status::Internal, format!("REST listener: {e}")))?;
         let settings = Settings::new(options, address, addr)?;
-        let config = ConfigWorker::start(scheduler_id, core.clone(), config_lock, move || {
-            crate::rmproxy::mark_library_thread(scheduler_id)
-        })?;
+        let config = ConfigWorker::start(scheduler_id, core.clone(), config_lock)?;
         let ctx = Arc::new(Context {
             scheduler_id,
             core,
@@ -243,7 +241,7 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
             return;
         }
     };
-    crate::rmproxy::mark_library_thread(id);
+    crate::scheduler::owner::mark_library_thread(id);
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::from_std(listener) {
             Ok(l) => l,
@@ -498,14 +496,15 @@ async fn read_body(ctx: &Context, req: Request<Incoming>) -> Result<String, Fail
 }
 
 impl Context {
-    /// Runs `f` on the core thread and waits (bounded) for its result.
+    /// Sends the command `make` builds to the core and waits (bounded)
+    /// for its answer.
     async fn on_core<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Core) -> T + Send + 'static,
+        make: impl FnOnce(Reply<T>) -> Command,
     ) -> Result<T, Fail> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let cmd = Command::Inspect(Box::new(move |core: &mut Core| {
-            let _ = tx.send(f(core));
+        let cmd = make(Reply::new(move |v| {
+            let _ = tx.send(v);
         }));
         let unavailable = || fail(StatusCode::SERVICE_UNAVAILABLE, "the scheduler is stopping");
         self.core.send(cmd).map_err(|_| unavailable())?;
@@ -550,7 +549,7 @@ impl Context {
             return Ok(s);
         }
         let taken = Instant::now();
-        let snap = Arc::new(self.on_core(|core| core.snapshot()).await?);
+        let snap = Arc::new(self.on_core(Command::Snapshot).await?);
         *self.cache.lock() = Some((taken, snap.clone()));
         Ok(snap)
     }
@@ -568,7 +567,14 @@ impl Context {
             return Ok(d);
         }
         let taken = Instant::now();
-        let dump = Bytes::from(self.on_core(|core| core.dump_json()).await?);
+        let dump = self
+            .on_core(|reply| Command::Dump {
+                settle: false,
+                reply,
+            })
+            .await?
+            .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.message))?;
+        let dump = Bytes::from(dump);
         *self.dump_cache.lock() = Some((taken, dump.clone()));
         Ok(dump)
     }
@@ -647,12 +653,12 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
         Endpoint::LogLevel => Ok(body(
             StatusCode::OK,
             TEXT,
-            crate::ffi::library_level().to_string().to_ascii_lowercase(),
+            crate::loglevel::get().to_string().to_ascii_lowercase(),
         )),
         Endpoint::SetLogLevel(level) => {
             let filter = crate::options::parse_log_level(&level)
                 .map_err(|e| fail(StatusCode::BAD_REQUEST, e.message))?;
-            crate::ffi::set_library_level(filter);
+            crate::loglevel::set(filter);
             Ok(body(
                 StatusCode::OK,
                 TEXT,
@@ -789,15 +795,19 @@ async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail>
 mod tests {
     use super::*;
     use crate::options::Options;
+    use crate::scheduler::core::Core;
 
     /// A core thread with no RM, and a context using it.
     fn context(reuse: Duration) -> (Arc<Context>, JoinHandle<()>) {
         let (tx, rx) = crossbeam_channel::unbounded();
         let (out, _) = crossbeam_channel::unbounded();
-        let core = std::thread::spawn(move || Core::new(Options::default(), out).run(rx));
+        let core = std::thread::spawn(move || {
+            let core = Core::new(Options::default(), crate::scheduler::clock::system());
+            crate::scheduler::core::run(core, rx, out)
+        });
         let bound: SocketAddr = "127.0.0.1:1".parse().unwrap();
         let settings = Settings::new(&RestOptions::default(), "127.0.0.1:1", bound).unwrap();
-        let config = ConfigWorker::start(0, tx.clone(), ConfigLock::default(), || {}).unwrap();
+        let config = ConfigWorker::start(0, tx.clone(), ConfigLock::default()).unwrap();
         let ctx = Arc::new(Context {
             scheduler_id: 0,
             core: tx,
