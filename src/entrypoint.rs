@@ -22,6 +22,7 @@ use crate::proto::si::v1 as si;
 use crate::rest::RestServer;
 use crate::rmproxy::{dispatch, watcher, RmProxy};
 use crate::scheduler::clock;
+use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{self, Command, Core, Registry};
 use crate::scheduler::owner::mark_library_thread;
 use crate::scheduler::resource::{self, ResourceNames};
@@ -51,7 +52,16 @@ impl Scheduler {
         let dispatcher_stopping = Arc::new(AtomicBool::new(false));
         let spawn_err =
             |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
-        let watchers = watcher::Watchers::new(id, tx.clone(), options.config_dir.clone());
+        // One lock for every configuration change: registration,
+        // UpdateConfiguration, SetPolicyConfig, the watchers and the REST
+        // update (see `ConfigLock`).
+        let config_lock = ConfigLock::default();
+        let watchers = watcher::Watchers::new(
+            id,
+            tx.clone(),
+            options.config_dir.clone(),
+            config_lock.clone(),
+        );
         let metrics = Arc::new(Metrics::new());
         // Bind before any thread starts, so a bad address fails `new` cleanly.
         let rest = if options.rest_address.is_empty() {
@@ -59,9 +69,11 @@ impl Scheduler {
         } else {
             Some(RestServer::start(
                 &options.rest_address,
+                &options.rest,
                 id,
                 tx.clone(),
                 metrics.clone(),
+                config_lock.clone(),
             )?)
         };
         let rest_addr = rest.as_ref().map(RestServer::local_addr);
@@ -90,7 +102,7 @@ impl Scheduler {
             })
             .map_err(spawn_err)?;
         Ok(Scheduler {
-            proxy: RmProxy::new(id, tx, registered, watchers, names),
+            proxy: RmProxy::new(id, tx, registered, watchers, names, config_lock),
             dispatcher_stopping,
             threads: Mutex::new(vec![core_thread, dispatcher]),
             metrics,

@@ -57,6 +57,9 @@ pub struct Options {
     pub event_types: EventTypes,
     /// `host:port` of the REST service; empty: none.
     pub rest_address: String,
+    /// Access control and limits of the REST service, checked when it
+    /// starts (see `rest::settings`).
+    pub rest: crate::proto::sicore::v1::RestOptions,
 }
 
 impl Default for Options {
@@ -135,6 +138,7 @@ impl Options {
             },
             event_types: EventTypes::parse(&p.event_types).map_err(Error::invalid)?,
             rest_address: p.rest_address.trim().to_string(),
+            rest: p.rest.unwrap_or_default(),
         })
     }
 }

@@ -292,21 +292,21 @@ fn a_configuration_with_too_many_names_is_refused_and_charges_nothing() {
     );
     assert_eq!(checksum(&h), base, "nothing changed");
 
-    // Nothing was charged: 254 new names fill the share exactly (memory
-    // and vcore, the first configuration's queue limit and default node
-    // weights, are the group's already), and the RM's own share is
+    // Nothing was charged: 256 new names fill the share exactly (memory
+    // and vcore, the default node weights, are the scheduler's own and so
+    // not new to the group's configurations), and the RM's own share is
     // untouched.
-    let (st, msg) = set_config(&h, "queues", &queues_yaml(&names_map("cfg-fine", 254)));
+    let (st, msg) = set_config(&h, "queues", &queues_yaml(&names_map("cfg-fine", 256)));
     assert_eq!(st, SICORE_OK, "{msg}");
     let a = find_queue(&h.dump(), "default", "root.a").unwrap();
-    assert_eq!(a["max"]["cfg-fine-253"], 1, "{a}");
+    assert_eq!(a["max"]["cfg-fine-255"], 1, "{a}");
     let (st, msg) = h.nodes(vec![gpu_node("g1", "nvidia.com/gpu")]);
     assert_eq!(st, SICORE_OK, "{msg}");
     h.wait("gpu node accepted", |s| s.nodes_accepted == ["g1"]);
 
     // The share is used up: one more new name is refused, names already
     // held are not new.
-    let mut more = names_map("cfg-fine", 254);
+    let mut more = names_map("cfg-fine", 256);
     more.insert_str(1, "cfg-one-more: 1, ");
     let (st, msg) = set_config(&h, "queues", &queues_yaml(&more));
     assert_eq!(st, SICORE_REJECTED, "{msg}");

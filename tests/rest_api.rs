@@ -235,7 +235,17 @@ fn queues_and_clusters_have_the_reference_shapes() {
     assert!(p["nodeSortingPolicy"]["resourceWeights"].is_object());
     assert_eq!(p["applications"]["total"], 1);
     assert_eq!(p["state"], "Active");
-    assert!(p["lastStateTransitionTime"].as_i64().unwrap() > 0);
+    // A time string as the reference sends it (Go's time text, UTC).
+    let t = p["lastStateTransitionTime"].as_str().expect("a string");
+    assert!(t.ends_with(" +0000 UTC") && t.len() >= 29, "{t}");
+    let (date, clock) = t.split_once(' ').unwrap();
+    assert_eq!(date.len(), 10, "{t}");
+    assert!(date.split('-').all(|n| n.parse::<u32>().is_ok()), "{t}");
+    assert!(
+        clock[..8].split(':').all(|n| n.parse::<u32>().is_ok()),
+        "{t}"
+    );
+    assert!(date >= "2020-01-01", "{t}");
 
     let r = get(&addr, "/ws/v1/partition/default/queues");
     assert_eq!(r.status, 200);
@@ -448,7 +458,7 @@ fn bad_requests_get_json_errors() {
     s.set_read_timeout(Some(WAIT)).unwrap();
     write!(
         s,
-        "PUT /ws/v1/config HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        "PUT /ws/v1/config HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
         sicore::rest::MAX_BODY_BYTES + 1
     )
     .unwrap();
@@ -535,9 +545,8 @@ fn config_update_round_trip_with_an_accepting_and_a_rejecting_rm() {
     r.assert_error(400);
     assert_eq!(h.seen(|s| s.config_updates.len()), 1);
 
-    // Accepted by the RM but not applicable (root.a holds an application
-    // and cannot become a parent): 400, and the RM gets the old text back.
-    let in_force = sent[0].clone();
+    // Not applicable (root.a holds an application and cannot become a
+    // parent): 400 from the dry run, before the RM is asked.
     let reparent =
         format!("{YAML}            queues:\n              - name: x\nchecksum: {new_checksum}\n");
     let r = http(&addr, "PUT", "/ws/v1/config", &[], reparent.as_bytes());
@@ -550,10 +559,7 @@ fn config_update_round_trip_with_an_accepting_and_a_rejecting_rm() {
         "{}",
         r.body
     );
-    let sent = h.seen(|s| s.config_updates.clone());
-    assert_eq!(sent.len(), 3, "the new text, then the rollback");
-    assert!(sent[1].contains("name: x"));
-    assert_eq!(sent[2], in_force, "rolled back to the text in force");
+    assert_eq!(h.seen(|s| s.config_updates.len()), 1, "the RM is not asked");
     assert_eq!(h.dump()["rms"][0]["config_checksum"], new_checksum.as_str());
 
     // Rejected by the RM: 400 with its reason, the old configuration stays.
@@ -565,7 +571,7 @@ fn config_update_round_trip_with_an_accepting_and_a_rejecting_rm() {
         .as_str()
         .unwrap()
         .contains("configmap is read-only"));
-    assert_eq!(h.seen(|s| s.config_updates.len()), 4);
+    assert_eq!(h.seen(|s| s.config_updates.len()), 2);
     let dump = h.dump();
     assert!(
         find_queue(&dump, "default", "root.b").is_some(),
@@ -581,8 +587,7 @@ fn slow_clients_do_not_stall_scheduling_or_other_clients() {
     let mut idle = Vec::new();
     for _ in 0..16 {
         let mut s = TcpStream::connect(&addr).unwrap();
-        s.write_all(b"GET /ws/v1/queues HTTP/1.1\r\nHost: x\r\n")
-            .unwrap();
+        write!(s, "GET /ws/v1/queues HTTP/1.1\r\nHost: {addr}\r\n").unwrap();
         idle.push(s);
     }
     // Scheduling goes on...
@@ -649,4 +654,32 @@ fn free_stops_the_server() {
     drop(h);
     // The port is closed once sicore_free returns.
     assert!(TcpStream::connect(&addr).is_err());
+}
+
+#[test]
+fn queues_of_two_partitions_are_newline_ended_documents() {
+    let two = "partitions:
+  - name: default
+    queues:
+      - name: root
+  - name: gpu
+    queues:
+      - name: root
+";
+    let h = Harness::configured(rest_options(two), 0);
+    let addr = rest_address(&h);
+    let r = get(&addr, "/ws/v1/queues");
+    assert_eq!(r.status, 200, "{}", r.body);
+    // As the reference's encoder writes them: each document, then "\n".
+    assert!(r.body.ends_with("}\n"), "{}", r.body);
+    let docs: Vec<Value> = r
+        .body
+        .split_terminator('\n')
+        .map(|d| serde_json::from_str(d).unwrap_or_else(|e| panic!("{e}: {d}")))
+        .collect();
+    let names: Vec<&str> = docs
+        .iter()
+        .map(|d| d["partitionName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default", "gpu"], "{}", r.body);
 }

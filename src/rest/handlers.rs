@@ -34,6 +34,15 @@ pub enum Endpoint {
     NotProvided(&'static str),
 }
 
+/// Whether a request with `method` changes state, and so needs the
+/// operator's token when one is set (`POST` only validates here).
+pub fn mutates(method: &hyper::Method) -> bool {
+    !matches!(
+        *method,
+        hyper::Method::GET | hyper::Method::HEAD | hyper::Method::OPTIONS | hyper::Method::POST
+    )
+}
+
 /// Methods each endpoint answers.
 pub fn methods(e: &Endpoint) -> &'static [&'static str] {
     match e {
@@ -161,7 +170,8 @@ fn queue_info(q: &QueueSnap) -> Value {
     })
 }
 
-/// `GET /ws/v1/queues`: one document per partition, one after another.
+/// `GET /ws/v1/queues`: one document per partition, each ended by a
+/// newline (as the reference's JSON encoder writes them).
 pub fn queues(snap: &Snapshot) -> String {
     snap.partitions
         .iter()
@@ -176,6 +186,7 @@ pub fn queues(snap: &Snapshot) -> String {
                 "queues": queue_info(&p.root),
             })
             .to_string()
+                + "\n"
         })
         .collect()
 }
@@ -438,10 +449,47 @@ pub fn partitions(snap: &Snapshot) -> Value {
                     },
                     "applications": apps,
                     "state": "Active",
-                    "lastStateTransitionTime": snap.started_ns,
+                    "lastStateTransitionTime": go_time_string(snap.started_ns),
                 })
             })
             .collect(),
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// Unix ns as the reference's partition state time reads (Go's
+/// `time.Time` text, in UTC): `2006-01-02 15:04:05.999999999 +0000 UTC`,
+/// trailing zeros of the fraction dropped.
+pub fn go_time_string(unix_ns: i64) -> String {
+    let secs = unix_ns.div_euclid(1_000_000_000);
+    let nanos = unix_ns.rem_euclid(1_000_000_000);
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let tod = secs.rem_euclid(86_400);
+    let mut frac = String::new();
+    if nanos > 0 {
+        frac = format!(".{nanos:09}");
+        while frac.ends_with('0') {
+            frac.pop();
+        }
+    }
+    format!(
+        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}{frac} +0000 UTC",
+        tod / 3600,
+        tod % 3600 / 60,
+        tod % 60
     )
 }
 
@@ -496,7 +544,7 @@ pub fn history(samples: &[crate::metrics::HistorySample], containers: bool) -> V
 /// The configuration text with a `checksum:` line stating `checksum`
 /// (replacing one the text may carry).
 pub fn config_with_checksum(text: &str, checksum: &str) -> String {
-    let mut out = strip_checksum_line(text);
+    let mut out = strip_checksum(text).unwrap_or_else(|_| strip_checksum_line(text));
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
@@ -513,6 +561,28 @@ pub fn strip_checksum_line(text: &str) -> String {
         }
     }
     out
+}
+
+/// The document without its top-level `checksum` key, whatever its YAML
+/// style. The text is kept as written when dropping the block-style
+/// `checksum:` line removes exactly that key; otherwise (flow style, a
+/// quoted key, ...) the parsed document without the key is written out.
+pub fn strip_checksum(text: &str) -> Result<String, String> {
+    let parse =
+        |t: &str| serde_yaml_ng::from_str::<serde_yaml_ng::Value>(t).map_err(|e| e.to_string());
+    let mut doc = parse(text)?;
+    let removed = doc
+        .as_mapping_mut()
+        .and_then(|m| m.remove("checksum"))
+        .is_some();
+    if !removed {
+        return Ok(text.to_string());
+    }
+    let lined = strip_checksum_line(text);
+    if parse(&lined).is_ok_and(|v| v == doc) {
+        return Ok(lined);
+    }
+    serde_yaml_ng::to_string(&doc).map_err(|e| e.to_string())
 }
 
 /// The `checksum:` entry of a YAML document, if it has one.
@@ -555,6 +625,36 @@ mod tests {
         assert_eq!(res_str(None), "[]");
         let used: Named = [("memory".to_string(), 1024)].into_iter().collect();
         assert_eq!(abs_used(Some(&r), &used), "[memory:50 vcore:0]");
+    }
+
+    #[test]
+    fn flow_style_checksum_is_stripped() {
+        let t = "{partitions: [{name: default, queues: [{name: root}]}], checksum: ABC}";
+        assert_eq!(checksum_entry(t).as_deref(), Some("ABC"));
+        let stripped = strip_checksum(t).unwrap();
+        assert!(!stripped.contains("checksum"), "{stripped}");
+        assert!(!stripped.contains("ABC"), "{stripped}");
+        let v: serde_yaml_ng::Value = serde_yaml_ng::from_str(&stripped).unwrap();
+        assert_eq!(v["partitions"][0]["name"], "default");
+        // Block style keeps the text as written.
+        let b = "# comment\npartitions: []\nchecksum: ABC\n";
+        assert_eq!(strip_checksum(b).unwrap(), "# comment\npartitions: []\n");
+        // A nested key of that name stays.
+        let n = "partitions:\n  - name: x\n    checksum: keep\n";
+        assert_eq!(strip_checksum(n).unwrap(), n);
+    }
+
+    #[test]
+    fn time_strings() {
+        assert_eq!(go_time_string(0), "1970-01-01 00:00:00 +0000 UTC");
+        assert_eq!(
+            go_time_string(1_764_581_014_123_400_000),
+            "2025-12-01 09:23:34.1234 +0000 UTC"
+        );
+        assert_eq!(
+            go_time_string(951_782_400_000_000_001),
+            "2000-02-29 00:00:00.000000001 +0000 UTC"
+        );
     }
 
     #[test]

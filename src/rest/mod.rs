@@ -3,21 +3,27 @@
 //!
 //! One library thread runs a current-thread tokio runtime with hyper's
 //! HTTP/1 server: every connection is a task on that thread, so a slow or
-//! idle client holds a socket, never a thread. Connections are capped,
-//! headers must arrive within [`HEADER_TIMEOUT`], a connection lives at
-//! most [`CONNECTION_TIMEOUT`], and bodies are limited to
-//! [`MAX_BODY_BYTES`]. State is read from a [`snapshot::Snapshot`] the
-//! core thread copies on request (waiting at most [`CORE_TIMEOUT`]), then
-//! rendered without any lock on live state. The RM's `UpdateConfiguration`
-//! callback runs on one of at most two blocking helper threads.
+//! idle client holds a socket, never a thread. Connections are capped in
+//! all and per client address, with reserved slots beyond the caps for
+//! the health check and the metrics; headers, bodies and connections each
+//! have a time limit, and bodies are limited to [`MAX_BODY_BYTES`]
+//! ([`settings`], `docs/rest-access.md`). The Host header must name this
+//! service, and mutating requests need the operator's token unless the
+//! service is bound to loopback. State is read from a
+//! [`snapshot::Snapshot`] the core thread copies on request (waiting at
+//! most [`CORE_TIMEOUT`]), then rendered without any lock on live state.
+//! A configuration update runs as one transaction on its own library
+//! thread ([`config_txn`]).
 
+pub mod config_txn;
 pub mod handlers;
 pub mod health;
+pub mod settings;
 pub use crate::scheduler::snapshot;
 
+use std::collections::HashMap;
 use std::convert::Infallible;
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{IpAddr, SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -34,19 +40,18 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Status};
 use crate::metrics::Metrics;
-use crate::proto::si::v1 as si;
+use crate::proto::sicore::v1::RestOptions;
+use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Reply};
+use config_txn::{ConfigWorker, Refusal};
 use handlers::Endpoint;
+use settings::Settings;
 use snapshot::Snapshot;
+
+pub use settings::{CONNECTION_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS};
 
 /// Largest request body (a configuration is a few kilobytes).
 pub const MAX_BODY_BYTES: usize = 1 << 20;
-/// Most connections served at once; more are closed right away.
-pub const MAX_CONNECTIONS: usize = 64;
-/// Time a client has to send its request headers.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
-/// Longest life of one connection (keep-alive included).
-pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// Longest wait for the core thread's answer.
 pub const CORE_TIMEOUT: Duration = Duration::from_secs(5);
 /// A snapshot this young is served again instead of asking the core, so a
@@ -61,12 +66,69 @@ struct Context {
     scheduler_id: u64,
     core: Sender<Command>,
     metrics: Arc<Metrics>,
+    settings: Settings,
+    /// How long a snapshot or dump is served again ([`SNAPSHOT_REUSE`]).
+    reuse: Duration,
     cache: Mutex<Option<(Instant, Arc<Snapshot>)>>,
-    dump_cache: Mutex<Option<(Instant, Arc<String>)>>,
+    /// The dump as one shared buffer: every reader's response body is a
+    /// reference to it, never a copy.
+    dump_cache: Mutex<Option<(Instant, Bytes)>>,
     /// Held while a copy is requested from the core, so concurrent
     /// requests wait for that one copy instead of asking for their own.
     fetching: tokio::sync::Mutex<()>,
-    connections: AtomicUsize,
+    slots: Mutex<Slots>,
+    config: ConfigWorker,
+}
+
+/// Open connections: in the general pool, per client address, and on
+/// reserved slots.
+#[derive(Default)]
+struct Slots {
+    general: usize,
+    per_peer: HashMap<IpAddr, usize>,
+    reserved: usize,
+}
+
+/// Which pool a connection holds a slot of.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Slot {
+    General(IpAddr),
+    /// Beyond the limits: serves the health check and the metrics only.
+    Reserved,
+}
+
+impl Context {
+    /// A slot for a new connection from `peer`, or `None` (close it).
+    fn take_slot(&self, peer: IpAddr) -> Option<Slot> {
+        let mut s = self.slots.lock();
+        let from_peer = s.per_peer.get(&peer).copied().unwrap_or(0);
+        if s.general < self.settings.max_connections && from_peer < self.settings.max_per_peer {
+            s.general += 1;
+            *s.per_peer.entry(peer).or_default() += 1;
+            Some(Slot::General(peer))
+        } else if s.reserved < settings::RESERVED_CONNECTIONS {
+            s.reserved += 1;
+            Some(Slot::Reserved)
+        } else {
+            None
+        }
+    }
+
+    fn give_slot(&self, slot: Slot) {
+        let mut s = self.slots.lock();
+        match slot {
+            Slot::General(peer) => {
+                s.general -= 1;
+                if let Some(n) = s.per_peer.get_mut(&peer) {
+                    *n -= 1;
+                    if *n == 0 {
+                        s.per_peer.remove(&peer);
+                    }
+                }
+            }
+            Slot::Reserved => s.reserved -= 1,
+        }
+    }
 }
 
 /// A running REST service. [`RestServer::stop`] (or drop) ends it and
@@ -82,11 +144,16 @@ impl RestServer {
     /// serving. `scheduler_id` marks the service's threads as the
     /// scheduler's own (synchronous calls from the RM's callback are
     /// refused as from any callback).
+    /// `options` are checked here (binding beyond loopback needs a
+    /// token); `config_lock` is the scheduler's lock of configuration
+    /// changes, held by the configuration update.
     pub fn start(
         address: &str,
+        options: &RestOptions,
         scheduler_id: u64,
         core: Sender<Command>,
         metrics: Arc<Metrics>,
+        config_lock: ConfigLock,
     ) -> Result<Self, Error> {
         let addrs: Vec<SocketAddr> = address
             .to_socket_addrs()
@@ -96,6 +163,10 @@ impl RestServer {
                 ))
             })?
             .collect();
+        // Checked before binding, so a refused address is never opened.
+        for a in &addrs {
+            Settings::new(options, address, *a)?;
+        }
         let listener = TcpListener::bind(&addrs[..]).map_err(|e| {
             Error::rejected(format!(
                 "SchedulerOptions.rest_address: cannot listen on '{address}': {e}"
@@ -107,14 +178,19 @@ impl RestServer {
         listener
             .set_nonblocking(true)
             .map_err(|e| Error::new(Status::Internal, format!("REST listener: {e}")))?;
+        let settings = Settings::new(options, address, addr)?;
+        let config = ConfigWorker::start(scheduler_id, core.clone(), config_lock)?;
         let ctx = Arc::new(Context {
             scheduler_id,
             core,
             metrics,
+            settings,
+            reuse: SNAPSHOT_REUSE,
             cache: Mutex::new(None),
             dump_cache: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
-            connections: AtomicUsize::new(0),
+            slots: Mutex::new(Slots::default()),
+            config,
         });
         let shutdown = Arc::new(tokio::sync::Notify::new());
         let stop = shutdown.clone();
@@ -157,8 +233,6 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
-        .max_blocking_threads(2)
-        .on_thread_start(move || crate::scheduler::owner::mark_library_thread(id))
         .build();
     let runtime = match runtime {
         Ok(r) => r,
@@ -177,7 +251,7 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
             }
         };
         loop {
-            let (stream, _) = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 _ = shutdown.notified() => break,
                 accepted = listener.accept() => match accepted {
                     Ok(a) => a,
@@ -188,30 +262,34 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
                     }
                 },
             };
-            if ctx.connections.fetch_add(1, Ordering::AcqRel) >= MAX_CONNECTIONS {
-                ctx.connections.fetch_sub(1, Ordering::AcqRel);
-                log::warn!("REST service: {MAX_CONNECTIONS} connections open; closing a new one");
+            let Some(slot) = ctx.take_slot(peer.ip()) else {
+                log::warn!(
+                    "REST service: connection limits reached; closing a new one from {peer}"
+                );
                 drop(stream);
                 continue;
-            }
+            };
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 let service_ctx = ctx.clone();
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(HEADER_TIMEOUT)
+                    .header_read_timeout(ctx.settings.header_timeout)
+                    .keep_alive(slot != Slot::Reserved)
                     .max_buf_size(64 * 1024)
                     .serve_connection(
                         TokioIo::new(stream),
-                        service_fn(move |req| handle(service_ctx.clone(), req)),
+                        service_fn(move |req| handle(service_ctx.clone(), slot, req)),
                     );
-                let _ = tokio::time::timeout(CONNECTION_TIMEOUT, conn).await;
-                ctx.connections.fetch_sub(1, Ordering::AcqRel);
+                let _ = tokio::time::timeout(ctx.settings.connection_timeout, conn).await;
+                ctx.give_slot(slot);
             });
         }
     });
-    // Dropping the runtime cancels the connection tasks and waits for a
-    // running RM callback, so none runs after the scheduler is freed.
+    // Dropping the runtime cancels the connection tasks and with them the
+    // last references to the context, whose configuration thread then
+    // finishes a running update and is joined: no RM callback runs after
+    // the scheduler is freed.
     drop(runtime);
 }
 
@@ -274,7 +352,22 @@ fn fail(status: StatusCode, message: impl Into<String>) -> Fail {
     }
 }
 
-async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Result<Resp, Infallible> {
+fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn handle(ctx: Arc<Context>, slot: Slot, req: Request<Incoming>) -> Result<Resp, Infallible> {
+    // A Host that is not this service is a page on another site reaching
+    // it through DNS rebinding (or a misdirected request): never served.
+    if !ctx.settings.host_allowed(header(&req, hyper::header::HOST)) {
+        return Ok(error(
+            StatusCode::FORBIDDEN,
+            format!(
+                "Host '{}' is not this service's address or a configured name (SchedulerOptions.rest.allowed_hosts)",
+                header(&req, hyper::header::HOST).unwrap_or("")
+            ),
+        ));
+    }
     let Some(endpoint) = handlers::route(req.uri().path()) else {
         return Ok(error(
             StatusCode::NOT_FOUND,
@@ -283,6 +376,15 @@ async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Result<Resp, Infal
     };
     if let Endpoint::NotProvided(reason) = endpoint {
         return Ok(error(StatusCode::NOT_FOUND, reason));
+    }
+    if slot == Slot::Reserved && !matches!(endpoint, Endpoint::HealthCheck | Endpoint::Metrics) {
+        let mut resp = error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the REST service is at its connection limits; only the health check and the metrics are served now",
+        );
+        resp.headers_mut()
+            .insert(hyper::header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return Ok(resp);
     }
     let allowed = handlers::methods(&endpoint);
     if req.method() == Method::OPTIONS {
@@ -313,6 +415,25 @@ async fn handle(ctx: Arc<Context>, req: Request<Incoming>) -> Result<Resp, Infal
         );
         return Ok(resp);
     }
+    if handlers::mutates(req.method())
+        && !ctx
+            .settings
+            .authorized(header(&req, hyper::header::AUTHORIZATION))
+    {
+        let mut resp = error(
+            StatusCode::UNAUTHORIZED,
+            format!(
+                "{} {} needs 'Authorization: Bearer <token>' with the token the operator set (SchedulerOptions.rest.token)",
+                req.method(),
+                req.uri().path()
+            ),
+        );
+        resp.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer"),
+        );
+        return Ok(resp);
+    }
     Ok(match dispatch(&ctx, endpoint, req).await {
         Ok(r) => r,
         Err(f) => error(f.status, f.message),
@@ -328,9 +449,9 @@ fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
     })
 }
 
-/// Reads the body within the size limit; 413 beyond it, 400 when it is
-/// not UTF-8.
-async fn read_body(req: Request<Incoming>) -> Result<String, Fail> {
+/// Reads the body within the size and time limits; 413 beyond the size,
+/// 408 beyond the time, 400 when it is not UTF-8.
+async fn read_body(ctx: &Context, req: Request<Incoming>) -> Result<String, Fail> {
     let declared = req
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
@@ -345,9 +466,21 @@ async fn read_body(req: Request<Incoming>) -> Result<String, Fail> {
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return Err(too_large());
     }
-    let collected = Limited::new(req.into_body(), MAX_BODY_BYTES)
-        .collect()
-        .await;
+    let limit = ctx.settings.body_timeout;
+    let collected = tokio::time::timeout(
+        limit,
+        Limited::new(req.into_body(), MAX_BODY_BYTES).collect(),
+    )
+    .await
+    .map_err(|_| {
+        fail(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request body did not arrive within {} ms",
+                limit.as_millis()
+            ),
+        )
+    })?;
     let bytes = match collected {
         Ok(c) => c.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
@@ -406,7 +539,7 @@ impl Context {
         let since = if fresh {
             asked
         } else {
-            asked.checked_sub(SNAPSHOT_REUSE).unwrap_or(asked)
+            asked.checked_sub(self.reuse).unwrap_or(asked)
         };
         if let Some(s) = Self::cached(&self.cache, since) {
             return Ok(s);
@@ -421,10 +554,11 @@ impl Context {
         Ok(snap)
     }
 
-    /// The state dump, reused like snapshots.
-    async fn dump(&self) -> Result<Arc<String>, Fail> {
+    /// The state dump, reused like snapshots: one buffer shared by every
+    /// reader while it is fresh.
+    async fn dump(&self) -> Result<Bytes, Fail> {
         let asked = Instant::now();
-        let since = asked.checked_sub(SNAPSHOT_REUSE).unwrap_or(asked);
+        let since = asked.checked_sub(self.reuse).unwrap_or(asked);
         if let Some(d) = Self::cached(&self.dump_cache, since) {
             return Ok(d);
         }
@@ -440,7 +574,7 @@ impl Context {
             })
             .await?
             .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.message))?;
-        let dump = Arc::new(dump);
+        let dump = Bytes::from(dump);
         *self.dump_cache.lock() = Some((taken, dump.clone()));
         Ok(dump)
     }
@@ -500,14 +634,11 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
                         "POST /ws/v1/config only validates: add ?dry_run=1 (use PUT to update)",
                     ));
                 }
-                validate(req).await
+                validate(ctx, req).await
             }
         },
-        Endpoint::ValidateConf => validate(req).await,
-        Endpoint::FullStateDump => {
-            let dump = ctx.dump().await?;
-            Ok(body(StatusCode::OK, JSON, dump.as_str().to_owned()))
-        }
+        Endpoint::ValidateConf => validate(ctx, req).await,
+        Endpoint::FullStateDump => dump_response(ctx).await,
         Endpoint::HealthCheck => {
             let snap = ctx.snapshot(false).await?;
             let info = health::check(&snap);
@@ -556,6 +687,12 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
     }
 }
 
+/// `GET /ws/v1/fullstatedump`: the body is the cached buffer itself
+/// (reference-counted), so readers, slow ones included, share one copy.
+async fn dump_response(ctx: &Context) -> Result<Resp, Fail> {
+    Ok(body(StatusCode::OK, JSON, ctx.dump().await?))
+}
+
 /// The RM whose configuration `/ws/v1/config` shows and updates: the
 /// owner of the first partition (spec 2.9).
 fn config_rm(snap: &Snapshot) -> Result<&snapshot::RmSnap, Fail> {
@@ -586,13 +723,15 @@ async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Fail
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("application/json"));
     if wants_json {
-        let mut v: Value = serde_yaml_ng::from_str(&handlers::strip_checksum_line(&rm.config_text))
-            .map_err(|e| {
-                fail(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("configuration in force is not YAML: {e}"),
-                )
-            })?;
+        let mut v: Value = serde_yaml_ng::from_str(
+            &handlers::strip_checksum(&rm.config_text).unwrap_or_else(|_| rm.config_text.clone()),
+        )
+        .map_err(|e| {
+            fail(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("configuration in force is not YAML: {e}"),
+            )
+        })?;
         if let Value::Object(m) = &mut v {
             m.insert("checksum".into(), Value::String(rm.checksum.clone()));
         }
@@ -606,8 +745,8 @@ async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Fail
 }
 
 /// `{"allowed": bool, "reason": string}`, HTTP 200 either way.
-async fn validate(req: Request<Incoming>) -> Result<Resp, Fail> {
-    let text = read_body(req).await?;
+async fn validate(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
+    let text = read_body(ctx, req).await?;
     let v = match crate::config::parse(&text) {
         Ok(_) => json!({"allowed": true, "reason": ""}),
         Err(e) => json!({"allowed": false, "reason": e.to_string()}),
@@ -615,89 +754,128 @@ async fn validate(req: Request<Incoming>) -> Result<Resp, Fail> {
     Ok(json_resp(StatusCode::OK, &v))
 }
 
-/// Calls the RM's `UpdateConfiguration` on a blocking helper thread.
-async fn ask_rm(
-    cb: Arc<dyn crate::api::ResourceManagerCallback>,
-    configs: String,
-) -> Result<si::UpdateConfigurationResponse, Fail> {
-    tokio::task::spawn_blocking(move || {
-        cb.update_configuration(&si::UpdateConfigurationRequest { configs })
-    })
-    .await
-    .map_err(|e| {
-        fail(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the RM's UpdateConfiguration callback failed: {e}"),
-        )
-    })
-}
-
-/// `PUT /ws/v1/config` (spec 2.9): validate, check the base checksum, ask
-/// the RM, then apply; roll the RM back if applying fails.
+/// `PUT /ws/v1/config` (spec 2.9): the body is read and checked here, then
+/// the update runs as one transaction on the configuration thread
+/// ([`config_txn`]), which carries it to the end even if this request is
+/// dropped (the client went away).
 async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
-    let text = read_body(req).await?;
+    let text = read_body(ctx, req).await?;
     crate::config::parse(&text).map_err(|e| {
         fail(
             StatusCode::BAD_REQUEST,
             format!("invalid configuration: {e}"),
         )
     })?;
-    let snap = ctx.snapshot(true).await?;
-    let rm = config_rm(&snap)?;
     let base = handlers::checksum_entry(&text).unwrap_or_default();
-    if base != rm.checksum {
-        return Err(fail(
-            StatusCode::CONFLICT,
-            format!(
-                "the base configuration is changed: the body's checksum '{base}' is not the current '{}'",
-                rm.checksum
-            ),
-        ));
-    }
-    let new_text = handlers::strip_checksum_line(&text);
-    let answer = ask_rm(rm.callback.clone(), new_text.clone()).await?;
-    if !answer.success {
-        return Err(fail(
+    let new_text = handlers::strip_checksum(&text).map_err(|e| {
+        fail(
             StatusCode::BAD_REQUEST,
-            format!(
-                "the resource manager rejected the configuration: {}",
-                answer.reason
-            ),
-        ));
-    }
-    let rm_id = rm.rm_id.clone();
-    let expected = rm.checksum.clone();
-    let applied = ctx
-        .on_core(move |reply| Command::ApplyConfigText {
-            rm_id,
-            text: new_text,
-            expected_checksum: Some(expected),
-            reply,
-        })
-        .await;
+            format!("invalid configuration: {e}"),
+        )
+    })?;
+    let verdict = ctx.config.submit(new_text, base).await;
     ctx.invalidate();
-    match applied {
+    match verdict {
         Ok(Ok(())) => Ok(body(
             StatusCode::OK,
             TEXT,
             "Configuration updated successfully",
         )),
-        Ok(Err(e)) => {
-            // The RM already stored the new text: give it the old one back.
-            let rollback = ask_rm(rm.callback.clone(), rm.config_text.clone()).await;
-            if !matches!(&rollback, Ok(r) if r.success) {
-                log::error!(
-                    "REST config update: rolling the RM back to the old configuration failed"
-                );
+        Ok(Err(Refusal::Conflict(m))) => Err(fail(StatusCode::CONFLICT, m)),
+        Ok(Err(Refusal::Invalid(m))) => Err(fail(StatusCode::BAD_REQUEST, m)),
+        Ok(Err(Refusal::Unavailable(m))) => Err(fail(StatusCode::SERVICE_UNAVAILABLE, m)),
+        Err(_) => Err(fail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the scheduler is stopping",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::Options;
+    use crate::scheduler::core::Core;
+
+    /// A core thread with no RM, and a context using it.
+    fn context(reuse: Duration) -> (Arc<Context>, JoinHandle<()>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let (out, _) = crossbeam_channel::unbounded();
+        let core = std::thread::spawn(move || {
+            let core = Core::new(Options::default(), crate::scheduler::clock::system());
+            crate::scheduler::core::run(core, rx, out)
+        });
+        let bound: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let settings = Settings::new(&RestOptions::default(), "127.0.0.1:1", bound).unwrap();
+        let config = ConfigWorker::start(0, tx.clone(), ConfigLock::default()).unwrap();
+        let ctx = Arc::new(Context {
+            scheduler_id: 0,
+            core: tx,
+            metrics: Arc::default(),
+            settings,
+            reuse,
+            cache: Mutex::new(None),
+            dump_cache: Mutex::new(None),
+            fetching: tokio::sync::Mutex::new(()),
+            slots: Mutex::new(Slots::default()),
+            config,
+        });
+        (ctx, core)
+    }
+
+    /// Many readers of the state dump at once, as slow clients would hold
+    /// them: every response body is the one cached buffer, not a copy.
+    #[test]
+    fn dump_readers_share_one_buffer() {
+        let (ctx, core) = context(Duration::from_secs(3600));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let bodies: Vec<Bytes> = rt.block_on(async {
+            let mut readers = tokio::task::JoinSet::new();
+            for _ in 0..32 {
+                let ctx = ctx.clone();
+                readers.spawn(async move {
+                    let resp = dump_response(&ctx).await.ok().expect("a dump");
+                    resp.into_body().collect().await.unwrap().to_bytes()
+                });
             }
-            let status = if e.status == Status::Rejected && e.message.contains("base configuration")
-            {
-                StatusCode::CONFLICT
-            } else {
-                StatusCode::BAD_REQUEST
-            };
-            Err(fail(status, e.message))
+            let mut out = Vec::new();
+            while let Some(b) = readers.join_next().await {
+                out.push(b.unwrap());
+            }
+            out
+        });
+        let cached = ctx.dump_cache.lock().as_ref().unwrap().1.clone();
+        assert!(cached.len() > 10, "a dump: {cached:?}");
+        for b in &bodies {
+            assert_eq!(b.len(), cached.len());
+            assert_eq!(b.as_ptr(), cached.as_ptr(), "a reader got a copy");
         }
-        Err(resp) => Err(resp),
+        ctx.core.send(Command::Shutdown).unwrap();
+        core.join().unwrap();
+    }
+
+    #[test]
+    fn slots_per_peer_then_reserved_then_none() {
+        let (ctx, core) = context(SNAPSHOT_REUSE);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let per_peer = ctx.settings.max_per_peer;
+        let taken: Vec<Slot> = (0..per_peer).map(|_| ctx.take_slot(a).unwrap()).collect();
+        assert!(taken.iter().all(|s| *s == Slot::General(a)));
+        // Past its own cap a peer only gets reserved slots...
+        let reserved: Vec<Slot> = (0..settings::RESERVED_CONNECTIONS)
+            .map(|_| ctx.take_slot(a).unwrap())
+            .collect();
+        assert!(reserved.iter().all(|s| *s == Slot::Reserved));
+        // ... then nothing, while another peer still gets a general one.
+        assert_eq!(ctx.take_slot(a), None);
+        assert_eq!(ctx.take_slot(b), Some(Slot::General(b)));
+        ctx.give_slot(Slot::General(a));
+        assert_eq!(ctx.take_slot(a), Some(Slot::General(a)));
+        ctx.core.send(Command::Shutdown).unwrap();
+        core.join().unwrap();
     }
 }

@@ -21,6 +21,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
 use crate::proto::si::v1 as si;
+use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Registry, ReloadOutcome, Reply};
 use crate::scheduler::owner::current_scheduler;
 use crate::scheduler::request::AllocationUpdate;
@@ -45,18 +46,22 @@ pub struct RmProxy {
     /// on the caller's thread (the core thread holds it as its home table),
     /// and it gives its names back when the scheduler is dropped.
     names: Arc<resource::ResourceNames>,
+    /// Serialises configuration changes (see [`ConfigLock`]).
+    config_lock: ConfigLock,
 }
 
 impl RmProxy {
     /// The proxy of scheduler `id`, queueing to `tx`; `registered` is the
     /// set the core publishes, `watchers` the scheduler's reload watchers,
-    /// `names` the scheduler's resource-name table.
+    /// `names` the scheduler's resource-name table, `config_lock` the lock
+    /// every configuration change holds.
     pub(crate) fn new(
         id: u64,
         tx: Sender<Command>,
         registered: Registry,
         watchers: watcher::Watchers,
         names: Arc<resource::ResourceNames>,
+        config_lock: ConfigLock,
     ) -> Self {
         RmProxy {
             id,
@@ -67,6 +72,7 @@ impl RmProxy {
             stopped: AtomicBool::new(false),
             watchers,
             names,
+            config_lock,
         }
     }
 
@@ -213,6 +219,7 @@ impl RmProxy {
         if policy_group.is_empty() {
             return Err(Error::invalid("policy_group is empty"));
         }
+        let _config = self.config_lock.lock();
         self.call(|reply| Command::SetPolicyConfig {
             policy_group: policy_group.to_string(),
             yaml: yaml.to_string(),
@@ -240,6 +247,10 @@ impl SchedulerApi for RmProxy {
         // run callbacks that call back into this scheduler meanwhile. The
         // core itself records whether the RM is registered (spec 1.2: a
         // failed registration leaves it unregistered).
+        // A registration replaces the RM's configuration: it waits for a
+        // configuration change in progress (a REST update asking the RM's
+        // current callbacks) and holds the next off until it is answered.
+        let _config = self.config_lock.lock();
         let (reply, answer) = bounded(1);
         {
             let mut in_flight = self.in_flight.lock();
@@ -297,10 +308,15 @@ impl SchedulerApi for RmProxy {
                 "failed to reload configuration, because RM {cluster_id} is unknown to the scheduler"
             )));
         }
-        let outcome = self.call(|reply| Command::Reload {
-            rm_id: cluster_id.to_string(),
-            reply,
-        })??;
+        // The lock is let go before a watcher starts: starting one may join
+        // an old one that waits for the lock.
+        let outcome = {
+            let _config = self.config_lock.lock();
+            self.call(|reply| Command::Reload {
+                rm_id: cluster_id.to_string(),
+                reply,
+            })??
+        };
         // The RM may have called before the file was rewritten: watch it.
         if let ReloadOutcome::Unchanged {
             policy_group,

@@ -26,6 +26,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::config;
 use crate::error::{Error, Status};
+use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, WatchVerdict};
 
 /// Time between two reads of the file (the reference's tick).
@@ -58,6 +59,7 @@ pub struct Watchers {
     scheduler_id: u64,
     tx: Sender<Command>,
     config_dir: String,
+    config_lock: ConfigLock,
     watches: Mutex<Watches>,
 }
 
@@ -70,11 +72,18 @@ struct Watches {
 
 impl Watchers {
     /// No watcher yet; `tx` is the core's request channel.
-    pub fn new(scheduler_id: u64, tx: Sender<Command>, config_dir: String) -> Self {
+    /// `config_lock` is held while a version is applied.
+    pub fn new(
+        scheduler_id: u64,
+        tx: Sender<Command>,
+        config_dir: String,
+        config_lock: ConfigLock,
+    ) -> Self {
         Watchers {
             scheduler_id,
             tx,
             config_dir,
+            config_lock,
             watches: Mutex::new(Watches::default()),
         }
     }
@@ -114,6 +123,7 @@ impl Watchers {
             policy_group: policy_group.to_string(),
             config_dir: self.config_dir.clone(),
             tx: self.tx.clone(),
+            config_lock: self.config_lock.clone(),
             shared: shared.clone(),
         };
         let thread = std::thread::Builder::new()
@@ -185,6 +195,7 @@ struct Job {
     policy_group: String,
     config_dir: String,
     tx: Sender<Command>,
+    config_lock: ConfigLock,
     shared: Arc<Shared>,
 }
 
@@ -241,6 +252,8 @@ impl Job {
                 }
             };
             let (reply, answer) = bounded(1);
+            // Serialised with every other configuration change.
+            let config = self.config_lock.lock();
             let sent = self.tx.send(Command::WatchApply {
                 rm_id: self.rm_id.clone(),
                 policy_group: self.policy_group.clone(),
@@ -248,10 +261,11 @@ impl Job {
                 reply: reply.into(),
             });
             // No answer: the core has stopped.
-            let Ok(verdict) = sent
+            let verdict = sent
                 .map_err(drop)
-                .and_then(|()| answer.recv().map_err(drop))
-            else {
+                .and_then(|()| answer.recv().map_err(drop));
+            drop(config);
+            let Ok(verdict) = verdict else {
                 return;
             };
             match verdict {

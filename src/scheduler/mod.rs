@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod clock;
+pub mod config_txn;
 pub mod core;
 pub mod dump;
 pub mod gang;

@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use serde::{Serialize, Serializer};
 
-use super::api::ResourceManagerCallback;
 use super::objects::application::AppState;
 use super::objects::queue::{QueueId, ROOT};
 use super::outcome::NewAllocation;
@@ -73,12 +72,10 @@ pub struct RmSnap {
     /// SHA-256 checksum of the configuration in force.
     #[serde(rename = "config_checksum")]
     pub checksum: String,
-    /// Its text.
+    /// Its text. (No callbacks: a cached snapshot must not keep a
+    /// replaced registration's table alive.)
     #[serde(skip)]
     pub config_text: String,
-    /// The RM's callbacks (for `UpdateConfiguration`).
-    #[serde(skip)]
-    pub callback: Arc<dyn ResourceManagerCallback>,
 }
 
 /// One partition.
@@ -339,8 +336,6 @@ pub struct RmView<'a> {
     pub checksum: &'a str,
     /// Text in force.
     pub config_text: &'a str,
-    /// Its callbacks.
-    pub callback: &'a Arc<dyn ResourceManagerCallback>,
 }
 
 /// Converts a monotonic instant in the past to Unix ns.
@@ -586,7 +581,6 @@ pub fn build<'a>(
                 config_source: rm.config_source.to_string(),
                 checksum: rm.checksum.to_string(),
                 config_text: rm.config_text.to_string(),
-                callback: rm.callback.clone(),
             })
             .collect(),
         partitions: partitions

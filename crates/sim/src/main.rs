@@ -80,6 +80,10 @@ struct Args {
     /// (host:port, e.g. 127.0.0.1:9080) up until Ctrl-C.
     #[arg(long, value_name = "ADDR")]
     serve: Option<String>,
+    /// Bearer token that PUT requests to the --serve REST service must
+    /// carry; needed to serve beyond loopback (see docs/rest-access.md).
+    #[arg(long, value_name = "TOKEN", requires = "serve")]
+    rest_token: Option<String>,
 }
 
 /// What the simulated RM has been told: the shared counters, and the
@@ -276,6 +280,9 @@ fn run(args: Args) -> Result<(), String> {
     };
     if let Some(addr) = &args.serve {
         options.rest_address = addr.clone();
+        if let Some(token) = &args.rest_token {
+            options.rest.get_or_insert_with(Default::default).token = token.clone();
+        }
     }
     let sched = sicore_c_rm::new_scheduler(&options)?;
     let sim = Sim {

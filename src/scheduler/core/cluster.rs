@@ -336,7 +336,6 @@ impl Core {
                 config_source: &rm.config_source,
                 checksum: &rm.checksum,
                 config_text: &rm.config_text,
-                callback: &rm.callback,
             }),
             self.partitions.values(),
             self.event_stats(),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 
 use super::super::api::ResourceManagerCallback;
+use super::super::config_txn::{ApplyRefused, ConfigTarget};
 use super::super::request::AllocationUpdate;
 use super::super::snapshot::Snapshot;
 use crate::config;
@@ -73,8 +74,20 @@ pub enum Command {
         /// Where the outcome goes.
         reply: Reply<Result<(), Error>>,
     },
-    /// Configuration text that arrived through the REST service (spec
-    /// 2.9), applied to the partitions of `rm_id` as a reload would.
+    /// The first step of a REST configuration update (spec 2.9): the RM
+    /// whose configuration `/ws/v1/config` shows and updates (the owner of
+    /// the first partition), with `text` dry-run against its partitions.
+    /// Changes nothing.
+    ConfigTarget {
+        /// queues.yaml text (without its `checksum` key).
+        text: String,
+        /// The RM, or why the text cannot go to it.
+        reply: Reply<Result<ConfigTarget, Error>>,
+    },
+    /// The last step: configuration text that arrived through the REST
+    /// service, applied to the partitions of `rm_id` as a reload would,
+    /// if `registration` is still the RM's registration and
+    /// `expected_checksum` still in force.
     ApplyConfigText {
         /// RM id.
         rm_id: String,
@@ -82,8 +95,10 @@ pub enum Command {
         text: String,
         /// Refuse unless this checksum is still in force.
         expected_checksum: Option<String>,
+        /// The callbacks the RM was asked through.
+        registration: Arc<dyn ResourceManagerCallback>,
         /// Where the outcome goes.
-        reply: Reply<Result<(), Error>>,
+        reply: Reply<Result<(), ApplyRefused>>,
     },
     /// The reload watcher found a changed, valid file (read and parsed on
     /// the watcher's thread).

@@ -9,12 +9,19 @@
 //! provisionally while it is built and checked, and charged to its policy
 //! group only once it is accepted (see [`resource::configuration`]).
 
+use std::sync::Arc;
+
 use super::{Core, ReloadOutcome, WatchVerdict, CONFIG_REJECTED_REASON};
 use crate::config::{self, LoadedConfig, PartitionConfig};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
+use crate::scheduler::config_txn::{same_registration, ApplyRefused, ConfigTarget};
 use crate::scheduler::partition::Partition;
 use crate::scheduler::resource;
+
+/// Source label of configuration text set through the REST service.
+const REST_SOURCE: &str = "REST /ws/v1/config";
 
 impl Core {
     pub(super) fn reload(&mut self, rm_id: &str) -> Result<ReloadOutcome, Error> {
@@ -157,6 +164,67 @@ impl Core {
         self.add_events(rm_id, vec![record]);
     }
 
+    /// The RM whose configuration `/ws/v1/config` shows and updates (the
+    /// owner of the first partition), after checking that `text` would
+    /// apply to its partitions; changes nothing.
+    pub(super) fn config_target(&self, text: &str) -> Result<ConfigTarget, Error> {
+        let rm_id = self
+            .partitions
+            .keys()
+            .next()
+            .map(|k| k.rm_id.clone())
+            .ok_or_else(|| {
+                Error::rejected("no active partitions: no resource manager is registered")
+            })?;
+        let rm = self
+            .rms
+            .get(&rm_id)
+            .ok_or_else(|| Error::rejected(format!("RM {rm_id} is not registered")))?;
+        let config = config::parse(text).map_err(|e| Error::rejected(e.to_string()))?;
+        let loaded = LoadedConfig {
+            config,
+            text: text.to_string(),
+            source: REST_SOURCE.to_string(),
+        };
+        self.check_config(&rm_id, &loaded)?;
+        Ok(ConfigTarget {
+            checksum: rm.checksum.clone(),
+            text: rm.config_text.clone(),
+            callback: rm.callback.clone(),
+            rm_id,
+        })
+    }
+
+    /// The configuration text in force for `rm_id`.
+    pub(super) fn config_text_of(&self, rm_id: &str) -> Option<String> {
+        self.rms.get(rm_id).map(|rm| rm.config_text.clone())
+    }
+
+    /// The REST update's apply: `text` goes to the partitions of `rm_id`
+    /// only while `registration` is still its registration (a new one
+    /// keeps its own configuration). On failure the answer carries the
+    /// text still in force, read in this same step.
+    pub(super) fn apply_config_txn(
+        &mut self,
+        rm_id: &str,
+        text: String,
+        expected_checksum: Option<&str>,
+        registration: &Arc<dyn ResourceManagerCallback>,
+    ) -> Result<(), ApplyRefused> {
+        let current = self
+            .rms
+            .get(rm_id)
+            .is_some_and(|rm| same_registration(&rm.callback, registration));
+        if !current {
+            return Err(ApplyRefused::Replaced);
+        }
+        self.apply_config_text(rm_id, text, expected_checksum)
+            .map_err(|error| ApplyRefused::Failed {
+                in_force: self.config_text_of(rm_id),
+                error,
+            })
+    }
+
     /// Applies configuration text that arrived through the REST service
     /// (spec 2.9) to the partitions of `rm_id`, as a reload would.
     pub(super) fn apply_config_text(
@@ -181,7 +249,7 @@ impl Core {
             LoadedConfig {
                 config,
                 text,
-                source: "REST /ws/v1/config".to_string(),
+                source: REST_SOURCE.to_string(),
             },
         )
     }

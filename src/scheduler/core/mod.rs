@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::clock::SharedClock;
+use super::config_txn::ApplyRefused;
 use super::observe::{CoreMetrics, NoMetrics};
 use super::outcome::{AppTimer, Outbound, Outcomes};
 use super::partition::Partition;
@@ -222,14 +223,33 @@ impl Core {
             } => reply.send(self.answer("SetPolicyConfig", |core| {
                 core.set_policy_config(&policy_group, yaml)
             })),
+            Command::ConfigTarget { text, reply } => {
+                reply.send(self.answer("PUT /ws/v1/config", |core| core.config_target(&text)))
+            }
             Command::ApplyConfigText {
                 rm_id,
                 text,
                 expected_checksum,
+                registration,
                 reply,
-            } => reply.send(self.answer("PUT /ws/v1/config", |core| {
-                core.apply_config_text(&rm_id, text, expected_checksum.as_deref())
-            })),
+            } => {
+                let applied = self.answer("PUT /ws/v1/config", |core| {
+                    Ok(core.apply_config_txn(
+                        &rm_id,
+                        text,
+                        expected_checksum.as_deref(),
+                        &registration,
+                    ))
+                });
+                // A panic is a failed apply too: the caller still learns
+                // the text in force, to give the RM back.
+                reply.send(applied.unwrap_or_else(|error| {
+                    Err(ApplyRefused::Failed {
+                        in_force: self.config_text_of(&rm_id),
+                        error,
+                    })
+                }))
+            }
             Command::WatchApply {
                 rm_id,
                 policy_group,

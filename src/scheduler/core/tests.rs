@@ -289,3 +289,81 @@ fn a_settled_dump_shows_the_pass_its_requests_trigger() {
     assert_eq!(settled["partitions"][0]["root"]["allocated"]["memory"], 300);
     assert_eq!(new_allocations(&core.take_outbound()).len(), 3);
 }
+
+#[test]
+fn the_rest_update_steps_dry_run_then_apply_only_for_the_registration_asked() {
+    use crate::scheduler::config_txn::{same_registration, ApplyRefused, ConfigTarget};
+    let (mut core, _clock) = core_with_node(options(TWO_QUEUES));
+    add_app(&mut core, "app", "root.a");
+    let target = |core: &mut Core, text: &str| -> Result<ConfigTarget, Error> {
+        let (tx, rx) = bounded(1);
+        core.step(Command::ConfigTarget {
+            text: text.into(),
+            reply: tx.into(),
+        });
+        rx.try_recv().expect("answered in the step")
+    };
+    let apply = |core: &mut Core,
+                 text: &str,
+                 expected: &str,
+                 registration: Arc<dyn ResourceManagerCallback>|
+     -> Result<(), ApplyRefused> {
+        let (tx, rx) = bounded(1);
+        core.step(Command::ApplyConfigText {
+            rm_id: RM.into(),
+            text: text.into(),
+            expected_checksum: Some(expected.into()),
+            registration,
+            reply: tx.into(),
+        });
+        rx.try_recv().expect("answered in the step")
+    };
+    let in_force = |core: &Core| {
+        let s = core.snapshot();
+        (s.rms[0].checksum.clone(), s.rms[0].config_text.clone())
+    };
+    let before = in_force(&core);
+    assert_eq!(before.1, TWO_QUEUES);
+
+    // The dry run refuses a leaf holding an application that would become
+    // a parent, and text that is not a configuration.
+    let a_parent = TWO_QUEUES.replace(
+        "          - name: a\n",
+        "          - name: a\n            queues:\n              - name: x\n",
+    );
+    let err = target(&mut core, &a_parent).err().expect("refused");
+    assert_eq!(err.status, crate::Status::Rejected, "{err:?}");
+    assert!(target(&mut core, "partitions: [").is_err());
+    assert_eq!(in_force(&core), before, "a dry run changes nothing");
+
+    let three = TWO_QUEUES.to_string() + "          - name: c\n";
+    let t = target(&mut core, &three).expect("a valid change");
+    assert_eq!(t.rm_id, RM);
+    assert_eq!((t.checksum.clone(), t.text.clone()), before);
+    assert_eq!(in_force(&core), before, "still a dry run");
+
+    // Another table than the one asked is not the RM's registration.
+    let other: Arc<dyn ResourceManagerCallback> = Arc::new(Rm);
+    assert!(!same_registration(&other, &t.callback));
+    let refused = apply(&mut core, &three, &t.checksum, other);
+    assert!(
+        matches!(refused, Err(ApplyRefused::Replaced)),
+        "{refused:?}"
+    );
+    assert_eq!(in_force(&core), before);
+
+    // A changed base fails and answers the text still in force.
+    match apply(&mut core, &three, "stale", t.callback.clone()) {
+        Err(ApplyRefused::Failed { error, in_force }) => {
+            assert!(error.message.contains("base configuration"), "{error:?}");
+            assert_eq!(in_force.as_deref(), Some(TWO_QUEUES));
+        }
+        other => panic!("applied on a stale base: {other:?}"),
+    }
+    assert_eq!(in_force(&core), before);
+
+    apply(&mut core, &three, &t.checksum, t.callback.clone()).expect("applied");
+    let after = in_force(&core);
+    assert_eq!(after.1, three);
+    assert_ne!(after.0, before.0);
+}
