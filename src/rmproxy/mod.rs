@@ -235,6 +235,8 @@ impl Scheduler {
         if policy_group.is_empty() {
             return Err(Error::invalid("policy_group is empty"));
         }
+        crate::config::check_policy_group(policy_group)
+            .map_err(|e| Error::invalid(format!("policy_group: {e}")))?;
         self.call(|reply| Command::SetPolicyConfig {
             policy_group: policy_group.to_string(),
             yaml: yaml.to_string(),
