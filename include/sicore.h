@@ -186,8 +186,12 @@ enum sicore_status sicore_new(const uint8_t *options,
 // it. No other thread may be inside, or enter, a call on `s` while it
 // frees the memory: to end a scheduler other threads still use, call
 // `sicore_shutdown` first. NULL is a no-op.
-// Called from inside a callback (of any scheduler) it frees nothing and
-// logs an error.
+// Called on a library thread (inside a callback or the log function, of
+// any scheduler) it stops and frees nothing, logs an error, and `s` stays
+// valid and running; since it cannot report that, a host that may end a
+// scheduler from such a thread calls `sicore_shutdown` first, which
+// returns `SICORE_WOULD_DEADLOCK`, and frees `s` later from its own
+// thread.
 void sicore_free(struct sicore_scheduler *s);
 
 // Stops the scheduler without freeing it: pending work is abandoned,
@@ -198,8 +202,10 @@ void sicore_free(struct sicore_scheduler *s);
 // handle stays valid. Once the threads that may call on `s` have seen
 // their calls return, `sicore_free(s)` releases the memory; this is how to
 // end a scheduler that other threads may still be using. Calling it again
-// is a no-op. From inside any scheduler's callback this returns
-// `SICORE_WOULD_DEADLOCK` and stops nothing.
+// is a no-op. On a library thread (inside a callback or the log function
+// of any scheduler) it stops nothing and returns `SICORE_WOULD_DEADLOCK`
+// with the reason: `s` keeps running and can be stopped later from
+// another thread.
 enum sicore_status sicore_shutdown(struct sicore_scheduler *s, struct sicore_buffer *error_out);
 
 // Registers (or re-registers, resetting its state) a resource manager.

@@ -70,8 +70,12 @@ pub extern "C" fn sicore_new(
 /// it. No other thread may be inside, or enter, a call on `s` while it
 /// frees the memory: to end a scheduler other threads still use, call
 /// `sicore_shutdown` first. NULL is a no-op.
-/// Called from inside a callback (of any scheduler) it frees nothing and
-/// logs an error.
+/// Called on a library thread (inside a callback or the log function, of
+/// any scheduler) it stops and frees nothing, logs an error, and `s` stays
+/// valid and running; since it cannot report that, a host that may end a
+/// scheduler from such a thread calls `sicore_shutdown` first, which
+/// returns `SICORE_WOULD_DEADLOCK`, and frees `s` later from its own
+/// thread.
 #[no_mangle]
 pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
     if s.is_null() {
@@ -105,8 +109,10 @@ pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
 /// handle stays valid. Once the threads that may call on `s` have seen
 /// their calls return, `sicore_free(s)` releases the memory; this is how to
 /// end a scheduler that other threads may still be using. Calling it again
-/// is a no-op. From inside any scheduler's callback this returns
-/// `SICORE_WOULD_DEADLOCK` and stops nothing.
+/// is a no-op. On a library thread (inside a callback or the log function
+/// of any scheduler) it stops nothing and returns `SICORE_WOULD_DEADLOCK`
+/// with the reason: `s` keeps running and can be stopped later from
+/// another thread.
 #[no_mangle]
 pub extern "C" fn sicore_shutdown(
     s: *mut sicore_scheduler,
