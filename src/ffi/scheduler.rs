@@ -129,7 +129,9 @@ pub extern "C" fn sicore_shutdown(
 /// away if the registration fails, else when the table is replaced by a
 /// re-registration or the scheduler is freed. Synchronous: loads the policy group's
 /// configuration and returns `SICORE_REJECTED` with the reason when it is
-/// missing or invalid. On success `response_out` (nullable) receives an
+/// missing or invalid. The policy group names the file `<group>.yaml` in
+/// the configuration directory, so it must be a plain name (not empty, no
+/// `/`, `\` or NUL, not `.` or `..`): otherwise `SICORE_INVALID_ARGUMENT`. On success `response_out` (nullable) receives an
 /// encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback
 /// this returns `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
@@ -247,8 +249,8 @@ pub extern "C" fn sicore_update_configuration(
 /// Synchronous and all or nothing: invalid text, or a reload that would
 /// fail for any RM of the group, returns `SICORE_REJECTED` with the reason
 /// and changes nothing. A group no RM uses yet is checked and kept for
-/// later registrations. An empty `policy_group` is
-/// `SICORE_INVALID_ARGUMENT`. From inside a callback this returns
+/// later registrations. A `policy_group` that is not a plain name (as for
+/// `sicore_register_resource_manager`) is `SICORE_INVALID_ARGUMENT`. From inside a callback this returns
 /// `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn sicore_set_policy_config(
