@@ -202,3 +202,57 @@ func TestCloseWithCallbacksInFlight(t *testing.T) {
 		return runtime.NumGoroutine() <= goroutinesBefore
 	})
 }
+
+// TestCloseOfAnotherSchedulerFromACallback closes scheduler B from inside
+// a callback of scheduler A (issue 24, defect 3). The library cannot stop
+// B there, so Close must say so and leave B running; Close from the test
+// goroutine then stops it.
+func TestCloseOfAnotherSchedulerFromACallback(t *testing.T) {
+	a := newTestScheduler(t)
+	b, err := New()
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	rmB := newFakeRM()
+	setUp(t, b, "rm-b", rmB, "app-b", "root.b", "node-b")
+
+	rmA := newFakeRM()
+	closeErr := make(chan error, 1)
+	var once sync.Once
+	rmA.onNode = func(*si.NodeResponse) error {
+		once.Do(func() { closeErr <- b.Close() })
+		return nil
+	}
+	register(t, a, "rm-a", rmA)
+	if err := a.UpdateNode(nodeRequest("rm-a", 1000, 10, "node-a")); err != nil {
+		t.Fatal(err)
+	}
+	var got error
+	select {
+	case got = <-closeErr:
+	case <-time.After(20 * time.Second):
+		t.Fatal("A's node callback did not run")
+	}
+	if !errors.Is(got, ErrWouldDeadlock) {
+		t.Fatalf("Close of B from A's callback: got %v, want ErrWouldDeadlock", got)
+	}
+	// B still works: nothing was stopped or freed.
+	if err := b.UpdateAllocation(&si.AllocationRequest{RmID: "rm-b", Asks: []*si.AllocationAsk{
+		ask("app-b", "after-refused-close", 10, 1),
+	}}); err != nil {
+		t.Fatalf("UpdateAllocation on B after the refused Close: %v", err)
+	}
+	waitFor(t, "B allocates after the refused Close", func() bool { return rmB.allocationCount() == 1 })
+	if _, err := b.StateDump(); err != nil {
+		t.Fatalf("StateDump of B after the refused Close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close of B from the test goroutine: %v", err)
+	}
+	if err := b.UpdateAllocation(&si.AllocationRequest{RmID: "rm-b"}); !errors.Is(err, ErrStopped) {
+		t.Errorf("UpdateAllocation after Close: got %v, want ErrStopped", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

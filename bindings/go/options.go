@@ -40,6 +40,7 @@ type config struct {
 	logger                     *slog.Logger
 	restAddress                string
 	withoutPredicates          bool
+	withoutGoexitGuard         bool
 }
 
 // WithConfigDir sets the directory of the policy group files: policy group
@@ -211,6 +212,23 @@ func WithLogLevel(level slog.Level) Option {
 func WithoutPredicates() Option {
 	return func(c *config) error {
 		c.withoutPredicates = true
+		return nil
+	}
+}
+
+// WithoutGoexitGuard runs the resource manager's callbacks directly on
+// the library's threads instead of on a goroutine of their own. By
+// default each callback runs on a fresh goroutine, so that
+// runtime.Goexit in it (t.FailNow, t.Fatal or t.SkipNow in a test RM) is
+// caught and reported like a panic: on a thread the library created, the
+// Go runtime ends the whole process on Goexit, and no deferred function
+// can stop it. The guard costs a goroutine switch, a few microseconds,
+// per callback; with Predicates registered that is two calls per
+// allocation on the scheduling path (see the README, "Callback
+// failures"). Use it for an RM whose callbacks never call runtime.Goexit.
+func WithoutGoexitGuard() Option {
+	return func(c *config) error {
+		c.withoutGoexitGuard = true
 		return nil
 	}
 }

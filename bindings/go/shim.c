@@ -18,6 +18,12 @@ uintptr_t sicore_go_current_handle(void) {
 	return current_handle;
 }
 
+// Marks the calling thread as running a callback of h (0: none): a
+// guarded callback's goroutine does so on its own locked thread.
+void sicore_go_set_current_handle(uintptr_t h) {
+	current_handle = h;
+}
+
 #define IN_CALLBACK(ud, call)                     \
 	uintptr_t saved = current_handle;         \
 	current_handle = (uintptr_t)(ud);         \
