@@ -183,3 +183,54 @@ def test_messages_pickle() -> None:
 
     msg = si_pb2.NodeInfo(nodeID="n", action=si_pb2.NodeInfo.CREATE)
     assert pickle.loads(pickle.dumps(msg)) == msg
+
+
+class _ClosesOther(RecordingRM):
+    """An RM of scheduler A whose node callback closes scheduler B."""
+
+    def __init__(self, other: sicore.Scheduler) -> None:
+        super().__init__()
+        self.other = other
+        self.outcome: list[BaseException | None] = []
+
+    def update_node(self, response: si_pb2.NodeResponse) -> None:
+        super().update_node(response)
+        try:
+            self.other.close()
+            result: BaseException | None = None
+        except BaseException as e:
+            result = e
+        with self.cond:
+            self.outcome.append(result)
+            self.cond.notify_all()
+
+
+def test_close_of_another_scheduler_from_a_callback_is_refused_and_it_keeps_running(
+        rm: RecordingRM) -> None:
+    """Issue 24, defect 3: the library cannot stop B from A's callback; close() says so."""
+    b = sicore.Scheduler(scheduling_interval_ms=10)
+    try:
+        b.register_resource_manager(register_request(), rm)
+        b.update_node(node_request("node-b"))
+        b.update_application(app_request("app-b"))
+        rm.wait_for(lambda: "app-b" in rm.accepted_apps())
+        with sicore.Scheduler(scheduling_interval_ms=10) as a:
+            closer = _ClosesOther(b)
+            a.register_resource_manager(register_request("rm-a"), closer)
+            a.update_node(node_request("node-a", rm_id="rm-a"))
+            closer.wait_for(lambda: closer.outcome)
+            err = closer.outcome[0]
+            assert isinstance(err, sicore.WouldDeadlockError), err
+            assert err.status is sicore.Status.WOULD_DEADLOCK
+            assert "another scheduler" in err.message
+        # B was neither stopped nor freed: it still schedules and answers.
+        assert not b.closed
+        b.update_allocation(ask_request("app-b", "after-refused-close"))
+        rm.wait_for(lambda: any(a.allocationKey == "after-refused-close"
+                                for a in rm.new_allocations()))
+        assert b.state_dump()["rms"]
+    finally:
+        b.close()
+    assert b.closed
+    with pytest.raises(sicore.StoppedError):
+        b.state_dump()

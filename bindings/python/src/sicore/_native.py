@@ -155,6 +155,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sicore_version": (ctypes.c_char_p, []),
     "sicore_new": (ctypes.c_int, [_BYTES, ctypes.c_size_t, ctypes.POINTER(_P), _BUF_P]),
     "sicore_free": (None, [_P]),
+    "sicore_shutdown": (ctypes.c_int, [_P, _BUF_P]),
     "sicore_register_resource_manager": (
         ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, ctypes.POINTER(sicore_callbacks), _BUF_P, _BUF_P]),
     "sicore_update_allocation": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
@@ -233,6 +234,7 @@ class Library:
     sicore_version: Callable[..., bytes]
     sicore_new: Callable[..., int]
     sicore_free: Callable[..., None]
+    sicore_shutdown: Callable[..., int]
     sicore_register_resource_manager: Callable[..., int]
     sicore_update_allocation: Callable[..., int]
     sicore_update_application: Callable[..., int]
