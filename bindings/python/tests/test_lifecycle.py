@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import weakref
 
@@ -234,3 +235,48 @@ def test_close_of_another_scheduler_from_a_callback_is_refused_and_it_keeps_runn
     assert b.closed
     with pytest.raises(sicore.StoppedError):
         b.state_dump()
+
+
+class _ClosingHandler(logging.Handler):
+    """A logging handler that closes a scheduler from the first record of a library thread."""
+
+    def __init__(self, target: sicore.Scheduler) -> None:
+        super().__init__(logging.INFO)
+        self.target = target
+        self.outcome: list[BaseException | None] = []
+        self.done = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.done.is_set() or threading.current_thread() is threading.main_thread():
+            return
+        try:
+            self.target.close()
+            self.outcome.append(None)
+        except BaseException as e:
+            self.outcome.append(e)
+        self.done.set()
+
+
+def test_close_refused_by_the_library_raises_its_reason_and_keeps_the_scheduler() -> None:
+    """From a logging handler on a library thread sicore_shutdown refuses; close() passes that on."""
+    b = sicore.Scheduler()
+    handler = _ClosingHandler(b)
+    log = logging.getLogger("sicore")
+    level = log.level
+    log.setLevel(logging.INFO)
+    log.addHandler(handler)
+    try:
+        with sicore.Scheduler() as a:
+            # The registration is logged on a's core thread.
+            a.register_resource_manager(register_request("rm-a"), RecordingRM())
+            assert handler.done.wait(60)
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+    err = handler.outcome[0]
+    assert isinstance(err, sicore.WouldDeadlockError), err
+    assert "inside a callback" in err.message, err.message
+    assert not b.closed
+    assert b.state_dump()["partitions"] is not None
+    b.close()
+    assert b.closed
