@@ -87,7 +87,7 @@ type registration struct {
 	logger  *slog.Logger
 	owner   *Scheduler
 	handle  handle
-	guarded bool // run the RM's code through guarded (WithoutGoexitGuard)
+	guarded bool // run the RM's code through guarded (WithGoexitGuard)
 	once    sync.Once
 }
 
@@ -207,8 +207,9 @@ func runStatus[M any](h uintptr, method string, msg []byte, decode func([]byte) 
 // process ("Goexit called in a thread that was not created by the Go
 // runtime"). So a guarded registration runs fn on a fresh goroutine and
 // waits for it: a Goexit ends only that goroutine, and its deferred check
-// reports it. Without the guard (WithoutGoexitGuard) fn runs here, and
-// only panics are survivable.
+// reports it. Without the guard (WithGoexitGuard(false), the default
+// outside tests) fn runs here, and only panics are survivable; a Goexit
+// is still logged before the runtime ends the process.
 func (r *registration) run(method string, fn func()) string {
 	if !r.guarded {
 		return runHere(r, method, fn)

@@ -17,13 +17,15 @@ import (
 // 11). On a library thread that used to end the process; now each is
 // reported like a panic (Predicates: the node is skipped) and the
 // scheduler goes on. runtime.Goexit itself, rather than t.FailNow on this
-// test's t, so that the test can pass.
+// test's t, so that the test can pass. The guard is the default in test
+// binaries; the test asks for it so that it also holds under
+// SICORE_GO_GOEXIT_GUARD=off.
 func TestGoexitInCallbacks(t *testing.T) {
 	libLog := &captureHandler{}
 	SetLogger(slog.New(libLog), slog.LevelDebug)
 	defer SetLogger(nil, slog.LevelInfo)
 	bindingLog := &captureHandler{}
-	s := newTestScheduler(t, WithLogger(slog.New(bindingLog)))
+	s := newTestScheduler(t, WithLogger(slog.New(bindingLog)), WithGoexitGuard(true))
 	rm := newFakeRM()
 	const rmID = "rm-goexit"
 	rm.onPredicates = func(a *si.PredicatesArgs) error {
@@ -95,7 +97,7 @@ func TestGoexitInCallbacks(t *testing.T) {
 // callback kinds (status, notification, answer) with runtime.Goexit in
 // the RM's code.
 func TestGoexitInEveryKindOfCallback(t *testing.T) {
-	s := newTestScheduler(t, WithLogger(slog.New(&captureHandler{})))
+	s := newTestScheduler(t, WithLogger(slog.New(&captureHandler{})), WithGoexitGuard(true))
 	r := newRegistration(s, configRM{newFakeRM(), func(*si.UpdateConfigurationRequest) *si.UpdateConfigurationResponse {
 		runtime.Goexit()
 		return nil

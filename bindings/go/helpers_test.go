@@ -1,6 +1,7 @@
 package sicore
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -136,8 +137,15 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 }
 
 // newTestScheduler starts a scheduler that is closed when the test ends.
+//
+// SICORE_GO_GOEXIT_GUARD=off runs the tests without the Goexit guard, as
+// a resource manager's binary runs by default (tests that need the guard
+// ask for it themselves).
 func newTestScheduler(t testing.TB, opts ...Option) *Scheduler {
 	t.Helper()
+	if os.Getenv("SICORE_GO_GOEXIT_GUARD") == "off" {
+		opts = append([]Option{WithGoexitGuard(false)}, opts...)
+	}
 	s, err := New(opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"testing"
 )
 
 var (
@@ -96,6 +97,10 @@ func slogLevel(level int32) slog.Level {
 	}
 }
 
+// guardLogs runs the log handler as a guarded callback: in test binaries,
+// the default of WithGoexitGuard (the logger is process-wide).
+var guardLogs = testing.Testing()
+
 // logHandle marks a thread running the log handler for inAnyCallback; no
 // registration has it (a handle's low 32 bits are a slot number).
 const logHandle = ^uintptr(0)
@@ -113,10 +118,16 @@ func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.
 	}
 	lv := slogLevel(int32(level))
 	text, tgt := string(borrowed(msg, msgLen)), string(borrowed(target, targetLen))
-	// The handler is the host's code: on a goroutine of its own, as the
-	// guarded callbacks (callbacks.go), so that runtime.Goexit in it ends
-	// only that goroutine. The mark makes Close and the waiting calls
-	// refuse from inside it, as they would on the library's thread.
+	if !guardLogs {
+		if l.Enabled(logContext, lv) {
+			l.Log(logContext, lv, text, slog.String("target", tgt))
+		}
+		return
+	}
+	// The handler is the host's code: in a test binary on a goroutine of
+	// its own, as guarded callbacks (callbacks.go), so that runtime.Goexit
+	// in it ends only that goroutine. The mark makes Close and the waiting
+	// calls refuse from inside it, as they would on the library's thread.
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"testing"
 	"unsafe"
 
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
@@ -40,7 +41,7 @@ type Scheduler struct {
 	// (WithoutPredicates).
 	withoutPredicates bool
 	// guarded runs callbacks on goroutines of their own, where
-	// runtime.Goexit is survivable (see WithoutGoexitGuard).
+	// runtime.Goexit is survivable (see WithGoexitGuard).
 	guarded bool
 
 	// closeMu serialises Close calls.
@@ -79,9 +80,12 @@ func New(opts ...Option) (*Scheduler, error) {
 	s := &Scheduler{
 		logger:            cfg.logger,
 		withoutPredicates: cfg.withoutPredicates,
-		guarded:           !cfg.withoutGoexitGuard,
+		guarded:           testing.Testing(),
 		ptr:               p,
 		regs:              make(map[*registration]struct{}),
+	}
+	if cfg.goexitGuard != nil {
+		s.guarded = *cfg.goexitGuard
 	}
 	s.idle.L = &s.mu
 	return s, nil
@@ -415,7 +419,7 @@ func inAnyCallback() bool {
 // refuseInCallback refuses a call that waits for the library's threads
 // when it comes from inside a callback. The library refuses such calls
 // from its own threads; a guarded callback runs on a goroutine of its own
-// thread (see WithoutGoexitGuard), where only the binding can tell.
+// thread (see WithGoexitGuard), where only the binding can tell.
 func refuseInCallback(op string) error {
 	if inAnyCallback() {
 		return newError(op, StatusWouldDeadlock,
