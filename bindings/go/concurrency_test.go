@@ -1,9 +1,12 @@
 package sicore
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,5 +257,55 @@ func TestCloseOfAnotherSchedulerFromACallback(t *testing.T) {
 	}
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// closingHandler is a slog.Handler that closes a scheduler on the first
+// record that mentions match.
+type closingHandler struct {
+	target *Scheduler
+	match  string
+	once   sync.Once
+	result chan error
+}
+
+func (h *closingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *closingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		h.once.Do(func() { h.result <- h.target.Close() })
+	}
+	return nil
+}
+func (h *closingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *closingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestCloseFromTheLogHandler closes a scheduler from the library's log
+// handler, which runs on a library thread (here A's core thread, logging
+// a registration): refused like a Close from a callback, and the
+// scheduler keeps running.
+func TestCloseFromTheLogHandler(t *testing.T) {
+	b, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &closingHandler{target: b, match: "rm-log-a registered", result: make(chan error, 1)}
+	SetLogger(slog.New(h), slog.LevelInfo)
+	defer SetLogger(nil, slog.LevelInfo)
+	a := newTestScheduler(t)
+	register(t, a, "rm-log-a", newFakeRM())
+	var got error
+	select {
+	case got = <-h.result:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no registration record reached the handler")
+	}
+	if !errors.Is(got, ErrWouldDeadlock) {
+		t.Fatalf("Close from the log handler: got %v, want ErrWouldDeadlock", got)
+	}
+	if _, err := b.StateDump(); err != nil {
+		t.Fatalf("StateDump after the refused Close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close from the test goroutine: %v", err)
 	}
 }

@@ -94,7 +94,10 @@ void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle, int predica
 static void shim_log(void *ud, int32_t level, const uint8_t *target, size_t target_len,
 		const uint8_t *message, size_t message_len) {
 	(void)ud;
-	sicoreGoLog(level, (uint8_t *)target, target_len, (uint8_t *)message, message_len);
+	// UINTPTR_MAX is logHandle (logger.go): Close and the waiting calls
+	// refuse from inside the log handler, which may run on a library
+	// thread or inside a call that holds the scheduler busy.
+	IN_CALLBACK(UINTPTR_MAX, sicoreGoLog(level, (uint8_t *)target, target_len, (uint8_t *)message, message_len));
 }
 
 void sicore_go_set_logger(int32_t max_level) {
