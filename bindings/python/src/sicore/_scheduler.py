@@ -27,7 +27,7 @@ from ._callbacks import (
     live_registrations,
 )
 from ._errors import Status, StoppedError, WouldDeadlockError
-from ._native import Library, load_library, sicore_buffer
+from ._native import Library, in_log_handler, load_library, sicore_buffer
 
 __all__ = ["RawScheduler", "Scheduler", "options_message"]
 
@@ -194,15 +194,15 @@ class Scheduler:
         From inside a callback, of this scheduler or of any other, it raises
         :class:`WouldDeadlockError` and stops nothing: the scheduler keeps
         running and a later ``close()`` from another thread stops it. The same
-        holds when the library refuses (for instance from a logging handler
-        that runs on a library thread): the library's reason is raised.
+        holds inside a handler of the library's log records, and whenever the
+        library refuses to stop it: the reason is raised.
         """
         if in_callback_of(self._serial):
             raise WouldDeadlockError("Scheduler.close() called from inside one of its own callbacks; "
                                      "it keeps running")
-        if in_any_callback():
+        if in_any_callback() or in_log_handler():
             raise WouldDeadlockError("Scheduler.close() called from inside a callback of another "
-                                     "scheduler; it keeps running")
+                                     "scheduler or the library's log handler; it keeps running")
         # One close at a time: a second waits for the first's outcome, and
         # tries again itself if the first was refused.
         with self._closing:
@@ -246,7 +246,7 @@ class Scheduler:
         if getattr(self, "_closed", True) or getattr(self, "_handle", None) is None:
             return
         try:
-            if in_any_callback():
+            if in_any_callback() or in_log_handler():
                 # Stopping it here is refused (it may join the thread we run
                 # on): hand it off.
                 threading.Thread(target=self.close, name="sicore-close", daemon=True).start()
