@@ -218,9 +218,10 @@ enum sicore_status sicore_shutdown(struct sicore_scheduler *s, struct sicore_buf
 // configuration and returns `SICORE_REJECTED` with the reason when it is
 // missing or invalid. The policy group names the file `<group>.yaml` in
 // the configuration directory, so it must be a plain name (not empty, no
-// `/`, `\` or NUL, not `.` or `..`): otherwise `SICORE_INVALID_ARGUMENT`. On success `response_out` (nullable) receives an
-// encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback
-// this returns `SICORE_WOULD_DEADLOCK`.
+// `/`, `\` or NUL, not `.` or `..`): otherwise `SICORE_INVALID_ARGUMENT`.
+// On success `response_out` (nullable) receives an encoded
+// `si.v1.RegisterResourceManagerResponse`. From inside a callback this
+// returns `SICORE_WOULD_DEADLOCK`.
 enum sicore_status sicore_register_resource_manager(struct sicore_scheduler *s,
                                                     const uint8_t *request,
                                                     size_t request_len,
@@ -270,8 +271,8 @@ enum sicore_status sicore_update_configuration(struct sicore_scheduler *s,
 // fail for any RM of the group, returns `SICORE_REJECTED` with the reason
 // and changes nothing. A group no RM uses yet is checked and kept for
 // later registrations. A `policy_group` that is not a plain name (as for
-// `sicore_register_resource_manager`) is `SICORE_INVALID_ARGUMENT`. From inside a callback this returns
-// `SICORE_WOULD_DEADLOCK`.
+// `sicore_register_resource_manager`) is `SICORE_INVALID_ARGUMENT`. From
+// inside a callback this returns `SICORE_WOULD_DEADLOCK`.
 enum sicore_status sicore_set_policy_config(struct sicore_scheduler *s,
                                             const uint8_t *policy_group,
                                             size_t policy_group_len,

@@ -6,11 +6,11 @@ use super::buffer::{borrow_bytes, borrow_str, decode, sicore_buffer};
 use super::callbacks::{sicore_callbacks, CallbackTable};
 use super::{boundary, sicore_status};
 use crate::api::SchedulerApi;
+use crate::entrypoint::Scheduler;
 use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
-use crate::rmproxy::Scheduler;
 
 /// A scheduler instance. Opaque; create with `sicore_new`, destroy with
 /// `sicore_free`.
@@ -131,9 +131,10 @@ pub extern "C" fn sicore_shutdown(
 /// configuration and returns `SICORE_REJECTED` with the reason when it is
 /// missing or invalid. The policy group names the file `<group>.yaml` in
 /// the configuration directory, so it must be a plain name (not empty, no
-/// `/`, `\` or NUL, not `.` or `..`): otherwise `SICORE_INVALID_ARGUMENT`. On success `response_out` (nullable) receives an
-/// encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback
-/// this returns `SICORE_WOULD_DEADLOCK`.
+/// `/`, `\` or NUL, not `.` or `..`): otherwise `SICORE_INVALID_ARGUMENT`.
+/// On success `response_out` (nullable) receives an encoded
+/// `si.v1.RegisterResourceManagerResponse`. From inside a callback this
+/// returns `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn sicore_register_resource_manager(
     s: *mut sicore_scheduler,
@@ -250,8 +251,8 @@ pub extern "C" fn sicore_update_configuration(
 /// fail for any RM of the group, returns `SICORE_REJECTED` with the reason
 /// and changes nothing. A group no RM uses yet is checked and kept for
 /// later registrations. A `policy_group` that is not a plain name (as for
-/// `sicore_register_resource_manager`) is `SICORE_INVALID_ARGUMENT`. From inside a callback this returns
-/// `SICORE_WOULD_DEADLOCK`.
+/// `sicore_register_resource_manager`) is `SICORE_INVALID_ARGUMENT`. From
+/// inside a callback this returns `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn sicore_set_policy_config(
     s: *mut sicore_scheduler,

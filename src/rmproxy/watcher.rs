@@ -122,7 +122,7 @@ impl Watchers {
             .spawn(move || {
                 // A library thread like the others: host code it runs (the
                 // logger) gets WOULD_DEADLOCK from a stop or a sync call.
-                super::mark_library_thread(owner);
+                crate::scheduler::owner::mark_library_thread(owner);
                 job.run()
             })
             .map_err(|e| {
@@ -251,7 +251,7 @@ impl Job {
                 rm_id: self.rm_id.clone(),
                 policy_group: self.policy_group.clone(),
                 loaded: Box::new(loaded),
-                reply,
+                reply: reply.into(),
             });
             // No answer: the core has stopped.
             let Ok(verdict) = sent
