@@ -143,6 +143,7 @@ fn shutdown_from_a_callback_of_another_scheduler_would_deadlock_and_b_stays_usab
         outcome: std::sync::Mutex::new(None),
     });
     let cbs = sicore_callbacks {
+        struct_size: std::mem::size_of::<sicore_callbacks>(),
         user_data: &*s as *const StopsOther as *mut std::ffi::c_void,
         update_allocation: None,
         update_application: None,

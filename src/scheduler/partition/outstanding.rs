@@ -95,7 +95,7 @@ impl Partition {
         match queue.sort_policy {
             AppSortPolicy::Fair => {
                 let mut v: Vec<_> = apps
-                    .map(|a| (shares(&a.allocated, queue.guaranteed.as_ref()), a))
+                    .map(|a| (shares(a.allocated(), queue.guaranteed.as_ref()), a))
                     .collect();
                 v.sort_by(|(sa, a), (sb, b)| {
                     compare_shares(sa, sb)
@@ -110,7 +110,7 @@ impl Partition {
 
     /// The `REQUEST` event for an ask skipped because it does not fit its
     /// queue's headroom (spec 13.2).
-    pub(super) fn queue_headroom_event(&self, app: &Application, ask: &Ask) -> si::EventRecord {
+    pub(crate) fn queue_headroom_event(&self, app: &Application, ask: &Ask) -> si::EventRecord {
         events::record(
             si::event_record::Type::Request,
             &ask.key,
