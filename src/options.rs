@@ -100,6 +100,11 @@ fn reservation_disabled_by_env() -> bool {
 impl Options {
     /// Applies defaults to a decoded `SchedulerOptions`.
     pub fn from_proto(p: SchedulerOptions) -> Result<Self, Error> {
+        // A key no registration could name would be dead text.
+        for group in p.policy_configs.keys() {
+            crate::config::check_policy_group(group)
+                .map_err(|e| Error::invalid(format!("SchedulerOptions.policy_configs: {e}")))?;
+        }
         Ok(Options {
             config_dir: p.config_dir,
             policy_configs: p.policy_configs,

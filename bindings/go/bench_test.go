@@ -47,6 +47,10 @@ var (
 	// Under valgrind a run lasts many seconds, and the outstanding-request
 	// check (every second by default) would report every waiting ask,
 	// which a run at full speed never sees; a callgrind run sets it long.
+	// Off by default: what a resource manager's binary runs (the guard is
+	// on by default only in test binaries such as this one).
+	benchGoexitGuard = flag.Bool("sicore.goexit-guard", false,
+		"BenchmarkScheduling: run callbacks on goroutines of their own (WithGoexitGuard)")
 	benchOutstanding = flag.Duration("sicore.outstanding-check", 0,
 		"BenchmarkScheduling: outstanding-request check interval (0: the library default)")
 )
@@ -186,6 +190,7 @@ func schedulingRound(b *testing.B, shape benchShape, predicates bool, nodes, ask
 	if *benchOutstanding > 0 {
 		opts = append(opts, WithOutstandingCheckInterval(*benchOutstanding))
 	}
+	opts = append(opts, WithGoexitGuard(*benchGoexitGuard))
 	s, err := New(opts...)
 	if err != nil {
 		b.Fatal(err)

@@ -3,12 +3,14 @@ package sicore
 /*
 #include <stdint.h>
 #include "sicore.h"
+void sicore_go_set_current_handle(uintptr_t h);
 */
 import "C"
 
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -81,15 +83,16 @@ func (h handle) delete() {
 // RM's callback object and where to log. Its handle is deleted when the
 // library calls release, or at the latest when the Scheduler closes.
 type registration struct {
-	cb     api.ResourceManagerCallback
-	logger *slog.Logger
-	owner  *Scheduler
-	handle handle
-	once   sync.Once
+	cb      api.ResourceManagerCallback
+	logger  *slog.Logger
+	owner   *Scheduler
+	handle  handle
+	guarded bool // run the RM's code through guarded (WithGoexitGuard)
+	once    sync.Once
 }
 
 func newRegistration(s *Scheduler, cb api.ResourceManagerCallback) *registration {
-	r := &registration{cb: cb, logger: s.logger, owner: s}
+	r := &registration{cb: cb, logger: s.logger, owner: s, guarded: s.guarded}
 	r.handle = newHandle(r)
 	liveHandles.Add(1)
 	return r
@@ -168,6 +171,8 @@ func runStatus[M any](h uintptr, method string, msg []byte, decode func([]byte) 
 	call func(api.ResourceManagerCallback, M) error) (rc int32, reason []byte) {
 	var r *registration
 	defer func() {
+		// The binding's own code (a bad handle); the RM's code is run
+		// by r.run, which recovers its panics itself.
 		if p := recover(); p != nil {
 			logPanic(r, method, p)
 			rc, reason = 1, []byte(fmt.Sprintf("panic in ResourceManagerCallback.%s: %v", method, p))
@@ -178,14 +183,92 @@ func runStatus[M any](h uintptr, method string, msg []byte, decode func([]byte) 
 	if err != nil {
 		return 1, []byte(fmt.Sprintf("sicore Go binding: cannot decode the %s message: %v", method, err))
 	}
-	if err := call(r.cb, m); err != nil {
-		text := err.Error()
+	var cbErr error
+	if failure := r.run(method, func() { cbErr = call(r.cb, m) }); failure != "" {
+		return 1, []byte(failure)
+	}
+	if cbErr != nil {
+		text := cbErr.Error()
 		if text == "" {
 			text = fmt.Sprintf("ResourceManagerCallback.%s returned an error", method)
 		}
 		return 1, []byte(text)
 	}
 	return 0, nil
+}
+
+// run calls fn, the RM's code of one callback, and returns "" when fn
+// returned, else the failure to hand to the library: a panic (recovered
+// and logged) or runtime.Goexit (logged).
+//
+// Goexit (t.FailNow, t.Fatal, t.SkipNow) cannot be stopped: the deferred
+// functions run and the goroutine ends. On a library thread that goroutine
+// is the one the thread entered Go with, and the runtime then ends the
+// process ("Goexit called in a thread that was not created by the Go
+// runtime"). So a guarded registration runs fn on a fresh goroutine and
+// waits for it: a Goexit ends only that goroutine, and its deferred check
+// reports it. Without the guard (WithGoexitGuard(false), the default
+// outside tests) fn runs here, and only panics are survivable; a Goexit
+// is still logged before the runtime ends the process.
+func (r *registration) run(method string, fn func()) string {
+	if !r.guarded {
+		return runHere(r, method, fn)
+	}
+	return guarded(r, r.handle, method, fn)
+}
+
+// runHere calls fn on the calling goroutine; see run.
+func runHere(r *registration, method string, fn func()) (failure string) {
+	returned := false
+	defer func() {
+		if !returned {
+			failure = callbackFailure(r, method, recover())
+		}
+	}()
+	fn()
+	returned = true
+	return ""
+}
+
+// guarded runs fn on a goroutine of its own and waits for it; see run.
+// The goroutine keeps one thread for the call and marks it as inside the
+// callback of h, as the C trampolines mark a library thread, so that a
+// call back into the binding from fn is refused or allowed exactly as on
+// the library's thread.
+func guarded(r *registration, h handle, method string, fn func()) string {
+	done := make(chan string, 1)
+	go func() {
+		runtime.LockOSThread()
+		C.sicore_go_set_current_handle(C.uintptr_t(h))
+		returned := false
+		defer func() {
+			C.sicore_go_set_current_handle(0)
+			runtime.UnlockOSThread()
+			if returned {
+				done <- ""
+				return
+			}
+			done <- callbackFailure(r, method, recover())
+		}()
+		fn()
+		returned = true
+	}()
+	return <-done
+}
+
+// callbackFailure logs why the RM's code of a callback did not return:
+// p is the recovered panic value, nil for runtime.Goexit (since Go 1.21
+// panic(nil) recovers as a *runtime.PanicNilError). It returns the reason
+// for the library.
+func callbackFailure(r *registration, method string, p any) string {
+	if p != nil {
+		logPanic(r, method, p)
+		return fmt.Sprintf("panic in ResourceManagerCallback.%s: %v", method, p)
+	}
+	loggerOf(r).Error("sicore: a resource manager callback called runtime.Goexit",
+		"method", method, "stack", string(debug.Stack()))
+	return fmt.Sprintf("ResourceManagerCallback.%s called runtime.Goexit (t.FailNow, t.Fatal or t.SkipNow "+
+		"outside the test goroutine?)", method)
 }
 
 // unmarshal decodes a message with proto.Unmarshal; the messages that are
@@ -201,8 +284,8 @@ func unmarshal[M any, P interface {
 	return m, nil
 }
 
-// notifyCall runs a callback that reports nothing back; errors and panics
-// are logged.
+// notifyCall runs a callback that reports nothing back; errors, panics
+// and Goexit are logged.
 func notifyCall(h uintptr, method string, call func(*registration) error) {
 	var r *registration
 	defer func() {
@@ -211,7 +294,11 @@ func notifyCall(h uintptr, method string, call func(*registration) error) {
 		}
 	}()
 	r = lookup(h)
-	if err := call(r); err != nil {
+	var err error
+	if failure := r.run(method, func() { err = call(r) }); failure != "" {
+		return
+	}
+	if err != nil {
 		loggerOf(r).Error("sicore: cannot deliver a callback", "method", method, "error", err)
 	}
 }
@@ -304,7 +391,10 @@ func configurationAnswer(h uintptr, msg []byte) (answer []byte) {
 	if err := proto.Unmarshal(msg, req); err != nil {
 		return failed(fmt.Sprintf("sicore Go binding: cannot decode the UpdateConfigurationRequest: %v", err))
 	}
-	resp := r.cb.UpdateConfiguration(req)
+	var resp *si.UpdateConfigurationResponse
+	if failure := r.run(method, func() { resp = r.cb.UpdateConfiguration(req) }); failure != "" {
+		return failed(failure)
+	}
 	if resp == nil {
 		return failed("ResourceManagerCallback.UpdateConfiguration returned nil")
 	}

@@ -1,9 +1,12 @@
 package sicore
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,4 +204,108 @@ func TestCloseWithCallbacksInFlight(t *testing.T) {
 	waitFor(t, "goroutines back to their number before the test", func() bool {
 		return runtime.NumGoroutine() <= goroutinesBefore
 	})
+}
+
+// TestCloseOfAnotherSchedulerFromACallback closes scheduler B from inside
+// a callback of scheduler A (issue 24, defect 3). The library cannot stop
+// B there, so Close must say so and leave B running; Close from the test
+// goroutine then stops it.
+func TestCloseOfAnotherSchedulerFromACallback(t *testing.T) {
+	a := newTestScheduler(t)
+	b, err := New()
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	rmB := newFakeRM()
+	setUp(t, b, "rm-b", rmB, "app-b", "root.b", "node-b")
+
+	rmA := newFakeRM()
+	closeErr := make(chan error, 1)
+	var once sync.Once
+	rmA.onNode = func(*si.NodeResponse) error {
+		once.Do(func() { closeErr <- b.Close() })
+		return nil
+	}
+	register(t, a, "rm-a", rmA)
+	if err := a.UpdateNode(nodeRequest("rm-a", 1000, 10, "node-a")); err != nil {
+		t.Fatal(err)
+	}
+	var got error
+	select {
+	case got = <-closeErr:
+	case <-time.After(20 * time.Second):
+		t.Fatal("A's node callback did not run")
+	}
+	if !errors.Is(got, ErrWouldDeadlock) {
+		t.Fatalf("Close of B from A's callback: got %v, want ErrWouldDeadlock", got)
+	}
+	// B still works: nothing was stopped or freed.
+	if err := b.UpdateAllocation(&si.AllocationRequest{RmID: "rm-b", Asks: []*si.AllocationAsk{
+		ask("app-b", "after-refused-close", 10, 1),
+	}}); err != nil {
+		t.Fatalf("UpdateAllocation on B after the refused Close: %v", err)
+	}
+	waitFor(t, "B allocates after the refused Close", func() bool { return rmB.allocationCount() == 1 })
+	if _, err := b.StateDump(); err != nil {
+		t.Fatalf("StateDump of B after the refused Close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close of B from the test goroutine: %v", err)
+	}
+	if err := b.UpdateAllocation(&si.AllocationRequest{RmID: "rm-b"}); !errors.Is(err, ErrStopped) {
+		t.Errorf("UpdateAllocation after Close: got %v, want ErrStopped", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// closingHandler is a slog.Handler that closes a scheduler on the first
+// record that mentions match.
+type closingHandler struct {
+	target *Scheduler
+	match  string
+	once   sync.Once
+	result chan error
+}
+
+func (h *closingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *closingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.match) {
+		h.once.Do(func() { h.result <- h.target.Close() })
+	}
+	return nil
+}
+func (h *closingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *closingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestCloseFromTheLogHandler closes a scheduler from the library's log
+// handler, which runs on a library thread (here A's core thread, logging
+// a registration): refused like a Close from a callback, and the
+// scheduler keeps running.
+func TestCloseFromTheLogHandler(t *testing.T) {
+	b, err := New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &closingHandler{target: b, match: "rm-log-a registered", result: make(chan error, 1)}
+	SetLogger(slog.New(h), slog.LevelInfo)
+	defer SetLogger(nil, slog.LevelInfo)
+	a := newTestScheduler(t)
+	register(t, a, "rm-log-a", newFakeRM())
+	var got error
+	select {
+	case got = <-h.result:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no registration record reached the handler")
+	}
+	if !errors.Is(got, ErrWouldDeadlock) {
+		t.Fatalf("Close from the log handler: got %v, want ErrWouldDeadlock", got)
+	}
+	if _, err := b.StateDump(); err != nil {
+		t.Fatalf("StateDump after the refused Close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close from the test goroutine: %v", err)
+	}
 }

@@ -28,10 +28,12 @@
 // may call UpdateAllocation, UpdateApplication and UpdateNode; the
 // synchronous calls (RegisterResourceManager, UpdateConfiguration,
 // SetPolicyConfig, StateDump, Close) return an error matching ErrWouldDeadlock from inside
-// a callback. An error returned by a callback is passed to the library
+// a callback of any Scheduler, and a refused Close leaves the scheduler
+// running. An error returned by a callback is passed to the library
 // with its message; a panic in a callback is recovered, logged (see
 // WithLogger) and passed on as an error, so it never unwinds into the
-// library.
+// library. In test binaries runtime.Goexit in a callback (t.FailNow) is
+// caught the same way; see WithGoexitGuard.
 //
 // The library asks Predicates once per node it tries and, before each
 // call, hands the RM the allocations decided so far through

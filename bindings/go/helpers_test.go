@@ -1,6 +1,7 @@
 package sicore
 
 import (
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -135,9 +136,23 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+func init() {
+	if os.Getenv("SICORE_GO_GOEXIT_GUARD") == "off" {
+		guardLogs = false
+	}
+}
+
 // newTestScheduler starts a scheduler that is closed when the test ends.
+//
+// SICORE_GO_GOEXIT_GUARD=off runs the tests (and the log handler, see
+// init) without the Goexit guard, as
+// a resource manager's binary runs by default (tests that need the guard
+// ask for it themselves).
 func newTestScheduler(t testing.TB, opts ...Option) *Scheduler {
 	t.Helper()
+	if os.Getenv("SICORE_GO_GOEXIT_GUARD") == "off" {
+		opts = append([]Option{WithGoexitGuard(false)}, opts...)
+	}
 	s, err := New(opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

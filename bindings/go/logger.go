@@ -3,6 +3,7 @@ package sicore
 /*
 #include <stdint.h>
 void sicore_go_set_logger(int32_t max_level);
+void sicore_go_set_current_handle(uintptr_t h);
 */
 import "C"
 
@@ -11,8 +12,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"testing"
 )
 
 var (
@@ -94,6 +97,14 @@ func slogLevel(level int32) slog.Level {
 	}
 }
 
+// guardLogs runs the log handler as a guarded callback: in test binaries,
+// the default of WithGoexitGuard (the logger is process-wide).
+var guardLogs = testing.Testing()
+
+// logHandle marks a thread running the log handler for inAnyCallback; no
+// registration has it (a handle's low 32 bits are a slot number).
+const logHandle = ^uintptr(0)
+
 //export sicoreGoLog
 func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.uint8_t, msgLen C.size_t) {
 	defer func() {
@@ -106,8 +117,38 @@ func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.
 		l = slog.Default()
 	}
 	lv := slogLevel(int32(level))
-	if !l.Enabled(logContext, lv) {
+	text, tgt := string(borrowed(msg, msgLen)), string(borrowed(target, targetLen))
+	if !guardLogs {
+		if l.Enabled(logContext, lv) {
+			l.Log(logContext, lv, text, slog.String("target", tgt))
+		}
 		return
 	}
-	l.Log(logContext, lv, string(borrowed(msg, msgLen)), slog.String("target", string(borrowed(target, targetLen))))
+	// The handler is the host's code: in a test binary on a goroutine of
+	// its own, as guarded callbacks (callbacks.go), so that runtime.Goexit
+	// in it ends only that goroutine. The mark makes Close and the waiting
+	// calls refuse from inside it, as they would on the library's thread.
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		C.sicore_go_set_current_handle(C.uintptr_t(logHandle))
+		returned := false
+		defer func() {
+			C.sicore_go_set_current_handle(0)
+			runtime.UnlockOSThread()
+			if !returned {
+				if p := recover(); p != nil {
+					fmt.Fprintf(os.Stderr, "sicore: the slog handler panicked: %v\n", p)
+				} else {
+					fmt.Fprintf(os.Stderr, "sicore: the slog handler called runtime.Goexit\n")
+				}
+			}
+			close(done)
+		}()
+		if l.Enabled(logContext, lv) {
+			l.Log(logContext, lv, text, slog.String("target", tgt))
+		}
+		returned = true
+	}()
+	<-done
 }

@@ -40,6 +40,7 @@ type config struct {
 	logger                     *slog.Logger
 	restAddress                string
 	withoutPredicates          bool
+	goexitGuard                *bool // nil: testing.Testing()
 }
 
 // WithConfigDir sets the directory of the policy group files: policy group
@@ -211,6 +212,26 @@ func WithLogLevel(level slog.Level) Option {
 func WithoutPredicates() Option {
 	return func(c *config) error {
 		c.withoutPredicates = true
+		return nil
+	}
+}
+
+// WithGoexitGuard chooses whether the resource manager's callbacks run
+// on a goroutine of their own (on) or directly on the library's threads
+// (off). The default is on in a test binary (testing.Testing()) and off
+// otherwise.
+//
+// With the guard, runtime.Goexit in a callback (t.FailNow, t.Fatal or
+// t.SkipNow in a test RM) is caught and reported like a panic. Without
+// it, the Go runtime ends the whole process on such a Goexit, since the
+// goroutine a library thread entered Go with may not exit, and no
+// deferred function can stop a Goexit. The guard costs a switch to a
+// fresh goroutine and back per callback, tens of microseconds on a busy
+// machine; with Predicates registered that is two switches per allocation
+// on the scheduling path (see the README, "Callback failures").
+func WithGoexitGuard(on bool) Option {
+	return func(c *config) error {
+		c.goexitGuard = &on
 		return nil
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"testing"
 	"unsafe"
 
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
@@ -29,8 +30,9 @@ var _ api.SchedulerAPI = (*Scheduler)(nil)
 // All methods are safe for concurrent use. UpdateAllocation,
 // UpdateApplication and UpdateNode only queue their request and may be
 // called from inside a callback; RegisterResourceManager,
-// UpdateConfiguration, StateDump and Close wait for the core and return an
-// error matching ErrWouldDeadlock when called from inside a callback.
+// UpdateConfiguration, SetPolicyConfig, StateDump and Close wait for the
+// core and return an error matching ErrWouldDeadlock when called from
+// inside a callback (of any Scheduler).
 //
 // Call Close when done: it stops the library's threads.
 type Scheduler struct {
@@ -38,13 +40,17 @@ type Scheduler struct {
 	// withoutPredicates leaves the callback table's predicates NULL
 	// (WithoutPredicates).
 	withoutPredicates bool
+	// guarded runs callbacks on goroutines of their own, where
+	// runtime.Goexit is survivable (see WithGoexitGuard).
+	guarded bool
 
+	// closeMu serialises Close calls.
+	closeMu  sync.Mutex
 	mu       sync.Mutex
-	idle     sync.Cond // signalled when inflight drops to 0
-	ptr      *C.sicore_scheduler
-	closing  bool
+	idle     sync.Cond           // signalled when inflight drops to 0
+	ptr      *C.sicore_scheduler // nil once closed
+	closing  bool                // set while Close runs and after it succeeded
 	inflight int
-	done     chan struct{}
 	regs     map[*registration]struct{}
 }
 
@@ -74,9 +80,12 @@ func New(opts ...Option) (*Scheduler, error) {
 	s := &Scheduler{
 		logger:            cfg.logger,
 		withoutPredicates: cfg.withoutPredicates,
+		guarded:           testing.Testing(),
 		ptr:               p,
-		done:              make(chan struct{}),
 		regs:              make(map[*registration]struct{}),
+	}
+	if cfg.goexitGuard != nil {
+		s.guarded = *cfg.goexitGuard
 	}
 	s.idle.L = &s.mu
 	return s, nil
@@ -146,6 +155,9 @@ func (s *Scheduler) RegisterResourceManager(request *si.RegisterResourceManagerR
 // registerEncoded registers an encoded si.RegisterResourceManagerRequest.
 func (s *Scheduler) registerEncoded(b []byte, callback api.ResourceManagerCallback) (*si.RegisterResourceManagerResponse, error) {
 	const op = "RegisterResourceManager"
+	if err := refuseInCallback(op); err != nil {
+		return nil, err
+	}
 	p, err := s.enter(op)
 	if err != nil {
 		return nil, err
@@ -271,6 +283,9 @@ func (s *Scheduler) queueEncoded(op string, b []byte) error {
 // the first changed, valid version; see the README.
 func (s *Scheduler) UpdateConfiguration(clusterID string) error {
 	const op = "UpdateConfiguration"
+	if err := refuseInCallback(op); err != nil {
+		return err
+	}
 	p, err := s.enter(op)
 	if err != nil {
 		return err
@@ -301,6 +316,9 @@ func (s *Scheduler) updateConfiguration(op string, p *C.sicore_scheduler, cluste
 // later registrations.
 func (s *Scheduler) SetPolicyConfig(policyGroup, queuesYAML string) error {
 	const op = "SetPolicyConfig"
+	if err := refuseInCallback(op); err != nil {
+		return err
+	}
 	p, err := s.enter(op)
 	if err != nil {
 		return err
@@ -323,6 +341,9 @@ func (s *Scheduler) SetPolicyConfig(policyGroup, queuesYAML string) error {
 // project README).
 func (s *Scheduler) StateDump() ([]byte, error) {
 	const op = "StateDump"
+	if err := refuseInCallback(op); err != nil {
+		return nil, err
+	}
 	p, err := s.enter(op)
 	if err != nil {
 		return nil, err
@@ -389,23 +410,55 @@ func (s *Scheduler) inOwnCallback() bool {
 	return false
 }
 
+// inAnyCallback reports whether the caller runs inside a callback of any
+// Scheduler of this process, or inside the library's log handler.
+func inAnyCallback() bool {
+	return C.sicore_go_current_handle() != 0
+}
+
+// refuseInCallback refuses a call that waits for the library's threads
+// when it comes from inside a callback. The library refuses such calls
+// from its own threads; a guarded callback runs on a goroutine of its own
+// thread (see WithGoexitGuard), where only the binding can tell.
+func refuseInCallback(op string) error {
+	if inAnyCallback() {
+		return newError(op, StatusWouldDeadlock,
+			op+" cannot be called from inside a callback or log handler: it waits for the scheduler's threads")
+	}
+	return nil
+}
+
 // Close stops the scheduler: pending work is abandoned, the library's
 // threads are joined and every callback registration is released. When
-// Close returns no callback is running or will run again, and every later
-// call returns an error matching ErrStopped. Calls already in progress
-// finish first. Closing twice is a no-op.
+// Close returns nil no callback is running or will run again, and every
+// later call returns an error matching ErrStopped. Calls already in
+// progress finish first. Closing twice is a no-op.
 //
-// Close must not be called from inside a callback: it then returns an
-// error matching ErrWouldDeadlock and the scheduler keeps running.
+// Close must not be called from inside a callback, of this scheduler or
+// of any other (stopping a scheduler joins its threads, and the thread
+// running the callback may be one of them, or be waited for by one): it
+// then returns an error matching ErrWouldDeadlock, stops and frees
+// nothing, and the scheduler keeps running, so a later Close from another
+// goroutine stops it. The same holds when the library refuses to stop it
+// (for instance from a log handler running on a library thread): the
+// library's reason is returned.
 func (s *Scheduler) Close() error {
 	const op = "Close"
 	if s.inOwnCallback() {
-		return newError(op, StatusWouldDeadlock, "Close cannot be called from inside a callback of the same scheduler")
+		return newError(op, StatusWouldDeadlock,
+			"Close cannot be called from inside a callback of the same scheduler; it keeps running")
 	}
+	if inAnyCallback() {
+		return newError(op, StatusWouldDeadlock,
+			"Close cannot be called from inside a callback of another scheduler (or a log handler); it keeps running")
+	}
+	// One Close at a time: a second waits for the first's outcome, and
+	// tries again itself if the first was refused.
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
 	s.mu.Lock()
-	if s.closing {
+	if s.ptr == nil {
 		s.mu.Unlock()
-		<-s.done
 		return nil
 	}
 	s.closing = true
@@ -413,9 +466,21 @@ func (s *Scheduler) Close() error {
 		s.idle.Wait()
 	}
 	p := s.ptr
-	s.ptr = nil
 	s.mu.Unlock()
 
+	// sicore_shutdown reports a refusal, which sicore_free could only log;
+	// once it succeeded, sicore_free just releases the memory.
+	var errBuf C.sicore_buffer
+	if st := C.sicore_shutdown(p, &errBuf); st != C.SICORE_OK {
+		err := takeError(op, st, &errBuf)
+		s.mu.Lock()
+		s.closing = false
+		s.mu.Unlock()
+		return err
+	}
+	s.mu.Lock()
+	s.ptr = nil
+	s.mu.Unlock()
 	C.sicore_free(p)
 
 	// The library owns every table it was given and has called release
@@ -431,7 +496,6 @@ func (s *Scheduler) Close() error {
 		unreleased.Add(1)
 		r.free()
 	}
-	close(s.done)
 	return nil
 }
 

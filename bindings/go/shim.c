@@ -18,6 +18,12 @@ uintptr_t sicore_go_current_handle(void) {
 	return current_handle;
 }
 
+// Marks the calling thread as running a callback of h (0: none): a
+// guarded callback's goroutine does so on its own locked thread.
+void sicore_go_set_current_handle(uintptr_t h) {
+	current_handle = h;
+}
+
 #define IN_CALLBACK(ud, call)                     \
 	uintptr_t saved = current_handle;         \
 	current_handle = (uintptr_t)(ud);         \
@@ -89,7 +95,10 @@ void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle, int predica
 static void shim_log(void *ud, int32_t level, const uint8_t *target, size_t target_len,
 		const uint8_t *message, size_t message_len) {
 	(void)ud;
-	sicoreGoLog(level, (uint8_t *)target, target_len, (uint8_t *)message, message_len);
+	// UINTPTR_MAX is logHandle (logger.go): Close and the waiting calls
+	// refuse from inside the log handler, which may run on a library
+	// thread or inside a call that holds the scheduler busy.
+	IN_CALLBACK(UINTPTR_MAX, sicoreGoLog(level, (uint8_t *)target, target_len, (uint8_t *)message, message_len));
 }
 
 void sicore_go_set_logger(int32_t max_level) {

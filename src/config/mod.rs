@@ -690,6 +690,31 @@ pub const SOURCE_IN_MEMORY: &str = "in-memory";
 /// Source label for [`DEFAULT_CONFIG`].
 pub const SOURCE_EMBEDDED_DEFAULT: &str = "embedded default";
 
+/// Checks that `policy_group` is a plain name: non-empty, with no `/`,
+/// `\\` or NUL, and neither `.` nor `..`. The group names a file
+/// `<policy_group>.yaml` inside the configuration directory, so anything
+/// that could walk out of that directory is refused; the reason names the
+/// group.
+pub fn check_policy_group(policy_group: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        Err(format!(
+            "policy group {policy_group:?} is not a plain name: {why} \
+             (it names the file <name>.yaml inside the configuration directory)"
+        ))
+    };
+    if policy_group.is_empty() {
+        bad("it is empty")
+    } else if policy_group == "." || policy_group == ".." {
+        bad("it is \".\" or \"..\"")
+    } else if policy_group.contains(['/', '\\']) {
+        bad("it contains a path separator")
+    } else if policy_group.contains('\0') {
+        bad("it contains a NUL character")
+    } else {
+        Ok(())
+    }
+}
+
 /// Finds, reads and parses the configuration of `policy_group`.
 ///
 /// Order: `policy_configs[policy_group]` (in-memory text); else, if
@@ -714,6 +739,9 @@ pub fn read(
     config_dir: &str,
     policy_configs: &BTreeMap<String, String>,
 ) -> Result<(String, String), ConfigError> {
+    // Registration and SetPolicyConfig refuse such names first; this keeps
+    // a reload and the watcher inside the directory whatever reaches them.
+    check_policy_group(policy_group).map_err(ConfigError::new)?;
     if let Some(text) = policy_configs.get(policy_group) {
         return Ok((text.clone(), SOURCE_IN_MEMORY.to_string()));
     }

@@ -70,8 +70,12 @@ pub extern "C" fn sicore_new(
 /// it. No other thread may be inside, or enter, a call on `s` while it
 /// frees the memory: to end a scheduler other threads still use, call
 /// `sicore_shutdown` first. NULL is a no-op.
-/// Called from inside a callback (of any scheduler) it frees nothing and
-/// logs an error.
+/// Called on a library thread (inside a callback or the log function, of
+/// any scheduler) it stops and frees nothing, logs an error, and `s` stays
+/// valid and running; since it cannot report that, a host that may end a
+/// scheduler from such a thread calls `sicore_shutdown` first, which
+/// returns `SICORE_WOULD_DEADLOCK`, and frees `s` later from its own
+/// thread.
 #[no_mangle]
 pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
     if s.is_null() {
@@ -106,8 +110,10 @@ pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
 /// handle stays valid. Once the threads that may call on `s` have seen
 /// their calls return, `sicore_free(s)` releases the memory; this is how to
 /// end a scheduler that other threads may still be using. Calling it again
-/// is a no-op. From inside any scheduler's callback this returns
-/// `SICORE_WOULD_DEADLOCK` and stops nothing.
+/// is a no-op. On a library thread (inside a callback or the log function
+/// of any scheduler) it stops nothing and returns `SICORE_WOULD_DEADLOCK`
+/// with the reason: `s` keeps running and can be stopped later from
+/// another thread.
 #[no_mangle]
 pub extern "C" fn sicore_shutdown(
     s: *mut sicore_scheduler,
@@ -129,9 +135,12 @@ pub extern "C" fn sicore_shutdown(
 /// once, right away if the registration fails, else when the table is
 /// replaced by a re-registration or the scheduler is freed. Synchronous: loads the policy group's
 /// configuration and returns `SICORE_REJECTED` with the reason when it is
-/// missing or invalid. On success `response_out` (nullable) receives an
-/// encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback
-/// this returns `SICORE_WOULD_DEADLOCK`.
+/// missing or invalid. The policy group names the file `<group>.yaml` in
+/// the configuration directory, so it must be a plain name (not empty, no
+/// `/`, `\` or NUL, not `.` or `..`): otherwise `SICORE_INVALID_ARGUMENT`.
+/// On success `response_out` (nullable) receives an encoded
+/// `si.v1.RegisterResourceManagerResponse`. From inside a callback this
+/// returns `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn sicore_register_resource_manager(
     s: *mut sicore_scheduler,
@@ -248,9 +257,9 @@ pub extern "C" fn sicore_update_configuration(
 /// Synchronous and all or nothing: invalid text, or a reload that would
 /// fail for any RM of the group, returns `SICORE_REJECTED` with the reason
 /// and changes nothing. A group no RM uses yet is checked and kept for
-/// later registrations. An empty `policy_group` is
-/// `SICORE_INVALID_ARGUMENT`. From inside a callback this returns
-/// `SICORE_WOULD_DEADLOCK`.
+/// later registrations. A `policy_group` that is not a plain name (as for
+/// `sicore_register_resource_manager`) is `SICORE_INVALID_ARGUMENT`. From
+/// inside a callback this returns `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn sicore_set_policy_config(
     s: *mut sicore_scheduler,

@@ -219,6 +219,8 @@ impl RmProxy {
         if policy_group.is_empty() {
             return Err(Error::invalid("policy_group is empty"));
         }
+        crate::config::check_policy_group(policy_group)
+            .map_err(|e| Error::invalid(format!("policy_group: {e}")))?;
         let _config = self.config_lock.lock();
         self.call(|reply| Command::SetPolicyConfig {
             policy_group: policy_group.to_string(),

@@ -28,7 +28,9 @@ pub fn register(r: &si::RegisterResourceManagerRequest) -> Result<(), Error> {
     require(&r.rm_id, || "RegisterResourceManagerRequest.rmID".into())?;
     require(&r.policy_group, || {
         "RegisterResourceManagerRequest.policyGroup".into()
-    })
+    })?;
+    crate::config::check_policy_group(&r.policy_group)
+        .map_err(|e| Error::invalid(format!("RegisterResourceManagerRequest.policyGroup: {e}")))
 }
 
 /// AllocationRequest: every ask names its key and application; every

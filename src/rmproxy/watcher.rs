@@ -126,9 +126,15 @@ impl Watchers {
             config_lock: self.config_lock.clone(),
             shared: shared.clone(),
         };
+        let owner = self.scheduler_id;
         let thread = std::thread::Builder::new()
             .name(format!("sicore-watch-{}", self.scheduler_id))
-            .spawn(move || job.run())
+            .spawn(move || {
+                // A library thread like the others: host code it runs (the
+                // logger) gets WOULD_DEADLOCK from a stop or a sync call.
+                crate::scheduler::owner::mark_library_thread(owner);
+                job.run()
+            })
             .map_err(|e| {
                 Error::new(
                     Status::Internal,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import weakref
 
@@ -183,3 +184,99 @@ def test_messages_pickle() -> None:
 
     msg = si_pb2.NodeInfo(nodeID="n", action=si_pb2.NodeInfo.CREATE)
     assert pickle.loads(pickle.dumps(msg)) == msg
+
+
+class _ClosesOther(RecordingRM):
+    """An RM of scheduler A whose node callback closes scheduler B."""
+
+    def __init__(self, other: sicore.Scheduler) -> None:
+        super().__init__()
+        self.other = other
+        self.outcome: list[BaseException | None] = []
+
+    def update_node(self, response: si_pb2.NodeResponse) -> None:
+        super().update_node(response)
+        try:
+            self.other.close()
+            result: BaseException | None = None
+        except BaseException as e:
+            result = e
+        with self.cond:
+            self.outcome.append(result)
+            self.cond.notify_all()
+
+
+def test_close_of_another_scheduler_from_a_callback_is_refused_and_it_keeps_running(
+        rm: RecordingRM) -> None:
+    """Issue 24, defect 3: the library cannot stop B from A's callback; close() says so."""
+    b = sicore.Scheduler(scheduling_interval_ms=10)
+    try:
+        b.register_resource_manager(register_request(), rm)
+        b.update_node(node_request("node-b"))
+        b.update_application(app_request("app-b"))
+        rm.wait_for(lambda: "app-b" in rm.accepted_apps())
+        with sicore.Scheduler(scheduling_interval_ms=10) as a:
+            closer = _ClosesOther(b)
+            a.register_resource_manager(register_request("rm-a"), closer)
+            a.update_node(node_request("node-a", rm_id="rm-a"))
+            closer.wait_for(lambda: closer.outcome)
+            err = closer.outcome[0]
+            assert isinstance(err, sicore.WouldDeadlockError), err
+            assert err.status is sicore.Status.WOULD_DEADLOCK
+            assert "another scheduler" in err.message
+        # B was neither stopped nor freed: it still schedules and answers.
+        assert not b.closed
+        b.update_allocation(ask_request("app-b", "after-refused-close"))
+        rm.wait_for(lambda: any(a.allocationKey == "after-refused-close"
+                                for a in rm.new_allocations()))
+        assert b.state_dump()["rms"]
+    finally:
+        b.close()
+    assert b.closed
+    with pytest.raises(sicore.StoppedError):
+        b.state_dump()
+
+
+class _ClosingHandler(logging.Handler):
+    """A logging handler that closes a scheduler from the first record of a library thread."""
+
+    def __init__(self, target: sicore.Scheduler) -> None:
+        super().__init__(logging.INFO)
+        self.target = target
+        self.outcome: list[BaseException | None] = []
+        self.done = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.done.is_set() or threading.current_thread() is threading.main_thread():
+            return
+        try:
+            self.target.close()
+            self.outcome.append(None)
+        except BaseException as e:
+            self.outcome.append(e)
+        self.done.set()
+
+
+def test_close_from_a_log_handler_is_refused_and_keeps_the_scheduler() -> None:
+    """From a handler of a library log record (here on a library thread) close() refuses."""
+    b = sicore.Scheduler()
+    handler = _ClosingHandler(b)
+    log = logging.getLogger("sicore")
+    level = log.level
+    log.setLevel(logging.INFO)
+    log.addHandler(handler)
+    try:
+        with sicore.Scheduler() as a:
+            # The registration is logged on a's core thread.
+            a.register_resource_manager(register_request("rm-a"), RecordingRM())
+            assert handler.done.wait(60)
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+    err = handler.outcome[0]
+    assert isinstance(err, sicore.WouldDeadlockError), err
+    assert "log handler" in err.message, err.message
+    assert not b.closed
+    assert b.state_dump()["partitions"] is not None
+    b.close()
+    assert b.closed

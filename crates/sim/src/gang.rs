@@ -156,11 +156,15 @@ pub fn run(args: GangArgs) -> Result<(), String> {
 
     // Nodes with room for several members each.
     let nodes: Vec<si::NodeInfo> = (0..args.nodes)
-        .map(|i| si::NodeInfo {
-            node_id: format!("node-{i:05}"),
-            action: si::node_info::ActionFromRm::Create as i32,
-            schedulable_resource: resource(64_000, 64),
-            ..Default::default()
+        .map(|i| {
+            let node_id = format!("node-{i:05}");
+            si::NodeInfo {
+                attributes: crate::node_attributes(i, &node_id),
+                node_id,
+                action: si::node_info::ActionFromRm::Create as i32,
+                schedulable_resource: resource(64_000, 64),
+                ..Default::default()
+            }
         })
         .collect();
     call(
@@ -207,15 +211,19 @@ pub fn run(args: GangArgs) -> Result<(), String> {
 
     let gang_asks = |placeholder: bool| -> Vec<si::AllocationAsk> {
         (0..args.apps)
-            .map(|i| si::AllocationAsk {
-                allocation_key: format!("gang-{i}-{}", if placeholder { "ph" } else { "member" }),
-                application_id: format!("gang-{i}"),
-                partition_name: "default".into(),
-                resource_ask: resource(1000, 1),
-                max_allocations: args.members as i32,
-                task_group_name: "members".into(),
-                placeholder,
-                ..Default::default()
+            .map(|i| {
+                let key = format!("gang-{i}-{}", if placeholder { "ph" } else { "member" });
+                si::AllocationAsk {
+                    tags: crate::pod_tags("sim", &key),
+                    allocation_key: key,
+                    application_id: format!("gang-{i}"),
+                    partition_name: "default".into(),
+                    resource_ask: resource(1000, 1),
+                    max_allocations: args.members as i32,
+                    task_group_name: "members".into(),
+                    placeholder,
+                    ..Default::default()
+                }
             })
             .collect()
     };

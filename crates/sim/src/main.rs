@@ -195,6 +195,33 @@ fn check(what: &str, st: sicore_status, err: sicore_buffer) -> Result<(), String
     sicore_c_rm::check(what, (st, take_string(err)))
 }
 
+/// Nodes per simulated rack.
+const NODES_PER_RACK: usize = 20;
+
+/// The host and rack attributes a Kubernetes shim sends, which the REST
+/// service reports as `hostName` and `rackName` (web UI: node list).
+fn node_attributes(index: usize, node_id: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("si.io/hostname".to_string(), node_id.to_string()),
+        (
+            "si.io/rackname".to_string(),
+            format!("/rack-{:03}", index / NODES_PER_RACK),
+        ),
+    ])
+}
+
+/// The namespace and pod-name tags a Kubernetes shim puts on an ask; the
+/// web UI shows `<namespace>/<podName>` as the allocation's display name.
+fn pod_tags(namespace: &str, pod: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "kubernetes.io/meta/namespace".to_string(),
+            namespace.to_string(),
+        ),
+        ("kubernetes.io/meta/podName".to_string(), pod.to_string()),
+    ])
+}
+
 fn resource(memory: i64, vcore: i64) -> Option<si::Resource> {
     sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
 }
@@ -313,11 +340,15 @@ fn run(args: Args) -> Result<(), String> {
     // Nodes: memory around 400,000 and 250 vcores, so the default workload
     // (about 32M memory and 20k vcores in all) fits with room to spare.
     let nodes: Vec<si::NodeInfo> = (0..args.nodes)
-        .map(|i| si::NodeInfo {
-            node_id: format!("node-{i:05}"),
-            action: si::node_info::ActionFromRm::Create as i32,
-            schedulable_resource: resource(rng.i64(350_000..=450_000), rng.i64(200..=300)),
-            ..Default::default()
+        .map(|i| {
+            let node_id = format!("node-{i:05}");
+            si::NodeInfo {
+                attributes: node_attributes(i, &node_id),
+                node_id,
+                action: si::node_info::ActionFromRm::Create as i32,
+                schedulable_resource: resource(rng.i64(350_000..=450_000), rng.i64(200..=300)),
+                ..Default::default()
+            }
         })
         .collect();
     mark("nodes submitted");
@@ -381,9 +412,11 @@ fn run(args: Args) -> Result<(), String> {
     let asks: Vec<si::AllocationAsk> = (0..args.asks)
         .map(|i| {
             let (m, v) = shapes[rng.usize(..shapes.len())];
+            let app = i % accepted_apps;
             si::AllocationAsk {
                 allocation_key: format!("ask-{i}"),
-                application_id: format!("app-{}", i % accepted_apps),
+                application_id: format!("app-{app}"),
+                tags: pod_tags("sim", &format!("app-{app}-pod-{i}")),
                 partition_name: "default".into(),
                 resource_ask: resource(m, v),
                 max_allocations: 1,

@@ -124,6 +124,11 @@ def in_callback_of(owner: int) -> bool:
     return owner in getattr(_tls, "owners", ())
 
 
+def in_any_callback() -> bool:
+    """Whether this thread is running a callback of any scheduler."""
+    return bool(getattr(_tls, "owners", ()))
+
+
 def _first_callback_on_thread() -> list[int]:
     """Make this thread's ``owners`` list and bind the thread (:func:`_bind_thread`)."""
     owners: list[int] = []

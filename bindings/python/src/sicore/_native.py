@@ -160,6 +160,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sicore_version": (ctypes.c_char_p, []),
     "sicore_new": (ctypes.c_int, [_BYTES, ctypes.c_size_t, ctypes.POINTER(_P), _BUF_P]),
     "sicore_free": (None, [_P]),
+    "sicore_shutdown": (ctypes.c_int, [_P, _BUF_P]),
     "sicore_register_resource_manager": (
         ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, ctypes.POINTER(sicore_callbacks), _BUF_P, _BUF_P]),
     "sicore_update_allocation": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
@@ -183,6 +184,17 @@ def borrowed_bytes(ptr: int | None, length: int) -> bytes:
 _PY_LEVELS = {1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG, 5: TRACE}
 
 
+# Per thread: how deep it is inside _forward_log's handlers, so that
+# Scheduler.close() refuses from there (the record may come from a library
+# thread, or from inside a call that keeps the scheduler busy).
+_log_tls = threading.local()
+
+
+def in_log_handler() -> bool:
+    """Whether this thread is running a handler of a library log record."""
+    return getattr(_log_tls, "depth", 0) > 0
+
+
 def _forward_log(user_data: int | None, level: int, target: int | None, target_len: int,
                  message: int | None, message_len: int) -> None:
     """The ``sicore_log_fn`` installed process-wide: re-emits on the ``sicore`` logger."""
@@ -192,7 +204,11 @@ def _forward_log(user_data: int | None, level: int, target: int | None, target_l
             return
         tgt = borrowed_bytes(target, target_len).decode("utf-8", "replace")
         msg = borrowed_bytes(message, message_len).decode("utf-8", "replace")
-        _log.log(py_level, "%s", msg, extra={"sicore_target": tgt})
+        _log_tls.depth = getattr(_log_tls, "depth", 0) + 1
+        try:
+            _log.log(py_level, "%s", msg, extra={"sicore_target": tgt})
+        finally:
+            _log_tls.depth -= 1
     except BaseException:  # noqa: BLE001 - never unwind into the library
         pass
 
@@ -238,6 +254,7 @@ class Library:
     sicore_version: Callable[..., bytes]
     sicore_new: Callable[..., int]
     sicore_free: Callable[..., None]
+    sicore_shutdown: Callable[..., int]
     sicore_register_resource_manager: Callable[..., int]
     sicore_update_allocation: Callable[..., int]
     sicore_update_application: Callable[..., int]

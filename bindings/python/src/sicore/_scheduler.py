@@ -22,11 +22,12 @@ from ._callbacks import (
     ResourceManagerCallback,
     add_registration,
     drop_registration,
+    in_any_callback,
     in_callback_of,
     live_registrations,
 )
-from ._errors import StoppedError, WouldDeadlockError
-from ._native import Library, load_library, sicore_buffer
+from ._errors import Status, StoppedError, WouldDeadlockError
+from ._native import Library, in_log_handler, load_library, sicore_buffer
 
 __all__ = ["RawScheduler", "Scheduler", "options_message"]
 
@@ -155,6 +156,7 @@ class Scheduler:
         # through Condition's Python-level __enter__/__exit__.
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
+        self._closing = threading.Lock()
         self._inflight = 0
         self._closed = False
         self._handle: int | None = None
@@ -187,23 +189,47 @@ class Scheduler:
 
         Waits for calls in progress on other threads, then joins the library's
         threads; every registered callback object is released and no callback
-        runs after this returns. Calling it again does nothing. From inside
-        one of this scheduler's callbacks it raises :class:`WouldDeadlockError`.
+        runs after this returns. Calling it again does nothing.
+
+        From inside a callback, of this scheduler or of any other, it raises
+        :class:`WouldDeadlockError` and stops nothing: the scheduler keeps
+        running and a later ``close()`` from another thread stops it. The same
+        holds inside a handler of the library's log records, and whenever the
+        library refuses to stop it: the reason is raised.
         """
         if in_callback_of(self._serial):
-            raise WouldDeadlockError("Scheduler.close() called from inside one of its own callbacks")
-        with self._cond:
-            if self._closed:
-                return
-            self._closed = True
-            while self._inflight:
-                self._cond.wait()
-            handle, self._handle = self._handle, None
-        _open.discard(self)
-        if handle is not None:
-            self._lib.sicore_free(handle)
+            raise WouldDeadlockError("Scheduler.close() called from inside one of its own callbacks; "
+                                     "it keeps running")
+        if in_any_callback() or in_log_handler():
+            raise WouldDeadlockError("Scheduler.close() called from inside a callback of another "
+                                     "scheduler or the library's log handler; it keeps running")
+        # One close at a time: a second waits for the first's outcome, and
+        # tries again itself if the first was refused.
+        with self._closing:
+            with self._cond:
+                if self._closed:
+                    return
+                self._closed = True
+                while self._inflight:
+                    self._cond.wait()
+                handle = self._handle
+            if handle is not None:
+                # sicore_shutdown reports a refusal, which sicore_free could
+                # only log; once it succeeded, sicore_free releases the memory.
+                err = sicore_buffer()
+                status = self._lib.sicore_shutdown(handle, ctypes.byref(err))
+                if status != Status.OK:
+                    with self._cond:
+                        self._closed = False
+                    self._lib.check(status, err, "sicore_shutdown")
+                with self._cond:
+                    self._handle = None
+                _open.discard(self)
+                self._lib.sicore_free(handle)
+            else:
+                _open.discard(self)
         for h in live_registrations(self._serial):
-            # The library promises to release every table in sicore_free.
+            # The library promises to release every table in sicore_shutdown.
             drop_registration(h)
 
     def __enter__(self) -> Scheduler:
@@ -220,8 +246,9 @@ class Scheduler:
         if getattr(self, "_closed", True) or getattr(self, "_handle", None) is None:
             return
         try:
-            if in_callback_of(self._serial):
-                # Freeing would join the thread we run on: hand it off.
+            if in_any_callback() or in_log_handler():
+                # Stopping it here is refused (it may join the thread we run
+                # on): hand it off.
                 threading.Thread(target=self.close, name="sicore-close", daemon=True).start()
             else:
                 self.close()
