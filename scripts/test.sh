@@ -44,6 +44,10 @@ fi
 step "rust: format and lints"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+# The public API's rustdoc builds without a warning (broken or private links).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p sicore
+# Every relative link of README.md, docs/ and CHANGELOG.md points at a file.
+python3 tests/docs_links.py
 
 # The declared rust-version (Cargo.toml) builds, with the locked
 # dependencies: `cargo check` of the workspace's libraries and binaries on

@@ -11,7 +11,7 @@
 //! rendered without any lock on live state. The RM's `UpdateConfiguration`
 //! callback runs on one of at most two blocking helper threads.
 
-pub mod handlers;
+pub(crate) mod handlers;
 pub mod health;
 pub use crate::scheduler::snapshot;
 
