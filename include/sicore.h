@@ -302,7 +302,7 @@ enum sicore_status sicore_set_policy_config(struct sicore_scheduler *s,
 
 // Writes the scheduler's state as UTF-8 JSON into `json_out` (owned by
 // the caller; free with `sicore_buffer_free`). Field names are documented
-// in the README. From inside a callback this returns
+// in docs/rest-and-metrics.md ("State dump"). From inside a callback this returns
 // `SICORE_WOULD_DEADLOCK`.
 enum sicore_status sicore_state_dump(struct sicore_scheduler *s,
                                      struct sicore_buffer *json_out,

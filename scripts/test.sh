@@ -43,7 +43,11 @@ fi
 
 step "rust: format and lints"
 cargo fmt --check
+# Every relative link of README.md, docs/ and CHANGELOG.md points at a file.
+python3 tests/docs_links.py
 cargo clippy --all-targets -- -D warnings
+# The public API's rustdoc builds without a warning (broken or private links).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p sicore
 
 # The declared rust-version (Cargo.toml) builds, with the locked
 # dependencies: `cargo check` of the workspace's libraries and binaries on
@@ -88,8 +92,8 @@ fi
 
 # Nightly toolchain (installed when missing): the Rust tests and the C test
 # under AddressSanitizer + LeakSanitizer, then every fuzz target for a
-# bounded time (SICORE_FUZZ_SECONDS, default 60 each). See the README,
-# "Fuzzing and sanitizers".
+# bounded time (SICORE_FUZZ_SECONDS, default 60 each). See docs/testing.md,
+# "Fuzzing, sanitizers and stress tests".
 step "sanitizers: Rust and C tests under ASan + LSan (nightly, target/asan)"
 bash scripts/sanitizers.sh
 

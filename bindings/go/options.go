@@ -205,7 +205,7 @@ func WithLogLevel(level slog.Level) Option {
 // fits, and the ReSyncSchedulerCache that announces new allocations comes
 // from the delivery thread right before their UpdateAllocation, one per
 // batch, instead of from the core thread before each predicate call
-// (README, "ReSync before Predicates"). Use it when the RM's Predicates
+// (the project's docs/c-api.md, "ReSync before Predicates"). Use it when the RM's Predicates
 // accepts every node (no node filters to run): it removes two calls into
 // Go per allocation on the core thread. An RM whose Predicates can refuse
 // a node must not use it, since its answers would never be asked.

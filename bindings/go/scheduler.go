@@ -280,7 +280,8 @@ func (s *Scheduler) queueEncoded(op string, b []byte) error {
 // and the old configuration stays in force. When the file has not changed
 // yet (Kubernetes reports a configmap change before the kubelet rewrites
 // the mounted file), the library watches it for two minutes and applies
-// the first changed, valid version; see the README.
+// the first changed, valid version; see the project's docs/configuration.md
+// ("Reloading").
 func (s *Scheduler) UpdateConfiguration(clusterID string) error {
 	const op = "UpdateConfiguration"
 	if err := refuseInCallback(op); err != nil {
@@ -338,7 +339,7 @@ func (s *Scheduler) SetPolicyConfig(policyGroup, queuesYAML string) error {
 
 // StateDump returns the scheduler's state as JSON: partitions with their
 // queue tree, applications and nodes (field names are documented in the
-// project README).
+// project's docs/rest-and-metrics.md, "State dump").
 func (s *Scheduler) StateDump() ([]byte, error) {
 	const op = "StateDump"
 	if err := refuseInCallback(op); err != nil {

@@ -3,7 +3,8 @@
 //! This layer only translates: it checks pointers and UTF-8, decodes
 //! protobuf bytes into the prost types, calls the Rust API
 //! ([`crate::api::SchedulerApi`]) and turns results into status codes and
-//! owned messages. Every entry point is a panic boundary ([`boundary`]).
+//! owned messages. Every entry point runs inside the panic boundary (the
+//! private `boundary` module).
 //! The generated header `include/sicore.h` is the C user's reference.
 
 #![allow(non_camel_case_types)]

@@ -281,7 +281,7 @@ pub extern "C" fn sicore_set_policy_config(
 
 /// Writes the scheduler's state as UTF-8 JSON into `json_out` (owned by
 /// the caller; free with `sicore_buffer_free`). Field names are documented
-/// in the README. From inside a callback this returns
+/// in docs/rest-and-metrics.md ("State dump"). From inside a callback this returns
 /// `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
 pub extern "C" fn sicore_state_dump(

@@ -16,7 +16,7 @@
 //! thread ([`config_txn`]).
 
 pub mod config_txn;
-pub mod handlers;
+pub(crate) mod handlers;
 pub mod health;
 pub mod settings;
 pub use crate::scheduler::snapshot;

@@ -198,7 +198,7 @@ impl RmProxy {
         }
     }
 
-    /// The whole scheduler state as JSON (see the README for the fields).
+    /// The whole scheduler state as JSON (fields: `docs/rest-and-metrics.md`, "State dump").
     pub fn state_dump(&self) -> Result<String, Error> {
         self.refuse_sync("state dump")?;
         self.call(|reply| Command::Dump {

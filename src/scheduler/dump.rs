@@ -2,7 +2,7 @@
 //! of YuniKorn's `/ws/v1/fullstatedump`. It is the published
 //! [`Snapshot`](super::snapshot::Snapshot) serialised as it stands, so it
 //! and the REST service render one model; the field names are stable and
-//! documented in the README ("State dump").
+//! documented in `docs/rest-and-metrics.md` ("State dump").
 
 use super::snapshot::Snapshot;
 

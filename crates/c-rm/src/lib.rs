@@ -22,23 +22,32 @@ use sicore::proto::sicore::v1 as sicore_pb;
 /// What the RM does with each callback, decoded. An `Err` is the reason
 /// the callback reports (non-zero, with the reason in the reply).
 pub trait Rm: Send + Sync + 'static {
+    /// New, released and rejected allocations (`update_allocation`).
     fn update_allocation(&self, _m: si::AllocationResponse) -> Result<(), String> {
         Ok(())
     }
+    /// Accepted, rejected and updated applications (`update_application`).
     fn update_application(&self, _m: si::ApplicationResponse) -> Result<(), String> {
         Ok(())
     }
+    /// Accepted, rejected and updated nodes (`update_node`).
     fn update_node(&self, _m: si::NodeResponse) -> Result<(), String> {
         Ok(())
     }
+    /// May the allocation go on the node? `Err` says no (`predicates`).
     fn predicates(&self, _m: si::PredicatesArgs) -> Result<(), String> {
         Ok(())
     }
+    /// The scheduler's decisions before a `predicates` call (`resync_scheduler_cache`).
     fn resync_scheduler_cache(&self, _m: si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
         Ok(())
     }
+    /// A batch of event records (`send_event`).
     fn send_event(&self, _m: sicore_pb::EventRecords) {}
+    /// An ask's scheduling state (`update_container_scheduling_state`).
     fn update_container_scheduling_state(&self, _m: si::UpdateContainerSchedulingStateRequest) {}
+    /// The library asks for the configuration (`update_configuration`); the
+    /// default answers success with no change.
     fn update_configuration(
         &self,
         _m: si::UpdateConfigurationRequest,
@@ -56,10 +65,15 @@ pub trait Rm: Send + Sync + 'static {
 /// response callbacks and `release` always are).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Installed {
+    /// `predicates`.
     pub predicates: bool,
+    /// `resync_scheduler_cache`.
     pub resync_scheduler_cache: bool,
+    /// `send_event`.
     pub send_event: bool,
+    /// `update_container_scheduling_state`.
     pub update_container_scheduling_state: bool,
+    /// `update_configuration`.
     pub update_configuration: bool,
 }
 
@@ -377,15 +391,25 @@ pub fn confirm_replacements(
 /// spinning.
 #[derive(Default)]
 pub struct Counters {
+    /// New allocations, placeholders included.
     pub allocations: AtomicUsize,
+    /// New allocations that are gang placeholders.
     pub placeholders: AtomicUsize,
+    /// New allocations that are not placeholders.
     pub real: AtomicUsize,
+    /// Asks the scheduler rejected.
     pub asks_rejected: AtomicUsize,
+    /// Nodes accepted.
     pub nodes_accepted: AtomicUsize,
+    /// Nodes rejected.
     pub nodes_rejected: AtomicUsize,
+    /// Applications accepted.
     pub apps_accepted: AtomicUsize,
+    /// Applications rejected.
     pub apps_rejected: AtomicUsize,
+    /// Allocations reported to `resync_scheduler_cache` as assumed.
     pub assumed: AtomicUsize,
+    /// Calls of `predicates`.
     pub predicate_calls: AtomicUsize,
     waiter: OnceLock<std::thread::Thread>,
 }
