@@ -877,7 +877,7 @@ impl Partition {
             return NodeSwapAction::None;
         }
         // The real allocation is elsewhere: it lands (confirmed now); the
-        // placeholder counts as released (the RM was told of the swap).
+        // placeholder counts as released, and is reported so with the node.
         match self.complete_swap(uuid, out) {
             Some(real) => NodeSwapAction::Confirmed(real),
             None => NodeSwapAction::Handled,
@@ -910,7 +910,7 @@ pub(super) enum NodeSwapAction {
     None,
     /// Dealt with; nothing to remove or report.
     Handled,
-    /// The swap was confirmed: report its real allocation.
+    /// The swap was confirmed: report the placeholder released and its real allocation.
     Confirmed(Arc<NewAllocation>),
 }
 

@@ -323,6 +323,15 @@ impl Partition {
                 gang::NodeSwapAction::None => {}
                 gang::NodeSwapAction::Handled => continue,
                 gang::NodeSwapAction::Confirmed(real) => {
+                    // The placeholder went with its node: the RM, still
+                    // waiting to confirm it, is told it is gone (spec 11.5).
+                    released.push(si::AllocationRelease {
+                        partition_name: self.name.clone(),
+                        application_id: real.app.to_string(),
+                        uuid: u.to_string(),
+                        termination_type: si::TerminationType::StoppedByRm as i32,
+                        message: format!("Node {node_id} Removed"),
+                    });
                     confirmed.push(real);
                     continue;
                 }
