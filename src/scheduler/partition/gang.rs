@@ -687,8 +687,9 @@ impl Partition {
             g.real += 1;
         }
         // The first replacement does not move the state on: the last
-        // placeholder did already (spec 6.3).
-        let first = app.allocated.is_zero();
+        // placeholder did already (spec 6.3). An application that went
+        // `Completing` meanwhile runs again: it holds a real allocation.
+        let first = app.allocated.is_zero() && app.state != AppState::Completing;
         app.allocated.add_assign(&real.resource);
         app.started = true;
         if app.gang.placeholders == 0 {

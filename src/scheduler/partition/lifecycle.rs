@@ -258,9 +258,14 @@ impl Partition {
         }
     }
 
-    /// Whether the application holds no real (non-placeholder) allocation.
+    /// Whether the application holds no real (non-placeholder) allocation:
+    /// none of its own, and none in flight in a swap (made for it, waiting
+    /// for the RM to confirm the placeholder gone). An application that
+    /// holds one is not done, whatever became of its asks.
     fn no_real_allocations(&self, app: &Application) -> bool {
         app.allocations.len() <= app.gang.placeholders
+            && (app.gang.free == app.gang.placeholders
+                || !self.gang.swaps.values().any(|s| s.real.app == app.id))
     }
 
     /// Completion check after asks were removed (spec 6.3): no demand and
@@ -298,7 +303,7 @@ impl Partition {
         let no_placeholders = app.gang.placeholders == 0;
         if placeholders && no_placeholders {
             match state {
-                AppState::Completing => {
+                AppState::Completing if no_real => {
                     return self.fire(app_id, AppEvent::Complete, None, out);
                 }
                 AppState::Failing => return self.fire(app_id, AppEvent::Fail, None, out),
