@@ -17,6 +17,10 @@ use si::event_record::Type as EventType;
 
 /// Info passed with `failApplication` when a partition goes away.
 pub const INFO_PARTITION_REMOVED: &str = "PartitionRemoved";
+/// `state_epoch` of a `Completing` application whose timer fired while it
+/// still held placeholders: no state timer runs for it any more. Real
+/// epochs come from the partition's sequence, which starts at 1.
+const TIMER_SPENT: u64 = 0;
 /// Message of placeholder releases by the completing timer.
 pub const MSG_PLACEHOLDERS_ON_COMPLETE: &str = "releasing placeholders on app complete";
 
@@ -141,6 +145,10 @@ impl Partition {
                 // The timer is now spent; completion follows when the RM
                 // confirms the last placeholder gone (spec 6.2). Those
                 // already being replaced or released are not released again.
+                self.apps
+                    .get_mut(&t.app)
+                    .expect("looked up above")
+                    .state_epoch = TIMER_SPENT;
                 let released = self.release_free_placeholders(&t.app, MSG_PLACEHOLDERS_ON_COMPLETE);
                 if !released.is_empty() {
                     out.new_allocation_message(si::AllocationResponse {
@@ -303,9 +311,13 @@ impl Partition {
         let no_placeholders = app.gang.placeholders == 0;
         if placeholders && no_placeholders {
             match state {
-                AppState::Completing if no_real => {
+                // Only once the completing timer is spent: while it runs,
+                // the application may still get new asks (spec 6.3), and
+                // the timer completes it.
+                AppState::Completing if no_real && app.state_epoch == TIMER_SPENT => {
                     return self.fire(app_id, AppEvent::Complete, None, out);
                 }
+                AppState::Completing => return,
                 AppState::Failing => return self.fire(app_id, AppEvent::Fail, None, out),
                 AppState::Resuming => return self.fire(app_id, AppEvent::Run, None, out),
                 _ => {}
