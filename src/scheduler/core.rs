@@ -171,6 +171,7 @@ pub struct Core {
     events_retired: EventStats,
     next_event_flush: Instant,
     next_outstanding_check: Instant,
+    next_queue_clean: Instant,
     /// Prometheus metrics (spec 15.2), shared with readers.
     metrics: Arc<crate::metrics::Metrics>,
     next_metrics_refresh: Instant,
@@ -239,6 +240,7 @@ impl Core {
             events_retired: EventStats::default(),
             next_event_flush: Instant::now() + options.event_flush_interval,
             next_outstanding_check: Instant::now() + options.outstanding_check_interval,
+            next_queue_clean: Instant::now() + options.queue_cleaner_interval,
             metrics: Arc::default(),
             next_metrics_refresh: Instant::now(),
             next_history_sample: Instant::now(),
@@ -334,7 +336,10 @@ impl Core {
 
     /// When the next periodic job (event flush, outstanding check) is due.
     fn next_periodic(&self) -> Instant {
-        let next = self.next_outstanding_check.min(self.next_metrics_refresh);
+        let next = self
+            .next_outstanding_check
+            .min(self.next_metrics_refresh)
+            .min(self.next_queue_clean);
         if self.options.disable_events {
             next
         } else {
@@ -342,13 +347,19 @@ impl Core {
         }
     }
 
-    /// The outstanding-request check (spec 8.12) and the event flush (spec
-    /// 13.1), each at its own cadence.
+    /// The outstanding-request check (spec 8.12), the queue cleaner (spec
+    /// 3.7) and the event flush (spec 13.1), each at its own cadence.
     fn periodic(&mut self) {
         let now = Instant::now();
         if now >= self.next_outstanding_check {
             self.next_outstanding_check = now + self.options.outstanding_check_interval;
             self.report_outstanding();
+        }
+        if now >= self.next_queue_clean {
+            self.next_queue_clean = now + self.options.queue_cleaner_interval;
+            for p in self.partitions.values_mut() {
+                p.clean_queues();
+            }
         }
         if now >= self.next_event_flush {
             self.next_event_flush = now + self.options.event_flush_interval;

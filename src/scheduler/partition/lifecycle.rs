@@ -248,22 +248,35 @@ impl Partition {
             finished_ns,
         });
         let q = app.queue;
-        if !self.queues.get(q).managed || self.queues.is_draining(q) {
-            self.cleanup_queue(q); // also removes emptied draining queues
+        if !self.queues.get(q).managed {
+            self.cleanup_queue(q);
         }
         finished_ns
     }
 
-    /// Removes empty dynamic queues from `q` upwards.
+    /// Removes empty dynamic queues from `q` upwards. Managed queues, and
+    /// draining ones among them, are left to the queue cleaner
+    /// ([`Self::clean_queues`]).
     pub(super) fn cleanup_queue(&mut self, q: QueueId) {
         let mut cur = Some(q);
         while let Some(c) = cur {
+            if self.queues.get(c).managed {
+                break;
+            }
             let parent = self.queues.get(c).parent;
             if !self.queues.remove_if_unused(c) {
                 break;
             }
             cur = parent;
         }
+    }
+
+    /// The queue cleaner (the reference's partition manager, spec 3.7):
+    /// empty draining queues, and empty dynamic ones, go, children first. A
+    /// queue a reload took out of the configuration stays `Draining` (and
+    /// refuses new applications) until this runs.
+    pub fn clean_queues(&mut self) {
+        self.queues.remove_unused();
     }
 
     /// Whether the application holds no real (non-placeholder) allocation:

@@ -252,8 +252,9 @@ impl Partition {
             &cfg.node_sort_policy.resource_weights,
         )?;
         // Every check comes before the first change (nothing half-applied).
+        // Queues that left the configuration drain until the queue
+        // cleaner removes them (spec 3.7).
         self.queues.reconfigure(root)?;
-        self.queues.remove_unused();
         self.placement = placement;
         self.node_policy = policy;
         let slots: Vec<NodeSlot> = self.nodes.values().map(|n| n.key().slot()).collect();
