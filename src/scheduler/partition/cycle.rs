@@ -535,8 +535,8 @@ impl Partition {
         // The order key does not depend on the repeat count: the ask
         // leaves the order only when it is done.
         ask.pending_repeat -= 1;
-        if ask.pending_repeat <= 0 {
-            app.ask_order.remove(&ask.order_key());
+        if ask.pending_repeat <= 0 && app.ask_order.remove(&ask.order_key()).is_some() {
+            self.waiting_asks = self.waiting_asks.saturating_sub(1);
         }
         let remaining = ask.pending_repeat;
         let resource = ask.resource.clone();

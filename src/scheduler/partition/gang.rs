@@ -246,8 +246,9 @@ impl Partition {
         if restore_ask {
             if let Some(slot) = app.asks.slot_of(&real.key) {
                 let ask = app.asks.at_mut(slot);
-                if ask.pending_repeat <= 0 {
-                    app.ask_order.insert(ask.order_key(), slot);
+                if ask.pending_repeat <= 0 && app.ask_order.insert(ask.order_key(), slot).is_none()
+                {
+                    self.waiting_asks += 1;
                 }
                 ask.pending_repeat += 1;
                 app.pending.add_assign(&real.resource);
@@ -443,8 +444,8 @@ impl Partition {
         let app = self.apps.get_mut(&plan.app).expect("found by the search");
         let ask = app.asks.get_mut(&plan.key).expect("found by the search");
         ask.pending_repeat -= 1;
-        if ask.pending_repeat <= 0 {
-            app.ask_order.remove(&ask.order_key());
+        if ask.pending_repeat <= 0 && app.ask_order.remove(&ask.order_key()).is_some() {
+            self.waiting_asks = self.waiting_asks.saturating_sub(1);
         }
         let remaining = ask.pending_repeat;
         let mut buf = uuid::Uuid::encode_buffer();

@@ -229,6 +229,7 @@ impl Partition {
             self.remove_allocation(&u);
         }
         let app = self.apps.remove(app_id).expect("looked up above");
+        self.waiting_asks = self.waiting_asks.saturating_sub(app.ask_order.len());
         if app.counted_active {
             self.queues.adjust_active_apps(app.queue, false);
         }

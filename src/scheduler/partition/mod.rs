@@ -146,6 +146,10 @@ pub struct Partition {
     pub reservations: Reservations,
     /// Gang swaps in flight and placeholders being released (spec 9).
     pub gang: GangBook,
+    /// Asks with allocations still to make (in their application's
+    /// `ask_order`), over all applications: what the per-RM limit
+    /// `max_asks_per_rm` counts.
+    pub waiting_asks: usize,
     seq: u64,
     timeouts: AppTimeouts,
 }
@@ -202,6 +206,7 @@ impl Partition {
             allocation_count: 0,
             reservations: Reservations::default(),
             gang: GangBook::default(),
+            waiting_asks: 0,
             seq: 0,
             timeouts,
         })
