@@ -172,6 +172,12 @@ pub struct Core {
     next_event_flush: Instant,
     next_outstanding_check: Instant,
     next_queue_clean: Instant,
+    /// RMs whose partitions changed since the last scheduling step (their
+    /// requests, timers); `all_touched` stands for every RM. A partition
+    /// without nodes is passed over unless its RM is here: nothing can be
+    /// placed there, and its asks were tried when they came.
+    touched: std::collections::HashSet<String>,
+    all_touched: bool,
     /// Prometheus metrics (spec 15.2), shared with readers.
     metrics: Arc<crate::metrics::Metrics>,
     next_metrics_refresh: Instant,
@@ -241,6 +247,8 @@ impl Core {
             next_event_flush: Instant::now() + options.event_flush_interval,
             next_outstanding_check: Instant::now() + options.outstanding_check_interval,
             next_queue_clean: Instant::now() + options.queue_cleaner_interval,
+            touched: Default::default(),
+            all_touched: true,
             metrics: Arc::default(),
             next_metrics_refresh: Instant::now(),
             next_history_sample: Instant::now(),
@@ -380,16 +388,21 @@ impl Core {
         }
     }
 
-    /// Sends `FAILED` for every outstanding ask (spec 8.12).
+    /// Sends `FAILED` for the asks passes tried and could not place since
+    /// the last check (spec 8.12), at most
+    /// [`OUTSTANDING_REPORT_BUDGET`](crate::scheduler::partition::OUTSTANDING_REPORT_BUDGET)
+    /// per partition: the check costs what the passes noted, never a walk
+    /// over every waiting ask.
     fn report_outstanding(&mut self) {
-        for p in self.partitions.values() {
+        for p in self.partitions.values_mut() {
             let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
-            if !rm.callback.has_container_scheduling_state() {
-                continue; // nobody to tell: the walk would be wasted
+            if !rm.callback.has_container_scheduling_state() || p.tried.is_empty() {
+                continue; // nobody to tell, or nothing tried
             }
-            for (app, key) in p.outstanding_requests() {
+            let budget = crate::scheduler::partition::OUTSTANDING_REPORT_BUDGET;
+            for (app, key) in p.outstanding_requests(budget) {
                 let req = si::UpdateContainerSchedulingStateRequest {
                     applicartion_id: app.to_string(),
                     allocation_key: key.to_string(),
@@ -495,6 +508,9 @@ impl Core {
                 continue;
             };
             if let Some(p) = self.partitions.get_mut(&t.partition) {
+                if !self.touched.contains(&p.rm_id) {
+                    self.touched.insert(p.rm_id.clone());
+                }
                 let out = self.outcomes.entry(p.rm_id.clone()).or_default();
                 p.on_timer(&t, out);
             }
@@ -504,8 +520,13 @@ impl Core {
     fn schedule(&mut self) -> usize {
         let mut made = 0;
         let names: Vec<PartitionKey> = self.partitions.keys().cloned().collect();
+        let touched = std::mem::take(&mut self.touched);
+        let all = std::mem::replace(&mut self.all_touched, false);
         for name in names {
             let p = self.partitions.get_mut(&name).expect("listed");
+            if p.nodes.is_empty() && !all && !touched.contains(&p.rm_id) {
+                continue;
+            }
             let rm = p.rm_id.clone();
             let cb = self.rms.get(&rm).map(|r| r.callback.clone());
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();
@@ -521,6 +542,22 @@ impl Core {
     }
 
     fn handle(&mut self, cmd: Command) {
+        match &cmd {
+            Command::Allocation(r) => self.touch(&r.rm_id),
+            Command::Application(r) => self.touch(&r.rm_id),
+            Command::Node(r) => self.touch(&r.rm_id),
+            Command::Register { rm_id, .. }
+            | Command::Reload { rm_id, .. }
+            | Command::WatchApply { rm_id, .. } => self.touch(rm_id),
+            // Observers only read; a configuration the REST service applies
+            // marks what it changes itself (`apply_config_text`).
+            Command::Dump(_)
+            | Command::Inspect(_)
+            | Command::Shutdown
+            | Command::WatchRejected { .. } => {}
+            // A policy group's text: any RM's partitions.
+            Command::SetPolicyConfig { .. } => self.all_touched = true,
+        }
         match cmd {
             // A panic in a synchronous call is answered, not left as a
             // dropped reply: the caller learns it was a bug, with the
@@ -591,6 +628,13 @@ impl Core {
             }
             Command::Inspect(f) => f(self),
             Command::Shutdown => {}
+        }
+    }
+
+    /// Notes that `rm_id`'s partitions may have changed.
+    fn touch(&mut self, rm_id: &str) {
+        if !self.touched.contains(rm_id) {
+            self.touched.insert(rm_id.to_string());
         }
     }
 
@@ -967,6 +1011,7 @@ impl Core {
             ));
         }
         let config = config::parse(&text).map_err(|e| Error::rejected(e.to_string()))?;
+        self.touch(rm_id);
         super::reload::apply(
             self,
             rm_id,

@@ -80,16 +80,22 @@ impl Partition {
             }
         }
         let root = self.queues.get(ROOT);
+        let track_tried = cb.is_some_and(|c| c.has_container_scheduling_state());
         // No max on root means no nodes, or an unlimited node (spec 11.6;
-        // v0.12 could not allocate there, sicore does).
-        if (root.max.is_none() && !self.has_unlimited_node())
+        // v0.12 could not allocate there, sicore does). Without nodes the
+        // pass only finds which asks wait (the outstanding check, for an
+        // autoscaler): not worth it when nobody takes the reports.
+        if (root.max.is_none() && !self.has_unlimited_node() && !track_tried)
             || !root.pending.is_strictly_positive()
         {
             return 0;
         }
         let cb = barrier.as_ref();
         let now = Instant::now();
-        let mut pass = PassState::default();
+        let mut pass = PassState {
+            track_tried,
+            ..Default::default()
+        };
         let mut made = 0;
         if !self.reservations.is_empty() {
             made += self.reserved_pass(cb, budget, out);
@@ -109,6 +115,9 @@ impl Partition {
                 None => break,
             }
             made += 1;
+        }
+        for (app, key) in pass.tried.drain(..) {
+            self.tried.note(app, key);
         }
         out.events.append(&mut pass.events); // REQUEST events of the pass
                                              // The rest of the pass's decisions reach the RM's cache now, before
@@ -383,6 +392,10 @@ impl Partition {
                     }
                     NodeChoice::Reserve(node) => {
                         pass.ask_cursor.insert(app.seq, *okey);
+                        if pass.track_tried {
+                            // Holds a node, still waits for room on it.
+                            pass.tried.push((app.id.clone(), ask.key.clone()));
+                        }
                         return Some(Decision::Reserve {
                             app: app.id.clone(),
                             key: ask.key.clone(),
@@ -394,6 +407,11 @@ impl Partition {
             } else {
                 // Skipped for queue headroom: a REQUEST event (spec 13.2).
                 pass.events.push(self.queue_headroom_event(app, ask));
+            }
+            // Tried and not placed: outstanding, if it fits the queue's
+            // configured limits (checked when reported).
+            if pass.track_tried {
+                pass.tried.push((app.id.clone(), ask.key.clone()));
             }
             pass.ask_cursor.insert(app.seq, *okey);
         }

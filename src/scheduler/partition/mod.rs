@@ -10,7 +10,7 @@ pub use gang::GangBook;
 mod lifecycle;
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
-pub use outstanding::OUTSTANDING_REASON;
+pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
 use std::collections::VecDeque;
@@ -28,7 +28,7 @@ use super::placement::{PlacementManager, QueueView};
 use super::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
 use super::request::priority_of;
 use super::reservation::{Reservations, ReservedAsk};
-use super::resource::{compare_shares, shares, Resource};
+use super::resource::Resource;
 use super::{FastMap, FastSet};
 use crate::api::ResourceManagerCallback;
 use crate::config::PartitionConfig;
@@ -107,6 +107,10 @@ struct PassState {
     unfit_shapes: [FastSet<Resource>; 2],
     /// Event records of the pass (REQUEST events, spec 13.2).
     events: Vec<si::EventRecord>,
+    /// Whether the RM takes outstanding-request reports: then the pass
+    /// notes the asks it tries without placing them in `tried`.
+    track_tried: bool,
+    tried: Vec<(Arc<str>, Arc<str>)>,
 }
 
 /// A partition.
@@ -150,6 +154,8 @@ pub struct Partition {
     /// `ask_order`), over all applications: what the per-RM limit
     /// `max_asks_per_rm` counts.
     pub waiting_asks: usize,
+    /// Asks passes tried without placing them, for the outstanding check.
+    pub tried: TriedAsks,
     seq: u64,
     timeouts: AppTimeouts,
 }
@@ -207,6 +213,7 @@ impl Partition {
             reservations: Reservations::default(),
             gang: GangBook::default(),
             waiting_asks: 0,
+            tried: TriedAsks::default(),
             seq: 0,
             timeouts,
         })
