@@ -10,7 +10,7 @@ use crate::rmproxy::wire;
 use crate::scheduler::request::AllocationUpdate;
 
 /// Decodes `bytes` as an `si.v1.AllocationRequest` both ways, straight from
-/// the wire and through prost plus [`AllocationUpdate::from_proto`], and
+/// the wire and through prost plus `AllocationUpdate::from_proto`, and
 /// describes the first disagreement: the two must accept the same buffers
 /// and produce the same update.
 pub fn compare_allocation_decoders(bytes: &[u8]) -> Result<(), String> {

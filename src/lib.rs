@@ -8,30 +8,38 @@
 //! * C, C++, Go and Python programs use the C ABI in [`ffi`], described by the
 //!   generated header `include/sicore.h`.
 //!
-//! Inside, one core thread owns all scheduling state ([`scheduler`]); the RM
-//! proxy ([`rmproxy`]) decodes and validates requests on the caller's thread,
-//! queues them to the core, and delivers outcomes to the RM's callbacks from
-//! library-owned threads.
+//! Inside, one core thread owns all scheduling state (`scheduler`); the RM
+//! proxy (`rmproxy`) decodes and validates requests on the caller's thread
+//! and queues them to the core; a dispatcher delivers outcomes to the RM's
+//! callbacks from a library-owned thread. `entrypoint` wires them together
+//! with the REST service and the metrics.
+//!
+//! Imports point down: `ffi` → `entrypoint` → `rmproxy` → `scheduler` →
+//! `config`, `events`, `security`; `rest` and `metrics` read what the
+//! scheduler publishes (`scheduler::snapshot`, `scheduler::observe`).
+//! `tests/layers.rs` holds the crate to it.
 
-pub mod api;
 pub mod config;
+pub(crate) mod entrypoint;
 pub mod error;
 pub mod events;
 pub mod ffi;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod metrics;
+pub(crate) mod loglevel;
+pub(crate) mod metrics;
 pub mod options;
 pub mod proto;
 pub mod rest;
-pub mod rmproxy;
-pub mod scheduler;
+pub(crate) mod rmproxy;
+pub(crate) mod scheduler;
 pub mod security;
 
 pub use api::{ResourceManagerCallback, SchedulerApi};
+pub use entrypoint::Scheduler;
 pub use error::{Error, Status};
 pub use options::Options;
-pub use rmproxy::Scheduler;
+pub use scheduler::api;
 
 /// The core thread allocates and frees on every decision, often memory
 /// another thread allocated (requests decoded on the RM's thread, reports

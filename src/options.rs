@@ -19,6 +19,8 @@ pub const DEFAULT_APP_START_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 pub const DEFAULT_APP_COMPLETING_TIMEOUT: Duration = Duration::from_secs(30);
 /// `Completed`/`Failed` -> `Expired`.
 pub const DEFAULT_APP_TERMINATED_TIMEOUT: Duration = Duration::from_secs(3 * 24 * 3600);
+/// Default placeholder timeout when the application sets none (spec 6.4).
+pub const DEFAULT_PLACEHOLDER_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Period of the outstanding-request check.
 pub const DEFAULT_OUTSTANDING_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// Most waiting asks one RM may hold (`SchedulerOptions.max_asks_per_rm`):
@@ -133,7 +135,7 @@ impl Options {
                 DEFAULT_OUTSTANDING_CHECK_INTERVAL,
             ),
             placeholder_timeout: match p.placeholder_timeout_ms {
-                None => crate::scheduler::gang::DEFAULT_PLACEHOLDER_TIMEOUT,
+                None => DEFAULT_PLACEHOLDER_TIMEOUT,
                 Some(0) => {
                     return Err(Error::invalid(
                         "SchedulerOptions.placeholder_timeout_ms: must be positive (unset means 15 minutes)",

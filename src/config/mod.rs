@@ -14,10 +14,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::scheduler::placement::{is_filter_regexp, PlacementManager};
 use crate::security::{is_valid_group_name, is_valid_user_name, Acl, WILDCARD};
 
 mod de;
+pub(crate) mod placement;
 #[cfg(test)]
 mod tests;
 
@@ -418,7 +418,7 @@ fn validate_partition(
     for rule in &raw.placementrules {
         check_rule(rule)?;
     }
-    PlacementManager::new(&raw.placementrules).map_err(ConfigError::new)?;
+    placement::build_rules(&raw.placementrules).map_err(ConfigError::new)?;
     // 5. partition limits
     check_limits(&raw.limits)?;
     // 6. node sort policy
@@ -631,7 +631,9 @@ fn check_rule(rule: &PlacementRuleConfig) -> Result<(), ConfigError> {
 /// least one special character; longer lists are not checked.
 fn single_filter_entry_ok(list: &[String], valid: fn(&str) -> bool) -> bool {
     match list {
-        [single] => valid(single) || (is_filter_regexp(single) && Regex::new(single).is_ok()),
+        [single] => {
+            valid(single) || (placement::is_filter_regexp(single) && Regex::new(single).is_ok())
+        }
         _ => true,
     }
 }

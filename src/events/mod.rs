@@ -7,7 +7,6 @@
 //! `Outcomes.events` and asks it for a batch when the flush period is up.
 
 use std::collections::HashMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
@@ -19,15 +18,8 @@ pub const INPUT_CAPACITY: usize = 100_000;
 /// Most distinct objects kept between two flushes.
 pub const STORE_CAPACITY: usize = 1_000;
 
-/// The current time in nanoseconds since the Unix epoch.
-pub fn now_nanos() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-}
-
-/// Builds one record stamped with the current time.
+/// Builds one record. It is stamped when the core stores it, from the
+/// core's clock (one read per step), so this layer reads no time itself.
 pub fn record(
     kind: si::event_record::Type,
     object_id: &str,
@@ -41,7 +33,7 @@ pub fn record(
         group_id: group_id.to_string(),
         reason: reason.to_string(),
         message,
-        timestamp_nano: now_nanos(),
+        timestamp_nano: 0,
     }
 }
 
@@ -162,7 +154,10 @@ impl EventStats {
 pub struct EventStore {
     /// Keyed by record type and object id: an application and an ask may
     /// share an id without hiding each other.
-    latest: HashMap<(i32, String), si::EventRecord>,
+    /// Each record with the order it arrived in (records of one step
+    /// share a timestamp, and keep their creation order by this).
+    latest: HashMap<(i32, String), (u64, si::EventRecord)>,
+    next_seq: u64,
     stats: EventStats,
 }
 
@@ -185,8 +180,10 @@ impl EventStore {
             return;
         }
         let key = (r.r#type, r.object_id.clone());
+        self.next_seq += 1;
+        let seq = self.next_seq;
         if let Some(slot) = self.latest.get_mut(&key) {
-            *slot = r;
+            *slot = (seq, r);
             self.stats.superseded += 1;
             self.stats.received += 1;
             return;
@@ -195,18 +192,15 @@ impl EventStore {
             self.stats.dropped_store_full += 1;
             return;
         }
-        self.latest.insert(key, r);
+        self.latest.insert(key, (seq, r));
         self.stats.received += 1;
     }
 
     /// Empties the store; the records in creation order.
     pub fn take_batch(&mut self) -> Vec<si::EventRecord> {
-        let mut batch: Vec<si::EventRecord> = self.latest.drain().map(|(_, r)| r).collect();
-        batch.sort_by(|a, b| {
-            a.timestamp_nano
-                .cmp(&b.timestamp_nano)
-                .then_with(|| a.object_id.cmp(&b.object_id))
-        });
+        let mut batch: Vec<(u64, si::EventRecord)> = self.latest.drain().map(|(_, r)| r).collect();
+        batch.sort_by(|(sa, a), (sb, b)| a.timestamp_nano.cmp(&b.timestamp_nano).then(sa.cmp(sb)));
+        let batch: Vec<si::EventRecord> = batch.into_iter().map(|(_, r)| r).collect();
         if !batch.is_empty() {
             self.stats.published += batch.len() as u64;
             self.stats.batches += 1;

@@ -1,7 +1,6 @@
 //! Routing the library's `log` records to a host-supplied function.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use parking_lot::RwLock;
@@ -44,8 +43,6 @@ struct HostLogger {
 }
 
 static HOST: RwLock<Option<HostLogger>> = RwLock::new(None);
-/// The level chosen by `SchedulerOptions.log_level` (as a LevelFilter index).
-static LIBRARY_LEVEL: AtomicUsize = AtomicUsize::new(log::LevelFilter::Info as usize);
 
 fn level_from_index(i: usize) -> log::LevelFilter {
     log::LevelFilter::iter()
@@ -53,14 +50,11 @@ fn level_from_index(i: usize) -> log::LevelFilter {
         .unwrap_or(log::LevelFilter::Info)
 }
 
-/// The level chosen by `SchedulerOptions.log_level` or the REST service.
-pub(crate) fn library_level() -> log::LevelFilter {
-    level_from_index(LIBRARY_LEVEL.load(Ordering::Relaxed))
-}
-
+/// Sets the level chosen by `SchedulerOptions.log_level`; a later change
+/// (the REST service's) reaches the bridge through the same hook.
 pub(crate) fn set_library_level(level: log::LevelFilter) {
-    LIBRARY_LEVEL.store(level as usize, Ordering::Relaxed);
-    refresh_max_level();
+    crate::loglevel::on_change(refresh_max_level);
+    crate::loglevel::set(level);
 }
 
 fn refresh_max_level() {
@@ -68,7 +62,7 @@ fn refresh_max_level() {
         .read()
         .as_ref()
         .map_or(log::LevelFilter::Off, |h| h.max_level);
-    let lib = level_from_index(LIBRARY_LEVEL.load(Ordering::Relaxed));
+    let lib = crate::loglevel::get();
     if installed() {
         log::set_max_level(host.min(lib));
     }
@@ -81,7 +75,7 @@ impl log::Log for Forwarder {
         HOST.read()
             .as_ref()
             .is_some_and(|h| metadata.level() <= h.max_level)
-            && metadata.level() <= level_from_index(LIBRARY_LEVEL.load(Ordering::Relaxed))
+            && metadata.level() <= crate::loglevel::get()
     }
 
     fn log(&self, record: &log::Record) {
@@ -135,6 +129,7 @@ pub extern "C" fn sicore_set_logger(log: sicore_log_fn, user_data: *mut c_void, 
             user_data: user_data as usize,
             max_level,
         });
+        crate::loglevel::on_change(refresh_max_level);
         refresh_max_level();
     });
 }

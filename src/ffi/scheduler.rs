@@ -6,11 +6,11 @@ use super::buffer::{borrow_bytes, borrow_str, decode, sicore_buffer};
 use super::callbacks::{sicore_callbacks, CallbackTable};
 use super::{boundary, sicore_status};
 use crate::api::SchedulerApi;
+use crate::entrypoint::Scheduler;
 use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
-use crate::rmproxy::Scheduler;
 
 /// A scheduler instance. Opaque; create with `sicore_new`, destroy with
 /// `sicore_free`.

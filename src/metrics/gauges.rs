@@ -2,11 +2,15 @@
 //! partitions, handed to [`Metrics::refresh`] as plain numbers.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::{usage_bucket, HistorySample, Metrics, StateSample};
 use crate::events::EventStats;
 use crate::scheduler::application::AppState;
+use crate::scheduler::observe::CoreMetrics;
+use crate::scheduler::outcome::OutMsg;
 use crate::scheduler::partition::Partition;
+use crate::scheduler::partition_key::PartitionKey;
 use crate::scheduler::resource::{name_of, Resource};
 
 fn pairs(r: &Resource) -> Vec<(String, i64)> {
@@ -15,13 +19,14 @@ fn pairs(r: &Resource) -> Vec<(String, i64)> {
         .collect()
 }
 
-/// Computes the state gauges (and, when `history` is set, a history
-/// sample) from the partitions. O(nodes + applications + queues).
+/// Computes the state gauges (and, with `history_ns`, a history sample
+/// stamped with that Unix time, read from the core's clock) from the
+/// partitions. O(nodes + applications + queues).
 pub fn refresh<K>(
     metrics: &Metrics,
     partitions: &BTreeMap<K, Partition>,
     events: EventStats,
-    history: bool,
+    history_ns: Option<i64>,
 ) {
     let mut sample = StateSample {
         events,
@@ -63,11 +68,30 @@ pub fn refresh<K>(
     }
     sample.node_usage = usage.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     metrics.refresh(&sample);
-    if history {
+    if let Some(timestamp_ns) = history_ns {
         metrics.record_history(HistorySample {
-            timestamp_ns: crate::rest::snapshot::now_ns(),
+            timestamp_ns,
             applications: sample.applications,
             containers: sample.containers,
         });
+    }
+}
+
+impl CoreMetrics for Metrics {
+    fn count_messages(&self, messages: &[OutMsg]) {
+        Metrics::count_messages(self, messages)
+    }
+
+    fn observe_scheduling(&self, took: Duration) {
+        Metrics::observe_scheduling(self, took)
+    }
+
+    fn refresh(
+        &self,
+        partitions: &BTreeMap<PartitionKey, Partition>,
+        events: EventStats,
+        history_ns: Option<i64>,
+    ) {
+        refresh(self, partitions, events, history_ns)
     }
 }

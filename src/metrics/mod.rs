@@ -12,7 +12,6 @@
 pub mod gauges;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -26,10 +25,6 @@ use prometheus_client::registry::Registry;
 use crate::events::EventStats;
 use crate::scheduler::outcome::OutMsg;
 
-/// How often the core refreshes the state gauges.
-pub const REFRESH_INTERVAL: Duration = Duration::from_secs(1);
-/// One history sample a minute (the reference's period).
-pub const HISTORY_INTERVAL: Duration = Duration::from_secs(60);
 /// 24 hours of samples.
 pub const HISTORY_LEN: usize = 1440;
 
@@ -495,9 +490,6 @@ fn clamp(v: u64) -> i64 {
 pub fn queue_metric_name(path: &str) -> String {
     sanitize(path)
 }
-
-/// Shared handle.
-pub type SharedMetrics = Arc<Metrics>;
 
 #[cfg(test)]
 mod tests {

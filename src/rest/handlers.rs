@@ -351,7 +351,7 @@ fn node_info(p: &PartitionSnap, n: &NodeSnap) -> Value {
         "allocations": n
             .allocations
             .iter()
-            .filter_map(|u| p.allocations.get(u))
+            .filter_map(|a| p.allocations.get(&a.uuid))
             .map(|r| allocation(r))
             .collect::<Vec<_>>(),
         "schedulable": n.schedulable,

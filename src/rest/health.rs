@@ -146,7 +146,7 @@ fn check_partition(
     let mut listed_on_node: BTreeSet<&str> = BTreeSet::new();
     for n in &p.nodes {
         let mut sum = Wide::new();
-        for uuid in &n.allocations {
+        for uuid in n.allocations.iter().map(|a| &a.uuid) {
             listed_on_node.insert(uuid);
             match p.allocations.get(uuid) {
                 Some(a) if &*a.node == n.id.as_str() => {
@@ -309,7 +309,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::rest::snapshot::{AppSnap, NodeSnap};
+    use crate::rest::snapshot::{AllocationSnap, AppSnap, NodeSnap};
     use crate::scheduler::outcome::NewAllocation;
     use crate::scheduler::resource::Resource;
 
@@ -332,6 +332,7 @@ mod tests {
             properties: Default::default(),
             template: None,
             children,
+            ..Default::default()
         }
     }
 
@@ -375,6 +376,7 @@ mod tests {
                 pending: Named::new(),
                 pending_allocations: 0,
                 allocations: if orphan { vec![] } else { vec!["u1".into()] },
+                ..Default::default()
             }],
             finished: vec![],
             nodes: vec![NodeSnap {
@@ -385,9 +387,17 @@ mod tests {
                 occupied: Named::new(),
                 available: named(&[("memory", 100 - node_alloc)]),
                 schedulable: true,
-                allocations: vec!["u1".into()],
+                allocations: vec![AllocationSnap {
+                    uuid: "u1".into(),
+                    allocation_key: "k".into(),
+                    application_id: "app".into(),
+                    resource: named(&[("memory", 10)]),
+                    placeholder: false,
+                    replacing: None,
+                }],
             }],
             allocations: [(Arc::from("u1"), rec)].into_iter().collect(),
+            ..Default::default()
         }
     }
 
@@ -397,6 +407,7 @@ mod tests {
             started_ns: 0,
             rms: vec![],
             partitions: vec![p],
+            ..Default::default()
         })
     }
 

@@ -13,7 +13,7 @@
 
 pub mod handlers;
 pub mod health;
-pub mod snapshot;
+pub use crate::scheduler::snapshot;
 
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
@@ -35,7 +35,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Status};
 use crate::metrics::Metrics;
 use crate::proto::si::v1 as si;
-use crate::scheduler::core::{Command, Core};
+use crate::scheduler::core::{Command, Reply};
 use handlers::Endpoint;
 use snapshot::Snapshot;
 
@@ -158,7 +158,7 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
         .enable_io()
         .enable_time()
         .max_blocking_threads(2)
-        .on_thread_start(move || crate::rmproxy::mark_library_thread(id))
+        .on_thread_start(move || crate::scheduler::owner::mark_library_thread(id))
         .build();
     let runtime = match runtime {
         Ok(r) => r,
@@ -167,7 +167,7 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
             return;
         }
     };
-    crate::rmproxy::mark_library_thread(id);
+    crate::scheduler::owner::mark_library_thread(id);
     runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::from_std(listener) {
             Ok(l) => l,
@@ -363,14 +363,15 @@ async fn read_body(req: Request<Incoming>) -> Result<String, Fail> {
 }
 
 impl Context {
-    /// Runs `f` on the core thread and waits (bounded) for its result.
+    /// Sends the command `make` builds to the core and waits (bounded)
+    /// for its answer.
     async fn on_core<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Core) -> T + Send + 'static,
+        make: impl FnOnce(Reply<T>) -> Command,
     ) -> Result<T, Fail> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let cmd = Command::Inspect(Box::new(move |core: &mut Core| {
-            let _ = tx.send(f(core));
+        let cmd = make(Reply::new(move |v| {
+            let _ = tx.send(v);
         }));
         let unavailable = || fail(StatusCode::SERVICE_UNAVAILABLE, "the scheduler is stopping");
         self.core.send(cmd).map_err(|_| unavailable())?;
@@ -415,7 +416,7 @@ impl Context {
             return Ok(s);
         }
         let taken = Instant::now();
-        let snap = Arc::new(self.on_core(|core| core.snapshot()).await?);
+        let snap = Arc::new(self.on_core(Command::Snapshot).await?);
         *self.cache.lock() = Some((taken, snap.clone()));
         Ok(snap)
     }
@@ -432,7 +433,14 @@ impl Context {
             return Ok(d);
         }
         let taken = Instant::now();
-        let dump = Arc::new(self.on_core(|core| core.dump_json()).await?);
+        let dump = self
+            .on_core(|reply| Command::Dump {
+                settle: false,
+                reply,
+            })
+            .await?
+            .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.message))?;
+        let dump = Arc::new(dump);
         *self.dump_cache.lock() = Some((taken, dump.clone()));
         Ok(dump)
     }
@@ -514,12 +522,12 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
         Endpoint::LogLevel => Ok(body(
             StatusCode::OK,
             TEXT,
-            crate::ffi::library_level().to_string().to_ascii_lowercase(),
+            crate::loglevel::get().to_string().to_ascii_lowercase(),
         )),
         Endpoint::SetLogLevel(level) => {
             let filter = crate::options::parse_log_level(&level)
                 .map_err(|e| fail(StatusCode::BAD_REQUEST, e.message))?;
-            crate::ffi::set_library_level(filter);
+            crate::loglevel::set(filter);
             Ok(body(
                 StatusCode::OK,
                 TEXT,
@@ -660,7 +668,12 @@ async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail>
     let rm_id = rm.rm_id.clone();
     let expected = rm.checksum.clone();
     let applied = ctx
-        .on_core(move |core| core.apply_config_text(&rm_id, new_text, Some(&expected)))
+        .on_core(move |reply| Command::ApplyConfigText {
+            rm_id,
+            text: new_text,
+            expected_checksum: Some(expected),
+            reply,
+        })
         .await;
     ctx.invalidate();
     match applied {

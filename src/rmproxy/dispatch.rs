@@ -19,31 +19,13 @@ use crossbeam_channel::{Receiver, TryRecvError};
 
 use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
-use crate::scheduler::outcome::OutMsg;
+use crate::scheduler::outcome::{OutMsg, Outbound};
 
 /// Most container-state reports (distinct asks) waiting for a slow RM. At
 /// the bound, reports for further asks are dropped until the RM catches
 /// up; the outstanding check repeats every report each interval, so a
 /// still-waiting ask is reported again then.
 pub const MAX_PENDING_REPORTS: usize = 100_000;
-
-/// Something to hand to an RM callback.
-pub enum Outbound {
-    /// A response for `update_allocation`, `update_application` or `update_node`.
-    Message(Arc<dyn ResourceManagerCallback>, OutMsg),
-    /// A `resync_scheduler_cache` call.
-    Resync(
-        Arc<dyn ResourceManagerCallback>,
-        si::ReSyncSchedulerCacheArgs,
-    ),
-    /// A batch for `send_event`.
-    Events(Arc<dyn ResourceManagerCallback>, Vec<si::EventRecord>),
-    /// One `update_container_scheduling_state` call.
-    ContainerState(
-        Arc<dyn ResourceManagerCallback>,
-        si::UpdateContainerSchedulingStateRequest,
-    ),
-}
 
 /// Which RM (by its callback object), application and ask a report is for.
 type ReportKey = (usize, String, String);

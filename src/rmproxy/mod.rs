@@ -3,56 +3,32 @@
 //! Requests are validated on the caller's thread and queued, in call order,
 //! to the core thread. Outcomes come back through the dispatcher thread
 //! ([`dispatch`]), except `Predicates` and `ReSyncSchedulerCache`, which the
-//! core calls synchronously from its own thread.
+//! core calls synchronously from its own thread. The threads themselves are
+//! started and stopped by [`crate::entrypoint`].
 
 pub mod dispatch;
 mod validate;
 pub mod watcher;
 pub mod wire;
 
-use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use crossbeam_channel::{bounded, unbounded, Sender};
+use crossbeam_channel::{bounded, Sender};
 use parking_lot::{Condvar, Mutex};
 
 use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
-use crate::options::Options;
 use crate::proto::si::v1 as si;
-use crate::scheduler::core::{Command, Core, Registry, ReloadOutcome};
+use crate::scheduler::core::{Command, Registry, ReloadOutcome, Reply};
+use crate::scheduler::owner::current_scheduler;
 use crate::scheduler::request::AllocationUpdate;
 use crate::scheduler::resource;
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-thread_local! {
-    /// The id of the scheduler that owns the current thread (0: not a
-    /// library thread). Not error state: it only detects re-entrant
-    /// synchronous calls that would wait on the thread making them.
-    static OWNER: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Marks the calling thread as one of scheduler `id`'s own threads (the
-/// REST service's), so synchronous calls from callbacks it runs are
-/// refused like those from the dispatcher's.
-pub(crate) fn mark_library_thread(id: u64) {
-    OWNER.with(|o| o.set(id));
-}
-
-/// The id of the scheduler whose library thread this is (0: none), so the
-/// core can charge what it converts to the right scheduler.
-pub fn current_scheduler() -> u64 {
-    OWNER.with(|o| o.get())
-}
-
-/// A running scheduler instance: a core thread and a dispatcher thread.
-///
-/// Dropping it stops both threads (see [`Scheduler::close`]).
-pub struct Scheduler {
+/// The calling side of one scheduler: checks requests and queues them to
+/// its core.
+pub struct RmProxy {
     id: u64,
     tx: Sender<Command>,
     /// RMs the core holds; written only by the core thread, when it
@@ -60,80 +36,70 @@ pub struct Scheduler {
     registered: Registry,
     /// Registrations sent to the core and not yet answered, per rmID, and
     /// the lock under which updates are checked and queued (see
-    /// [`Scheduler::send_update`]).
+    /// [`RmProxy::send_update`]).
     in_flight: Mutex<HashMap<String, usize>>,
     registration_done: Condvar,
     stopped: AtomicBool,
-    dispatcher_stopping: Arc<AtomicBool>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
     watchers: watcher::Watchers,
-    metrics: Arc<crate::metrics::Metrics>,
-    rest: Mutex<Option<crate::rest::RestServer>>,
-    rest_addr: Option<std::net::SocketAddr>,
 }
 
-impl Scheduler {
-    /// Starts a scheduler with the given options.
-    pub fn new(options: Options) -> Result<Self, Error> {
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = unbounded::<Command>();
-        let (out_tx, out_rx) = unbounded();
-        let dispatcher_stopping = Arc::new(AtomicBool::new(false));
-        let spawn_err =
-            |e: std::io::Error| Error::new(Status::Internal, format!("cannot start a thread: {e}"));
-        let watchers = watcher::Watchers::new(id, tx.clone(), options.config_dir.clone());
-        let metrics = Arc::new(crate::metrics::Metrics::new());
-        // Bind before any thread starts, so a bad address fails `new` cleanly.
-        let rest = if options.rest_address.is_empty() {
-            None
-        } else {
-            Some(crate::rest::RestServer::start(
-                &options.rest_address,
-                id,
-                tx.clone(),
-                metrics.clone(),
-            )?)
-        };
-        let rest_addr = rest.as_ref().map(crate::rest::RestServer::local_addr);
-        let registered = Registry::default();
-        let core = Core::new(options, out_tx)
-            .with_registry(registered.clone())
-            .with_metrics(metrics.clone());
-        let core_thread = std::thread::Builder::new()
-            .name(format!("sicore-core-{id}"))
-            .spawn(move || {
-                OWNER.with(|o| o.set(id));
-                core.run(rx);
-            })
-            .map_err(spawn_err)?;
-        let stopping = dispatcher_stopping.clone();
-        let dispatcher = std::thread::Builder::new()
-            .name(format!("sicore-dispatch-{id}"))
-            .spawn(move || {
-                OWNER.with(|o| o.set(id));
-                dispatch::run(out_rx, stopping);
-            })
-            .map_err(spawn_err)?;
-        Ok(Scheduler {
+impl RmProxy {
+    /// The proxy of scheduler `id`, queueing to `tx`; `registered` is the
+    /// set the core publishes, `watchers` the scheduler's reload watchers.
+    pub(crate) fn new(
+        id: u64,
+        tx: Sender<Command>,
+        registered: Registry,
+        watchers: watcher::Watchers,
+    ) -> Self {
+        RmProxy {
             id,
             tx,
             registered,
             in_flight: Mutex::new(HashMap::new()),
             registration_done: Condvar::new(),
             stopped: AtomicBool::new(false),
-            dispatcher_stopping,
-            threads: Mutex::new(vec![core_thread, dispatcher]),
             watchers,
-            metrics,
-            rest: Mutex::new(rest),
-            rest_addr,
-        })
+        }
+    }
+
+    /// Whether the scheduler has been stopped.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    /// The first half of stopping: refuses from inside a callback, marks
+    /// the proxy stopped (no request is queued after this) and reports
+    /// whether this call is the one that stopped it.
+    pub(crate) fn begin_close(&self) -> Result<bool, Error> {
+        if current_scheduler() != 0 {
+            return Err(Error::new(
+                Status::WouldDeadlock,
+                "a scheduler cannot be stopped or freed from inside a callback (of this or any other scheduler)",
+            ));
+        }
+        Ok(!self.stopped.swap(true, Ordering::AcqRel))
+    }
+
+    /// Asks the watchers and the core to stop, without waiting.
+    pub(crate) fn signal_stop(&self) {
+        self.watchers.signal_stop();
+        let _ = self.tx.send(Command::Shutdown);
+    }
+
+    /// The last half, once the core thread is gone: a watcher waiting on
+    /// the core got its answer (none) when the core stopped; all of them
+    /// end now, and no RM is registered any more.
+    pub(crate) fn finish_close(&self) {
+        self.watchers.stop_all();
+        self.registered.write().clear();
+        self.registration_done.notify_all();
     }
 
     /// Whether the calling thread is one of this scheduler's own threads,
     /// i.e. the call comes from inside one of its callbacks.
     fn on_own_thread(&self) -> bool {
-        OWNER.with(|o| o.get()) == self.id
+        current_scheduler() == self.id
     }
 
     fn refuse_sync(&self, what: &str) -> Result<(), Error> {
@@ -179,9 +145,9 @@ impl Scheduler {
         self.tx.send(cmd).map_err(|_| Error::stopped())
     }
 
-    fn call<T>(&self, make: impl FnOnce(Sender<T>) -> Command) -> Result<T, Error> {
+    fn call<T: Send + 'static>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, Error> {
         let (reply, answer) = bounded(1);
-        self.send(make(reply))?;
+        self.send(make(reply.into()))?;
         answer.recv().map_err(|_| Error::stopped())
     }
 
@@ -220,7 +186,10 @@ impl Scheduler {
     /// The whole scheduler state as JSON (see the README for the fields).
     pub fn state_dump(&self) -> Result<String, Error> {
         self.refuse_sync("state dump")?;
-        self.call(Command::Dump)?
+        self.call(|reply| Command::Dump {
+            settle: true,
+            reply,
+        })?
     }
 
     /// Replaces the in-memory configuration text of `policy_group` (the
@@ -246,68 +215,9 @@ impl Scheduler {
     pub fn config_watchers_running(&self) -> usize {
         self.watchers.running()
     }
-
-    /// The Prometheus text exposition of the `yunikorn_*` metrics (spec
-    /// 15.2). Never waits for the core thread, so it may be called from
-    /// anywhere, callbacks included.
-    pub fn metrics_text(&self) -> Result<String, Error> {
-        if self.stopped.load(Ordering::Acquire) {
-            return Err(Error::stopped());
-        }
-        self.metrics
-            .encode()
-            .map_err(|e| Error::new(Status::Internal, format!("cannot encode metrics: {e}")))
-    }
-
-    /// The address the REST service listens on (`None` when
-    /// `rest_address` was empty).
-    pub fn rest_address(&self) -> Option<std::net::SocketAddr> {
-        self.rest_addr
-    }
-
-    /// Stops the scheduler: pending work is abandoned, both threads are
-    /// joined, and every callback object is dropped, so no callback runs
-    /// after this returns. Calling it again does nothing.
-    pub fn close(&self) -> Result<(), Error> {
-        if current_scheduler() != 0 {
-            return Err(Error::new(
-                Status::WouldDeadlock,
-                "a scheduler cannot be stopped or freed from inside a callback (of this or any other scheduler)",
-            ));
-        }
-        if self.stopped.swap(true, Ordering::AcqRel) {
-            return Ok(());
-        }
-        // The REST service first: it may be waiting on the core.
-        if let Some(mut rest) = self.rest.lock().take() {
-            rest.stop();
-        }
-        self.dispatcher_stopping.store(true, Ordering::Release);
-        self.watchers.signal_stop();
-        let _ = self.tx.send(Command::Shutdown);
-        for t in self.threads.lock().drain(..) {
-            if t.join().is_err() {
-                log::error!("a sicore thread ended with a panic");
-            }
-        }
-        // A watcher waiting on the core got its answer (none) when the
-        // core stopped; all of them end now.
-        self.watchers.stop_all();
-        self.registered.write().clear();
-        self.registration_done.notify_all();
-        Ok(())
-    }
 }
 
-impl Drop for Scheduler {
-    fn drop(&mut self) {
-        if let Err(e) = self.close() {
-            log::error!("scheduler dropped on its own thread: {e}; threads left running");
-        }
-    }
-}
-
-impl SchedulerApi for Scheduler {
+impl SchedulerApi for RmProxy {
     fn register_resource_manager(
         &self,
         request: si::RegisterResourceManagerRequest,
@@ -328,7 +238,7 @@ impl SchedulerApi for Scheduler {
                 rm_id: request.rm_id,
                 policy_group: request.policy_group,
                 callback,
-                reply,
+                reply: reply.into(),
             })?;
             *in_flight.entry(rm_id.clone()).or_default() += 1;
         }

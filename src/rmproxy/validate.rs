@@ -4,7 +4,7 @@
 
 use crate::error::Error;
 use crate::proto::si::v1 as si;
-use crate::scheduler::core::resolve_partition;
+use crate::scheduler::partition_key::resolve_partition;
 use crate::scheduler::request::AllocationUpdate;
 
 /// A partition name must name one of the caller's own partitions: a name

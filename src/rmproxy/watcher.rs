@@ -245,7 +245,7 @@ impl Job {
                 rm_id: self.rm_id.clone(),
                 policy_group: self.policy_group.clone(),
                 loaded: Box::new(loaded),
-                reply,
+                reply: reply.into(),
             });
             // No answer: the core has stopped.
             let Ok(verdict) = sent

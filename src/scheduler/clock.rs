@@ -51,6 +51,7 @@ pub fn system() -> SharedClock {
 }
 
 /// A clock that moves only when told to: for tests that step the core.
+#[cfg_attr(not(test), allow(dead_code))]
 #[derive(Debug)]
 pub struct ManualClock {
     base: Instant,
@@ -58,6 +59,7 @@ pub struct ManualClock {
     offset: Mutex<Duration>,
 }
 
+#[cfg_attr(not(test), allow(dead_code))]
 impl ManualClock {
     /// A clock standing at the moment of its creation.
     pub fn new() -> Arc<Self> {

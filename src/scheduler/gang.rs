@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use super::resource::Resource;
 
-/// Default placeholder timeout when the application sets none (spec 6.4).
-pub const DEFAULT_PLACEHOLDER_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Info passed with the timeout's state change (spec 9.4).
 pub const INFO_RESERVATION_TIMEOUT: &str = "ResourceReservationTimeout";
 /// Message of placeholder releases on timeout.

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::api::ResourceManagerCallback;
 use super::resource::Resource;
 use crate::proto::si::v1 as si;
 
@@ -82,7 +83,7 @@ pub struct AppTimer {
     /// When it fires.
     pub at: Instant,
     /// The partition it belongs to.
-    pub partition: super::core::PartitionKey,
+    pub partition: super::partition_key::PartitionKey,
     /// Application id.
     pub app: std::sync::Arc<str>,
     /// The application's state epoch when the timer was set.
@@ -145,5 +146,36 @@ impl Outcomes {
                 updated: vec![update],
                 ..Default::default()
             }));
+    }
+}
+
+/// Something the core hands to an RM callback, in the order it produced
+/// them: the dispatcher (`rmproxy::dispatch`) delivers these off the core
+/// thread, and a step-driven test reads them straight from the core.
+pub enum Outbound {
+    /// A response for `update_allocation`, `update_application` or `update_node`.
+    Message(Arc<dyn ResourceManagerCallback>, OutMsg),
+    /// A `resync_scheduler_cache` call.
+    Resync(
+        Arc<dyn ResourceManagerCallback>,
+        si::ReSyncSchedulerCacheArgs,
+    ),
+    /// A batch for `send_event`.
+    Events(Arc<dyn ResourceManagerCallback>, Vec<si::EventRecord>),
+    /// One `update_container_scheduling_state` call.
+    ContainerState(
+        Arc<dyn ResourceManagerCallback>,
+        si::UpdateContainerSchedulingStateRequest,
+    ),
+}
+
+impl std::fmt::Debug for Outbound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outbound::Message(_, m) => f.debug_tuple("Message").field(m).finish(),
+            Outbound::Resync(_, a) => f.debug_tuple("Resync").field(a).finish(),
+            Outbound::Events(_, e) => f.debug_tuple("Events").field(e).finish(),
+            Outbound::ContainerState(_, r) => f.debug_tuple("ContainerState").field(r).finish(),
+        }
     }
 }

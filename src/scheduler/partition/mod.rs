@@ -77,7 +77,7 @@ impl AppTimeouts {
     }
 }
 
-pub use super::allocs::{AllocList, AllocSlot, AllocTable, Allocation};
+pub use super::allocs::{AllocSlot, AllocTable, Allocation};
 
 /// A terminated application kept for the state dump.
 #[derive(Debug, Clone)]
@@ -122,7 +122,7 @@ pub struct Partition {
     /// `[rmID]name`, for messages only: ambiguous as a key.
     pub internal_name: String,
     /// The key the core finds it by.
-    pub key: super::core::PartitionKey,
+    pub key: super::partition_key::PartitionKey,
     /// Owning RM.
     pub rm_id: String,
     /// Queue tree.
@@ -192,7 +192,7 @@ impl Partition {
             name: cfg.name.clone(),
             name_shared: Arc::from(cfg.name.as_str()),
             internal_name: format!("[{rm_id}]{}", cfg.name),
-            key: super::core::PartitionKey {
+            key: super::partition_key::PartitionKey {
                 rm_id: rm_id.to_string(),
                 name: cfg.name.clone(),
             },

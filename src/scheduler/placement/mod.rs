@@ -5,16 +5,16 @@
 //! It only reads the queue tree through [`QueueView`]; creating the placed
 //! queue (5.6) and the no-rules case (5.1) belong to the core.
 
-use std::collections::{BTreeMap, HashSet};
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
 
-use regex::Regex;
-
-use crate::config::{FilterConfig, PlacementRuleConfig};
-use crate::security::{is_valid_group_name, is_valid_user_name, UserGroup};
-
-/// Name of the root queue.
-const ROOT: &str = "root";
+use crate::config::placement::{build_rules, Rule, RuleKind, ROOT};
+use crate::config::PlacementRuleConfig;
+use crate::security::UserGroup;
+#[cfg(test)]
+use {
+    crate::config::{placement::Filter, FilterConfig},
+    std::collections::HashSet,
+};
 /// Prefix of a fully qualified queue path.
 const ROOT_DOT: &str = "root.";
 /// Replacement for `.` in generated (unqualified) queue names.
@@ -30,99 +30,6 @@ pub trait QueueView {
     fn can_submit(&self, path: &str, user: &UserGroup) -> bool;
 }
 
-/// Characters whose presence turns a single filter entry into a regexp (5.5).
-fn special_regex() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| Regex::new(r"[\^$*+?()\[{}|]").expect("static pattern"))
-}
-
-/// Whether a single filter entry is meant as a regular expression.
-pub fn is_filter_regexp(entry: &str) -> bool {
-    special_regex().is_match(entry)
-}
-
-/// One side (users or groups) of a filter.
-#[derive(Debug, Clone, Default)]
-struct NameMatcher {
-    names: HashSet<String>,
-    exp: Option<Regex>,
-}
-
-impl NameMatcher {
-    fn new(list: &[String], valid: fn(&str) -> bool) -> NameMatcher {
-        let mut m = NameMatcher::default();
-        if let [single] = list {
-            if is_filter_regexp(single) {
-                // An uncompilable expression only gets here when validation was
-                // bypassed; it then matches nothing.
-                m.exp = Regex::new(single).ok();
-            } else if valid(single) {
-                m.names.insert(single.clone());
-            }
-        } else {
-            m.names = list.iter().filter(|n| valid(n)).cloned().collect();
-        }
-        m
-    }
-
-    fn matches(&self, name: &str) -> bool {
-        self.names.contains(name) || self.exp.as_ref().is_some_and(|e| e.is_match(name))
-    }
-}
-
-/// A user/group filter (spec 5.5).
-#[derive(Debug, Clone)]
-struct Filter {
-    allow: bool,
-    /// No users and no groups configured.
-    empty: bool,
-    users: NameMatcher,
-    groups: NameMatcher,
-}
-
-impl Filter {
-    fn new(conf: &FilterConfig) -> Filter {
-        Filter {
-            // Case-insensitive on purpose: the reference compared exactly, so
-            // `Deny` silently acted as allow (spec 5.5 quirk).
-            allow: !conf.filter_type.eq_ignore_ascii_case("deny"),
-            // Decided on the configured lists, so a list whose only entries are
-            // invalid matches nobody instead of turning into "everyone".
-            empty: conf.users.is_empty() && conf.groups.is_empty(),
-            users: NameMatcher::new(&conf.users, is_valid_user_name),
-            groups: NameMatcher::new(&conf.groups, is_valid_group_name),
-        }
-    }
-
-    fn allows(&self, user: &UserGroup) -> bool {
-        if self.empty {
-            return self.allow;
-        }
-        if self.users.matches(&user.user) || user.groups.iter().any(|g| self.groups.matches(g)) {
-            return self.allow;
-        }
-        !self.allow
-    }
-}
-
-#[derive(Debug, Clone)]
-enum RuleKind {
-    Provided,
-    User,
-    Fixed { queue: String, qualified: bool },
-    Tag { tag: String },
-    Test,
-}
-
-/// One built placement rule.
-#[derive(Debug, Clone)]
-struct Rule {
-    kind: RuleKind,
-    create: bool,
-    filter: Filter,
-    parent: Option<Box<Rule>>,
-}
-
 /// Everything a rule looks at while placing one application.
 struct Ctx<'a> {
     requested_queue: &'a str,
@@ -136,52 +43,6 @@ fn replace_dot(name: &str) -> String {
 }
 
 impl Rule {
-    fn build(conf: &PlacementRuleConfig) -> Result<Rule, String> {
-        let kind = match conf.name.to_lowercase().as_str() {
-            "provided" => RuleKind::Provided,
-            "user" => RuleKind::User,
-            "fixed" => {
-                let queue = conf.value.to_lowercase();
-                if queue.is_empty() {
-                    return Err("a fixed queue rule must have a queue name set".to_string());
-                }
-                // The reference tests the prefix `root` (not `root.`): keep it.
-                let qualified = queue.starts_with(ROOT);
-                if qualified && conf.parent.is_some() {
-                    return Err(format!(
-                        "cannot have a fixed queue rule with qualified queue getName and a parent rule: {}",
-                        describe_rule(conf)
-                    ));
-                }
-                RuleKind::Fixed { queue, qualified }
-            }
-            "tag" => {
-                let tag = conf.value.to_lowercase();
-                if tag.is_empty() {
-                    return Err("a tag queue rule must have a tag name set".to_string());
-                }
-                RuleKind::Tag { tag }
-            }
-            "test" => RuleKind::Test,
-            _ => {
-                return Err(format!(
-                    "unknown rule name specified {}, failing placement rule config",
-                    conf.name
-                ))
-            }
-        };
-        let parent = match &conf.parent {
-            Some(p) => Some(Box::new(Rule::build(p)?)),
-            None => None,
-        };
-        Ok(Rule {
-            kind,
-            create: conf.create,
-            filter: Filter::new(&conf.filter),
-            parent,
-        })
-    }
-
     /// Runs the parent rule (if any) and returns the qualified parent path,
     /// `None` for "no match". Without a parent rule the parent is `root`.
     fn parent_path(&self, ctx: &Ctx) -> Result<Option<String>, String> {
@@ -278,19 +139,6 @@ impl Rule {
     }
 }
 
-/// Short, stable text of a rule config for error messages.
-fn describe_rule(conf: &PlacementRuleConfig) -> String {
-    let mut s = format!(
-        "{{name: {}, create: {}, value: {}",
-        conf.name, conf.create, conf.value
-    );
-    if let Some(p) = &conf.parent {
-        s.push_str(&format!(", parent: {}", describe_rule(p)));
-    }
-    s.push('}');
-    s
-}
-
 /// The ordered placement rules of one partition.
 #[derive(Debug, Clone, Default)]
 pub struct PlacementManager {
@@ -301,7 +149,7 @@ impl PlacementManager {
     /// Builds the rules from config. Errors as spec 2.7: unknown rule name,
     /// `fixed`/`tag` without value, qualified `fixed` value with a parent rule.
     pub fn new(rules: &[PlacementRuleConfig]) -> Result<PlacementManager, String> {
-        let rules = rules.iter().map(Rule::build).collect::<Result<_, _>>()?;
+        let rules = build_rules(rules)?;
         Ok(PlacementManager { rules })
     }
 

@@ -8,9 +8,9 @@
 
 use std::sync::Arc;
 
+pub use super::outcome::NewAllocation;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
-pub use crate::scheduler::outcome::NewAllocation;
 
 /// What the resource manager calls. Implemented by [`crate::Scheduler`].
 pub trait SchedulerApi: Send + Sync {

@@ -1,0 +1,374 @@
+//! The cluster the core holds: registered RMs, their partitions, and the
+//! routing of each RM request to the partitions it names.
+
+use std::sync::Arc;
+
+use super::Core;
+use crate::config;
+use crate::error::Error;
+use crate::events::EventStats;
+use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
+use crate::scheduler::node;
+use crate::scheduler::outcome::{OutMsg, Outcomes};
+use crate::scheduler::partition::{AppTimeouts, Partition};
+use crate::scheduler::partition_key::{resolve_partition, PartitionKey};
+use crate::scheduler::request::AllocationUpdate;
+use crate::scheduler::snapshot::{self, RmView, Snapshot, Stamp};
+
+use si::node_info::ActionFromRm;
+
+/// What the core keeps per registered RM.
+pub struct RmState {
+    /// The RM's callbacks.
+    pub callback: Arc<dyn ResourceManagerCallback>,
+    /// Policy group of the configuration.
+    pub policy_group: String,
+    /// Where the configuration came from.
+    pub config_source: String,
+    /// Checksum of the configuration in force.
+    pub checksum: String,
+    /// Text of the configuration in force (for `GET /ws/v1/config`).
+    pub config_text: String,
+    /// Keys of its partitions.
+    pub partitions: Vec<PartitionKey>,
+}
+
+/// The rmIDs the core holds, shared read-only with the calling side; only
+/// the core writes it, as it applies registrations.
+pub type Registry = Arc<parking_lot::RwLock<std::collections::HashSet<String>>>;
+
+impl Core {
+    pub(super) fn timeouts(&self) -> AppTimeouts {
+        AppTimeouts::from_options(&self.options)
+    }
+
+    pub(super) fn remove_rm(&mut self, rm_id: &str) {
+        self.registry.write().remove(rm_id);
+        if let Some(rm) = self.rms.remove(rm_id) {
+            for p in rm.partitions {
+                self.partitions.remove(&p);
+            }
+        }
+        self.outcomes.remove(rm_id);
+        // Records meant for the old registration are not delivered to the new one.
+        if let Some(store) = self.events.remove(rm_id) {
+            let stats = store.stats();
+            self.events_retired
+                .merge(&EventStats { stored: 0, ..stats });
+        }
+    }
+
+    pub(super) fn register(
+        &mut self,
+        rm_id: &str,
+        policy_group: &str,
+        callback: Arc<dyn ResourceManagerCallback>,
+    ) -> Result<(), Error> {
+        // Re-registration starts afresh (spec 1.4): the RM's old state goes
+        // first, so a failed re-registration leaves it unregistered.
+        self.remove_rm(rm_id);
+        let loaded = config::load(policy_group, &self.options.config_dir, &self.options.policy_configs)
+            .map_err(|e| {
+                Error::rejected(format!(
+                    "registration of RM {rm_id} failed: configuration for policy group '{policy_group}': {e}"
+                ))
+            })?;
+        let mut created = Vec::new();
+        for pc in &loaded.config.partitions {
+            let p = Partition::new(rm_id, pc, self.timeouts()).map_err(|e| {
+                Error::rejected(format!(
+                    "registration of RM {rm_id} failed: partition {}: {e}",
+                    pc.name
+                ))
+            })?;
+            created.push(p);
+        }
+        let names = created.iter().map(|p| p.key.clone()).collect();
+        for p in created {
+            self.partitions.insert(p.key.clone(), p);
+        }
+        log::info!(
+            "RM {rm_id} registered with policy group '{policy_group}' from {}",
+            loaded.source
+        );
+        self.rms.insert(
+            rm_id.to_string(),
+            RmState {
+                callback,
+                policy_group: policy_group.to_string(),
+                config_source: loaded.source,
+                checksum: loaded.config.checksum,
+                config_text: loaded.text,
+                partitions: names,
+            },
+        );
+        self.registry.write().insert(rm_id.to_string());
+        Ok(())
+    }
+
+    pub(super) fn allocation_request(&mut self, req: AllocationUpdate) {
+        let rm = req.rm_id.clone();
+        let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+        let mut rejected = Vec::new();
+        // The per-RM limit on waiting asks, over all the RM's partitions.
+        let limit = self.options.max_asks_per_rm;
+        let mut waiting: u64 = self.rms.get(&rm).map_or(0, |r| {
+            r.partitions
+                .iter()
+                .filter_map(|k| self.partitions.get(k))
+                .map(|p| p.waiting_asks as u64)
+                .sum()
+        });
+        // Asks of one request nearly always share a partition: resolve its
+        // internal name once.
+        let mut last: Option<(&str, Result<PartitionKey, String>)> = None;
+        for ask in &req.asks {
+            if last.as_ref().is_none_or(|(raw, _)| *raw != &*ask.partition) {
+                last = Some((&ask.partition, resolve_partition(&rm, &ask.partition)));
+            }
+            let Some((_, key)) = &last else { continue };
+            let result = match key.as_ref().map(|k| (k, self.partitions.get_mut(k))) {
+                Err(e) => Err(e.clone()),
+                Ok((k, None)) => Err(format!(
+                    "Failed to find partition {k}, for application {} and allocation {}",
+                    ask.app, ask.key
+                )),
+                Ok((_, Some(p)))
+                    if waiting >= limit && !p.is_waiting(&ask.app, &ask.key) =>
+                {
+                    Err(format!(
+                        "ask {} of application {} rejected: RM {rm} already holds {waiting} waiting asks, the limit set by SchedulerOptions.max_asks_per_rm",
+                        ask.key, ask.app
+                    ))
+                }
+                Ok((_, Some(p))) => {
+                    let before = p.waiting_asks as u64;
+                    let added = p.add_ask(ask, &mut out);
+                    waiting = (waiting + p.waiting_asks as u64).saturating_sub(before);
+                    added
+                }
+            };
+            if let Err(reason) = result {
+                rejected.push(si::RejectedAllocationAsk {
+                    allocation_key: ask.key.to_string(),
+                    application_id: ask.app.to_string(),
+                    reason,
+                });
+            }
+        }
+        if !rejected.is_empty() {
+            out.new_allocation_message(si::AllocationResponse {
+                rejected,
+                ..Default::default()
+            });
+        }
+        if let Some(rel) = &req.releases {
+            for r in &rel.allocation_asks_to_release {
+                if let Some(p) = self.own_partition(&rm, &r.partition_name) {
+                    p.release_asks(r, &mut out);
+                }
+            }
+            for r in &rel.allocations_to_release {
+                if let Some(p) = self.own_partition(&rm, &r.partition_name) {
+                    p.release_allocations(r, &mut out);
+                }
+            }
+        }
+        self.outcomes.insert(rm, out);
+    }
+
+    pub(super) fn application_request(&mut self, req: si::ApplicationRequest) {
+        let rm = req.rm_id.clone();
+        let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+        let mut response = si::ApplicationResponse::default();
+        for app in &req.new {
+            let key = resolve_partition(&rm, &app.partition_name);
+            let result = match key.as_ref().map(|k| (k, self.partitions.get_mut(k))) {
+                Err(e) => Err(e.clone()),
+                Ok((k, None)) => Err(format!(
+                    "Failed to add application {} to partition {k}, partition doesn't exist",
+                    app.application_id
+                )),
+                Ok((_, Some(p))) => p.add_application(app),
+            };
+            match result {
+                Ok(()) => response.accepted.push(si::AcceptedApplication {
+                    application_id: app.application_id.clone(),
+                }),
+                Err(reason) => response.rejected.push(si::RejectedApplication {
+                    application_id: app.application_id.clone(),
+                    reason,
+                }),
+            }
+        }
+        if !response.accepted.is_empty() || !response.rejected.is_empty() {
+            out.messages.push(OutMsg::Application(response));
+        }
+        for r in &req.remove {
+            if let Some(p) = self.own_partition(&rm, &r.partition_name) {
+                p.remove_application(&r.application_id, &mut out);
+            }
+        }
+        self.outcomes.insert(rm, out);
+    }
+
+    pub(super) fn node_request(&mut self, req: si::NodeRequest) {
+        let rm = req.rm_id.clone();
+        let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+        let mut response = si::NodeResponse::default();
+        for n in &req.nodes {
+            let key = resolve_partition(
+                &rm,
+                n.attributes
+                    .get(node::ATTR_PARTITION)
+                    .map_or("", String::as_str),
+            );
+            let pname = match &key {
+                Ok(k) => k.to_string(),
+                Err(e) => e.clone(),
+            };
+            let p = key.as_ref().ok().and_then(|k| self.partitions.get_mut(k));
+            if n.action == ActionFromRm::Create as i32 {
+                // An unlimited node must come alone (spec 11.6); the
+                // partition's own rules follow in `add_node`.
+                let unlimited = node::is_unlimited(&n.attributes);
+                let result = match (p, &key) {
+                    (_, Err(e)) => Err(e.clone()),
+                    _ if unlimited && req.nodes.len() > 1 => Err(
+                        "There are other nodes as well, registering unlimited nodes is forbidden"
+                            .to_string(),
+                    ),
+                    (None, Ok(k)) => Err(format!(
+                        "Failed to find partition {k} for new node {}",
+                        n.node_id
+                    )),
+                    (Some(p), Ok(_)) => p.add_node(n, &mut out),
+                };
+                match result {
+                    Ok(()) => response.accepted.push(si::AcceptedNode {
+                        node_id: n.node_id.clone(),
+                    }),
+                    Err(reason) => response.rejected.push(si::RejectedNode {
+                        node_id: n.node_id.clone(),
+                        reason,
+                    }),
+                }
+            } else if let Some(p) = p {
+                p.update_node(n, &mut out);
+            } else {
+                log::warn!(
+                    "node {} names unknown partition {pname}; ignored",
+                    n.node_id
+                );
+            }
+        }
+        if !response.accepted.is_empty() || !response.rejected.is_empty() {
+            out.messages.push(OutMsg::Node(response));
+        }
+        self.outcomes.insert(rm, out);
+    }
+
+    /// The partition `name` of RM `rm_id`; `None` when it does not exist or
+    /// names another RM's partition (callers ignore such entries, as spec
+    /// 7.4 does for unknown partitions; the request check refused them
+    /// already).
+    fn own_partition(&mut self, rm_id: &str, name: &str) -> Option<&mut Partition> {
+        let key = resolve_partition(rm_id, name).ok()?;
+        self.partitions.get_mut(&key)
+    }
+
+    /// Outcomes for `rm_id`, delivered at the next flush.
+    pub(super) fn outcomes_for(&mut self, rm_id: &str) -> &mut Outcomes {
+        self.outcomes.entry(rm_id.to_string()).or_default()
+    }
+
+    /// One pass over every partition, each within [`super::PASS_BUDGET`].
+    pub(super) fn schedule(&mut self) -> usize {
+        let mut made = 0;
+        let names: Vec<PartitionKey> = self.partitions.keys().cloned().collect();
+        let touched = std::mem::take(&mut self.touched);
+        let all = std::mem::replace(&mut self.all_touched, false);
+        for name in names {
+            let p = self.partitions.get_mut(&name).expect("listed");
+            if p.nodes.is_empty() && !all && !touched.contains(&p.rm_id) {
+                continue;
+            }
+            let rm = p.rm_id.clone();
+            let cb = self.rms.get(&rm).map(|r| r.callback.clone());
+            let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+            let started = self.clock.now();
+            let n = p.schedule(cb.as_deref(), super::PASS_BUDGET, &mut out);
+            if n > 0 {
+                self.metrics
+                    .observe_scheduling(self.clock.now().saturating_duration_since(started));
+            }
+            made += n;
+            self.outcomes.insert(rm, out);
+        }
+        made
+    }
+
+    /// Stores the records of the types the RM asked for, stamping those
+    /// not stamped yet with the core's clock (one read per batch).
+    pub(super) fn add_events(&mut self, rm_id: &str, mut records: Vec<si::EventRecord>) {
+        if self.options.disable_events || records.is_empty() {
+            return;
+        }
+        let types = self.options.event_types;
+        records.retain(|r| types.allows(r.r#type));
+        if !records.is_empty() {
+            let now = self.clock.unix_nanos();
+            for r in &mut records {
+                if r.timestamp_nano == 0 {
+                    r.timestamp_nano = now;
+                }
+            }
+            self.events
+                .entry(rm_id.to_string())
+                .or_default()
+                .add_all(records);
+        }
+    }
+
+    /// Event counters for the state dump.
+    pub(super) fn event_stats(&self) -> EventStats {
+        let mut stats = EventStats {
+            enabled: !self.options.disable_events,
+            flush_interval_ms: self.options.event_flush_interval.as_millis() as u64,
+            types: self.options.event_types.names(),
+            ..Default::default()
+        };
+        stats.merge(&self.events_retired);
+        for store in self.events.values() {
+            stats.merge(&store.stats());
+        }
+        stats
+    }
+
+    /// The copy of the state every reader renders from.
+    pub fn snapshot(&self) -> Snapshot {
+        snapshot::build(
+            self.rms.iter().map(|(id, rm)| RmView {
+                rm_id: id,
+                policy_group: &rm.policy_group,
+                config_source: &rm.config_source,
+                checksum: &rm.checksum,
+                config_text: &rm.config_text,
+                callback: &rm.callback,
+            }),
+            self.partitions.values(),
+            self.event_stats(),
+            Stamp {
+                now: self.clock.now(),
+                now_unix: self.clock.unix_nanos(),
+                started: self.started,
+            },
+        )
+    }
+
+    /// The state dump.
+    pub fn dump_json(&self) -> String {
+        crate::scheduler::dump::render(&self.snapshot())
+    }
+}

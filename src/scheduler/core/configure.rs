@@ -1,0 +1,262 @@
+//! Configuration: loading it at registration is the cluster's; this is
+//! everything that changes it afterwards — `UpdateConfiguration`,
+//! `SetPolicyConfig`, the reload watcher and the REST service's text —
+//! and applying a new version to the live partitions of one RM (spec 2.8).
+//!
+//! Everything is checked before anything changes, so an invalid
+//! configuration leaves the old one fully in force.
+
+use super::{Core, ReloadOutcome, WatchVerdict, CONFIG_REJECTED_REASON};
+use crate::config::{self, LoadedConfig, PartitionConfig};
+use crate::error::Error;
+use crate::proto::si::v1 as si;
+use crate::scheduler::partition::Partition;
+
+impl Core {
+    pub(super) fn reload(&mut self, rm_id: &str) -> Result<ReloadOutcome, Error> {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return Err(Error::rejected(format!(
+                "failed to reload configuration, because RM {rm_id} is unknown to the scheduler"
+            )));
+        };
+        let loaded = config::load(
+            &rm.policy_group,
+            &self.options.config_dir,
+            &self.options.policy_configs,
+        )
+        .map_err(|e| Error::rejected(format!("configuration reload for RM {rm_id} failed: {e}")))?;
+        if loaded.config.checksum == rm.checksum {
+            return Ok(ReloadOutcome::Unchanged {
+                policy_group: rm.policy_group.clone(),
+                checksum: rm.checksum.clone(),
+                watch: loaded.source != config::SOURCE_IN_MEMORY,
+            });
+        }
+        self.apply_config(rm_id, loaded)?;
+        Ok(ReloadOutcome::Applied)
+    }
+
+    /// Replaces (or, with empty `yaml`, drops) the in-memory text of
+    /// `policy_group` and reloads every RM that uses it. All or nothing:
+    /// the text and every RM's reload are checked before anything changes.
+    pub(super) fn set_policy_config(
+        &mut self,
+        policy_group: &str,
+        yaml: String,
+    ) -> Result<(), Error> {
+        let failed = |e: String| {
+            Error::rejected(format!(
+                "configuration of policy group '{policy_group}' not changed: {e}"
+            ))
+        };
+        let mut configs = self.options.policy_configs.clone();
+        if yaml.is_empty() {
+            if configs.remove(policy_group).is_none() {
+                return Ok(());
+            }
+        } else {
+            configs.insert(policy_group.to_string(), yaml);
+        }
+        let users: Vec<String> = self
+            .rms
+            .iter()
+            .filter(|(_, rm)| rm.policy_group == policy_group)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if users.is_empty() && !configs.contains_key(policy_group) {
+            // Dropping the text of a group no RM uses: nothing to reload.
+            self.options.policy_configs = configs;
+            log::info!("in-memory configuration of policy group '{policy_group}' removed");
+            return Ok(());
+        }
+        // Without an RM the text is still checked, so a later registration
+        // cannot be the first to find it broken.
+        let loaded = config::load(policy_group, &self.options.config_dir, &configs)
+            .map_err(|e| failed(e.to_string()))?;
+        for rm_id in &users {
+            self.check_config(rm_id, &loaded)
+                .map_err(|e| failed(e.message))?;
+        }
+        self.options.policy_configs = configs;
+        log::info!(
+            "configuration of policy group '{policy_group}' set from {} ({} RM(s) reloaded)",
+            loaded.source,
+            users.len()
+        );
+        for rm_id in &users {
+            self.apply_config(rm_id, loaded.clone())
+                .map_err(|e| failed(e.message))?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn watch_apply(
+        &mut self,
+        rm_id: &str,
+        policy_group: &str,
+        loaded: LoadedConfig,
+    ) -> WatchVerdict {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return WatchVerdict::Gone;
+        };
+        if rm.policy_group != policy_group || self.options.policy_configs.contains_key(policy_group)
+        {
+            return WatchVerdict::Gone;
+        }
+        if rm.checksum == loaded.config.checksum {
+            return WatchVerdict::Current;
+        }
+        let source = loaded.source.clone();
+        match self.apply_config(rm_id, loaded) {
+            Ok(()) => {
+                log::info!("configuration of RM {rm_id} reloaded from {source} by the watcher");
+                WatchVerdict::Applied
+            }
+            Err(e) => {
+                self.watch_rejected(rm_id, policy_group, &source, &e.message);
+                WatchVerdict::Failed
+            }
+        }
+    }
+
+    /// Logs a version the watcher could not apply and reports it to the RM
+    /// as a `QUEUE` record on its root queue.
+    pub(super) fn watch_rejected(
+        &mut self,
+        rm_id: &str,
+        policy_group: &str,
+        source: &str,
+        reason: &str,
+    ) {
+        if !self.rms.contains_key(rm_id) {
+            return;
+        }
+        log::warn!(
+            "configuration of RM {rm_id} (policy group '{policy_group}') from {source} not applied, the configuration in force stays: {reason}"
+        );
+        let record = crate::events::record(
+            si::event_record::Type::Queue,
+            config::ROOT_QUEUE,
+            policy_group,
+            CONFIG_REJECTED_REASON,
+            format!("{source}: {reason}"),
+        );
+        self.add_events(rm_id, vec![record]);
+    }
+
+    /// Applies configuration text that arrived through the REST service
+    /// (spec 2.9) to the partitions of `rm_id`, as a reload would.
+    pub(super) fn apply_config_text(
+        &mut self,
+        rm_id: &str,
+        text: String,
+        expected_checksum: Option<&str>,
+    ) -> Result<(), Error> {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return Err(Error::rejected(format!(
+                "RM {rm_id} has no active partitions, make sure it is registered"
+            )));
+        };
+        if expected_checksum.is_some_and(|c| c != rm.checksum) {
+            return Err(Error::rejected(
+                "the base configuration is changed: it was reloaded during the update",
+            ));
+        }
+        let config = config::parse(&text).map_err(|e| Error::rejected(e.to_string()))?;
+        self.apply_config(
+            rm_id,
+            LoadedConfig {
+                config,
+                text,
+                source: "REST /ws/v1/config".to_string(),
+            },
+        )
+    }
+
+    /// The dry run of [`Core::apply_config`]: every partition of the new
+    /// configuration is built on its own (the creation checks of 2.7) and
+    /// checked against its live counterpart. Returns the fresh partitions.
+    fn dry_run<'a>(
+        &self,
+        rm_id: &str,
+        loaded: &'a LoadedConfig,
+    ) -> Result<Vec<(&'a PartitionConfig, Partition)>, Error> {
+        let timeouts = self.timeouts();
+        let failed = |name: &str, e: String| {
+            Error::rejected(format!(
+                "configuration reload for RM {rm_id} failed: partition {name}: {e}"
+            ))
+        };
+        let mut fresh = Vec::new();
+        for pc in &loaded.config.partitions {
+            let p = Partition::new(rm_id, pc, timeouts).map_err(|e| failed(&pc.name, e))?;
+            if let Some(live) = self.partitions.get(&p.key) {
+                live.check_reconfigure(pc)
+                    .map_err(|e| failed(&pc.name, e))?;
+            }
+            fresh.push((pc, p));
+        }
+        Ok(fresh)
+    }
+
+    /// Whether `loaded` would apply to the partitions of `rm_id`, changing
+    /// nothing (for a change that must hold for several RMs at once).
+    fn check_config(&self, rm_id: &str, loaded: &LoadedConfig) -> Result<(), Error> {
+        self.dry_run(rm_id, loaded).map(|_| ())
+    }
+
+    /// Applies `loaded` to the partitions of `rm_id`.
+    ///
+    /// Order: the dry run of [`Core::check_config`]; only then are live
+    /// partitions updated, new ones created and partitions that are no
+    /// longer configured removed. Removed partitions fail their
+    /// applications with `PartitionRemoved` and drop their nodes.
+    fn apply_config(&mut self, rm_id: &str, loaded: LoadedConfig) -> Result<(), Error> {
+        if let Some(rm) = self.rms.get_mut(rm_id) {
+            if rm.checksum == loaded.config.checksum && !rm.checksum.is_empty() {
+                // Same text, maybe from another source (a file now given in
+                // memory): only the label changes.
+                rm.config_source = loaded.source;
+                return Ok(());
+            }
+        }
+        let fresh = self.dry_run(rm_id, &loaded)?;
+        let rm = self.rms.get_mut(rm_id).expect("checked by the caller");
+        let failed = |name: &str, e: String| {
+            Error::rejected(format!(
+                "configuration reload for RM {rm_id} failed: partition {name}: {e}"
+            ))
+        };
+        let mut names = Vec::new();
+        for (pc, p) in fresh {
+            names.push(p.key.clone());
+            match self.partitions.get_mut(&p.key) {
+                // Cannot fail after the checks above; an error here would be
+                // a bug, reported rather than hidden.
+                Some(live) => live.reconfigure(pc).map_err(|e| failed(&pc.name, e))?,
+                None => {
+                    log::info!(
+                        "partition {} added by configuration reload",
+                        p.internal_name
+                    );
+                    self.partitions.insert(p.key.clone(), p);
+                }
+            }
+        }
+        let mut removed = Vec::new();
+        for old in &rm.partitions {
+            if !names.contains(old) {
+                log::info!("partition {old} is not in the new configuration; removing it");
+                removed.extend(self.partitions.remove(old));
+            }
+        }
+        rm.partitions = names;
+        rm.checksum = loaded.config.checksum;
+        rm.config_text = loaded.text;
+        rm.config_source = loaded.source;
+        for mut p in removed {
+            p.fail_all_applications(self.outcomes_for(rm_id));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,285 @@
+//! The core stepped by hand: commands, passes and timers with a manual
+//! clock, no threads and no waits. What the RM would receive is read
+//! straight from the outbox.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crossbeam_channel::bounded;
+
+use super::*;
+use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
+use crate::scheduler::clock::{Clock, ManualClock};
+use crate::scheduler::outcome::OutMsg;
+use crate::scheduler::request::AllocationUpdate;
+
+const RM: &str = "rm";
+const GROUP: &str = "queues";
+
+/// An RM that answers every callback with the defaults.
+struct Rm;
+
+impl ResourceManagerCallback for Rm {
+    fn has_predicates(&self) -> bool {
+        false
+    }
+}
+
+const TWO_QUEUES: &str = "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: \"*\"\n        queues:\n          - name: a\n          - name: b\n";
+
+fn options(yaml: &str) -> Options {
+    let mut o = Options::default();
+    o.policy_configs.insert(GROUP.into(), yaml.into());
+    o
+}
+
+/// A registered core with one node of 1000 memory / 10 vcore.
+fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
+    let clock = ManualClock::new();
+    let mut core = Core::new(o, clock.clone());
+    let (tx, rx) = bounded(1);
+    core.step(Command::Register {
+        rm_id: RM.into(),
+        policy_group: GROUP.into(),
+        callback: Arc::new(Rm),
+        reply: tx.into(),
+    });
+    rx.try_recv()
+        .expect("answered in the step")
+        .expect("registered");
+    core.step(Command::Node(si::NodeRequest {
+        rm_id: RM.into(),
+        nodes: vec![si::NodeInfo {
+            node_id: "n1".into(),
+            action: si::node_info::ActionFromRm::Create as i32,
+            schedulable_resource: resource(1000, 10),
+            ..Default::default()
+        }],
+    }));
+    (core, clock)
+}
+
+fn resource(memory: i64, vcore: i64) -> Option<si::Resource> {
+    Some(si::Resource {
+        resources: [("memory", memory), ("vcore", vcore)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), si::Quantity { value: v }))
+            .collect(),
+    })
+}
+
+fn add_app(core: &mut Core, app: &str, queue: &str) {
+    core.step(Command::Application(si::ApplicationRequest {
+        rm_id: RM.into(),
+        new: vec![si::AddApplicationRequest {
+            application_id: app.into(),
+            queue_name: queue.into(),
+            partition_name: "default".into(),
+            ugi: Some(si::UserGroupInformation {
+                user: "u".into(),
+                groups: vec![],
+            }),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }));
+}
+
+fn allocation(core: &mut Core, req: si::AllocationRequest) {
+    core.step(Command::Allocation(AllocationUpdate::from_proto(req)));
+}
+
+fn ask(core: &mut Core, app: &str, key: &str, count: i32) {
+    allocation(
+        core,
+        si::AllocationRequest {
+            rm_id: RM.into(),
+            asks: vec![si::AllocationAsk {
+                allocation_key: key.into(),
+                application_id: app.into(),
+                resource_ask: resource(100, 1),
+                max_allocations: count,
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+    );
+}
+
+/// The new allocations in `out`, as (key, node, uuid).
+fn new_allocations(out: &[Outbound]) -> Vec<(String, String, String)> {
+    out.iter()
+        .flat_map(|o| match o {
+            Outbound::Message(_, OutMsg::NewAllocations(v)) => v.clone(),
+            _ => Vec::new(),
+        })
+        .map(|a| (a.key.to_string(), a.node.to_string(), a.uuid.to_string()))
+        .collect()
+}
+
+/// Application state changes in `out`, as (app, state).
+fn app_states(out: &[Outbound]) -> Vec<(String, String)> {
+    out.iter()
+        .flat_map(|o| match o {
+            Outbound::Message(_, OutMsg::Application(r)) => r.updated.clone(),
+            _ => Vec::new(),
+        })
+        .map(|u| (u.application_id, u.state))
+        .collect()
+}
+
+#[test]
+fn a_request_and_one_pass_give_the_outbound_allocations() {
+    let (mut core, _clock) = core_with_node(options(TWO_QUEUES));
+    add_app(&mut core, "app", "root.a");
+    ask(&mut core, "app", "k", 2);
+    let before = core.take_outbound();
+    assert!(
+        new_allocations(&before).is_empty(),
+        "nothing is allocated before a pass runs"
+    );
+    assert!(core.has_pending());
+    assert_eq!(core.schedule_pass(), 2);
+    let out = core.take_outbound();
+    let allocs = new_allocations(&out);
+    assert_eq!(allocs.len(), 2, "{out:?}");
+    assert!(allocs.iter().all(|(k, n, _)| k == "k" && n == "n1"));
+    assert_ne!(allocs[0].2, allocs[1].2, "each allocation has its own UUID");
+    assert!(!core.has_pending());
+    assert_eq!(core.schedule_pass(), 0, "nothing left to place");
+    assert!(new_allocations(&core.take_outbound()).is_empty());
+}
+
+#[test]
+fn the_completing_timeout_fires_when_the_clock_passes_it() {
+    let mut o = options(TWO_QUEUES);
+    o.app_completing_timeout = Duration::from_secs(30);
+    let (mut core, clock) = core_with_node(o);
+    add_app(&mut core, "app", "root.a");
+    ask(&mut core, "app", "k", 1);
+    core.schedule_pass();
+    let (_, _, uuid) = new_allocations(&core.take_outbound()).remove(0);
+    allocation(
+        &mut core,
+        si::AllocationRequest {
+            rm_id: RM.into(),
+            releases: Some(si::AllocationReleasesRequest {
+                allocations_to_release: vec![si::AllocationRelease {
+                    partition_name: "default".into(),
+                    application_id: "app".into(),
+                    uuid,
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    message: String::new(),
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    let states = app_states(&core.take_outbound());
+    assert!(
+        states.contains(&("app".into(), "Completing".into())),
+        "{states:?}"
+    );
+    core.tick();
+    assert!(
+        !app_states(&core.take_outbound()).contains(&("app".into(), "Completed".into())),
+        "not before the clock moves"
+    );
+    // Well past the timeout: the partition still stamps its timers with
+    // the system's monotonic time, which the manual clock starts from.
+    clock.advance(Duration::from_secs(90));
+    core.tick();
+    let states = app_states(&core.take_outbound());
+    assert!(
+        states.contains(&("app".into(), "Completed".into())),
+        "{states:?}"
+    );
+}
+
+#[test]
+fn the_event_flush_waits_for_its_interval() {
+    let mut o = options(TWO_QUEUES);
+    o.event_flush_interval = Duration::from_secs(2);
+    let (mut core, clock) = core_with_node(o);
+    let events = |out: &[Outbound]| -> Vec<si::EventRecord> {
+        out.iter()
+            .flat_map(|o| match o {
+                Outbound::Events(_, v) => v.clone(),
+                _ => Vec::new(),
+            })
+            .collect()
+    };
+    core.tick();
+    assert!(events(&core.take_outbound()).is_empty(), "not due yet");
+    assert!(core.idle_wait() <= Duration::from_secs(2));
+    clock.advance(Duration::from_secs(2));
+    core.tick();
+    let batch = events(&core.take_outbound());
+    let node = batch
+        .iter()
+        .find(|r| r.object_id == "n1")
+        .expect("the node's record is flushed");
+    assert_eq!(
+        node.timestamp_nano,
+        clock.unix_nanos() - 2_000_000_000,
+        "stamped from the core's clock when stored"
+    );
+    core.tick();
+    assert!(events(&core.take_outbound()).is_empty(), "flushed once");
+}
+
+#[test]
+fn a_configuration_reload_applies_or_changes_nothing() {
+    let (mut core, _clock) = core_with_node(options(TWO_QUEUES));
+    let set = |core: &mut Core, yaml: &str| {
+        let (tx, rx) = bounded(1);
+        core.step(Command::SetPolicyConfig {
+            policy_group: GROUP.into(),
+            yaml: yaml.into(),
+            reply: tx.into(),
+        });
+        rx.try_recv().expect("answered in the step")
+    };
+    let leaves = |core: &Core| -> Vec<String> {
+        core.snapshot().partitions[0]
+            .root
+            .children
+            .iter()
+            .map(|q| q.path.clone())
+            .collect()
+    };
+    assert_eq!(leaves(&core), ["root.a", "root.b"]);
+    let three = TWO_QUEUES.to_string() + "          - name: c\n";
+    set(&mut core, &three).expect("a valid change applies");
+    assert_eq!(leaves(&core), ["root.a", "root.b", "root.c"]);
+    let checksum = core.snapshot().rms[0].checksum.clone();
+    let err = set(&mut core, "partitions: [").unwrap_err();
+    assert_eq!(err.status, crate::Status::Rejected, "{err:?}");
+    assert_eq!(leaves(&core), ["root.a", "root.b", "root.c"]);
+    assert_eq!(core.snapshot().rms[0].checksum, checksum, "nothing changed");
+}
+
+#[test]
+fn a_settled_dump_shows_the_pass_its_requests_trigger() {
+    let (mut core, _clock) = core_with_node(options(TWO_QUEUES));
+    add_app(&mut core, "app", "root.b");
+    ask(&mut core, "app", "k", 3);
+    let dump = |core: &mut Core, settle: bool| -> serde_json::Value {
+        let (tx, rx) = bounded(1);
+        core.step(Command::Dump {
+            settle,
+            reply: tx.into(),
+        });
+        serde_json::from_str(&rx.try_recv().unwrap().unwrap()).unwrap()
+    };
+    let raw = dump(&mut core, false);
+    assert_eq!(
+        raw["partitions"][0]["root"]["allocated"]["memory"],
+        serde_json::Value::Null
+    );
+    let settled = dump(&mut core, true);
+    assert_eq!(settled["partitions"][0]["root"]["allocated"]["memory"], 300);
+    assert_eq!(new_allocations(&core.take_outbound()).len(), 3);
+}
