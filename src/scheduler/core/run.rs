@@ -132,8 +132,12 @@ impl Core {
             let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
-            if !rm.callback.has_container_scheduling_state() || p.tried.is_empty() {
-                continue; // nobody to tell, or nothing tried
+            if !rm.callback.has_container_scheduling_state() {
+                continue; // nobody to tell
+            }
+            if p.tried.is_empty() {
+                p.tried.armed = true; // the next pass notes again
+                continue;
             }
             for (app, key) in p.outstanding_requests(OUTSTANDING_REPORT_BUDGET) {
                 let req = si::UpdateContainerSchedulingStateRequest {

@@ -92,8 +92,12 @@ impl Partition {
         }
         let cb = barrier.as_ref();
         let now = Instant::now();
+        // One pass per check interval notes what it tries (each later pass
+        // would note the same asks again); without nodes every pass does,
+        // since passes run there only when the RM sent something.
+        let note = track_tried && (self.tried.armed || self.nodes.is_empty());
         let mut pass = PassState {
-            track_tried,
+            track_tried: note,
             ..Default::default()
         };
         let mut made = 0;
@@ -116,8 +120,11 @@ impl Partition {
             }
             made += 1;
         }
-        for (app, key) in pass.tried.drain(..) {
-            self.tried.note(app, key);
+        if note {
+            self.tried.armed = false;
+            for (app, key) in pass.tried.drain(..) {
+                self.tried.note(app, key);
+            }
         }
         out.events.append(&mut pass.events); // REQUEST events of the pass
                                              // The rest of the pass's decisions reach the RM's cache now, before

@@ -27,10 +27,23 @@ pub const OUTSTANDING_REPORT_BUDGET: usize = 4096;
 
 /// Asks passes tried and did not place since they were last reported, in
 /// the order first tried, each once.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct TriedAsks {
     order: VecDeque<(Arc<str>, Arc<str>)>,
     queued: FastSet<(Arc<str>, Arc<str>)>,
+    /// Whether the next pass notes what it tries: set when a check has
+    /// taken every noted ask, cleared by the pass that notes.
+    pub armed: bool,
+}
+
+impl Default for TriedAsks {
+    fn default() -> Self {
+        TriedAsks {
+            order: VecDeque::new(),
+            queued: FastSet::default(),
+            armed: true,
+        }
+    }
 }
 
 impl TriedAsks {
@@ -101,6 +114,9 @@ impl Partition {
                 }
             }
             found.push((app.id.clone(), ask.key.clone()));
+        }
+        if self.tried.is_empty() {
+            self.tried.armed = true;
         }
         found
     }
