@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{usage_bucket, HistorySample, Metrics, StateSample};
 use crate::events::EventStats;
-use crate::scheduler::application::AppState;
+use crate::scheduler::objects::application::AppState;
 use crate::scheduler::observe::CoreMetrics;
 use crate::scheduler::outcome::OutMsg;
 use crate::scheduler::partition::Partition;
@@ -48,10 +48,10 @@ pub fn refresh<K>(
             .filter(|f| f.state == AppState::Completed)
             .count() as i64;
         for n in p.nodes.values() {
-            for (id, cap) in n.capacity.iter() {
+            for (id, cap) in n.capacity().iter() {
                 if cap > 0 {
                     usage.entry(name_of(id)).or_default()
-                        [usage_bucket(n.allocated.get(id), cap)] += 1;
+                        [usage_bucket(n.allocated().get(id), cap)] += 1;
                 }
             }
         }

@@ -110,7 +110,7 @@ pub fn node(r: &si::NodeRequest) -> Result<(), Error> {
         require(&n.node_id, || format!("NodeRequest.nodes[{i}].nodeID"))?;
         let partition = n
             .attributes
-            .get(crate::scheduler::node::ATTR_PARTITION)
+            .get(crate::scheduler::objects::node::ATTR_PARTITION)
             .map_or("", String::as_str);
         own_partition(&r.rm_id, partition, || {
             format!("NodeRequest.nodes[{i}].attributes[si/node-partition]")

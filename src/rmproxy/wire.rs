@@ -22,7 +22,7 @@ use prost::Message;
 use smallvec::SmallVec;
 
 use crate::proto::si::v1 as si;
-use crate::scheduler::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
+use crate::scheduler::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
 use crate::scheduler::request::{priority_of, AllocationUpdate, AskRequest};
 use crate::scheduler::resource::{intern, ResId, Resource};
 

@@ -4,27 +4,24 @@
 //! Everything here runs on the core thread (see [`core::Core`]); nothing
 //! here touches raw pointers or knows about the C ABI.
 
-pub mod allocs;
 pub mod api;
-pub mod application;
 pub mod clock;
 pub mod core;
 pub mod dump;
 pub mod gang;
-pub mod keyed;
-pub mod node;
+pub mod objects;
 pub mod observe;
 pub mod outcome;
 pub mod owner;
 pub mod partition;
 pub mod partition_key;
 pub mod placement;
-pub mod queue;
 pub mod request;
-pub mod reservation;
 pub mod resource;
 pub mod resync;
 pub mod snapshot;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 /// Hash map with a fast, randomly seeded hasher for the hot paths (keys
 /// are ids chosen by the RM, so the seed still matters).

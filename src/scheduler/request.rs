@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
+use super::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
 use super::resource::Resource;
 use crate::proto::si::v1 as si;
 

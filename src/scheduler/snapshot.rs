@@ -16,10 +16,10 @@ use std::time::Instant;
 use serde::{Serialize, Serializer};
 
 use super::api::ResourceManagerCallback;
-use super::application::AppState;
+use super::objects::application::AppState;
+use super::objects::queue::{QueueId, ROOT};
 use super::outcome::NewAllocation;
 use super::partition::Partition;
-use super::queue::{QueueId, ROOT};
 use super::resource::{name_of, Resource};
 use crate::events::EventStats;
 
@@ -435,7 +435,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 submitted_ns: unix_ns(a.submitted, now, now_unix),
                 user: a.user.user.clone(),
                 groups: a.user.groups.clone(),
-                allocated: named(&a.allocated),
+                allocated: named(a.allocated()),
                 pending: named(&a.pending),
                 pending_asks,
                 pending_allocations: a
@@ -497,10 +497,10 @@ fn node_snaps(p: &Partition) -> Vec<NodeSnap> {
             allocations.sort_by(|x, y| x.uuid.cmp(&y.uuid));
             NodeSnap {
                 id: n.id.to_string(),
-                capacity: named(&n.capacity),
-                allocated: named(&n.allocated),
-                occupied: named(&n.occupied),
-                available: named(&n.available),
+                capacity: named(n.capacity()),
+                allocated: named(n.allocated()),
+                occupied: named(n.occupied()),
+                available: named(n.available()),
                 schedulable: n.schedulable,
                 attributes: n.attributes.clone(),
                 allocations,
@@ -525,9 +525,10 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
     PartitionSnap {
         name: p.name.clone(),
         rm_id: p.rm_id.clone(),
-        node_policy: p.node_policy.name(),
+        node_policy: p.nodes.policy().name(),
         weights: p
-            .node_policy
+            .nodes
+            .policy()
             .weights
             .iter()
             .map(|(id, w)| (name_of(*id).to_string(), *w))

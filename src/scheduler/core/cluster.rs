@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::events::EventStats;
 use crate::proto::si::v1 as si;
 use crate::scheduler::api::ResourceManagerCallback;
-use crate::scheduler::node;
+use crate::scheduler::objects::node;
 use crate::scheduler::outcome::{OutMsg, Outcomes};
 use crate::scheduler::partition::{AppTimeouts, Partition};
 use crate::scheduler::partition_key::{resolve_partition, PartitionKey};
@@ -76,12 +76,13 @@ impl Core {
             })?;
         let mut created = Vec::new();
         for pc in &loaded.config.partitions {
-            let p = Partition::new(rm_id, pc, self.timeouts()).map_err(|e| {
-                Error::rejected(format!(
-                    "registration of RM {rm_id} failed: partition {}: {e}",
-                    pc.name
-                ))
-            })?;
+            let p =
+                Partition::new(rm_id, pc, self.timeouts(), self.clock.clone()).map_err(|e| {
+                    Error::rejected(format!(
+                        "registration of RM {rm_id} failed: partition {}: {e}",
+                        pc.name
+                    ))
+                })?;
             created.push(p);
         }
         let names = created.iter().map(|p| p.key.clone()).collect();

@@ -189,7 +189,8 @@ impl Core {
         };
         let mut fresh = Vec::new();
         for pc in &loaded.config.partitions {
-            let p = Partition::new(rm_id, pc, timeouts).map_err(|e| failed(&pc.name, e))?;
+            let p = Partition::new(rm_id, pc, timeouts, self.clock.clone())
+                .map_err(|e| failed(&pc.name, e))?;
             if let Some(live) = self.partitions.get(&p.key) {
                 live.check_reconfigure(pc)
                     .map_err(|e| failed(&pc.name, e))?;

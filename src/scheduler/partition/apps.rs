@@ -1,10 +1,10 @@
-//! Applications: adding, placement, the state machine and removal (spec 5, 6),
-//! plus the queue-side admission rules: draining queues, the
-//! `namespace.resourcequota` tag and `maxapplications`.
+//! Applications: adding and placing them (spec 5, 6.1), their order in a
+//! leaf, and the queue-side admission rules: draining queues, the
+//! `namespace.resourcequota` tag and `maxapplications`. The state machine,
+//! its timers and removal are in `lifecycle.rs`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::*;
 use crate::scheduler::resource::ShareKey;
@@ -51,30 +51,20 @@ impl Partition {
         let id: Arc<str> = Arc::from(app_id);
         let (slot, _) = self.apps.insert(
             id.clone(),
-            Application {
+            Application::new(
                 id,
                 queue,
                 user,
-                tags: req.tags.clone(),
-                state: AppState::New,
+                req.tags.clone(),
                 seq,
-                submitted: Instant::now(),
-                asks: Default::default(),
-                ask_order: BTreeMap::new(),
-                pending: Resource::new(),
-                allocated: Resource::new(),
-                allocations: Default::default(),
-                state_epoch: 0,
+                self.clock.now(),
                 placeholder_ask,
-                fair_key: ShareKey::default(),
-                counted_active: false,
-                started: false,
-                gang: crate::scheduler::gang::AppGang {
+                crate::scheduler::gang::AppGang {
                     style: crate::scheduler::gang::GangStyle::parse(&req.gang_scheduling_style),
                     timeout_ms: req.execution_timeout_milli_seconds,
                     ..Default::default()
                 },
-            },
+            ),
         );
         let leaf = self.queues.get_mut(queue);
         leaf.apps.insert(seq, slot);
@@ -85,7 +75,7 @@ impl Partition {
     }
 
     /// Placement (spec 5): returns the leaf queue, creating it if a rule allows.
-    pub(super) fn place(
+    pub(crate) fn place(
         &mut self,
         app_id: &str,
         requested: &str,
@@ -146,7 +136,7 @@ fn parse_quota(text: &str) -> Option<Resource> {
 /// Brings the queue counters of `maxapplications` in line with whether the
 /// application counts now; called after every change of its state or of
 /// its allocations.
-pub(super) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
+pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
     let now = counts_as_running(app);
     if now != app.counted_active {
         app.counted_active = now;
@@ -160,7 +150,7 @@ pub(super) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
 /// count even when the state machine moved it on (`Accepted` ->
 /// `Completing` when its asks are withdrawn, then `Running` on a new ask):
 /// it would otherwise take a slot the limit never granted.
-pub(super) fn counts_as_running(a: &Application) -> bool {
+pub(crate) fn counts_as_running(a: &Application) -> bool {
     match a.state {
         AppState::Completed | AppState::Failed | AppState::Expired | AppState::Rejected => false,
         AppState::Starting | AppState::Running | AppState::Completing if a.started => true,
@@ -191,7 +181,7 @@ impl Partition {
     /// any ancestor already has as many running applications as its limit,
     /// applications that have not started yet are held back; they stay
     /// `Accepted` until a running one finishes.
-    pub(super) fn fair_leaf_apps(
+    pub(crate) fn fair_leaf_apps(
         &self,
         q: QueueId,
     ) -> impl Iterator<Item = (Slot, &Application)> + '_ {
@@ -207,50 +197,20 @@ impl Partition {
 
     /// Rebuilds every fair leaf's application order, after a reload that
     /// may have changed policies or guarantees.
-    pub(super) fn rebuild_fair_orders(&mut self) {
+    pub(crate) fn rebuild_fair_orders(&mut self) {
         let leaves: Vec<QueueId> = self.queues.iter().map(|(id, _)| id).collect();
         for q in leaves {
             self.queues.get_mut(q).fair_apps.clear();
         }
         for app in self.apps.values_mut() {
-            let leaf = self.queues.get_mut(app.queue);
-            if leaf.sort_policy == AppSortPolicy::Fair {
-                app.fair_key = ShareKey::of(&app.allocated, leaf.guaranteed.as_ref());
-                leaf.fair_apps.insert((app.fair_key.clone(), app.seq));
-            }
+            app.file_in(self.queues.get_mut(app.queue));
         }
-    }
-
-    /// Re-files an application in its leaf's fair order after its usage
-    /// (or the leaf's guarantee) changed.
-    pub(super) fn rekey_app(&mut self, app_id: &str) {
-        if let Some(slot) = self.apps.slot_of(app_id) {
-            self.rekey_app_at(slot);
-        }
-    }
-
-    /// [`Self::rekey_app`] by slot.
-    pub(super) fn rekey_app_at(&mut self, slot: Slot) {
-        let app = self.apps.at_mut(slot);
-        let queue = self.queues.get_mut(app.queue);
-        // Only fair leaves keep the order (rebuilt when a reload changes
-        // a leaf's policy or guarantee).
-        if queue.sort_policy != AppSortPolicy::Fair {
-            return;
-        }
-        let key = ShareKey::of(&app.allocated, queue.guaranteed.as_ref());
-        if key == app.fair_key {
-            return;
-        }
-        let old = std::mem::replace(&mut app.fair_key, key.clone());
-        queue.fair_apps.remove(&(old, app.seq));
-        queue.fair_apps.insert((key, app.seq));
     }
 
     /// Applications of leaf `q` in submission order, without those held
     /// back by `maxapplications` (see [`Self::fair_leaf_apps`] for the fair
     /// order).
-    pub(super) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
+    pub(crate) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
         self.queues
             .get(q)

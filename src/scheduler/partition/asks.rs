@@ -1,7 +1,6 @@
 //! Asks: adding, replacing and releasing (spec 7).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::*;
 use crate::scheduler::request::AskRequest;
@@ -65,7 +64,7 @@ impl Partition {
             pending_repeat: ask.max_allocations,
             priority: ask.priority,
             seq,
-            created: Instant::now(),
+            created: self.clock.now(),
             required_node: ask.required_node.clone(),
             tags: ask.tags.clone(),
             task_group: ask.task_group.clone(),
@@ -88,7 +87,7 @@ impl Partition {
     }
 
     /// Removes one ask and its outstanding demand. Returns whether it existed.
-    pub(super) fn remove_ask(&mut self, app_id: &str, key: &str) -> bool {
+    pub(crate) fn remove_ask(&mut self, app_id: &str, key: &str) -> bool {
         let Some(old) = self
             .apps
             .get_mut(app_id)

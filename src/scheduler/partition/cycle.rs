@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::*;
-use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::ShareKey;
 use crate::scheduler::resync::ResyncBarrier;
 
@@ -73,7 +72,7 @@ impl Partition {
         // each predicate call (see `ResyncBarrier`); without one, nothing
         // is asked and the dispatcher sends the ReSync as before.
         let barrier = cb.filter(|c| c.has_predicates()).map(ResyncBarrier::new);
-        // Gang swaps confirmed since the last pass land first (gang.rs).
+        // Gang swaps confirmed since the last pass land first (gang/swap.rs).
         if self.emit_confirmed(barrier.as_ref(), out) {
             if let Some(b) = &barrier {
                 b.deliver();
@@ -91,10 +90,10 @@ impl Partition {
             return 0;
         }
         let cb = barrier.as_ref();
-        let now = Instant::now();
-        // One pass per check interval notes what it tries (each later pass
-        // would note the same asks again); without nodes every pass does,
-        // since passes run there only when the RM sent something.
+        let now = self.clock.now(); // one read per pass
+                                    // One pass per check interval notes what it tries (each later pass
+                                    // would note the same asks again); without nodes every pass does,
+                                    // since passes run there only when the RM sent something.
         let note = track_tried && (self.tried.armed || self.nodes.is_empty());
         let mut pass = PassState {
             track_tried: note,
@@ -126,9 +125,10 @@ impl Partition {
                 self.tried.note(app, key);
             }
         }
-        out.events.append(&mut pass.events); // REQUEST events of the pass
-                                             // The rest of the pass's decisions reach the RM's cache now, before
-                                             // the core hands their UpdateAllocation to the dispatcher.
+        // The REQUEST events of the pass.
+        out.events.append(&mut pass.events);
+        // The rest of the pass's decisions reach the RM's cache now, before
+        // the core hands their UpdateAllocation to the dispatcher.
         if let Some(b) = &barrier {
             b.deliver();
         }
@@ -141,17 +141,7 @@ impl Partition {
     /// `fifo`, without its filter); within an application, its asks in
     /// scheduling order. One walk over the reservations.
     fn reserved_apps_in_order(&self) -> Vec<HeldNodes> {
-        let mut leaf_rank: FastMap<QueueId, usize> = FastMap::default();
-        let mut stack = vec![ROOT];
-        while let Some(q) = stack.pop() {
-            if self.queues.get(q).leaf {
-                let rank = leaf_rank.len();
-                leaf_rank.insert(q, rank);
-            } else {
-                let children: Vec<QueueId> = self.queues.sorted_children(q).collect();
-                stack.extend(children.into_iter().rev());
-            }
-        }
+        let leaf_rank = self.leaf_ranks();
         let mut apps: Vec<((usize, ShareKey, u64), HeldNodes)> = Vec::new();
         let mut index: FastMap<&str, usize> = FastMap::default();
         // In node id order, as the walk has always gone.
@@ -176,7 +166,7 @@ impl Partition {
                         // A leaf without demand is not walked: after every other.
                         leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
                         if fair {
-                            app.fair_key.clone()
+                            app.fair_key().clone()
                         } else {
                             ShareKey::default()
                         },
@@ -425,49 +415,9 @@ impl Partition {
         None
     }
 
-    /// One allocation attempt of an ask on a node (spec 8.7 step 3): free
-    /// resource, then the RM's predicates. A refusal's reason becomes a
-    /// `REQUEST` event (the store keeps the latest per ask).
-    pub(super) fn try_node(
-        &self,
-        app: &str,
-        ask: &Ask,
-        n: &Node,
-        cb: Option<&ResyncBarrier>,
-        allocate: bool,
-        events: &mut Vec<si::EventRecord>,
-    ) -> bool {
-        if allocate && !n.fits_available(&ask.resource) {
-            return false;
-        }
-        // Predicates are not asked for an unlimited node (spec 8.7).
-        let Some(cb) = cb.filter(|_| !n.unlimited) else {
-            return true;
-        };
-        let args = si::PredicatesArgs {
-            allocation_key: ask.key.to_string(),
-            node_id: n.id.to_string(),
-            allocate,
-        };
-        // The barrier first brings the RM's cache up to date.
-        match cb.predicates(&args) {
-            Ok(()) => true,
-            Err(reason) => {
-                events.push(crate::events::record(
-                    si::event_record::Type::Request,
-                    &ask.key,
-                    app,
-                    "PredicateRefused",
-                    format!("node {} refused ask {}: {reason}", n.id, ask.key),
-                ));
-                false
-            }
-        }
-    }
-
     /// The first usable node in policy order, else a node to reserve (spec 8.7).
-    fn find_node(
-        &self,
+    fn find_node<'a>(
+        &'a self,
         app: &Application,
         ask: &Ask,
         cb: Option<&ResyncBarrier>,
@@ -490,46 +440,20 @@ impl Partition {
         if cacheable && pass.unfit_shapes[may_reserve as usize].contains(&ask.resource) {
             return NodeChoice::Nothing;
         }
-        let mut candidate: Option<(f64, &Node)> = None;
-        // A required node is the only candidate, used even while draining;
-        // otherwise every schedulable node in policy order.
-        let mut pinned: Option<&Node> = None;
-        let mut ordered = None;
-        match &ask.required_node {
-            Some(required) => pinned = self.nodes.get(required.as_str()),
-            None => ordered = Some(self.nodes.ordered()),
-        }
-        let next_node = || -> Option<&Node> {
-            if let Some(nodes) = ordered.as_mut() {
-                nodes.find(|n| n.schedulable)
-            } else {
-                pinned.take()
-            }
-        };
-        for n in std::iter::from_fn(next_node) {
-            if !n.fits_capacity(&ask.resource) {
-                continue;
-            }
-            let reserved_by = if any_reserved {
-                self.reservations.on_node(n.key().slot())
-            } else {
-                None
-            };
-            if reserved_by.is_some_and(|r| Some(r) != me.as_ref()) {
-                continue;
-            }
-            if self.try_node(&app.id, ask, n, cb, true, &mut pass.events) {
-                return NodeChoice::Allocate(n.key().slot());
-            }
+        let mut candidate: Option<(f64, &'a Node)> = None;
+        let missed = |n: &'a Node, reserved_by: Option<&ReservedAsk>| {
             if may_reserve
                 && reserved_by.is_none()
                 && !self.reservations.app_holds_node(&app.id, n.key().slot())
             {
-                let score = fit_score(&ask.resource, &n.available);
+                let score = fit_score(&ask.resource, n.available());
                 if candidate.is_none_or(|(best, _)| score < best) {
                     candidate = Some((score, n));
                 }
             }
+        };
+        if let Some(n) = self.first_fit(&app.id, ask, me.as_ref(), cb, &mut pass.events, missed) {
+            return NodeChoice::Allocate(n.key().slot());
         }
         if let Some((_, n)) = candidate {
             if self.try_node(&app.id, ask, n, cb, false, &mut pass.events) {
@@ -545,7 +469,7 @@ impl Partition {
     /// Makes the allocation (spec 8.7 step 3 and 8.8), settles the ask's
     /// reservations and queues the report to the RM (through the barrier
     /// when the RM has predicates).
-    pub(super) fn commit(
+    pub(crate) fn commit(
         &mut self,
         app_slot: Slot,
         ask_slot: Slot,
@@ -553,42 +477,26 @@ impl Partition {
         barrier: Option<&ResyncBarrier>,
         out: &mut Outcomes,
     ) {
+        let node_id = self.nodes[node_slot].id.clone();
+        let (record, remaining) = self.mint(app_slot, ask_slot, node_id);
+        let placeholder = record.placeholder;
         let app = self.apps.at_mut(app_slot);
         let app_id = &app.id.clone();
-        let ask = app.asks.at_mut(ask_slot);
-        let key = &ask.key.clone();
-        // The order key does not depend on the repeat count: the ask
-        // leaves the order only when it is done.
-        ask.pending_repeat -= 1;
-        if ask.pending_repeat <= 0 && app.ask_order.remove(&ask.order_key()).is_some() {
-            self.waiting_asks = self.waiting_asks.saturating_sub(1);
-        }
-        let remaining = ask.pending_repeat;
-        let resource = ask.resource.clone();
-        let (priority, placeholder) = (ask.priority, ask.placeholder);
-        let tags = ask.tags.clone();
-        let task_group = ask.task_group.clone();
-        app.pending.sub_clamped_assign(&resource);
         if !placeholder {
-            app.allocated.add_assign(&resource);
+            app.allocate(&record.resource, self.queues.get_mut(app.queue));
         }
-        let mut buf = uuid::Uuid::encode_buffer();
-        let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
         app.started = true;
         // A running application stays running: no state machine call.
         let progresses = !placeholder && app.state != AppState::Running;
         let queue = app.queue;
-        self.queues.pending_to_allocated(queue, &resource);
-        let node = self.nodes.at_mut(node_slot);
-        node.allocated.add_assign(&resource);
-        let node_id = node.id.clone();
-        self.nodes.refresh(node_slot, &self.node_policy);
+        self.queues.pending_to_allocated(queue, &record.resource);
+        self.nodes.allocate(node_slot, &record.resource);
         self.allocation_count += 1;
 
         if !self.reservations.is_empty() {
             let me = ReservedAsk {
                 app: app_id.clone(),
-                key: key.clone(),
+                key: record.key.clone(),
             };
             if self.reservations.on_node(node_slot) == Some(&me) {
                 self.reservations.cancel_node(node_slot);
@@ -600,25 +508,18 @@ impl Partition {
             }
         }
 
-        let record = Arc::new(NewAllocation {
-            key: key.clone(),
-            uuid: uuid.clone(),
-            node: node_id,
-            app: app_id.clone(),
-            queue: self.queues.get(queue).path.clone(),
-            partition: self.name_shared.clone(),
-            resource,
-            priority,
-            tags,
-            task_group,
-            placeholder,
-        });
         match barrier {
             Some(b) => b.record(record.clone(), out),
             None => out.new_allocation(record.clone()),
         }
         // Only a placeholder needs these afterwards (its gang books).
-        let gang = placeholder.then(|| (record.task_group.clone(), record.resource.clone()));
+        let gang = placeholder.then(|| {
+            (
+                record.uuid.clone(),
+                record.task_group.clone(),
+                record.resource.clone(),
+            )
+        });
         self.allocations.insert(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
@@ -626,11 +527,8 @@ impl Partition {
         );
         // After the insert: whether it counts as running depends on it.
         apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
-        match gang {
-            Some((group, resource)) => {
-                self.placeholder_added(app_id, &uuid, &group, &resource, out)
-            }
-            None => self.rekey_app_at(app_slot),
+        if let Some((uuid, group, resource)) = gang {
+            self.placeholder_added(app_id, &uuid, &group, &resource, out)
         }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);

@@ -1,13 +1,12 @@
 //! The application state machine, its timers, completion and removal
 //! (spec 6.2-6.7).
 //!
-//! Placeholders (gang scheduling, `gang.rs`) do not count as real usage in
+//! Placeholders (gang scheduling, `gang/`) do not count as real usage in
 //! the completion checks, the completing timer releases leftover ones with
 //! `TIMEOUT`, and removing the last one moves a `Completing`, `Failing` or
 //! `Resuming` application on.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::*;
 use crate::events;
@@ -63,8 +62,8 @@ impl Partition {
         let message = info.unwrap_or(event.as_str());
         self.report_state(&id, &queue, from, to, message, out);
         let partition = self.key.clone();
-        let timer = |d, kind| AppTimer {
-            at: Instant::now() + d,
+        let timer = |at, kind| AppTimer {
+            at,
             partition: partition.clone(),
             app: id.clone(),
             epoch,
@@ -74,17 +73,20 @@ impl Partition {
             AppState::Starting if skip_start || self.timeouts.start.is_zero() => {
                 self.fire(app_id, AppEvent::Run, None, out)
             }
-            AppState::Starting => out
-                .timers
-                .push(timer(self.timeouts.start, TimerKind::State)),
-            AppState::Completing => out
-                .timers
-                .push(timer(self.timeouts.completing, TimerKind::State)),
+            AppState::Starting => out.timers.push(timer(
+                self.clock.now() + self.timeouts.start,
+                TimerKind::State,
+            )),
+            AppState::Completing => out.timers.push(timer(
+                self.clock.now() + self.timeouts.completing,
+                TimerKind::State,
+            )),
             AppState::Completed | AppState::Failed => {
                 self.release_on_termination(app_id, to, out);
                 let after = self.timeouts.terminated;
                 let finished = self.terminate(app_id);
-                out.timers.push(timer(after, TimerKind::Expire(finished)));
+                let at = self.clock.now() + after;
+                out.timers.push(timer(at, TimerKind::Expire(finished)));
             }
             _ => {}
         }
@@ -103,7 +105,7 @@ impl Partition {
         out.app_updated(si::UpdatedApplication {
             application_id: app_id.to_string(),
             state: to.as_str().to_string(),
-            state_transition_timestamp: now_ns(),
+            state_transition_timestamp: self.clock.unix_nanos(),
             message: message.to_string(),
         });
         out.event(events::record(
@@ -216,8 +218,8 @@ impl Partition {
 
     /// The application leaves the partition (spec 6.6). Returns the time it
     /// terminated, which identifies its history entry.
-    pub(super) fn terminate(&mut self, app_id: &str) -> i64 {
-        let finished_ns = now_ns();
+    pub(crate) fn terminate(&mut self, app_id: &str) -> i64 {
+        let finished_ns = self.clock.unix_nanos();
         let Some(app) = self.apps.get(app_id) else {
             return finished_ns;
         };
@@ -235,10 +237,8 @@ impl Partition {
         }
         self.reservations.cancel_app(app_id);
         self.queues.sub_pending(app.queue, &app.pending);
-        self.queues.sub_allocated(app.queue, &app.allocated);
-        let leaf = self.queues.get_mut(app.queue);
-        leaf.apps.remove(&app.seq);
-        leaf.fair_apps.remove(&(app.fair_key.clone(), app.seq));
+        self.queues.sub_allocated(app.queue, app.allocated());
+        app.leave(self.queues.get_mut(app.queue));
         if self.finished.len() >= COMPLETED_HISTORY {
             self.finished.pop_front();
         }
@@ -258,7 +258,7 @@ impl Partition {
     /// Removes empty dynamic queues from `q` upwards. Managed queues, and
     /// draining ones among them, are left to the queue cleaner
     /// ([`Self::clean_queues`]).
-    pub(super) fn cleanup_queue(&mut self, q: QueueId) {
+    pub(crate) fn cleanup_queue(&mut self, q: QueueId) {
         let mut cur = Some(q);
         while let Some(c) = cur {
             if self.queues.get(c).managed {
@@ -292,7 +292,7 @@ impl Partition {
 
     /// Completion check after asks were removed (spec 6.3): no demand and
     /// no real allocation left, unless `Failing` or `Completing`.
-    pub(super) fn check_completion(&mut self, app_id: &str, out: &mut Outcomes) {
+    pub(crate) fn check_completion(&mut self, app_id: &str, out: &mut Outcomes) {
         let idle = self.apps.get(app_id).is_some_and(|a| {
             a.pending.is_zero()
                 && self.no_real_allocations(a)
@@ -309,7 +309,7 @@ impl Partition {
     /// Transitions after allocations were removed (spec 6.3). `real` and
     /// `placeholders` say what kind was removed; `all` that every allocation
     /// of the application went at once.
-    pub(super) fn after_allocations_removed(
+    pub(crate) fn after_allocations_removed(
         &mut self,
         app_id: &str,
         real: bool,

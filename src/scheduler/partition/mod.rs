@@ -2,32 +2,32 @@
 //! nodes and applications. Every RM request and every scheduling decision
 //! for the partition goes through here, on the core thread.
 
-mod apps;
+pub(crate) mod apps;
 mod asks;
 mod cycle;
-mod gang; // placeholder replacement, confirmation and timeout (spec 9)
-pub use gang::GangBook;
 mod lifecycle;
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
+mod place; // the allocation path of every pass
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::application::{
+use super::clock::SharedClock;
+use super::gang::GangBook;
+use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
-use super::keyed::{KeyedSlab, Slot};
-use super::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
+use super::objects::keyed::{KeyedSlab, Slot};
+use super::objects::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
+use super::objects::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
+use super::objects::reservation::{Reservations, ReservedAsk};
 use super::outcome::{AppTimer, NewAllocation, Outcomes};
 use super::placement::{PlacementManager, QueueView};
-use super::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
 use super::request::priority_of;
-use super::reservation::{Reservations, ReservedAsk};
 use super::resource::Resource;
 use super::{FastMap, FastSet};
 use crate::api::ResourceManagerCallback;
@@ -77,7 +77,7 @@ impl AppTimeouts {
     }
 }
 
-pub use super::allocs::{AllocSlot, AllocTable, Allocation};
+pub use super::objects::allocs::{AllocTable, Allocation};
 
 /// A terminated application kept for the state dump.
 #[derive(Debug, Clone)]
@@ -107,8 +107,8 @@ struct PassState {
     unfit_shapes: [FastSet<Resource>; 2],
     /// Event records of the pass (REQUEST events, spec 13.2).
     events: Vec<si::EventRecord>,
-    /// Whether the RM takes outstanding-request reports: then the pass
-    /// notes the asks it tries without placing them in `tried`.
+    /// Whether the pass notes the asks it tries without placing them in
+    /// `tried` (for the outstanding check).
     track_tried: bool,
     tried: Vec<(Arc<str>, Arc<str>)>,
 }
@@ -129,11 +129,9 @@ pub struct Partition {
     pub queues: QueueTree,
     /// Placement rules.
     pub placement: PlacementManager,
-    /// Node order policy.
-    pub node_policy: NodeSortPolicy,
     /// Whether preemption is enabled (stored; inert as in v0.12).
     pub preemption_enabled: bool,
-    /// Nodes: by slot, by id and in policy order.
+    /// Nodes: by slot, by id and in the order of the node sort policy.
     pub nodes: NodeTable,
     /// Sum of node capacities (root's max).
     pub total: Resource,
@@ -156,15 +154,10 @@ pub struct Partition {
     pub waiting_asks: usize,
     /// Asks passes tried without placing them, for the outstanding check.
     pub tried: TriedAsks,
-    seq: u64,
-    timeouts: AppTimeouts,
-}
-
-fn now_ns() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
+    pub(crate) seq: u64,
+    pub(crate) timeouts: AppTimeouts,
+    /// The partition's only source of time (timers, ages, timestamps).
+    pub(crate) clock: SharedClock,
 }
 
 struct TreeView<'a>(&'a QueueTree);
@@ -181,8 +174,14 @@ impl QueueView for TreeView<'_> {
 }
 
 impl Partition {
-    /// Creates a partition from validated configuration.
-    pub fn new(rm_id: &str, cfg: &PartitionConfig, timeouts: AppTimeouts) -> Result<Self, String> {
+    /// Creates a partition from validated configuration; it reads time
+    /// only from `clock`.
+    pub fn new(
+        rm_id: &str,
+        cfg: &PartitionConfig,
+        timeouts: AppTimeouts,
+        clock: SharedClock,
+    ) -> Result<Self, String> {
         let root = cfg
             .queues
             .first()
@@ -199,12 +198,11 @@ impl Partition {
             rm_id: rm_id.to_string(),
             queues: QueueTree::from_config(root)?,
             placement: PlacementManager::new(&cfg.placement_rules)?,
-            node_policy: NodeSortPolicy::new(
+            preemption_enabled: cfg.preemption.enabled,
+            nodes: NodeTable::new(NodeSortPolicy::new(
                 &cfg.node_sort_policy.policy_type,
                 &cfg.node_sort_policy.resource_weights,
-            )?,
-            preemption_enabled: cfg.preemption.enabled,
-            nodes: NodeTable::default(),
+            )?),
             total: Resource::new(),
             apps: KeyedSlab::default(),
             allocations: AllocTable::default(),
@@ -216,10 +214,11 @@ impl Partition {
             tried: TriedAsks::default(),
             seq: 0,
             timeouts,
+            clock,
         })
     }
 
-    fn next_seq(&mut self) -> u64 {
+    pub(crate) fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
     }
@@ -268,13 +267,12 @@ impl Partition {
         // cleaner removes them (spec 3.7).
         self.queues.reconfigure(root)?;
         self.placement = placement;
-        self.node_policy = policy;
-        let slots: Vec<NodeSlot> = self.nodes.values().map(|n| n.key().slot()).collect();
-        for slot in slots {
-            self.nodes.refresh(slot, &self.node_policy);
-        }
+        self.nodes.set_policy(policy);
         // Policies and guarantees may have changed.
         self.rebuild_fair_orders();
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,6 @@
 //! Nodes: creation with recovery, updates, draining and removal (spec 11).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::*;
 
@@ -16,7 +15,7 @@ impl Partition {
         }
         // Unlimited nodes (spec 11.6): only with reservations off, and
         // alone in their partition.
-        let unlimited = crate::scheduler::node::is_unlimited(&info.attributes);
+        let unlimited = crate::scheduler::objects::node::is_unlimited(&info.attributes);
         if unlimited && self.timeouts.reservation_delay.is_some() {
             return Err("Reservation is enabled, registering unlimited node is forbidden".into());
         }
@@ -103,7 +102,7 @@ impl Partition {
                 ))
             };
             recovered_sum = recovered_sum.checked_add(&r).ok_or_else(overflow)?;
-            app.allocated
+            app.allocated()
                 .checked_add(&recovered_sum)
                 .ok_or_else(overflow)?;
             self.queues
@@ -115,13 +114,7 @@ impl Partition {
                     ))
                 })?;
         }
-        let node = Node::new(
-            node_id,
-            info.attributes.clone(),
-            capacity.clone(),
-            occupied,
-            &self.node_policy,
-        );
+        let node = Node::new(node_id, info.attributes.clone(), capacity.clone(), occupied);
         let id = node.id.clone();
         self.nodes.insert(node);
         self.total = new_total;
@@ -163,7 +156,7 @@ impl Partition {
         ));
     }
 
-    pub(super) fn recover_allocation(
+    pub(crate) fn recover_allocation(
         &mut self,
         node_id: &Arc<str>,
         a: &si::Allocation,
@@ -190,7 +183,7 @@ impl Partition {
                 pending_repeat: 0,
                 priority: priority_of(a.priority.as_ref()),
                 seq,
-                created: Instant::now(),
+                created: self.clock.now(),
                 tags: shared_tags(&a.allocation_tags),
                 task_group: shared_str(&a.task_group_name),
                 placeholder: a.placeholder,
@@ -199,15 +192,13 @@ impl Partition {
         );
         let uuid: Arc<str> = Arc::from(a.uuid.as_str());
         if !a.placeholder {
-            app.allocated.add_assign(&resource);
+            app.allocate(&resource, self.queues.get_mut(app.queue));
         }
         app.started = true;
         let queue = app.queue;
-        self.rekey_app(app_id);
         self.queues.add_allocated(queue, &resource);
-        let node = self.nodes.get_mut(node_id).expect("checked by add_node");
-        node.allocated.add_assign(&resource);
-        self.reposition_node(node_id);
+        let node_slot = self.nodes.slot_of(node_id).expect("checked by add_node");
+        self.nodes.allocate(node_slot, &resource);
         let record = Arc::new(NewAllocation {
             uuid: uuid.clone(),
             key,
@@ -223,7 +214,6 @@ impl Partition {
         });
         let group = record.task_group.clone();
         let app_slot = self.apps.slot_of(app_id).expect("checked by add_node");
-        let node_slot = self.nodes.slot_of(node_id).expect("checked by add_node");
         self.allocations.insert(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
@@ -264,26 +254,29 @@ impl Partition {
                     log::warn!("node update for {node_id} ignored: negative resource");
                     return;
                 }
-                let node = self.nodes.get_mut(node_id).expect("checked");
-                if let Some(cap) = cap {
-                    let Some(total) = self.total.sub(&node.capacity).checked_add(&cap) else {
-                        log::warn!(
-                            "node update for {node_id} ignored: capacity {cap} would overflow the partition total"
-                        );
-                        return;
-                    };
-                    self.total = total;
-                    node.capacity = cap;
-                }
-                if let Some(occ) = occ {
-                    node.occupied = occ;
-                }
+                let slot = self.nodes.slot_of(node_id).expect("checked");
+                let node = &self.nodes[slot];
+                let capacity = match cap {
+                    Some(cap) => {
+                        let Some(total) = self.total.sub(node.capacity()).checked_add(&cap) else {
+                            log::warn!(
+                                "node update for {node_id} ignored: capacity {cap} would overflow the partition total"
+                            );
+                            return;
+                        };
+                        self.total = total;
+                        cap
+                    }
+                    None => node.capacity().clone(),
+                };
+                let occupied = occ.unwrap_or_else(|| node.occupied().clone());
+                self.nodes.set_resources(slot, capacity, occupied);
                 self.update_root_max();
-                self.reposition_node(node_id);
-                let n = self.nodes.get(node_id).expect("checked");
+                let n = &self.nodes[slot];
                 let message = format!(
                     "Node {node_id} updated: capacity {}, occupied {}",
-                    n.capacity, n.occupied
+                    n.capacity(),
+                    n.occupied()
                 );
                 self.node_event(node_id, "NodeUpdated", message, out);
             }
@@ -318,11 +311,11 @@ impl Partition {
         let mut touched: Vec<(Arc<str>, bool, bool)> = Vec::new();
         let mut confirmed = Vec::new();
         for u in uuids {
-            // Gang swaps in flight first (spec 11.5, gang.rs).
+            // Gang swaps in flight first (spec 11.5, gang/timeout.rs).
             match self.node_removal_swap(&u, out) {
-                gang::NodeSwapAction::None => {}
-                gang::NodeSwapAction::Handled => continue,
-                gang::NodeSwapAction::Confirmed(real) => {
+                crate::scheduler::gang::NodeSwapAction::None => {}
+                crate::scheduler::gang::NodeSwapAction::Handled => continue,
+                crate::scheduler::gang::NodeSwapAction::Confirmed(real) => {
                     // The placeholder went with its node: the RM, still
                     // waiting to confirm it, is told it is gone (spec 11.5).
                     released.push(si::AllocationRelease {
@@ -355,7 +348,7 @@ impl Partition {
         }
         // remove_allocation repositions the node; take it out for good.
         let node = self.nodes.remove(node_id).expect("checked");
-        self.total = self.total.sub(&node.capacity);
+        self.total = self.total.sub(node.capacity());
         self.update_root_max();
         // Reservation hook (spec 11.5 step 3): reservations on this node are
         // cancelled here once reservations exist.

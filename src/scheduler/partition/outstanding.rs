@@ -147,7 +147,7 @@ impl Partition {
 
     /// The `REQUEST` event for an ask skipped because it does not fit its
     /// queue's headroom (spec 13.2).
-    pub(super) fn queue_headroom_event(&self, app: &Application, ask: &Ask) -> si::EventRecord {
+    pub(crate) fn queue_headroom_event(&self, app: &Application, ask: &Ask) -> si::EventRecord {
         events::record(
             si::event_record::Type::Request,
             &ask.key,

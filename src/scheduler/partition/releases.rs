@@ -5,14 +5,8 @@ use std::sync::Arc;
 use super::*;
 
 impl Partition {
-    pub(super) fn reposition_node(&mut self, node_id: &str) {
-        if let Some(slot) = self.nodes.slot_of(node_id) {
-            self.nodes.refresh(slot, &self.node_policy);
-        }
-    }
-
     /// Removes an allocation from node, queue, application and partition.
-    pub(super) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
+    pub(crate) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
         let slot = self.allocations.slot_of(uuid)?;
         let a = self.allocations.at(slot).clone();
         if a.placeholder {
@@ -26,20 +20,15 @@ impl Partition {
             node_slot.map(|s| &mut self.nodes.at_mut(s).allocations),
         );
         if let Some(s) = node_slot {
-            self.nodes
-                .at_mut(s)
-                .allocated
-                .sub_clamped_assign(&a.resource);
-            self.nodes.refresh(s, &self.node_policy);
+            self.nodes.release(s, &a.resource);
         }
         self.queues.sub_allocated(a.queue, &a.resource);
         if let Some(s) = app_slot {
             let app = self.apps.at_mut(s);
             if !a.placeholder {
-                app.allocated.sub_clamped_assign(&a.resource);
+                app.release(&a.resource, self.queues.get_mut(app.queue));
             }
             apps::sync_active(app, &mut self.queues);
-            self.rekey_app(&a.app);
         }
         Some(a)
     }
@@ -47,14 +36,14 @@ impl Partition {
     /// RM-initiated allocation releases (spec 10.2): each removed allocation
     /// is echoed with `STOPPED_BY_RM` and its key forgotten through
     /// `ReSyncSchedulerCache`. A `PLACEHOLDER_REPLACED` release of one
-    /// allocation confirms a gang swap instead (spec 9.3, `gang.rs`).
+    /// allocation confirms a gang swap instead (spec 9.3, `gang/swap.rs`).
     pub fn release_allocations(&mut self, rel: &si::AllocationRelease, out: &mut Outcomes) {
         let app_id = rel.application_id.as_str();
         if !self.apps.contains_key(app_id) {
             return;
         }
         // A replacement confirmation (spec 9.3), unless it is to be
-        // handled as a normal release (gang.rs).
+        // handled as a normal release (gang/swap.rs).
         if !rel.uuid.is_empty()
             && rel.termination_type == si::TerminationType::PlaceholderReplaced as i32
             && self.confirm_replacement(rel, out)

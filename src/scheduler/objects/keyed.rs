@@ -5,7 +5,7 @@
 use std::borrow::Borrow;
 use std::sync::Arc;
 
-use super::FastMap;
+use crate::scheduler::FastMap;
 
 /// A record's slot: stable while the record lives, reused after it goes.
 pub type Slot = u32;

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::resource::{intern, ResId, Resource};
+use crate::scheduler::resource::{intern, ResId, Resource};
 
 /// Attribute naming a node's partition.
 pub const ATTR_PARTITION: &str = "si/node-partition";
@@ -137,13 +137,14 @@ pub struct Node {
     /// Attributes as the RM sent them.
     pub attributes: BTreeMap<String, String>,
     /// Schedulable capacity.
-    pub capacity: Resource,
+    capacity: Resource,
     /// Used by things outside the scheduler.
-    pub occupied: Resource,
-    /// Sum of the allocations on the node.
-    pub allocated: Resource,
+    occupied: Resource,
+    /// Sum of the allocations on the node: changed only by its
+    /// [`NodeTable`], which keeps `available` and the order key with it.
+    allocated: Resource,
     /// `capacity - allocated - occupied`.
-    pub available: Resource,
+    available: Resource,
     /// False while draining.
     pub schedulable: bool,
     /// An unlimited node (spec 11.6): every ask fits, predicates are not
@@ -157,18 +158,18 @@ pub struct Node {
 }
 
 impl Node {
-    /// A new node; `capacity - occupied` is clamped at zero per type.
+    /// A new node; `capacity - occupied` is clamped at zero per type. Its
+    /// table scores it on insertion.
     pub fn new(
         id: &str,
         attributes: BTreeMap<String, String>,
         capacity: Resource,
         occupied: Resource,
-        policy: &NodeSortPolicy,
     ) -> Self {
         let available = capacity.sub_clamped(&occupied);
         let id: Arc<str> = Arc::from(id);
         let key = NodeKey {
-            score_bits: ordered_bits(policy.score(&capacity, &available)),
+            score_bits: 0,
             label: 0,
             slot: 0,
         };
@@ -199,6 +200,26 @@ impl Node {
     /// The node's key in the partition's order.
     pub fn key(&self) -> NodeKey {
         self.key
+    }
+
+    /// Schedulable capacity.
+    pub fn capacity(&self) -> &Resource {
+        &self.capacity
+    }
+
+    /// Used by things outside the scheduler.
+    pub fn occupied(&self) -> &Resource {
+        &self.occupied
+    }
+
+    /// Sum of the allocations on the node.
+    pub fn allocated(&self) -> &Resource {
+        &self.allocated
+    }
+
+    /// What is still free: `capacity - allocated - occupied`.
+    pub fn available(&self) -> &Resource {
+        &self.available
     }
 
     /// Whether `ask` fits in what is still free (strict: a type the node
@@ -237,8 +258,10 @@ const LABEL_STEP: u64 = 1 << 32;
 /// 2^64 labels this takes dozens of insertions into the same gap).
 #[derive(Debug, Default)]
 pub struct NodeTable {
+    /// The policy that scores the nodes for the order.
+    policy: NodeSortPolicy,
     slab: slab::Slab<Node>,
-    by_id: super::FastMap<Arc<str>, NodeSlot>,
+    by_id: crate::scheduler::FastMap<Arc<str>, NodeSlot>,
     /// Ids in byte order: the neighbours a new node's label goes between.
     id_order: BTreeMap<Arc<str>, NodeSlot>,
     /// Policy order: [`NodeKey::packed`] to slot.
@@ -246,6 +269,59 @@ pub struct NodeTable {
 }
 
 impl NodeTable {
+    /// An empty table ordered by `policy`.
+    pub fn new(policy: NodeSortPolicy) -> Self {
+        NodeTable {
+            policy,
+            ..Default::default()
+        }
+    }
+
+    /// The policy the order follows.
+    pub fn policy(&self) -> &NodeSortPolicy {
+        &self.policy
+    }
+
+    /// Orders the nodes by `policy` from now on (every node is re-scored).
+    pub fn set_policy(&mut self, policy: NodeSortPolicy) {
+        self.policy = policy;
+        let slots: Vec<NodeSlot> = self.slab.iter().map(|(_, n)| n.key.slot).collect();
+        for slot in slots {
+            self.refresh(slot);
+        }
+    }
+
+    /// An allocation of `res` joined the node in `slot`: its usage grows
+    /// and the node moves in the order.
+    pub fn allocate(&mut self, slot: NodeSlot, res: &Resource) {
+        self.slab[slot as usize].allocated.add_assign(res);
+        self.refresh(slot);
+    }
+
+    /// An allocation of `res` left the node in `slot` (usage clamped at
+    /// zero per type).
+    pub fn release(&mut self, slot: NodeSlot, res: &Resource) {
+        self.slab[slot as usize].allocated.sub_clamped_assign(res);
+        self.refresh(slot);
+    }
+
+    /// An allocation on the node in `slot` changed size from `old` to
+    /// `new` (a gang swap in the placeholder's space): one re-filing.
+    pub fn resize(&mut self, slot: NodeSlot, old: &Resource, new: &Resource) {
+        let n = &mut self.slab[slot as usize];
+        n.allocated.sub_clamped_assign(old);
+        n.allocated.add_assign(new);
+        self.refresh(slot);
+    }
+
+    /// The RM reported new capacity and occupied resource for the node.
+    pub fn set_resources(&mut self, slot: NodeSlot, capacity: Resource, occupied: Resource) {
+        let n = &mut self.slab[slot as usize];
+        n.capacity = capacity;
+        n.occupied = occupied;
+        self.refresh(slot);
+    }
+
     /// How many nodes are registered.
     pub fn len(&self) -> usize {
         self.slab.len()
@@ -271,8 +347,8 @@ impl NodeTable {
         self.slot_of(id).map(|s| &self.slab[s as usize])
     }
 
-    /// Node `id`, to change. A change of capacity, occupied or allocated
-    /// must be followed by [`NodeTable::refresh`].
+    /// Node `id`, to change (its resources change only through the
+    /// table: [`NodeTable::allocate`], [`NodeTable::set_resources`]).
     pub fn get_mut(&mut self, id: &str) -> Option<&mut Node> {
         let s = self.slot_of(id)?;
         Some(&mut self.slab[s as usize])
@@ -326,6 +402,7 @@ impl NodeTable {
         };
         node.key.slot = slot;
         node.key.label = label.unwrap_or(0);
+        node.key.score_bits = ordered_bits(self.policy.score(&node.capacity, &node.available));
         self.slab.insert(node);
         self.by_id.insert(id.clone(), slot);
         self.id_order.insert(id, slot);
@@ -364,10 +441,10 @@ impl NodeTable {
 
     /// Recomputes the node's free resource and score after a change, and
     /// re-files it in the order.
-    pub fn refresh(&mut self, slot: NodeSlot, policy: &NodeSortPolicy) {
+    fn refresh(&mut self, slot: NodeSlot) {
         let n = &mut self.slab[slot as usize];
         let old = n.key;
-        n.refresh(policy);
+        n.refresh(&self.policy);
         if n.key != old {
             self.order.remove(&old.packed());
             self.order.insert(n.key.packed(), slot);
@@ -417,16 +494,11 @@ mod tests {
 
     /// A node of capacity 10 memory with `used` allocated: its fair score
     /// is `used / 10` (the default weights count only reported types).
-    fn node(id: &str, used: i64) -> Node {
-        let mut n = Node::new(
-            id,
-            BTreeMap::new(),
-            r(&[("memory", 10)]),
-            Resource::new(),
-            &NodeSortPolicy::default(),
-        );
-        n.allocated = r(&[("memory", used)]);
-        n
+    fn add(t: &mut NodeTable, id: &str, used: i64) -> NodeSlot {
+        let n = Node::new(id, BTreeMap::new(), r(&[("memory", 10)]), Resource::new());
+        let s = t.insert(n);
+        t.allocate(s, &r(&[("memory", used)]));
+        s
     }
 
     fn ordered_ids(t: &NodeTable) -> Vec<String> {
@@ -435,16 +507,13 @@ mod tests {
 
     #[test]
     fn order_is_score_then_id_bytes() {
-        let policy = NodeSortPolicy::default();
         let mut t = NodeTable::default();
         for (id, used) in [("b", 1), ("a", 2), ("n1", 0), ("n", 0), ("z", 0), ("x", 5)] {
-            let s = t.insert(node(id, used));
-            t.refresh(s, &policy);
+            add(&mut t, id, used);
         }
         assert_eq!(ordered_ids(&t), ["n", "n1", "z", "b", "a", "x"]);
         let a = t.slot_of("a").unwrap();
-        t.at_mut(a).allocated = Resource::new();
-        t.refresh(a, &policy);
+        t.release(a, &r(&[("memory", 2)]));
         assert_eq!(ordered_ids(&t), ["a", "n", "n1", "z", "b", "x"]);
         assert_eq!(t.remove("n").map(|n| n.id.to_string()), Some("n".into()));
         assert_eq!(ordered_ids(&t), ["a", "n1", "z", "b", "x"]);
@@ -468,13 +537,11 @@ mod tests {
         let mut shuffled: Vec<usize> = (0..600).collect();
         rng.shuffle(&mut shuffled);
         orders.push(shuffled);
-        let policy = NodeSortPolicy::default();
         for order in orders {
             let mut t = NodeTable::default();
             for &i in &order {
                 // Three score classes, so ties happen within each.
-                let s = t.insert(node(&ids[i], (i % 3) as i64));
-                t.refresh(s, &policy);
+                add(&mut t, &ids[i], (i % 3) as i64);
             }
             let mut want: Vec<(i64, String)> = ids
                 .iter()
@@ -489,8 +556,7 @@ mod tests {
                 t.remove(&ids[i]).unwrap();
             }
             for i in (0..600).step_by(7) {
-                let s = t.insert(node(&ids[i], (i % 3) as i64));
-                t.refresh(s, &policy);
+                add(&mut t, &ids[i], (i % 3) as i64);
             }
             assert_eq!(ordered_ids(&t), want);
         }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::node::NodeSlot;
-use super::FastMap;
+use crate::scheduler::FastMap;
 
 /// The application and ask holding a node.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::queue::QueueId;
-use super::resource::Resource;
+use super::queue::{AppSortPolicy, Queue, QueueId};
+use crate::scheduler::gang::AppGang;
+use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::UserGroup;
 
 /// Tag that pins an ask to one node.
@@ -191,8 +192,10 @@ pub struct Application {
     /// Outstanding demand.
     pub pending: Resource,
     /// Sum of the application's real (non-placeholder) allocations: the
-    /// usage for completion and fair order (placeholders: `gang`).
-    pub allocated: Resource,
+    /// usage for completion and fair order (placeholders: `gang`). Changed
+    /// only by [`Application::allocate`] and [`Application::release`],
+    /// which keep `fair_key` with it.
+    allocated: Resource,
     /// Slots of its allocations (in the partition's table).
     pub allocations: super::allocs::AllocList,
     /// Bumped on each state change so stale timers do nothing.
@@ -200,17 +203,108 @@ pub struct Application {
     /// Gang placeholder total (stored for later use).
     pub placeholder_ask: Option<Resource>,
     /// Its key in the leaf's fair order (see `Queue::fair_apps`).
-    pub fair_key: super::resource::ShareKey,
+    fair_key: ShareKey,
     /// Whether its queues count it in `active_apps` (see
     /// `Partition::sync_active`).
     pub counted_active: bool,
     /// Whether it has ever held an allocation.
     pub started: bool,
     /// Gang scheduling state (spec 9).
-    pub gang: super::gang::AppGang,
+    pub gang: AppGang,
 }
 
 impl Application {
+    /// A new application in state `New`, with nothing asked or allocated,
+    /// filed in a fair leaf under the default key (the first allocation
+    /// re-files it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: Arc<str>,
+        queue: QueueId,
+        user: UserGroup,
+        tags: BTreeMap<String, String>,
+        seq: u64,
+        submitted: Instant,
+        placeholder_ask: Option<Resource>,
+        gang: AppGang,
+    ) -> Self {
+        Application {
+            id,
+            queue,
+            user,
+            tags,
+            state: AppState::New,
+            seq,
+            submitted,
+            asks: Default::default(),
+            ask_order: BTreeMap::new(),
+            pending: Resource::new(),
+            allocated: Resource::new(),
+            allocations: Default::default(),
+            state_epoch: 0,
+            placeholder_ask,
+            fair_key: ShareKey::default(),
+            counted_active: false,
+            started: false,
+            gang,
+        }
+    }
+
+    /// Sum of the real allocations.
+    pub fn allocated(&self) -> &Resource {
+        &self.allocated
+    }
+
+    /// Its key in its leaf's fair order.
+    pub fn fair_key(&self) -> &ShareKey {
+        &self.fair_key
+    }
+
+    /// A real allocation of `res` joined the application: its usage grows
+    /// and it moves in `leaf`'s fair order (its own leaf).
+    pub fn allocate(&mut self, res: &Resource, leaf: &mut Queue) {
+        self.allocated.add_assign(res);
+        self.refile(leaf);
+    }
+
+    /// A real allocation of `res` left the application (usage clamped at
+    /// zero per type).
+    pub fn release(&mut self, res: &Resource, leaf: &mut Queue) {
+        self.allocated.sub_clamped_assign(res);
+        self.refile(leaf);
+    }
+
+    /// Files the application in `leaf`'s fair order, which was cleared
+    /// (a reload may have changed the policy or the guarantee).
+    pub fn file_in(&mut self, leaf: &mut Queue) {
+        if leaf.sort_policy == AppSortPolicy::Fair {
+            self.fair_key = ShareKey::of(&self.allocated, leaf.guaranteed.as_ref());
+            leaf.fair_apps.insert((self.fair_key.clone(), self.seq));
+        }
+    }
+
+    /// Takes the application out of `leaf`'s orders (it is leaving).
+    pub fn leave(&self, leaf: &mut Queue) {
+        leaf.apps.remove(&self.seq);
+        leaf.fair_apps.remove(&(self.fair_key.clone(), self.seq));
+    }
+
+    /// Re-files the application in `leaf`'s fair order after its usage
+    /// changed. Only fair leaves keep the order (rebuilt when a reload
+    /// changes a leaf's policy or guarantee).
+    fn refile(&mut self, leaf: &mut Queue) {
+        if leaf.sort_policy != AppSortPolicy::Fair {
+            return;
+        }
+        let key = ShareKey::of(&self.allocated, leaf.guaranteed.as_ref());
+        if key == self.fair_key {
+            return;
+        }
+        let old = std::mem::replace(&mut self.fair_key, key.clone());
+        leaf.fair_apps.remove(&(old, self.seq));
+        leaf.fair_apps.insert((key, self.seq));
+    }
+
     /// Whether the application has demand the scheduler can act on.
     pub fn has_pending(&self) -> bool {
         !self.ask_order.is_empty()

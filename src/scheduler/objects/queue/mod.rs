@@ -6,9 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use super::resource::{Resource, ShareKey};
-use crate::config::{ChildTemplateConfig, QueueConfig};
+use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::{Acl, UserGroup};
+
+mod config;
 
 /// Index of a queue in its tree's arena.
 pub type QueueId = usize;
@@ -107,7 +108,7 @@ pub struct Queue {
     /// Configured application limit (0 = none).
     pub max_applications: u64,
     /// Applications of a leaf keyed by submission sequence.
-    pub apps: BTreeMap<u64, super::keyed::Slot>,
+    pub apps: BTreeMap<u64, crate::scheduler::objects::keyed::Slot>,
     /// Applications of a leaf in fair order: usage share relative to the
     /// queue's guarantee, then submission sequence (kept by the partition).
     pub fair_apps: BTreeSet<(ShareKey, u64)>,
@@ -150,35 +151,6 @@ fn pending_weight(pending: &Resource) -> i128 {
     pending.iter().map(|(_, v)| i128::from(v.max(0))).sum()
 }
 
-fn positive(r: Option<&BTreeMap<String, i64>>) -> Result<Option<Resource>, String> {
-    match r {
-        None => Ok(None),
-        Some(m) => {
-            let r = Resource::from_pairs(m.iter().map(|(k, v)| (k.as_str(), *v)))?;
-            Ok(r.is_strictly_positive().then_some(r))
-        }
-    }
-}
-
-fn template_from(cfg: &ChildTemplateConfig) -> Result<Option<ChildTemplate>, String> {
-    let t = ChildTemplate {
-        properties: cfg
-            .properties
-            .iter()
-            .filter(|(k, v)| !k.is_empty() && !v.is_empty())
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-        guaranteed: positive(cfg.resources.guaranteed.as_ref())?,
-        max: positive(cfg.resources.max.as_ref())?,
-        max_applications: cfg.max_applications,
-    };
-    let empty = t.properties.is_empty()
-        && t.guaranteed.is_none()
-        && t.max.is_none()
-        && t.max_applications == 0;
-    Ok((!empty).then_some(t))
-}
-
 impl Queue {
     fn blank(name: &str, path: String, parent: Option<QueueId>, leaf: bool) -> Self {
         Queue {
@@ -216,82 +188,13 @@ pub struct QueueTree {
     /// Slots of removed queues, reused before the vector grows: dynamic
     /// queues come and go all the time.
     free: Vec<QueueId>,
-    by_path: super::FastMap<String, QueueId>,
+    by_path: crate::scheduler::FastMap<String, QueueId>,
 }
 
 /// The root's id.
 pub const ROOT: QueueId = 0;
 
 impl QueueTree {
-    /// Builds the managed tree from a validated root queue config.
-    pub fn from_config(root: &QueueConfig) -> Result<Self, String> {
-        let mut tree = QueueTree {
-            slots: Vec::new(),
-            free: Vec::new(),
-            by_path: Default::default(),
-        };
-        tree.add_managed(None, root)?;
-        Ok(tree)
-    }
-
-    fn add_managed(
-        &mut self,
-        parent: Option<QueueId>,
-        cfg: &QueueConfig,
-    ) -> Result<QueueId, String> {
-        let name = cfg.name.to_ascii_lowercase();
-        let path = match parent {
-            None => "root".to_string(),
-            Some(p) => format!("{}.{}", self.get(p).path, name),
-        };
-        let leaf = parent.is_some() && !cfg.parent && cfg.queues.is_empty();
-        let mut q = Queue::blank(&name, path.clone(), parent, leaf);
-        q.managed = true;
-        self.apply_config(&mut q, parent, cfg)?;
-        let id = self.store(q);
-        self.by_path.insert(path, id);
-        if let Some(p) = parent {
-            self.get_mut(p).children.insert(name, id);
-        }
-        for child in &cfg.queues {
-            self.add_managed(Some(id), child)?;
-        }
-        Ok(id)
-    }
-
-    fn apply_config(
-        &self,
-        q: &mut Queue,
-        parent: Option<QueueId>,
-        cfg: &QueueConfig,
-    ) -> Result<(), String> {
-        let acl = |text: &str| {
-            Acl::parse(text)
-                .map(|a| (text.to_string(), a))
-                .map_err(|e| format!("configured queue creation failed: {e}"))
-        };
-        q.submit_acl = acl(&cfg.submit_acl)?;
-        q.admin_acl = acl(&cfg.admin_acl)?;
-        if parent.is_some() {
-            q.guaranteed = positive(cfg.resources.guaranteed.as_ref())?;
-            q.max = positive(cfg.resources.max.as_ref())?;
-        }
-        q.max_applications = cfg.max_applications;
-        let mut props = parent
-            .map(|p| self.get(p).properties.clone())
-            .unwrap_or_default();
-        props.extend(cfg.properties.iter().map(|(k, v)| (k.clone(), v.clone())));
-        q.properties = props;
-        q.sort_policy = AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
-        if !q.leaf {
-            q.child_template = match &cfg.child_template {
-                Some(t) => template_from(t)?,
-                None => parent.and_then(|p| self.get(p).child_template.clone()),
-            };
-        }
-        Ok(())
-    }
-
     /// Puts a new queue into a free slot, or a new one.
     fn store(&mut self, q: Queue) -> QueueId {
         match self.free.pop() {
@@ -685,190 +588,5 @@ impl QueueTree {
     }
 }
 
-impl QueueTree {
-    /// Applies a new configuration to the live tree (spec 2.8): existing
-    /// queues take their new settings, new ones are created, and managed
-    /// queues missing from the config start draining. Usage is kept.
-    pub fn reconfigure(&mut self, root: &QueueConfig) -> Result<(), String> {
-        // Check everything first so a bad queue leaves the live tree
-        // untouched.
-        self.check_reconfigure(root)?;
-        self.reconfigure_queue(ROOT, root)
-    }
-
-    /// Checks, without changing anything, that `root` can be applied to the
-    /// live tree: beyond what building a fresh tree checks, a leaf that
-    /// holds applications cannot turn into a parent.
-    pub fn check_reconfigure(&self, root: &QueueConfig) -> Result<(), String> {
-        QueueTree::from_config(root)?;
-        self.check_queue(ROOT, root)
-    }
-
-    fn check_queue(&self, id: QueueId, cfg: &QueueConfig) -> Result<(), String> {
-        let q = self.get(id);
-        let parent = id == ROOT || cfg.parent || !cfg.queues.is_empty();
-        if q.leaf && parent && !q.apps.is_empty() {
-            return Err(format!(
-                "queue {} has applications and cannot become a parent queue",
-                q.path
-            ));
-        }
-        for child in &cfg.queues {
-            if let Some(c) = q.children.get(&child.name.to_ascii_lowercase()) {
-                self.check_queue(*c, child)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn reconfigure_queue(&mut self, id: QueueId, cfg: &QueueConfig) -> Result<(), String> {
-        let parent = self.get(id).parent;
-        let mut q = self.get(id).clone();
-        q.leaf = parent.is_some() && !cfg.parent && cfg.queues.is_empty() && q.children.is_empty();
-        q.managed = true;
-        q.state = QueueState::Active;
-        self.apply_config(&mut q, parent, cfg)?;
-        if parent.is_none() {
-            // Root's max is the partition size, never configured.
-            q.max = self.get(id).max.clone();
-        }
-        *self.get_mut(id) = q;
-        // The guarantee may have changed: re-file in the parent's order.
-        self.rekey(id);
-        let mut seen = std::collections::HashSet::new();
-        for child in &cfg.queues {
-            let name = child.name.to_ascii_lowercase();
-            seen.insert(name.clone());
-            match self.get(id).children.get(&name).copied() {
-                Some(c) => self.reconfigure_queue(c, child)?,
-                None => {
-                    self.add_managed(Some(id), child)?;
-                }
-            }
-        }
-        let gone: Vec<QueueId> = self
-            .get(id)
-            .children
-            .iter()
-            .filter(|(n, _)| !seen.contains(*n))
-            .map(|(_, c)| *c)
-            .collect();
-        for c in gone {
-            self.mark_draining(c);
-        }
-        Ok(())
-    }
-
-    fn mark_draining(&mut self, id: QueueId) {
-        if !self.get(id).managed {
-            return;
-        }
-        self.get_mut(id).state = QueueState::Draining;
-        let kids: Vec<QueueId> = self.get(id).children.values().copied().collect();
-        for k in kids {
-            self.mark_draining(k);
-        }
-    }
-
-    /// Removes empty draining and dynamic queues, children first.
-    pub fn remove_unused(&mut self) {
-        // Children before parents, in tree order: ids of reused slots say
-        // nothing about depth.
-        let mut order = Vec::new();
-        let mut stack = vec![ROOT];
-        while let Some(id) = stack.pop() {
-            order.push(id);
-            stack.extend(self.get(id).children.values().copied());
-        }
-        for id in order.into_iter().rev() {
-            if self.slots[id].is_some() {
-                self.remove_if_unused(id);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::ResourcesConfig;
-
-    fn leaf(name: &str, guaranteed: Option<i64>) -> QueueConfig {
-        QueueConfig {
-            name: name.into(),
-            resources: ResourcesConfig {
-                guaranteed: guaranteed.map(|g| [("memory".to_string(), g)].into_iter().collect()),
-                max: None,
-            },
-            ..Default::default()
-        }
-    }
-
-    /// The incrementally kept child order always equals a full sort.
-    #[test]
-    fn child_order_tracks_every_change() {
-        let root = QueueConfig {
-            name: "root".into(),
-            parent: true,
-            queues: vec![
-                leaf("a", Some(100)),
-                leaf("b", Some(300)),
-                leaf("c", None),
-                leaf("d", Some(50)),
-            ],
-            ..Default::default()
-        };
-        let mut tree = QueueTree::from_config(&root).unwrap();
-        let kids: Vec<QueueId> = tree.get(ROOT).children.values().copied().collect();
-        let mut rng = fastrand::Rng::with_seed(3);
-        let r = |m: i64| Resource::from_pairs([("memory", m)]).unwrap();
-        for _ in 0..2000 {
-            let q = kids[rng.usize(..kids.len())];
-            let amount = r(rng.i64(1..50));
-            match rng.u8(0..4) {
-                0 => tree.add_pending(q, &amount),
-                1 => tree.sub_pending(q, &amount),
-                2 => tree.add_allocated(q, &amount),
-                _ => tree.sub_allocated(q, &amount),
-            }
-            let mut want: Vec<(ShareKey, std::cmp::Reverse<i128>, Arc<str>, QueueId)> = kids
-                .iter()
-                .map(|k| tree.get(*k))
-                .filter(|c| c.pending.is_strictly_positive())
-                .map(|c| {
-                    (
-                        ShareKey::of(&c.allocated, c.guaranteed.as_ref()),
-                        std::cmp::Reverse(pending_weight(&c.pending)),
-                        c.path.clone(),
-                        tree.lookup(&c.path).unwrap(),
-                    )
-                })
-                .collect();
-            want.sort();
-            let want: Vec<QueueId> = want.into_iter().map(|w| w.3).collect();
-            assert_eq!(tree.sorted_children(ROOT).collect::<Vec<_>>(), want);
-        }
-    }
-
-    #[test]
-    fn a_dominating_pending_demand_has_the_larger_tie_weight() {
-        // The tie-break agrees with the reference wherever the reference
-        // decides: demand larger in every type (and strictly in one) wins.
-        let mut rng = fastrand::Rng::with_seed(5);
-        for _ in 0..5000 {
-            let b = [rng.i64(0..1000), rng.i64(0..1000), rng.i64(0..1000)];
-            let extra = [rng.i64(0..3), rng.i64(0..3), rng.i64(0..3)];
-            if extra == [0, 0, 0] {
-                continue;
-            }
-            let res = |v: [i64; 3]| {
-                Resource::from_pairs([("memory", v[0]), ("vcore", v[1]), ("gpu", v[2])]).unwrap()
-            };
-            let a = [b[0] + extra[0], b[1] + extra[1], b[2] + extra[2]];
-            assert!(
-                pending_weight(&res(a)) > pending_weight(&res(b)),
-                "{a:?} vs {b:?}"
-            );
-        }
-    }
-}
+mod tests;

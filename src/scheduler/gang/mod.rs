@@ -1,12 +1,19 @@
 //! Gang scheduling, the application side (spec 9): the style, the
 //! placeholder books and the task groups of one application. The partition
-//! side (replacement, confirmation, timeout) is `partition/gang.rs`.
+//! side (books, replacement, confirmation, timeout) is in `book.rs`,
+//! `swap.rs` and `timeout.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::resource::Resource;
+
+mod book;
+mod swap;
+mod timeout;
+pub use book::GangBook;
+pub(crate) use timeout::NodeSwapAction;
 
 /// Info passed with the timeout's state change (spec 9.4).
 pub const INFO_RESERVATION_TIMEOUT: &str = "ResourceReservationTimeout";
@@ -164,3 +171,6 @@ mod tests {
         assert_eq!(g.timeout(Duration::from_secs(1)), Duration::from_millis(5));
     }
 }
+
+#[cfg(test)]
+mod step_tests;

@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use super::outcome::NewAllocation;
 use super::queue::QueueId;
-use super::FastMap;
+use crate::scheduler::outcome::NewAllocation;
+use crate::scheduler::FastMap;
 
 /// An allocation's slot: stable while the allocation lives.
 pub type AllocSlot = u32;

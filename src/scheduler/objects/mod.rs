@@ -1,0 +1,10 @@
+//! The objects a partition schedules: applications and their asks, nodes,
+//! queues, allocations and reservations, and the keyed slab they live in.
+//! Each keeps its own sums and order keys; the partition only asks.
+
+pub mod allocs;
+pub mod application;
+pub mod keyed;
+pub mod node;
+pub mod queue;
+pub mod reservation;

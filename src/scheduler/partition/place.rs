@@ -1,0 +1,158 @@
+//! The allocation path, written once for the regular, reserved and gang
+//! passes: leaves in the order the search visits them, the candidate nodes
+//! of an ask, one attempt on a node, and minting the allocation when an
+//! ask's repeat is taken.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::scheduler::resync::ResyncBarrier;
+
+impl Partition {
+    /// Leaves in the order the regular search visits them: depth-first in
+    /// fair queue order. A leaf without demand is not ranked.
+    pub(crate) fn leaf_ranks(&self) -> FastMap<QueueId, usize> {
+        let mut ranks = FastMap::default();
+        let mut stack = vec![ROOT];
+        while let Some(q) = stack.pop() {
+            if self.queues.get(q).leaf {
+                let rank = ranks.len();
+                ranks.insert(q, rank);
+            } else {
+                let children: Vec<QueueId> = self.queues.sorted_children(q).collect();
+                stack.extend(children.into_iter().rev());
+            }
+        }
+        ranks
+    }
+
+    /// The nodes an ask may go to, in the order they are tried: a required
+    /// node is the only candidate, used even while draining; otherwise
+    /// every schedulable node in policy order.
+    pub(crate) fn candidate_nodes<'a>(&'a self, ask: &Ask) -> impl Iterator<Item = &'a Node> {
+        let (mut pinned, mut ordered) = (None, None);
+        match &ask.required_node {
+            Some(required) => pinned = self.nodes.get(required.as_str()),
+            None => ordered = Some(self.nodes.ordered()),
+        }
+        std::iter::from_fn(move || match ordered.as_mut() {
+            Some(nodes) => nodes.find(|n| n.schedulable),
+            None => pinned.take(),
+        })
+    }
+
+    /// The first candidate node where `ask` fits now and the RM's
+    /// predicates agree. Nodes the ask can never fit are skipped, and so
+    /// are nodes reserved for another ask; `me` is the ask as a
+    /// reservation, `None` when the partition holds no reservation.
+    /// `missed` sees each node that was tried and refused, with the
+    /// reservation on it.
+    pub(crate) fn first_fit<'a>(
+        &'a self,
+        app_id: &str,
+        ask: &Ask,
+        me: Option<&ReservedAsk>,
+        cb: Option<&ResyncBarrier>,
+        events: &mut Vec<si::EventRecord>,
+        mut missed: impl FnMut(&'a Node, Option<&'a ReservedAsk>),
+    ) -> Option<&'a Node> {
+        for n in self.candidate_nodes(ask) {
+            if !n.fits_capacity(&ask.resource) {
+                continue;
+            }
+            let reserved_by = match me {
+                Some(_) => self.reservations.on_node(n.key().slot()),
+                None => None,
+            };
+            if reserved_by.is_some_and(|r| Some(r) != me) {
+                continue;
+            }
+            if self.try_node(app_id, ask, n, cb, true, events) {
+                return Some(n);
+            }
+            missed(n, reserved_by);
+        }
+        None
+    }
+
+    /// One allocation attempt of an ask on a node (spec 8.7 step 3): free
+    /// resource, then the RM's predicates. A refusal's reason becomes a
+    /// `REQUEST` event (the store keeps the latest per ask).
+    pub(crate) fn try_node(
+        &self,
+        app: &str,
+        ask: &Ask,
+        n: &Node,
+        cb: Option<&ResyncBarrier>,
+        allocate: bool,
+        events: &mut Vec<si::EventRecord>,
+    ) -> bool {
+        if allocate && !n.fits_available(&ask.resource) {
+            return false;
+        }
+        // Predicates are not asked for an unlimited node (spec 8.7).
+        let Some(cb) = cb.filter(|_| !n.unlimited) else {
+            return true;
+        };
+        let args = si::PredicatesArgs {
+            allocation_key: ask.key.to_string(),
+            node_id: n.id.to_string(),
+            allocate,
+        };
+        // The barrier first brings the RM's cache up to date.
+        match cb.predicates(&args) {
+            Ok(()) => true,
+            Err(reason) => {
+                events.push(crate::events::record(
+                    si::event_record::Type::Request,
+                    &ask.key,
+                    app,
+                    "PredicateRefused",
+                    format!("node {} refused ask {}: {reason}", n.id, ask.key),
+                ));
+                false
+            }
+        }
+    }
+
+    /// Takes one repeat of ask `ask_slot` of application `app_slot` for
+    /// node `node`: the ask leaves its application's order when it has none
+    /// left, the application's demand shrinks, and the allocation is minted
+    /// with a new UUID. Usage (application, node, queue) is the caller's:
+    /// a gang swap counts it differently from a plain allocation. Returns
+    /// the allocation and the repeats the ask has left.
+    pub(crate) fn mint(
+        &mut self,
+        app_slot: Slot,
+        ask_slot: Slot,
+        node: Arc<str>,
+    ) -> (Arc<NewAllocation>, i32) {
+        let app = self.apps.at_mut(app_slot);
+        let ask = app.asks.at_mut(ask_slot);
+        // The order key does not depend on the repeat count: the ask
+        // leaves the order only when it is done.
+        ask.pending_repeat -= 1;
+        let remaining = ask.pending_repeat;
+        if remaining <= 0 && app.ask_order.remove(&ask.order_key()).is_some() {
+            self.waiting_asks = self.waiting_asks.saturating_sub(1);
+        }
+        let ask = &app.asks[ask_slot];
+        app.pending.sub_clamped_assign(&ask.resource);
+        let mut buf = uuid::Uuid::encode_buffer();
+        let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
+        let record = Arc::new(NewAllocation {
+            key: ask.key.clone(),
+            uuid,
+            node,
+            app: app.id.clone(),
+            queue: self.queues.get(app.queue).path.clone(),
+            partition: self.name_shared.clone(),
+            resource: ask.resource.clone(),
+            priority: ask.priority,
+            tags: ask.tags.clone(),
+            task_group: ask.task_group.clone(),
+            placeholder: ask.placeholder,
+        });
+        (record, remaining)
+    }
+}
