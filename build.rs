@@ -37,8 +37,8 @@ fn main() {
     let env = |k: &str| std::env::var(k).unwrap();
     config.after_includes = Some(format!(
         "\n// The version of this header (Cargo.toml's); `sicore_version()` returns the\n\
-         // library's. A library with the same major version is ABI-compatible\n\
-         // (CHANGELOG.md).\n\
+         // library's. A library with the same ABI version is ABI-compatible: the\n\
+         // same major version, and while that is 0 the same minor (CHANGELOG.md).\n\
          #define SICORE_VERSION_MAJOR {}\n\
          #define SICORE_VERSION_MINOR {}\n\
          #define SICORE_VERSION_PATCH {}\n\

@@ -26,8 +26,6 @@
 #[path = "support/gang.rs"]
 mod gang;
 
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,6 +33,7 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1::SchedulerOptions;
+use sicore_c_rm::{get, new_scheduler, register, table, wait_until, Counters, Installed, UpdateFn};
 
 const CONFIG: &str = "
 partitions:
@@ -51,127 +50,17 @@ partitions:
               guaranteed: {memory: 1000000, vcore: 10000}
 ";
 
-#[derive(Default)]
-struct Rm {
-    allocations: AtomicUsize,
-    nodes: AtomicUsize,
-    apps: AtomicUsize,
-    /// The thread waiting for progress: woken by every callback, so the
-    /// measurement does not spin on one of the two cores.
-    waiter: std::sync::OnceLock<std::thread::Thread>,
-}
-
-impl Rm {
-    fn wake(&self) {
-        if let Some(t) = self.waiter.get() {
-            t.unpark();
-        }
-    }
-}
-
-fn rm<'a>(ud: *mut c_void) -> &'a Rm {
-    // SAFETY: user_data is the Arc<Rm> leaked at registration, released by `release`.
-    unsafe { &*(ud as *const Rm) }
-}
-
-fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
-    // SAFETY: the library passes a message valid for the duration of the call.
-    unsafe { std::slice::from_raw_parts(p, len) }
-}
-
-unsafe extern "C" fn on_alloc(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let m = si::AllocationResponse::decode(bytes(p, len)).expect("valid message");
-    rm(ud).allocations.fetch_add(m.new.len(), Ordering::Release);
-    rm(ud).wake();
-    0
-}
-
-unsafe extern "C" fn on_app(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let m = si::ApplicationResponse::decode(bytes(p, len)).expect("valid message");
-    rm(ud).apps.fetch_add(m.accepted.len(), Ordering::Release);
-    rm(ud).wake();
-    0
-}
-
-unsafe extern "C" fn on_node(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let m = si::NodeResponse::decode(bytes(p, len)).expect("valid message");
-    rm(ud).nodes.fetch_add(m.accepted.len(), Ordering::Release);
-    rm(ud).wake();
-    0
-}
-
-unsafe extern "C" fn on_resync(
-    _: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let _ = si::ReSyncSchedulerCacheArgs::decode(bytes(p, len)).expect("valid message");
-    0
-}
-
-/// A predicate that decodes its question and lets every node pass: the
-/// cost of the Predicates path itself (one call per node tried, and the
-/// ReSync that must reach the RM before each call).
-unsafe extern "C" fn on_predicates(
-    _ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let _ = si::PredicatesArgs::decode(bytes(p, len)).expect("valid message");
-    0
-}
-
-unsafe extern "C" fn on_release(ud: *mut c_void) {
-    // SAFETY: the Arc leaked at registration, released once.
-    drop(Arc::from_raw(ud as *const Rm));
-}
-
 fn wait(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::park_timeout(Duration::from_millis(50));
-    }
+    wait_until(what, Duration::from_secs(600), done).unwrap_or_else(|e| panic!("{e}"));
 }
 
-fn call(
-    s: *mut sicore_scheduler,
-    f: extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status,
-    m: &impl Message,
-) {
-    let b = m.encode_to_vec();
-    assert_eq!(
-        f(s, b.as_ptr(), b.len(), std::ptr::null_mut()),
-        sicore_status::SICORE_OK
-    );
+fn call(s: *mut sicore_scheduler, f: UpdateFn, m: &impl Message) {
+    let (st, msg) = sicore_c_rm::call(s, f, m);
+    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
 }
 
 fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
-    Some(si::Resource {
-        resources: [
-            ("memory".to_string(), si::Quantity { value: memory }),
-            ("vcore".to_string(), si::Quantity { value: vcore }),
-        ]
-        .into_iter()
-        .collect(),
-    })
+    sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
 }
 
 /// CPU time (ms) per thread name, from /proc: shows which thread bounds a run.
@@ -307,45 +196,23 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     opts.policy_configs.insert("bench".into(), CONFIG.into());
     opts.disable_events = true;
     opts.log_level = "warn".into();
-    let ob = opts.encode_to_vec();
-    let mut s = std::ptr::null_mut();
-    assert_eq!(
-        sicore_new(ob.as_ptr(), ob.len(), &mut s, std::ptr::null_mut()),
-        sicore_status::SICORE_OK
-    );
-    let state = Arc::new(Rm::default());
-    let _ = state.waiter.set(std::thread::current());
-    let cb = sicore_callbacks {
-        user_data: Arc::into_raw(state.clone()) as *mut c_void,
-        update_allocation: Some(on_alloc),
-        update_application: Some(on_app),
-        update_node: Some(on_node),
-        predicates: if predicates {
-            Some(on_predicates)
-        } else {
-            None
+    let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
+    // The RM only counts; the shared trampolines decode every message, and
+    // its Predicates lets every node pass after decoding the question: the
+    // cost of the Predicates path itself (one call per node tried, and the
+    // ReSync that must reach the RM before each call).
+    let state = Arc::new(Counters::default());
+    state.set_waiter(std::thread::current());
+    let cb = table(
+        &state,
+        Installed {
+            predicates,
+            resync_scheduler_cache: true,
+            ..Default::default()
         },
-        resync_scheduler_cache: Some(on_resync),
-        send_event: None,
-        update_container_scheduling_state: None,
-        update_configuration: None,
-        release: Some(on_release),
-    };
-    let reg = si::RegisterResourceManagerRequest {
-        rm_id: "rm".into(),
-        version: "bench".into(),
-        policy_group: "bench".into(),
-    }
-    .encode_to_vec();
-    let st = sicore_register_resource_manager(
-        s,
-        reg.as_ptr(),
-        reg.len(),
-        &cb,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
     );
-    assert_eq!(st, sicore_status::SICORE_OK);
+    let (st, msg) = register(s, "rm", "bench", "bench", &cb);
+    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
 
     let k = (asks / nodes + 1) as i64;
     for chunk in (0..nodes).collect::<Vec<_>>().chunks(10_000) {
@@ -367,7 +234,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             },
         );
     }
-    wait("nodes", || state.nodes.load(Ordering::Acquire) == nodes);
+    wait("nodes", || get(&state.nodes_accepted) == nodes);
     let apps = ["root.a", "root.b"]
         .iter()
         .enumerate()
@@ -391,7 +258,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             ..Default::default()
         },
     );
-    wait("apps", || state.apps.load(Ordering::Acquire) == 2);
+    wait("apps", || get(&state.apps_accepted) == 2);
 
     let requests = match shape {
         Shape::Asks => single_asks(asks),
@@ -405,9 +272,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             sicore_status::SICORE_OK
         );
     }
-    wait("allocations", || {
-        state.allocations.load(Ordering::Acquire) == asks
-    });
+    wait("allocations", || get(&state.allocations) == asks);
     let secs = start.elapsed().as_secs_f64();
     if std::env::var_os("SICORE_BENCH_THREADS").is_some() {
         let after = thread_cpu_ms();

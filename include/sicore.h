@@ -12,12 +12,12 @@
 #include <stdint.h>
 
 // The version of this header (Cargo.toml's); `sicore_version()` returns the
-// library's. A library with the same major version is ABI-compatible
-// (CHANGELOG.md).
+// library's. A library with the same ABI version is ABI-compatible: the
+// same major version, and while that is 0 the same minor (CHANGELOG.md).
 #define SICORE_VERSION_MAJOR 0
-#define SICORE_VERSION_MINOR 1
+#define SICORE_VERSION_MINOR 2
 #define SICORE_VERSION_PATCH 0
-#define SICORE_VERSION_STRING "0.1.0"
+#define SICORE_VERSION_STRING "0.2.0"
 
 // Result of every fallible call. Non-zero values come with a message in
 // the call's `error_out` buffer when one is given.
@@ -103,7 +103,16 @@ typedef void (*sicore_answer_callback)(void *user_data,
 // `predicates`: every node fits) and never calls it. Messages are borrowed
 // for the duration of the call. Callbacks run on library threads, possibly
 // concurrently with each other, and must be thread-safe.
+//
+// Set `struct_size` to `sizeof(sicore_callbacks)`: the library reads only
+// the fields that size covers, so a program compiled against an older
+// header (a shorter table) keeps working when later releases of the same
+// ABI version add callbacks at the end; the fields it does not have count
+// as NULL. A size that does not cover `struct_size`, `user_data` and
+// `update_allocation` is refused.
 typedef struct sicore_callbacks {
+  // `sizeof(sicore_callbacks)` as the caller compiled it.
+  size_t struct_size;
   // Passed back to every callback and to `release`.
   void *user_data;
   // `si.v1.AllocationResponse`: new, released and rejected allocations and asks.
@@ -133,6 +142,12 @@ typedef struct sicore_callbacks {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+// The name of a status (`"SICORE_OK"`, `"SICORE_REJECTED"`, ...) as a
+// static NUL-terminated string, for logs; never free it. A value that is
+// no `sicore_status` gives `"unknown sicore_status"`. The argument is an
+// `int` rather than the enum so that any value a caller holds is defined.
+const char *sicore_status_str(int status);
 
 // Frees a buffer the library returned. `{NULL, 0}` is a no-op.
 void sicore_buffer_free(struct sicore_buffer buf);
@@ -205,10 +220,15 @@ enum sicore_status sicore_shutdown(struct sicore_scheduler *s, struct sicore_buf
 // Registers (or re-registers, resetting its state) a resource manager.
 //
 // `request` is an encoded `si.v1.RegisterResourceManagerRequest`;
-// `callbacks` is copied. Once `callbacks` is non-NULL the library owns
-// `user_data`, whatever the outcome: its `release` runs exactly once, right
-// away if the registration fails, else when the table is replaced by a
-// re-registration or the scheduler is freed. Synchronous: loads the policy group's
+// `callbacks` is copied, as far as its `struct_size` reaches. A NULL
+// `callbacks`, or a `struct_size` that does not cover the first fields
+// (`struct_size`, `user_data`, `update_allocation`), is
+// `SICORE_INVALID_ARGUMENT` and the table is not taken: nothing past
+// `struct_size` is read, `release` does not run and `user_data` stays the
+// caller's. Once a table is taken the library owns `user_data`, whatever
+// the outcome: its `release` (when `struct_size` covers it) runs exactly
+// once, right away if the registration fails, else when the table is
+// replaced by a re-registration or the scheduler is freed. Synchronous: loads the policy group's
 // configuration and returns `SICORE_REJECTED` with the reason when it is
 // missing or invalid. On success `response_out` (nullable) receives an
 // encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback

@@ -4,10 +4,13 @@
 The record lists every exported function (from ``nm -D`` of the built
 library) with its prototype in include/sicore.h, every enumerator with its
 value, and every struct and function-pointer type of the header, all
-normalized to one line each, under the major version they belong to.
+normalized to one line each, under the ABI version they belong to.
 
-- A removed or changed entry fails the check, unless Cargo.toml's major
-  version is above the record's: that is what a major bump is for.
+- A removed or changed entry fails the check, unless Cargo.toml's ABI
+  version is above the record's: that is what a major bump is for. The ABI
+  version is the major version, and while that is 0 the major and minor
+  (``0.1``, ``0.2``), as in Cargo's semver rules: a 0.x minor bump is the
+  breaking bump, and the soname carries it (``libsicore.so.0.2``).
 - Added functions, enumerators and types are compatible: they are reported,
   and the check passes. Refresh the record (and commit it) with
 
@@ -32,12 +35,29 @@ RECORD = ROOT / "abi" / "sicore.abi"
 HEADER = ROOT / "include" / "sicore.h"
 
 
-def cargo_version() -> tuple[int, str]:
+def abi_version(version: str) -> tuple[int, ...]:
+    """The part of a version that changes with a breaking change, as Cargo's
+    semver rules and cargo-c's soname have it: the major version; while
+    that is 0, the major and minor; for 0.0.x all three."""
+    parts = [int(p) for p in version.split("+")[0].split("-")[0].split(".")]
+    parts += [0] * (3 - len(parts))
+    if parts[0] > 0:
+        return (parts[0],)
+    if parts[1] > 0:
+        return (0, parts[1])
+    return tuple(parts[:3])
+
+
+def abi_text(abi: tuple[int, ...]) -> str:
+    return ".".join(str(p) for p in abi)
+
+
+def cargo_version() -> tuple[tuple[int, ...], str]:
     text = (ROOT / "Cargo.toml").read_text()
     version = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
     if version is None:
         sys.exit("abi_check: no version in Cargo.toml")
-    return int(version.group(1).split(".")[0]), version.group(1)
+    return abi_version(version.group(1)), version.group(1)
 
 
 def exported_symbols(library: Path) -> set[str]:
@@ -94,39 +114,50 @@ def header_entries() -> dict[str, str]:
     return entries
 
 
-def read_record() -> tuple[int, dict[str, str]]:
-    major = None
+def read_record() -> tuple[tuple[int, ...], dict[str, str]]:
+    """The record's ABI version and entries. A record written before the
+    ABI version line had only ``# major N``; with N = 0 its minor comes
+    from the ``# taken at version`` line."""
+    abi = major = taken = None
     entries: dict[str, str] = {}
     for line in RECORD.read_text().splitlines():
-        if line.startswith("# major "):
+        if line.startswith("# abi version "):
+            abi = tuple(int(p) for p in line.split()[3].split("."))
+        elif line.startswith("# major "):
             major = int(line.split()[2])
+        elif line.startswith("# taken at version "):
+            taken = line.split()[4]
         elif line and not line.startswith("#"):
             key, _, decl = line.partition("\t")
             entries[key] = decl
-    if major is None:
-        sys.exit(f"abi_check: {RECORD} has no '# major N' line")
-    return major, entries
+    if abi is None and taken is not None:
+        abi = abi_version(taken)
+    if abi is None and major is not None and major > 0:
+        abi = (major,)
+    if abi is None:
+        sys.exit(f"abi_check: {RECORD} has no '# abi version N' line")
+    return abi, entries
 
 
-def write_record(major: int, version: str, entries: dict[str, str]) -> None:
+def write_record(abi: tuple[int, ...], version: str, entries: dict[str, str]) -> None:
     RECORD.parent.mkdir(exist_ok=True)
     lines = [
         "# The C ABI of libsicore, checked by scripts/abi_check.py (see there).",
         "# Refresh with: python3 scripts/abi_check.py --update",
-        f"# major {major}",
+        f"# abi version {abi_text(abi)}",
         f"# taken at version {version}",
     ]
     lines += [f"{key}\t{entries[key]}" for key in sorted(entries)]
     RECORD.write_text("\n".join(lines) + "\n")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--library", type=Path, default=ROOT / "target" / "release" / "libsicore.so")
     parser.add_argument("--update", action="store_true", help="rewrite abi/sicore.abi from the build")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
-    major, version = cargo_version()
+    abi, version = cargo_version()
     current = header_entries()
     declared = {key.split()[1] for key in current if key.startswith("function ")}
     exported = exported_symbols(args.library)
@@ -139,11 +170,12 @@ def main() -> int:
         return 1
 
     if args.update:
-        write_record(major, version, current)
-        print(f"abi_check: wrote {RECORD.relative_to(ROOT)} ({len(current)} entries, major {major})")
+        write_record(abi, version, current)
+        print(f"abi_check: wrote {RECORD.relative_to(ROOT)} ({len(current)} entries, "
+              f"ABI version {abi_text(abi)})")
         return 0
 
-    recorded_major, recorded = read_record()
+    recorded_abi, recorded = read_record()
     removed = sorted(set(recorded) - set(current))
     changed = sorted(k for k in set(recorded) & set(current) if recorded[k] != current[k])
     added = sorted(set(current) - set(recorded))
@@ -151,14 +183,17 @@ def main() -> int:
         print(f"abi_check: added (compatible): {key}")
     breaks = [f"removed: {key}\n    was: {recorded[key]}" for key in removed]
     breaks += [f"changed: {key}\n    was: {recorded[key]}\n    now: {current[key]}" for key in changed]
-    if breaks and major > recorded_major:
-        print(f"abi_check: major version {recorded_major} -> {major}: incompatible changes allowed:")
+    if breaks and abi > recorded_abi:
+        print(f"abi_check: ABI version {abi_text(recorded_abi)} -> {abi_text(abi)}: "
+              "incompatible changes allowed:")
         print("\n".join(breaks))
         print("abi_check: refresh the record with `python3 scripts/abi_check.py --update`")
         return 0
     if breaks:
-        print(f"abi_check: incompatible C ABI changes without a major-version bump "
-              f"(Cargo.toml {version}, record major {recorded_major}):", file=sys.stderr)
+        print(f"abi_check: incompatible C ABI changes without an ABI-version bump "
+              f"(Cargo.toml {version}, ABI version {abi_text(abi)}; record "
+              f"{abi_text(recorded_abi)}; while the major is 0 the minor is the breaking "
+              "bump):", file=sys.stderr)
         print("\n".join(breaks), file=sys.stderr)
         return 1
     if added:

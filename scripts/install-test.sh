@@ -23,7 +23,13 @@ trap 'rm -rf "$work"' EXIT
 prefix=$root/target/install-test/prefix
 rm -rf "$root/target/install-test"
 version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
-major=${version%%.*}
+# The soname's version, cargo-c's default and scripts/abi_check.py's ABI
+# version: the major, or while that is 0 the major and minor (0.0.x: all).
+IFS=. read -r v_major v_minor v_patch <<< "${version%%[-+]*}"
+if [ "$v_major" != 0 ]; then sover=$v_major
+elif [ "$v_minor" != 0 ]; then sover=0.$v_minor
+else sover=0.0.$v_patch
+fi
 
 step "install: cargo cinstall --prefix $prefix"
 cargo cinstall --release --locked --prefix="$prefix" --libdir="$prefix/lib"
@@ -31,10 +37,10 @@ cargo cinstall --release --locked --prefix="$prefix" --libdir="$prefix/lib"
 # What a packager and the loader rely on.
 lib=$prefix/lib
 test -f "$lib/libsicore.a"
-test -L "$lib/libsicore.so" && test -L "$lib/libsicore.so.$major"
+test -L "$lib/libsicore.so" && test -L "$lib/libsicore.so.$sover"
 test -f "$(readlink -f "$lib/libsicore.so")"
 soname=$(readelf -d "$lib/libsicore.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[ "$soname" = "libsicore.so.$major" ] || { echo "soname is '$soname', want libsicore.so.$major" >&2; exit 1; }
+[ "$soname" = "libsicore.so.$sover" ] || { echo "soname is '$soname', want libsicore.so.$sover" >&2; exit 1; }
 cmp "$prefix/include/sicore/sicore.h" include/sicore.h
 export PKG_CONFIG_PATH=$lib/pkgconfig
 [ "$(pkg-config --modversion sicore)" = "$version" ] || { echo "sicore.pc has version $(pkg-config --modversion sicore), Cargo.toml $version" >&2; exit 1; }
@@ -47,8 +53,8 @@ cc -std=c11 -Wall -Wextra -Werror -pedantic -o "$work/c-dynamic" tests/install/i
 LD_LIBRARY_PATH=$lib "$work/c-dynamic"
 deps=$(LD_LIBRARY_PATH=$lib ldd "$work/c-dynamic")
 case "$deps" in
-  *"libsicore.so.$major => $lib/"*) ;;
-  *) echo "the C program does not load libsicore.so.$major from the prefix:" >&2; echo "$deps" >&2; exit 1 ;;
+  *"libsicore.so.$sover => $lib/"*) ;;
+  *) echo "the C program does not load libsicore.so.$sover from the prefix:" >&2; echo "$deps" >&2; exit 1 ;;
 esac
 # A fully static binary: with -static the linker takes libsicore.a. The
 # same --libs serve: what the Rust standard library needs from glibc is in

@@ -357,6 +357,7 @@ fn set_policy_config_from_a_callback_would_deadlock() {
         status: std::sync::Mutex::new(None),
     });
     let cbs = sicore_callbacks {
+        struct_size: std::mem::size_of::<sicore_callbacks>(),
         user_data: &*r as *const Reentrant as *mut std::ffi::c_void,
         update_allocation: None,
         update_application: None,

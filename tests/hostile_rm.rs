@@ -459,6 +459,7 @@ fn callbacks_of_two_schedulers_cannot_deadlock_each_other() {
         users.push(ud);
         // A second RM on each scheduler whose predicates dump the other.
         let cbs = sicore_callbacks {
+            struct_size: std::mem::size_of::<sicore_callbacks>(),
             user_data: ud as *const DumpsOther as *mut std::ffi::c_void,
             update_allocation: None,
             update_application: None,

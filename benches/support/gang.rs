@@ -5,8 +5,7 @@
 //! (a `PLACEHOLDER_REPLACED` release back). Timed from submitting the real
 //! asks until the RM holds every real allocation.
 
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,142 +13,47 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1::SchedulerOptions;
+use sicore_c_rm::{
+    confirm_replacements, get, new_scheduler, register, table, wait_until, Counters, Installed, Rm,
+    UpdateFn,
+};
 
 #[derive(Default)]
 struct GangRm {
     sched: AtomicPtr<sicore_scheduler>,
-    nodes: AtomicUsize,
-    apps: AtomicUsize,
-    placeholders: AtomicUsize,
-    real: AtomicUsize,
-    waiter: std::sync::OnceLock<std::thread::Thread>,
+    counters: Counters,
 }
 
-fn rm<'a>(ud: *mut c_void) -> &'a GangRm {
-    // SAFETY: user_data is the Arc<GangRm> leaked at registration, released by `release`.
-    unsafe { &*(ud as *const GangRm) }
-}
-
-fn bytes<'a>(p: *const u8, len: usize) -> &'a [u8] {
-    // SAFETY: the library passes a message valid for the duration of the call.
-    unsafe { std::slice::from_raw_parts(p, len) }
-}
-
-fn wake(r: &GangRm) {
-    if let Some(t) = r.waiter.get() {
-        t.unpark();
-    }
-}
-
-unsafe extern "C" fn on_alloc(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let r = rm(ud);
-    let m = si::AllocationResponse::decode(bytes(p, len)).expect("valid message");
-    let placeholders = m.new.iter().filter(|a| a.placeholder).count();
-    r.placeholders.fetch_add(placeholders, Ordering::Release);
-    r.real
-        .fetch_add(m.new.len() - placeholders, Ordering::Release);
-    let confirm: Vec<si::AllocationRelease> = m
-        .released
-        .into_iter()
-        .filter(|x| x.termination_type == si::TerminationType::PlaceholderReplaced as i32)
-        .map(|x| si::AllocationRelease {
-            message: String::new(),
-            ..x
-        })
-        .collect();
-    if !confirm.is_empty() {
-        let req = si::AllocationRequest {
-            rm_id: "rm".into(),
-            releases: Some(si::AllocationReleasesRequest {
-                allocations_to_release: confirm,
-                ..Default::default()
-            }),
-            ..Default::default()
+impl Rm for GangRm {
+    fn update_allocation(&self, m: si::AllocationResponse) -> Result<(), String> {
+        self.counters.allocation(&m);
+        let s = self.sched.load(Ordering::Acquire);
+        if let Some((_, st)) = confirm_replacements(s, "rm", &m.released) {
+            assert_eq!(st, sicore_status::SICORE_OK);
         }
-        .encode_to_vec();
-        let st = sicore_update_allocation(
-            r.sched.load(Ordering::Acquire),
-            req.as_ptr(),
-            req.len(),
-            std::ptr::null_mut(),
-        );
-        assert_eq!(st, sicore_status::SICORE_OK);
+        Ok(())
     }
-    wake(r);
-    0
-}
-
-unsafe extern "C" fn on_app(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let m = si::ApplicationResponse::decode(bytes(p, len)).expect("valid message");
-    rm(ud).apps.fetch_add(m.accepted.len(), Ordering::Release);
-    wake(rm(ud));
-    0
-}
-
-unsafe extern "C" fn on_node(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let m = si::NodeResponse::decode(bytes(p, len)).expect("valid message");
-    rm(ud).nodes.fetch_add(m.accepted.len(), Ordering::Release);
-    wake(rm(ud));
-    0
-}
-
-unsafe extern "C" fn on_resync(
-    _: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _: *mut sicore_reply,
-) -> i32 {
-    let _ = si::ReSyncSchedulerCacheArgs::decode(bytes(p, len)).expect("valid message");
-    0
-}
-
-unsafe extern "C" fn on_release(ud: *mut c_void) {
-    // SAFETY: the Arc leaked at registration, released once.
-    drop(Arc::from_raw(ud as *const GangRm));
+    fn update_application(&self, m: si::ApplicationResponse) -> Result<(), String> {
+        self.counters.application(&m);
+        Ok(())
+    }
+    fn update_node(&self, m: si::NodeResponse) -> Result<(), String> {
+        self.counters.node(&m);
+        Ok(())
+    }
 }
 
 fn wait(what: &str, done: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(600);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::park_timeout(Duration::from_millis(50));
-    }
+    wait_until(what, Duration::from_secs(600), done).unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
-    Some(si::Resource {
-        resources: [("memory", memory), ("vcore", vcore)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), si::Quantity { value: v }))
-            .collect(),
-    })
+    sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
 }
 
-fn call(
-    s: *mut sicore_scheduler,
-    f: extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status,
-    m: &impl Message,
-) {
-    let b = m.encode_to_vec();
-    assert_eq!(
-        f(s, b.as_ptr(), b.len(), std::ptr::null_mut()),
-        sicore_status::SICORE_OK
-    );
+fn call(s: *mut sicore_scheduler, f: UpdateFn, m: &impl Message) {
+    let (st, msg) = sicore_c_rm::call(s, f, m);
+    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
 }
 
 /// One run: `apps` applications of `members` members on `nodes` nodes.
@@ -160,42 +64,19 @@ pub fn run(nodes: usize, apps: usize, members: usize) -> (f64, f64) {
         log_level: "warn".into(),
         ..Default::default()
     };
-    let ob = opts.encode_to_vec();
-    let mut s = std::ptr::null_mut();
-    assert_eq!(
-        sicore_new(ob.as_ptr(), ob.len(), &mut s, std::ptr::null_mut()),
-        sicore_status::SICORE_OK
-    );
+    let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
     let state = Arc::new(GangRm::default());
     state.sched.store(s, Ordering::Release);
-    let _ = state.waiter.set(std::thread::current());
-    let cb = sicore_callbacks {
-        user_data: Arc::into_raw(state.clone()) as *mut c_void,
-        update_allocation: Some(on_alloc),
-        update_application: Some(on_app),
-        update_node: Some(on_node),
-        predicates: None,
-        resync_scheduler_cache: Some(on_resync),
-        send_event: None,
-        update_container_scheduling_state: None,
-        update_configuration: None,
-        release: Some(on_release),
-    };
-    let reg = si::RegisterResourceManagerRequest {
-        rm_id: "rm".into(),
-        version: "bench".into(),
-        policy_group: "gang".into(),
-    }
-    .encode_to_vec();
-    let st = sicore_register_resource_manager(
-        s,
-        reg.as_ptr(),
-        reg.len(),
-        &cb,
-        std::ptr::null_mut(),
-        std::ptr::null_mut(),
+    state.counters.set_waiter(std::thread::current());
+    let cb = table(
+        &state,
+        Installed {
+            resync_scheduler_cache: true,
+            ..Default::default()
+        },
     );
-    assert_eq!(st, sicore_status::SICORE_OK);
+    let (st, msg) = register(s, "rm", "gang", "bench", &cb);
+    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
     let list = (0..nodes)
         .map(|i| si::NodeInfo {
             node_id: format!("node-{i:06}"),
@@ -212,7 +93,7 @@ pub fn run(nodes: usize, apps: usize, members: usize) -> (f64, f64) {
             rm_id: "rm".into(),
         },
     );
-    wait("nodes", || state.nodes.load(Ordering::Acquire) == nodes);
+    wait("nodes", || get(&state.counters.nodes_accepted) == nodes);
     let m = members as i64;
     let new = (0..apps)
         .map(|i| si::AddApplicationRequest {
@@ -236,7 +117,7 @@ pub fn run(nodes: usize, apps: usize, members: usize) -> (f64, f64) {
             ..Default::default()
         },
     );
-    wait("apps", || state.apps.load(Ordering::Acquire) == apps);
+    wait("apps", || get(&state.counters.apps_accepted) == apps);
     let request = |placeholder: bool| -> Vec<u8> {
         si::AllocationRequest {
             asks: (0..apps)
@@ -271,7 +152,7 @@ pub fn run(nodes: usize, apps: usize, members: usize) -> (f64, f64) {
         sicore_status::SICORE_OK
     );
     wait("placeholders", || {
-        state.placeholders.load(Ordering::Acquire) == total
+        get(&state.counters.placeholders) == total
     });
     let real = request(false);
     let start = Instant::now();
@@ -279,9 +160,7 @@ pub fn run(nodes: usize, apps: usize, members: usize) -> (f64, f64) {
         sicore_update_allocation(s, real.as_ptr(), real.len(), std::ptr::null_mut()),
         sicore_status::SICORE_OK
     );
-    wait("real allocations", || {
-        state.real.load(Ordering::Acquire) == total
-    });
+    wait("real allocations", || get(&state.counters.real) == total);
     let secs = start.elapsed().as_secs_f64();
     sicore_free(s);
     (total as f64 / secs, secs)

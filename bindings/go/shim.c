@@ -73,6 +73,7 @@ static void shim_release(void *ud) {
 // predicates 0 leaves the predicates callback NULL (WithoutPredicates):
 // the library then never asks and every node fits.
 void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle, int predicates) {
+	t->struct_size = sizeof *t;
 	t->user_data = (void *)handle;
 	t->update_allocation = shim_update_allocation;
 	t->update_application = shim_update_application;

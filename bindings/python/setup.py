@@ -77,6 +77,27 @@ class BuildRustAsLibrary(build_rust):
         return str(path.parent / _file_name())
 
 
+def _standalone_manifest(text: str) -> str:
+    """Return the crate's manifest without what points outside its files.
+
+    That is the ``[workspace]`` table (its members, the simulator and the
+    test RM, are not in the sdist) and the path dependencies of its tests
+    and bench, as ``cargo package`` drops them from a published crate.
+    """
+    kept: list[str] = []
+    section = ""
+    for line in text.splitlines(keepends=True):
+        header = re.match(r"\s*\[([^\]]+)\]\s*$", line)
+        if header:
+            section = header.group(1).strip()
+        if section == "workspace":
+            continue
+        if section == "dev-dependencies" and re.search(r"\bpath\s*=", line):
+            continue
+        kept.append(line)
+    return "".join(kept)
+
+
 class SdistWithCrate(sdist):
     """Put the crate's sources into the sdist, so that it builds on its own."""
 
@@ -100,6 +121,9 @@ class SdistWithCrate(sdist):
                 continue
             destination = Path(base_dir) / SDIST_CRATE / name
             destination.parent.mkdir(parents=True, exist_ok=True)
+            if name == "Cargo.toml":
+                destination.write_text(_standalone_manifest((root / name).read_text()))
+                continue
             shutil.copy2(root / name, destination)
 
 

@@ -42,7 +42,7 @@ pub extern "C" fn sicore_buffer_free(buf: sicore_buffer) {
     if buf.data.is_null() {
         return;
     }
-    let _ = std::panic::catch_unwind(|| {
+    super::void_boundary("sicore_buffer_free", || {
         // SAFETY: non-null buffers are only made by `from_vec`, which leaks
         // a boxed slice of exactly `len` bytes; the caller frees each once.
         drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(buf.data, buf.len)) });

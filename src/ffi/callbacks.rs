@@ -2,10 +2,12 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
+use std::mem::{offset_of, size_of};
 
 use prost::Message;
 
 use crate::api::{NewAllocation, ResourceManagerCallback};
+use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
 
@@ -22,7 +24,7 @@ pub struct sicore_reply {
 /// `len` 0 sets an empty answer.
 #[no_mangle]
 pub extern "C" fn sicore_reply_set(reply: *mut sicore_reply, data: *const u8, len: usize) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    super::void_boundary("sicore_reply_set", || {
         // SAFETY: `reply` is null or the pointer the library passed to the
         // running callback, valid until that callback returns.
         let Some(reply) = (unsafe { reply.as_mut() }) else {
@@ -31,7 +33,7 @@ pub extern "C" fn sicore_reply_set(reply: *mut sicore_reply, data: *const u8, le
         if let Ok(bytes) = super::buffer::borrow_bytes(data, len, "data", true) {
             reply.data = Some(bytes.to_vec());
         }
-    }));
+    });
 }
 
 /// A callback that reports success (0) or failure (non-zero, with a
@@ -64,9 +66,18 @@ pub type sicore_answer_callback = Option<
 /// `predicates`: every node fits) and never calls it. Messages are borrowed
 /// for the duration of the call. Callbacks run on library threads, possibly
 /// concurrently with each other, and must be thread-safe.
+///
+/// Set `struct_size` to `sizeof(sicore_callbacks)`: the library reads only
+/// the fields that size covers, so a program compiled against an older
+/// header (a shorter table) keeps working when later releases of the same
+/// ABI version add callbacks at the end; the fields it does not have count
+/// as NULL. A size that does not cover `struct_size`, `user_data` and
+/// `update_allocation` is refused.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct sicore_callbacks {
+    /// `sizeof(sicore_callbacks)` as the caller compiled it.
+    pub struct_size: usize,
     /// Passed back to every callback and to `release`.
     pub user_data: *mut c_void,
     /// `si.v1.AllocationResponse`: new, released and rejected allocations and asks.
@@ -91,6 +102,90 @@ pub struct sicore_callbacks {
     pub update_configuration: sicore_answer_callback,
     /// Called once when the library is done with `user_data`. Nullable.
     pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
+}
+
+impl Default for sicore_callbacks {
+    /// A table of this library's size with every callback NULL: for Rust
+    /// callers, as `sicore_callbacks { update_node: Some(f), ..Default::default() }`.
+    fn default() -> Self {
+        sicore_callbacks {
+            struct_size: size_of::<sicore_callbacks>(),
+            user_data: std::ptr::null_mut(),
+            update_allocation: None,
+            update_application: None,
+            update_node: None,
+            predicates: None,
+            resync_scheduler_cache: None,
+            send_event: None,
+            update_container_scheduling_state: None,
+            update_configuration: None,
+            release: None,
+        }
+    }
+}
+
+/// The smallest `struct_size` accepted: through `update_allocation`, the
+/// first callback. A table without it has nothing to tell the RM.
+pub(crate) const MIN_CALLBACKS_SIZE: usize =
+    offset_of!(sicore_callbacks, update_allocation) + size_of::<sicore_status_callback>();
+
+/// Reads a `T` at `src` into `slot`.
+///
+/// # Safety
+/// `src` points at `size_of::<T>()` readable bytes holding a valid `T`.
+unsafe fn read_into<T>(slot: &mut T, src: *const u8) {
+    // SAFETY: as the caller promises; unaligned reads are allowed.
+    *slot = unsafe { src.cast::<T>().read_unaligned() };
+}
+
+/// Copies the caller's table, reading only the fields its `struct_size`
+/// covers (whole fields; the rest stay NULL). Refuses a size below
+/// [`MIN_CALLBACKS_SIZE`], having read nothing but `struct_size`.
+///
+/// # Safety
+/// `p` is non-null and points at a readable `size_t` followed by at least
+/// `struct_size - sizeof(size_t)` readable bytes, laid out as the header's
+/// `sicore_callbacks` up to that size.
+pub(crate) unsafe fn copy_callbacks(p: *const sicore_callbacks) -> Result<sicore_callbacks, Error> {
+    let base = p.cast::<u8>();
+    // SAFETY: the caller's table starts with a `size_t` (see above).
+    let size = unsafe { base.cast::<usize>().read_unaligned() };
+    if size < MIN_CALLBACKS_SIZE {
+        return Err(Error::invalid(format!(
+            "callbacks: struct_size {size} is smaller than the table's first fields \
+             (struct_size, user_data, update_allocation: {MIN_CALLBACKS_SIZE} bytes); \
+             set it to sizeof(sicore_callbacks)"
+        )));
+    }
+    let mut t = sicore_callbacks {
+        struct_size: size,
+        ..Default::default()
+    };
+    macro_rules! read_fields {
+        ($($field:ident),*) => {$(
+            let offset = offset_of!(sicore_callbacks, $field);
+            if offset + size_of_val(&t.$field) <= size {
+                // SAFETY: the field lies within the caller's `struct_size`
+                // bytes, which the caller promises are readable and laid
+                // out as the header says; every bit pattern the C side can
+                // store there (a pointer or NULL) is valid for the type.
+                unsafe { read_into(&mut t.$field, base.add(offset)) };
+            }
+        )*};
+    }
+    read_fields!(
+        user_data,
+        update_allocation,
+        update_application,
+        update_node,
+        predicates,
+        resync_scheduler_cache,
+        send_event,
+        update_container_scheduling_state,
+        update_configuration,
+        release
+    );
+    Ok(t)
 }
 
 thread_local! {

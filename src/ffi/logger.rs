@@ -122,7 +122,7 @@ fn installed() -> bool {
 /// Rust `log` logger, records go there instead and this has no effect.
 #[no_mangle]
 pub extern "C" fn sicore_set_logger(log: sicore_log_fn, user_data: *mut c_void, max_level: i32) {
-    let _ = std::panic::catch_unwind(|| {
+    super::void_boundary("sicore_set_logger", || {
         let max_level = level_from_index(max_level.clamp(0, 5) as usize);
         *HOST.write() = log.map(|func| HostLogger {
             func,

@@ -63,12 +63,65 @@ impl From<Status> for sicore_status {
     }
 }
 
+impl sicore_status {
+    /// The enumerator's name, NUL-terminated.
+    const fn name(self) -> &'static str {
+        match self {
+            sicore_status::SICORE_OK => "SICORE_OK\0",
+            sicore_status::SICORE_INVALID_ARGUMENT => "SICORE_INVALID_ARGUMENT\0",
+            sicore_status::SICORE_DECODE_ERROR => "SICORE_DECODE_ERROR\0",
+            sicore_status::SICORE_REJECTED => "SICORE_REJECTED\0",
+            sicore_status::SICORE_STOPPED => "SICORE_STOPPED\0",
+            sicore_status::SICORE_WOULD_DEADLOCK => "SICORE_WOULD_DEADLOCK\0",
+            sicore_status::SICORE_INTERNAL => "SICORE_INTERNAL\0",
+        }
+    }
+
+    /// Every status, in value order.
+    const ALL: [sicore_status; 7] = [
+        sicore_status::SICORE_OK,
+        sicore_status::SICORE_INVALID_ARGUMENT,
+        sicore_status::SICORE_DECODE_ERROR,
+        sicore_status::SICORE_REJECTED,
+        sicore_status::SICORE_STOPPED,
+        sicore_status::SICORE_WOULD_DEADLOCK,
+        sicore_status::SICORE_INTERNAL,
+    ];
+}
+
+/// The name of a status (`"SICORE_OK"`, `"SICORE_REJECTED"`, ...) as a
+/// static NUL-terminated string, for logs; never free it. A value that is
+/// no `sicore_status` gives `"unknown sicore_status"`. The argument is an
+/// `int` rather than the enum so that any value a caller holds is defined.
+#[no_mangle]
+pub extern "C" fn sicore_status_str(status: std::ffi::c_int) -> *const std::ffi::c_char {
+    let name = sicore_status::ALL
+        .iter()
+        .find(|s| **s as std::ffi::c_int == status)
+        .map_or("unknown sicore_status\0", |s| s.name());
+    name.as_ptr().cast()
+}
+
 /// Text of a caught panic payload.
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Runs the body of an entry point that returns nothing (so has no status
+/// to report a failure with): a panic is caught and logged as an error
+/// naming `entry`, and the call returns as if it had done nothing more.
+pub(crate) fn void_boundary(entry: &str, body: impl FnOnce()) {
+    if let Err(p) = catch_unwind(AssertUnwindSafe(body)) {
+        // Logging runs under its own catch: a panic while logging must not
+        // cross the boundary either.
+        let message = panic_message(&*p);
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            log::error!("{entry}: internal error (panic): {message}");
+        }));
+    }
 }
 
 /// Runs the body of an entry point: clears `error_out`, catches panics and
@@ -98,5 +151,23 @@ pub(crate) fn boundary(
             }
             e.status.into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn void_boundary_stops_a_panic_and_runs_the_body_once() {
+        let mut runs = 0;
+        void_boundary("test", || {
+            runs += 1;
+            panic!("boom");
+        });
+        assert_eq!(runs, 1);
+        let mut done = false;
+        void_boundary("test", || done = true);
+        assert!(done);
     }
 }

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::buffer::{borrow_bytes, borrow_str, decode, sicore_buffer};
-use super::callbacks::{sicore_callbacks, CallbackTable};
-use super::{boundary, sicore_status};
+use super::callbacks::{copy_callbacks, sicore_callbacks, CallbackTable};
+use super::{boundary, sicore_status, void_boundary};
 use crate::api::SchedulerApi;
 use crate::entrypoint::Scheduler;
 use crate::error::{Error, Status};
@@ -77,23 +77,24 @@ pub extern "C" fn sicore_free(s: *mut sicore_scheduler) {
     if s.is_null() {
         return;
     }
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let mut closed = false;
+    void_boundary("sicore_free", || {
         // SAFETY: a pointer from `sicore_new`, not yet freed.
         let sched = unsafe { &*s };
-        match sched.inner.close() {
+        closed = match sched.inner.close() {
             Err(e) if e.status == Status::WouldDeadlock => {
                 log::error!("sicore_free: {}", e.message);
                 false
             }
             _ => true,
-        }
-    }));
-    if let Ok(true) = result {
-        // SAFETY: the pointer came from Box::into_raw in `sicore_new`, the
-        // scheduler is closed, and the caller gives up the pointer.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        };
+    });
+    if closed {
+        void_boundary("sicore_free", || {
+            // SAFETY: the pointer came from Box::into_raw in `sicore_new`,
+            // the scheduler is closed, and the caller gives up the pointer.
             drop(unsafe { Box::from_raw(s) })
-        }));
+        });
     }
 }
 
@@ -118,10 +119,15 @@ pub extern "C" fn sicore_shutdown(
 /// Registers (or re-registers, resetting its state) a resource manager.
 ///
 /// `request` is an encoded `si.v1.RegisterResourceManagerRequest`;
-/// `callbacks` is copied. Once `callbacks` is non-NULL the library owns
-/// `user_data`, whatever the outcome: its `release` runs exactly once, right
-/// away if the registration fails, else when the table is replaced by a
-/// re-registration or the scheduler is freed. Synchronous: loads the policy group's
+/// `callbacks` is copied, as far as its `struct_size` reaches. A NULL
+/// `callbacks`, or a `struct_size` that does not cover the first fields
+/// (`struct_size`, `user_data`, `update_allocation`), is
+/// `SICORE_INVALID_ARGUMENT` and the table is not taken: nothing past
+/// `struct_size` is read, `release` does not run and `user_data` stays the
+/// caller's. Once a table is taken the library owns `user_data`, whatever
+/// the outcome: its `release` (when `struct_size` covers it) runs exactly
+/// once, right away if the registration fails, else when the table is
+/// replaced by a re-registration or the scheduler is freed. Synchronous: loads the policy group's
 /// configuration and returns `SICORE_REJECTED` with the reason when it is
 /// missing or invalid. On success `response_out` (nullable) receives an
 /// encoded `si.v1.RegisterResourceManagerResponse`. From inside a callback
@@ -136,11 +142,12 @@ pub extern "C" fn sicore_register_resource_manager(
     error_out: *mut sicore_buffer,
 ) -> sicore_status {
     boundary(error_out, || {
-        // SAFETY: null or a pointer to a callback table valid for this call;
-        // it is copied before the call returns.
-        let table = unsafe { callbacks.as_ref() }
-            .copied()
-            .ok_or_else(|| Error::invalid("callbacks is a null pointer"))?;
+        if callbacks.is_null() {
+            return Err(Error::invalid("callbacks is a null pointer"));
+        }
+        // SAFETY: a non-null pointer to the caller's table, readable for its
+        // `struct_size` bytes during this call; it is copied here.
+        let table = unsafe { copy_callbacks(callbacks) }?;
         // Owned from here on: whatever happens next, `release` runs once.
         let table = Arc::new(CallbackTable::new(table));
         let sched = scheduler(s)?;

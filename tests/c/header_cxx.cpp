@@ -3,11 +3,13 @@
 // sicore_header_cxx_check() from main().
 #include "sicore.h"
 
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
 static_assert(std::is_standard_layout<sicore_buffer>::value, "sicore_buffer is a plain C struct");
 static_assert(std::is_standard_layout<sicore_callbacks>::value, "sicore_callbacks is a plain C struct");
+static_assert(offsetof(sicore_callbacks, struct_size) == 0, "the table starts with its size");
 static_assert(SICORE_OK == 0 && SICORE_INTERNAL == 6, "status values are the contract's");
 static_assert(SICORE_LOG_ERROR == 1 && SICORE_LOG_TRACE == 5, "log levels are the contract's");
 
@@ -23,6 +25,8 @@ extern "C" int sicore_header_cxx_check(void) {
     sicore_buffer buf{nullptr, 0};
     sicore_buffer_free(buf);
     sicore_callbacks cbs{};
+    cbs.struct_size = sizeof cbs;
+    if (std::strcmp(sicore_status_str(SICORE_REJECTED), "SICORE_REJECTED") != 0) failed++;
     sicore_status_callback st = cbs.update_allocation;
     sicore_notify_callback nt = cbs.send_event;
     sicore_answer_callback an = cbs.update_configuration;

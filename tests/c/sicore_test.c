@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,11 @@ static void check_(bool ok, const char *file, int line, const char *fmt, ...) {
 }
 #define CHECK(cond, ...) check_((cond), __FILE__, __LINE__, __VA_ARGS__)
 
-static const char *status_name(sicore_status s) {
+/* The library's names (sicore_status_str); check_status_names compares
+ * them with the enumerators spelled out here. */
+static const char *status_name(sicore_status s) { return sicore_status_str((int)s); }
+
+static const char *enumerator_name(sicore_status s) {
     switch (s) {
     case SICORE_OK: return "SICORE_OK";
     case SICORE_INVALID_ARGUMENT: return "SICORE_INVALID_ARGUMENT";
@@ -223,7 +228,7 @@ static void probe_reentrancy(recorder *r) {
     reg.policygroup = "queues";
     uint8_t buf[256];
     size_t n = si__v1__register_resource_manager_request__pack(&reg, buf);
-    sicore_callbacks none = {0};
+    sicore_callbacks none = {.struct_size = sizeof none};
     r->probe_register = sicore_register_resource_manager(r->sched, buf, n, &none, &resp, &err);
     sicore_buffer_free(resp);
     sicore_buffer_free(err);
@@ -378,6 +383,7 @@ static void cb_release(void *ud) {
 
 static sicore_callbacks callbacks_for(recorder *r) {
     sicore_callbacks cb = {
+        .struct_size = sizeof(sicore_callbacks),
         .user_data = r,
         .update_allocation = cb_update_allocation,
         .update_application = cb_update_application,
@@ -548,6 +554,22 @@ static void test_header_cxx(void) {
     const char *v = sicore_version();
     CHECK(v != NULL && v[0] != '\0', "sicore_version() is empty");
     printf("  sicore version %s\n", v ? v : "(null)");
+}
+
+static void test_status_str(void) {
+    printf("sicore_status_str\n");
+    for (int v = SICORE_OK; v <= SICORE_INTERNAL; v++) {
+        const char *got = sicore_status_str(v);
+        CHECK(got != NULL && strcmp(got, enumerator_name((sicore_status)v)) == 0,
+              "sicore_status_str(%d) = %s, want %s", v, got ? got : "(null)",
+              enumerator_name((sicore_status)v));
+    }
+    int unknown[] = {-1, SICORE_INTERNAL + 1, 1 << 30};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        const char *got = sicore_status_str(unknown[i]);
+        CHECK(got != NULL && strcmp(got, "unknown sicore_status") == 0,
+              "sicore_status_str(%d) = %s, want unknown sicore_status", unknown[i], got ? got : "(null)");
+    }
 }
 
 static void test_new_bad_options(void) {
@@ -778,7 +800,7 @@ static void bad_inputs(sicore_scheduler *s, recorder *r) {
                 "update_node(NULL scheduler)");
     expect_fail(sicore_update_configuration(NULL, (const uint8_t *)"c-rm", 4, &err), SICORE_INVALID_ARGUMENT,
                 &err, "update_configuration(NULL scheduler)");
-    sicore_callbacks cb0 = {0};
+    sicore_callbacks cb0 = {.struct_size = sizeof cb0};
     expect_fail(sicore_register_resource_manager(NULL, ok.data, ok.len, &cb0, NULL, &err),
                 SICORE_INVALID_ARGUMENT, &err, "register(NULL scheduler)");
     still_allocates(s, r, "NULL scheduler");
@@ -825,6 +847,26 @@ static void bad_inputs(sicore_scheduler *s, recorder *r) {
         recorder_free(rf);
     }
     still_allocates(s, r, "failed registrations");
+
+    /* A struct_size short of the first fields is refused before the table
+     * is taken: release does not run, user_data stays ours. */
+    {
+        recorder *rf = recorder_new("short-table");
+        sicore_callbacks cbs = callbacks_for(rf);
+        size_t sizes[] = {0, sizeof(size_t), offsetof(sicore_callbacks, update_allocation)};
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            cbs.struct_size = sizes[i];
+            expect_fail(sicore_register_resource_manager(s, ok.data, ok.len, &cbs, NULL, &err),
+                        SICORE_INVALID_ARGUMENT, &err, "register(struct_size too small)");
+        }
+        pthread_mutex_lock(&rf->mu);
+        CHECK(rf->release_calls == 0, "refused struct_size: release called %d times, want 0",
+              rf->release_calls);
+        CHECK(rf->callbacks_total == 0, "refused struct_size: %d callbacks ran", rf->callbacks_total);
+        pthread_mutex_unlock(&rf->mu);
+        recorder_free(rf);
+    }
+    still_allocates(s, r, "refused struct_size");
 
     /* Garbage without error_out: still refused, nothing to free. */
     CHECK(sicore_update_allocation(s, garbage, sizeof garbage, NULL) == SICORE_DECODE_ERROR,
@@ -1014,6 +1056,7 @@ int main(void) {
     sicore_set_logger(log_fn, NULL, SICORE_LOG_INFO);
 
     test_header_cxx();
+    test_status_str();
     test_new_bad_options();
 
     recorder *r = recorder_new("c-rm");

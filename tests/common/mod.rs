@@ -1,6 +1,6 @@
 //! A resource manager written against the C ABI, for the integration
-//! tests: it registers a callback table of `extern "C"` functions and
-//! records, decoded, everything the scheduler tells it.
+//! tests: on the shared RM of `crates/c-rm` (its trampolines, registration
+//! and calls), it records, decoded, everything the scheduler tells it.
 
 #![allow(dead_code)]
 
@@ -8,7 +8,6 @@ pub mod books;
 pub mod rms;
 
 use std::collections::HashSet;
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -17,6 +16,7 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1 as sicore_pb;
+use sicore_c_rm::{Installed, Rm};
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -103,204 +103,141 @@ impl Recorder {
     }
 }
 
-/// Decodes the borrowed message of a callback.
-fn msg<M: Message + Default>(p: *const u8, len: usize) -> M {
-    // SAFETY: the library passes a message valid for the duration of the call.
-    let bytes = unsafe { std::slice::from_raw_parts(p, len) };
-    M::decode(bytes).expect("the library sends valid messages")
-}
-
-fn rec<'a>(ud: *mut c_void) -> &'a Recorder {
-    // SAFETY: user_data is the Arc<Recorder> leaked at registration, kept
-    // alive until `release` runs.
-    unsafe { &*(ud as *const Recorder) }
-}
-
-unsafe extern "C" fn on_allocation(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let r = rec(ud);
-    let m: si::AllocationResponse = msg(p, len);
-    let (reenter, slow) = {
-        let b = r.behaviour.lock().unwrap();
-        (b.reenter, b.slow)
-    };
-    if let Some(d) = slow {
-        std::thread::sleep(d);
-    }
-    let mut statuses = Vec::new();
-    if reenter && !m.new.is_empty() {
-        let s = r.sched.load(Ordering::SeqCst);
-        let req = si::AllocationRequest {
-            rm_id: "rm".into(),
-            releases: Some(si::AllocationReleasesRequest {
-                allocations_to_release: m
-                    .new
-                    .iter()
-                    .map(|a| si::AllocationRelease {
-                        application_id: a.application_id.clone(),
-                        uuid: a.uuid.clone(),
-                        termination_type: si::TerminationType::StoppedByRm as i32,
-                        ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }),
-            ..Default::default()
+impl Rm for Recorder {
+    fn update_allocation(&self, m: si::AllocationResponse) -> Result<(), String> {
+        let (reenter, slow) = {
+            let b = self.behaviour.lock().unwrap();
+            (b.reenter, b.slow)
         };
-        let bytes = req.encode_to_vec();
-        statuses.push(sicore_update_allocation(
-            s,
-            bytes.as_ptr(),
-            bytes.len(),
-            std::ptr::null_mut(),
-        ));
-        let mut err = sicore_buffer::empty();
-        statuses.push(sicore_update_configuration(s, b"rm".as_ptr(), 2, &mut err));
-        sicore_buffer_free(err);
-    }
-    r.record(|s| {
-        s.reentrant_statuses.extend(statuses);
-        for a in &m.new {
-            s.log.push(format!("alloc:{}", a.allocation_key));
+        if let Some(d) = slow {
+            std::thread::sleep(d);
         }
-        s.allocations.extend(m.new);
-        s.released.extend(m.released);
-        s.released_asks.extend(m.released_asks);
-        s.rejected_asks.extend(m.rejected);
-    });
-    0
-}
-
-unsafe extern "C" fn on_application(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let m: si::ApplicationResponse = msg(p, len);
-    rec(ud).record(|s| {
-        s.apps_accepted
-            .extend(m.accepted.into_iter().map(|a| a.application_id));
-        s.apps_rejected.extend(m.rejected);
-        s.app_updates.extend(m.updated);
-    });
-    0
-}
-
-unsafe extern "C" fn on_node(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let m: si::NodeResponse = msg(p, len);
-    rec(ud).record(|s| {
-        s.nodes_accepted
-            .extend(m.accepted.into_iter().map(|a| a.node_id));
-        s.nodes_rejected.extend(m.rejected);
-    });
-    0
-}
-
-unsafe extern "C" fn on_predicates(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    e: *mut sicore_reply,
-) -> i32 {
-    let r = rec(ud);
-    let m: si::PredicatesArgs = msg(p, len);
-    let (listed, max_per_node) = {
-        let b = r.behaviour.lock().unwrap();
-        (b.refuse_nodes.contains(&m.node_id), b.max_per_node)
-    };
-    let full = max_per_node.is_some_and(|k| r.seen.lock().unwrap().cached_on(&m.node_id) >= k);
-    let refuse = listed || full;
-    r.record(|s| {
-        s.refused += refuse as usize;
-        s.reservations_approved += (!refuse && !m.allocate) as usize;
-        s.predicate_calls.push(m);
-    });
-    if refuse {
-        let reason = b"node refused by the test RM";
-        sicore_reply_set(e, reason.as_ptr(), reason.len());
-        1
-    } else {
-        0
-    }
-}
-
-unsafe extern "C" fn on_resync(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let m: si::ReSyncSchedulerCacheArgs = msg(p, len);
-    let max_per_node = rec(ud).behaviour.lock().unwrap().max_per_node;
-    rec(ud).record(|s| {
-        for f in &m.forget_allocations {
-            s.cache.remove(&f.allocation_key);
+        let mut statuses = Vec::new();
+        if reenter && !m.new.is_empty() {
+            let s = self.sched.load(Ordering::SeqCst);
+            let req = si::AllocationRequest {
+                rm_id: "rm".into(),
+                releases: Some(si::AllocationReleasesRequest {
+                    allocations_to_release: m
+                        .new
+                        .iter()
+                        .map(|a| si::AllocationRelease {
+                            application_id: a.application_id.clone(),
+                            uuid: a.uuid.clone(),
+                            termination_type: si::TerminationType::StoppedByRm as i32,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            };
+            statuses.push(sicore_c_rm::raw(s, sicore_update_allocation, &req.encode_to_vec()).0);
+            statuses.push(sicore_c_rm::reload(s, "rm").0);
         }
-        for a in &m.assumed_allocations {
-            s.log.push(format!("assume:{}", a.allocation_key));
-            s.cache.insert(a.allocation_key.clone(), a.node_id.clone());
-            let held = s.cached_on(&a.node_id);
-            if let Some(k) = max_per_node.filter(|k| held > *k) {
-                s.violations.push(format!(
-                    "{} assumed on {} which now holds {held} > {k}",
-                    a.allocation_key, a.node_id
-                ));
+        self.record(|s| {
+            s.reentrant_statuses.extend(statuses);
+            for a in &m.new {
+                s.log.push(format!("alloc:{}", a.allocation_key));
             }
+            s.allocations.extend(m.new);
+            s.released.extend(m.released);
+            s.released_asks.extend(m.released_asks);
+            s.rejected_asks.extend(m.rejected);
+        });
+        Ok(())
+    }
+
+    fn update_application(&self, m: si::ApplicationResponse) -> Result<(), String> {
+        self.record(|s| {
+            s.apps_accepted
+                .extend(m.accepted.into_iter().map(|a| a.application_id));
+            s.apps_rejected.extend(m.rejected);
+            s.app_updates.extend(m.updated);
+        });
+        Ok(())
+    }
+
+    fn update_node(&self, m: si::NodeResponse) -> Result<(), String> {
+        self.record(|s| {
+            s.nodes_accepted
+                .extend(m.accepted.into_iter().map(|a| a.node_id));
+            s.nodes_rejected.extend(m.rejected);
+        });
+        Ok(())
+    }
+
+    fn predicates(&self, m: si::PredicatesArgs) -> Result<(), String> {
+        let (listed, max_per_node) = {
+            let b = self.behaviour.lock().unwrap();
+            (b.refuse_nodes.contains(&m.node_id), b.max_per_node)
+        };
+        let full =
+            max_per_node.is_some_and(|k| self.seen.lock().unwrap().cached_on(&m.node_id) >= k);
+        let refuse = listed || full;
+        self.record(|s| {
+            s.refused += refuse as usize;
+            s.reservations_approved += (!refuse && !m.allocate) as usize;
+            s.predicate_calls.push(m);
+        });
+        if refuse {
+            Err("node refused by the test RM".into())
+        } else {
+            Ok(())
         }
-        s.assumed.extend(m.assumed_allocations);
-        s.forgotten.extend(m.forget_allocations);
-    });
-    0
-}
-
-unsafe extern "C" fn on_event(ud: *mut c_void, p: *const u8, len: usize) {
-    let m: sicore_pb::EventRecords = msg(p, len);
-    rec(ud).record(|s| s.events.extend(m.events));
-}
-
-unsafe extern "C" fn on_container_state(ud: *mut c_void, p: *const u8, len: usize) {
-    let m: si::UpdateContainerSchedulingStateRequest = msg(p, len);
-    let r = rec(ud);
-    let slow = r.behaviour.lock().unwrap().slow_container_state;
-    if let Some(d) = slow {
-        std::thread::sleep(d);
     }
-    r.record(|s| s.container_states.push(m));
-}
 
-unsafe extern "C" fn on_update_configuration(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    reply: *mut sicore_reply,
-) {
-    let m: si::UpdateConfigurationRequest = msg(p, len);
-    let r = rec(ud);
-    let reject = r.behaviour.lock().unwrap().reject_config.clone();
-    r.record(|s| s.config_updates.push(m.configs));
-    let answer = si::UpdateConfigurationResponse {
-        success: reject.is_none(),
-        reason: reject.unwrap_or_default(),
-        ..Default::default()
+    fn resync_scheduler_cache(&self, m: si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        let max_per_node = self.behaviour.lock().unwrap().max_per_node;
+        self.record(|s| {
+            for f in &m.forget_allocations {
+                s.cache.remove(&f.allocation_key);
+            }
+            for a in &m.assumed_allocations {
+                s.log.push(format!("assume:{}", a.allocation_key));
+                s.cache.insert(a.allocation_key.clone(), a.node_id.clone());
+                let held = s.cached_on(&a.node_id);
+                if let Some(k) = max_per_node.filter(|k| held > *k) {
+                    s.violations.push(format!(
+                        "{} assumed on {} which now holds {held} > {k}",
+                        a.allocation_key, a.node_id
+                    ));
+                }
+            }
+            s.assumed.extend(m.assumed_allocations);
+            s.forgotten.extend(m.forget_allocations);
+        });
+        Ok(())
     }
-    .encode_to_vec();
-    sicore_reply_set(reply, answer.as_ptr(), answer.len());
-}
 
-unsafe extern "C" fn on_release(ud: *mut c_void) {
-    // SAFETY: the Arc leaked at registration; released exactly once.
-    let r = Arc::from_raw(ud as *const Recorder);
-    r.releases.fetch_add(1, Ordering::SeqCst);
+    fn send_event(&self, m: sicore_pb::EventRecords) {
+        self.record(|s| s.events.extend(m.events));
+    }
+
+    fn update_container_scheduling_state(&self, m: si::UpdateContainerSchedulingStateRequest) {
+        let slow = self.behaviour.lock().unwrap().slow_container_state;
+        if let Some(d) = slow {
+            std::thread::sleep(d);
+        }
+        self.record(|s| s.container_states.push(m));
+    }
+
+    fn update_configuration(
+        &self,
+        m: si::UpdateConfigurationRequest,
+    ) -> si::UpdateConfigurationResponse {
+        let reject = self.behaviour.lock().unwrap().reject_config.clone();
+        self.record(|s| s.config_updates.push(m.configs));
+        si::UpdateConfigurationResponse {
+            success: reject.is_none(),
+            reason: reject.unwrap_or_default(),
+            ..Default::default()
+        }
+    }
+
+    fn released(&self) {
+        self.releases.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 /// A recorder for a further RM on the same scheduler (multi-RM tests).
@@ -318,22 +255,13 @@ pub fn new_recorder(sched: *mut sicore_scheduler, behaviour: Behaviour) -> Arc<R
 /// The test RM's callback table, recording into `rec`.
 pub fn callbacks_for(rec: &Arc<Recorder>) -> sicore_callbacks {
     let with_predicates = rec.behaviour.lock().unwrap().with_predicates;
-    sicore_callbacks {
-        user_data: Arc::into_raw(rec.clone()) as *mut c_void,
-        update_allocation: Some(on_allocation),
-        update_application: Some(on_application),
-        update_node: Some(on_node),
-        predicates: if with_predicates {
-            Some(on_predicates)
-        } else {
-            None
+    sicore_c_rm::table(
+        rec,
+        Installed {
+            predicates: with_predicates,
+            ..Installed::all()
         },
-        resync_scheduler_cache: Some(on_resync),
-        send_event: Some(on_event),
-        update_container_scheduling_state: Some(on_container_state),
-        update_configuration: Some(on_update_configuration),
-        release: Some(on_release),
-    }
+    )
 }
 
 impl Recorder {
@@ -363,61 +291,16 @@ unsafe impl Send for Harness {}
 // SAFETY: as above.
 unsafe impl Sync for Harness {}
 
-pub fn take_string(buf: sicore_buffer) -> String {
-    if buf.data.is_null() {
-        return String::new();
-    }
-    // SAFETY: a buffer the library returned, read before it is freed.
-    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) })
-        .into_owned();
-    sicore_buffer_free(buf);
-    s
-}
+// Not every test uses every helper.
+#[allow(unused_imports)]
+pub use sicore_c_rm::{ask, node, res, take_string};
 
 pub fn options_bytes(o: &sicore_pb::SchedulerOptions) -> Vec<u8> {
     o.encode_to_vec()
 }
 
-pub fn res(pairs: &[(&str, i64)]) -> Option<si::Resource> {
-    Some(si::Resource {
-        resources: pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), si::Quantity { value: *v }))
-            .collect(),
-    })
-}
-
-pub fn node(id: &str, memory: i64, vcore: i64) -> si::NodeInfo {
-    si::NodeInfo {
-        node_id: id.into(),
-        action: si::node_info::ActionFromRm::Create as i32,
-        schedulable_resource: res(&[("memory", memory), ("vcore", vcore)]),
-        ..Default::default()
-    }
-}
-
 pub fn app(id: &str, queue: &str) -> si::AddApplicationRequest {
-    si::AddApplicationRequest {
-        application_id: id.into(),
-        queue_name: queue.into(),
-        partition_name: "default".into(),
-        ugi: Some(si::UserGroupInformation {
-            user: "alice".into(),
-            groups: vec![],
-        }),
-        ..Default::default()
-    }
-}
-
-pub fn ask(app: &str, key: &str, memory: i64, vcore: i64, repeat: i32) -> si::AllocationAsk {
-    si::AllocationAsk {
-        allocation_key: key.into(),
-        application_id: app.into(),
-        partition_name: "default".into(),
-        resource_ask: res(&[("memory", memory), ("vcore", vcore)]),
-        max_allocations: repeat,
-        ..Default::default()
-    }
+    sicore_c_rm::app(id, queue, "alice")
 }
 
 impl Harness {
@@ -427,16 +310,7 @@ impl Harness {
     }
 
     pub fn with_behaviour(options: sicore_pb::SchedulerOptions, behaviour: Behaviour) -> Self {
-        let bytes = options_bytes(&options);
-        let mut sched = std::ptr::null_mut();
-        let mut err = sicore_buffer::empty();
-        let st = sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err);
-        assert_eq!(
-            st,
-            sicore_status::SICORE_OK,
-            "sicore_new: {}",
-            take_string(err)
-        );
+        let sched = sicore_c_rm::new_scheduler(&options).unwrap_or_else(|e| panic!("{e}"));
         let rec = Arc::new(Recorder {
             seen: Mutex::new(Seen::default()),
             cv: Condvar::new(),
@@ -454,23 +328,8 @@ impl Harness {
 
     /// Registers RM `rm` with a policy group; returns the status and message.
     pub fn register(&self, rm: &str, policy_group: &str) -> (sicore_status, String) {
-        let req = si::RegisterResourceManagerRequest {
-            rm_id: rm.into(),
-            version: "test".into(),
-            policy_group: policy_group.into(),
-        }
-        .encode_to_vec();
         let cbs = self.callbacks();
-        let mut resp = sicore_buffer::empty();
-        let mut err = sicore_buffer::empty();
-        let st = sicore_register_resource_manager(
-            self.sched,
-            req.as_ptr(),
-            req.len(),
-            &cbs,
-            &mut resp,
-            &mut err,
-        );
+        let (st, msg) = sicore_c_rm::register(self.sched, rm, policy_group, "test", &cbs);
         if st != sicore_status::SICORE_OK {
             // The library released the refused table already; do not count
             // that as the end of the live registration.
@@ -480,8 +339,7 @@ impl Harness {
             );
             self.rec.releases.fetch_sub(1, Ordering::SeqCst);
         }
-        sicore_buffer_free(resp);
-        (st, take_string(err))
+        (st, msg)
     }
 
     /// Calls one of the asynchronous update entry points with raw bytes.
@@ -495,9 +353,7 @@ impl Harness {
         ) -> sicore_status,
         bytes: &[u8],
     ) -> (sicore_status, String) {
-        let mut err = sicore_buffer::empty();
-        let st = f(self.sched, bytes.as_ptr(), bytes.len(), &mut err);
-        (st, take_string(err))
+        sicore_c_rm::raw(self.sched, f, bytes)
     }
 
     pub fn nodes(&self, nodes: Vec<si::NodeInfo>) -> (sicore_status, String) {
@@ -551,22 +407,11 @@ impl Harness {
     }
 
     pub fn reload(&self, rm: &str) -> (sicore_status, String) {
-        let mut err = sicore_buffer::empty();
-        let st = sicore_update_configuration(self.sched, rm.as_ptr(), rm.len(), &mut err);
-        (st, take_string(err))
+        sicore_c_rm::reload(self.sched, rm)
     }
 
     pub fn dump(&self) -> serde_json::Value {
-        let mut json = sicore_buffer::empty();
-        let mut err = sicore_buffer::empty();
-        let st = sicore_state_dump(self.sched, &mut json, &mut err);
-        assert_eq!(
-            st,
-            sicore_status::SICORE_OK,
-            "state dump: {}",
-            take_string(err)
-        );
-        serde_json::from_str(&take_string(json)).expect("the dump is JSON")
+        sicore_c_rm::dump(self.sched).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Waits until `cond` holds on what the RM has seen.

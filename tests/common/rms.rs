@@ -1,7 +1,8 @@
 //! Resource managers that make random (sometimes hostile) requests through
 //! the public Rust API, and record what the scheduler tells them. Shared by
 //! the stateful fuzz target (`fuzz/fuzz_targets/two_rms.rs`, which includes
-//! this file by path) and the concurrency test (`tests/hardening_ci.rs`).
+//! this file by path) and the concurrency and soak tests
+//! (`tests/concurrency.rs`, `tests/soak.rs`).
 //!
 //! Every id an RM creates starts with `r<index>` of its RM, so a check can
 //! tell from an id alone who made it ([`owner_index`]). Besides its own

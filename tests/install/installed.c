@@ -35,7 +35,8 @@ int main(void) {
     }
     /* si.v1.RegisterResourceManagerRequest{rmID: "c-rm" (1), policyGroup: "queues" (3)} */
     static const uint8_t req[] = {0x0a, 4, 'c', '-', 'r', 'm', 0x1a, 6, 'q', 'u', 'e', 'u', 'e', 's'};
-    sicore_callbacks cb = {0}; /* NULL callbacks: not implemented */
+    /* NULL callbacks: not implemented */
+    sicore_callbacks cb = {.struct_size = sizeof cb};
     sicore_buffer resp = {0};
     if (sicore_register_resource_manager(s, req, sizeof req, &cb, &resp, &err) != SICORE_OK) {
         fprintf(stderr, "register: %.*s\n", (int)err.len, (const char *)err.data);

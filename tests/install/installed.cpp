@@ -40,7 +40,8 @@ int main() {
     Scheduler s(raw);
     // si.v1.RegisterResourceManagerRequest{rmID: "cxx-rm" (1), policyGroup: "queues" (3)}
     const std::string req = std::string("\x0a\x06") + "cxx-rm" + "\x1a\x06" + "queues";
-    const sicore_callbacks cb{};  // null callbacks: not implemented
+    sicore_callbacks cb{};  // null callbacks: not implemented
+    cb.struct_size = sizeof cb;
     sicore_buffer resp{};
     if (sicore_register_resource_manager(s.get(), reinterpret_cast<const uint8_t *>(req.data()),
                                          req.size(), &cb, &resp, &err) != SICORE_OK) {

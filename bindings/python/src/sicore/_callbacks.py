@@ -377,6 +377,7 @@ def add_registration(callback: ResourceManagerCallback, library: Library,
     with _registrations_lock:
         _registrations[handle] = reg
     table = sicore_callbacks()
+    table.struct_size = ctypes.sizeof(sicore_callbacks)
     table.user_data = handle
     for name, trampoline in _TRAMPOLINES.items():
         if name in _ALWAYS_INSTALLED or overrides(callback, name):

@@ -127,9 +127,14 @@ LOG_CALLBACK = ctypes.CFUNCTYPE(
 
 
 class sicore_callbacks(ctypes.Structure):  # noqa: N801 - the C name
-    """``struct sicore_callbacks``: the RM's callback table (NULL = not implemented)."""
+    """``struct sicore_callbacks``: the RM's callback table (NULL = not implemented).
+
+    ``struct_size`` is ``ctypes.sizeof(sicore_callbacks)``: the library reads
+    only the fields it covers.
+    """
 
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),
         ("user_data", ctypes.c_void_p),
         ("update_allocation", STATUS_CALLBACK),
         ("update_application", STATUS_CALLBACK),

@@ -9,7 +9,6 @@
 //! (decision, release to the RM, confirmation and the new allocation, all
 //! through the C ABI).
 
-use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,7 +17,9 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 
-use crate::{check, decode, register_sim, take_string};
+use sicore_c_rm::{confirm_replacements, table, Installed, Rm};
+
+use crate::{check, library_version, register_sim, take_string};
 
 /// The gang workload's size.
 pub struct GangArgs {
@@ -36,111 +37,47 @@ pub struct GangArgs {
 
 #[derive(Default)]
 struct Counters {
+    base: sicore_c_rm::Counters,
     sched: AtomicPtr<sicore_scheduler>,
-    placeholders: AtomicUsize,
-    real: AtomicUsize,
     replaced: AtomicUsize,
-    rejected: AtomicUsize,
     confirm_failures: AtomicUsize,
-    apps_accepted: AtomicUsize,
-    apps_rejected: AtomicUsize,
-    nodes_accepted: AtomicUsize,
-    predicate_calls: AtomicUsize,
 }
 
-fn counters<'a>(ud: *mut c_void) -> &'a Counters {
-    crate::user_data(ud)
-}
-
-unsafe extern "C" fn on_allocation(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let c = counters(ud);
-    let m: si::AllocationResponse = decode(p, len);
-    let placeholders = m.new.iter().filter(|a| a.placeholder).count();
-    c.placeholders.fetch_add(placeholders, Ordering::SeqCst);
-    c.real
-        .fetch_add(m.new.len() - placeholders, Ordering::SeqCst);
-    c.rejected.fetch_add(m.rejected.len(), Ordering::SeqCst);
-    // The placeholders to stop: confirm them at once.
-    let confirm: Vec<si::AllocationRelease> = m
-        .released
-        .into_iter()
-        .filter(|r| r.termination_type == si::TerminationType::PlaceholderReplaced as i32)
-        .map(|r| si::AllocationRelease {
-            termination_type: si::TerminationType::PlaceholderReplaced as i32,
-            message: String::new(),
-            ..r
-        })
-        .collect();
-    if !confirm.is_empty() {
-        c.replaced.fetch_add(confirm.len(), Ordering::SeqCst);
-        let req = si::AllocationRequest {
-            rm_id: "sim".into(),
-            releases: Some(si::AllocationReleasesRequest {
-                allocations_to_release: confirm,
-                ..Default::default()
-            }),
-            ..Default::default()
-        }
-        .encode_to_vec();
-        let st = sicore_update_allocation(
-            c.sched.load(Ordering::SeqCst),
-            req.as_ptr(),
-            req.len(),
-            std::ptr::null_mut(),
-        );
-        if st != sicore_status::SICORE_OK {
-            c.confirm_failures.fetch_add(1, Ordering::SeqCst);
-        }
+impl std::ops::Deref for Counters {
+    type Target = sicore_c_rm::Counters;
+    fn deref(&self) -> &Self::Target {
+        &self.base
     }
-    0
 }
 
-unsafe extern "C" fn on_application(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let c = counters(ud);
-    let m: si::ApplicationResponse = decode(p, len);
-    c.apps_accepted
-        .fetch_add(m.accepted.len(), Ordering::SeqCst);
-    c.apps_rejected
-        .fetch_add(m.rejected.len(), Ordering::SeqCst);
-    0
-}
+impl Rm for Counters {
+    fn update_allocation(&self, m: si::AllocationResponse) -> Result<(), String> {
+        self.base.allocation(&m);
+        // The placeholders to stop: confirm them at once.
+        let s = self.sched.load(Ordering::SeqCst);
+        if let Some((n, st)) = confirm_replacements(s, "sim", &m.released) {
+            self.replaced.fetch_add(n, Ordering::SeqCst);
+            if st != sicore_status::SICORE_OK {
+                self.confirm_failures.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
 
-unsafe extern "C" fn on_node(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let m: si::NodeResponse = decode(p, len);
-    counters(ud)
-        .nodes_accepted
-        .fetch_add(m.accepted.len() + m.rejected.len(), Ordering::SeqCst);
-    0
-}
+    fn update_application(&self, m: si::ApplicationResponse) -> Result<(), String> {
+        self.base.application(&m);
+        Ok(())
+    }
 
-unsafe extern "C" fn on_predicates(
-    ud: *mut c_void,
-    _p: *const u8,
-    _len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    counters(ud).predicate_calls.fetch_add(1, Ordering::Relaxed);
-    0
-}
+    fn update_node(&self, m: si::NodeResponse) -> Result<(), String> {
+        self.base.node(&m);
+        Ok(())
+    }
 
-unsafe extern "C" fn on_release(ud: *mut c_void) {
-    // SAFETY: the Arc leaked at registration; the library releases it once.
-    drop(Arc::from_raw(ud as *const Counters));
+    fn predicates(&self, _m: si::PredicatesArgs) -> Result<(), String> {
+        self.base.predicate();
+        Ok(())
+    }
 }
 
 fn resource(memory: i64, vcore: i64) -> Option<si::Resource> {
@@ -208,22 +145,13 @@ pub fn run(args: GangArgs) -> Result<(), String> {
     let handle = Handle(sched);
     let c = Arc::new(Counters::default());
     c.sched.store(sched, Ordering::SeqCst);
-    let table = sicore_callbacks {
-        user_data: Arc::into_raw(c.clone()) as *mut c_void,
-        update_allocation: Some(on_allocation),
-        update_application: Some(on_application),
-        update_node: Some(on_node),
-        predicates: if args.predicates {
-            Some(on_predicates)
-        } else {
-            None
+    let table = table(
+        &c,
+        Installed {
+            predicates: args.predicates,
+            ..Default::default()
         },
-        resync_scheduler_cache: None,
-        send_event: None,
-        update_container_scheduling_state: None,
-        update_configuration: None,
-        release: Some(on_release),
-    };
+    );
     register_sim(handle.0, &table)?;
 
     // Nodes with room for several members each.
@@ -343,10 +271,7 @@ pub fn run(args: GangArgs) -> Result<(), String> {
     let running = apps_list.iter().filter(|a| a["state"] == "Running").count();
 
     println!("sicore-sim gang report");
-    println!(
-        "  library              sicore {}",
-        env!("CARGO_PKG_VERSION")
-    );
+    println!("  library              sicore {}", library_version());
     println!("  nodes                {}", args.nodes);
     println!(
         "  applications         {} (one task group of {} members each)",
@@ -381,7 +306,8 @@ pub fn run(args: GangArgs) -> Result<(), String> {
             c.predicate_calls.load(Ordering::Relaxed)
         );
     }
-    let failures = c.confirm_failures.load(Ordering::SeqCst) + c.rejected.load(Ordering::SeqCst);
+    let failures =
+        c.confirm_failures.load(Ordering::SeqCst) + c.asks_rejected.load(Ordering::SeqCst);
     if failures > 0 {
         return Err(format!("{failures} confirmations or asks failed"));
     }

@@ -12,10 +12,10 @@ mod report;
 mod serve;
 
 use std::collections::BTreeMap;
-use std::ffi::c_void;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,7 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1::SchedulerOptions;
+use sicore_c_rm::{table, take_string, Installed, Rm, UpdateFn};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -81,17 +82,11 @@ struct Args {
     serve: Option<String>,
 }
 
-/// What the simulated RM has been told.
+/// What the simulated RM has been told: the shared counters, and the
+/// timing, the first rejection reasons and the `--html` samples.
 #[derive(Default)]
 struct Counters {
-    allocations: AtomicUsize,
-    nodes_accepted: AtomicUsize,
-    nodes_rejected: AtomicUsize,
-    apps_accepted: AtomicUsize,
-    apps_rejected: AtomicUsize,
-    asks_rejected: AtomicUsize,
-    assumed: AtomicUsize,
-    predicate_calls: AtomicUsize,
+    base: sicore_c_rm::Counters,
     first_alloc_ns: AtomicU64,
     last_alloc_ns: AtomicU64,
     start: Mutex<Option<Instant>>,
@@ -100,190 +95,105 @@ struct Counters {
     report: OnceLock<report::Recorder>,
 }
 
+impl std::ops::Deref for Counters {
+    type Target = sicore_c_rm::Counters;
+    fn deref(&self) -> &Self::Target {
+        &self.base
+    }
+}
+
 impl Counters {
-    /// Counts rejections and keeps the first few reasons for the report.
-    fn count_rejections(
-        &self,
-        counter: &AtomicUsize,
-        reasons: impl ExactSizeIterator<Item = String>,
-    ) {
-        counter.fetch_add(reasons.len(), Ordering::SeqCst);
+    /// Keeps the first few rejection reasons for the report.
+    fn keep_rejections(&self, reasons: impl Iterator<Item = String>) {
         let mut kept = self.rejections.lock().unwrap();
         let room = 20usize.saturating_sub(kept.len());
         kept.extend(reasons.take(room));
     }
 }
 
-/// The counters a workload registered as user data (`Arc<T>`, leaked at
-/// registration and reclaimed only by the workload's `release` callback,
-/// after the last callback).
-fn user_data<'a, T>(ud: *mut c_void) -> &'a T {
-    // SAFETY: see above: the pointer is a live Arc<T> for every callback.
-    unsafe { &*(ud as *const T) }
-}
-
-fn counters<'a>(ud: *mut c_void) -> &'a Counters {
-    user_data(ud)
-}
-
-/// Decodes a callback's message (an empty one if it does not decode).
-fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
-    // SAFETY: the library passes a message valid for the callback's duration.
-    M::decode(unsafe { std::slice::from_raw_parts(p, len) }).unwrap_or_default()
-}
-
-unsafe extern "C" fn on_allocation(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let c = counters(ud);
-    let m: si::AllocationResponse = decode(p, len);
-    if let Some(r) = c.report.get() {
-        r.on_allocation(&m);
+impl Rm for Counters {
+    fn update_allocation(&self, m: si::AllocationResponse) -> Result<(), String> {
+        if let Some(r) = self.report.get() {
+            r.on_allocation(&m);
+        }
+        if !m.new.is_empty() {
+            let since = self
+                .start
+                .lock()
+                .unwrap()
+                .map_or(0, |s| s.elapsed().as_nanos() as u64);
+            let _ =
+                self.first_alloc_ns
+                    .compare_exchange(0, since, Ordering::SeqCst, Ordering::SeqCst);
+            self.last_alloc_ns.store(since, Ordering::SeqCst);
+        }
+        self.base.allocation(&m);
+        self.keep_rejections(
+            m.rejected
+                .iter()
+                .map(|x| format!("ask {}: {}", x.allocation_key, x.reason)),
+        );
+        Ok(())
     }
-    if !m.new.is_empty() {
-        let since = c
-            .start
-            .lock()
-            .unwrap()
-            .map_or(0, |s| s.elapsed().as_nanos() as u64);
-        let _ = c
-            .first_alloc_ns
-            .compare_exchange(0, since, Ordering::SeqCst, Ordering::SeqCst);
-        c.last_alloc_ns.store(since, Ordering::SeqCst);
-        c.allocations.fetch_add(m.new.len(), Ordering::SeqCst);
+
+    fn update_application(&self, m: si::ApplicationResponse) -> Result<(), String> {
+        if let Some(r) = self.report.get() {
+            r.on_application(&m);
+        }
+        self.base.application(&m);
+        self.keep_rejections(
+            m.rejected
+                .iter()
+                .map(|x| format!("application {}: {}", x.application_id, x.reason)),
+        );
+        Ok(())
     }
-    c.count_rejections(
-        &c.asks_rejected,
-        m.rejected
-            .iter()
-            .map(|x| format!("ask {}: {}", x.allocation_key, x.reason)),
-    );
-    0
-}
 
-unsafe extern "C" fn on_application(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let c = counters(ud);
-    let m: si::ApplicationResponse = decode(p, len);
-    if let Some(r) = c.report.get() {
-        r.on_application(&m);
+    fn update_node(&self, m: si::NodeResponse) -> Result<(), String> {
+        self.base.node(&m);
+        self.keep_rejections(
+            m.rejected
+                .iter()
+                .map(|x| format!("node {}: {}", x.node_id, x.reason)),
+        );
+        Ok(())
     }
-    c.apps_accepted
-        .fetch_add(m.accepted.len(), Ordering::SeqCst);
-    c.count_rejections(
-        &c.apps_rejected,
-        m.rejected
-            .iter()
-            .map(|x| format!("application {}: {}", x.application_id, x.reason)),
-    );
-    0
-}
 
-unsafe extern "C" fn on_node(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let c = counters(ud);
-    let m: si::NodeResponse = decode(p, len);
-    c.nodes_accepted
-        .fetch_add(m.accepted.len(), Ordering::SeqCst);
-    c.count_rejections(
-        &c.nodes_rejected,
-        m.rejected
-            .iter()
-            .map(|x| format!("node {}: {}", x.node_id, x.reason)),
-    );
-    0
-}
-
-unsafe extern "C" fn on_predicates(
-    ud: *mut c_void,
-    _p: *const u8,
-    _len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    counters(ud).predicate_calls.fetch_add(1, Ordering::Relaxed);
-    0
-}
-
-unsafe extern "C" fn on_resync(
-    ud: *mut c_void,
-    p: *const u8,
-    len: usize,
-    _e: *mut sicore_reply,
-) -> i32 {
-    let m: si::ReSyncSchedulerCacheArgs = decode(p, len);
-    counters(ud)
-        .assumed
-        .fetch_add(m.assumed_allocations.len(), Ordering::Relaxed);
-    0
-}
-
-unsafe extern "C" fn on_release(ud: *mut c_void) {
-    // SAFETY: the Arc leaked at registration; the library releases it once.
-    drop(Arc::from_raw(ud as *const Counters));
-}
-
-fn take_string(buf: sicore_buffer) -> String {
-    if buf.data.is_null() {
-        return String::new();
+    fn predicates(&self, _m: si::PredicatesArgs) -> Result<(), String> {
+        self.base.predicate();
+        Ok(())
     }
-    // SAFETY: a buffer the library returned, read once before it is freed.
-    let s = String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(buf.data, buf.len) })
-        .into_owned();
-    sicore_buffer_free(buf);
-    s
+
+    fn resync_scheduler_cache(&self, m: si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        self.base.resync(&m);
+        Ok(())
+    }
+}
+
+/// The version of the library the simulator runs on (`sicore_version()`).
+fn library_version() -> String {
+    // SAFETY: sicore_version returns a static NUL-terminated string.
+    unsafe { std::ffi::CStr::from_ptr(sicore_version()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Registers the simulated RM `sim` (policy group `queues`) with `table`.
 fn register_sim(sched: *mut sicore_scheduler, table: &sicore_callbacks) -> Result<(), String> {
-    let reg = si::RegisterResourceManagerRequest {
-        rm_id: "sim".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        policy_group: "queues".into(),
-    }
-    .encode_to_vec();
-    let mut err = sicore_buffer::empty();
-    let st = sicore_register_resource_manager(
-        sched,
-        reg.as_ptr(),
-        reg.len(),
-        table,
-        std::ptr::null_mut(),
-        &mut err,
-    );
-    check("RegisterResourceManager", st, err)
+    let version = library_version();
+    sicore_c_rm::check(
+        "RegisterResourceManager",
+        sicore_c_rm::register(sched, "sim", "queues", &version, table),
+    )
 }
 
 fn check(what: &str, st: sicore_status, err: sicore_buffer) -> Result<(), String> {
-    let msg = take_string(err);
-    if st == sicore_status::SICORE_OK {
-        Ok(())
-    } else {
-        Err(format!("{what} failed with {st:?}: {msg}"))
-    }
+    sicore_c_rm::check(what, (st, take_string(err)))
 }
 
 fn resource(memory: i64, vcore: i64) -> Option<si::Resource> {
-    Some(si::Resource {
-        resources: [("memory", memory), ("vcore", vcore)]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), si::Quantity { value: v }))
-            .collect(),
-    })
+    sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
 }
-
-type UpdateFn =
-    extern "C" fn(*mut sicore_scheduler, *const u8, usize, *mut sicore_buffer) -> sicore_status;
 
 struct Sim {
     sched: *mut sicore_scheduler,
@@ -315,11 +225,7 @@ impl Sim {
     }
 
     fn dump(&self) -> Result<serde_json::Value, String> {
-        let mut json = sicore_buffer::empty();
-        let mut err = sicore_buffer::empty();
-        let st = sicore_state_dump(self.sched, &mut json, &mut err);
-        check("state dump", st, err)?;
-        serde_json::from_str(&take_string(json)).map_err(|e| e.to_string())
+        sicore_c_rm::dump(self.sched)
     }
 }
 
@@ -371,14 +277,7 @@ fn run(args: Args) -> Result<(), String> {
     if let Some(addr) = &args.serve {
         options.rest_address = addr.clone();
     }
-    let bytes = options.encode_to_vec();
-    let mut sched = std::ptr::null_mut();
-    let mut err = sicore_buffer::empty();
-    check(
-        "sicore_new",
-        sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err),
-        err,
-    )?;
+    let sched = sicore_c_rm::new_scheduler(&options)?;
     let sim = Sim {
         sched,
         counters: Arc::new(Counters::default()),
@@ -394,22 +293,14 @@ fn run(args: Args) -> Result<(), String> {
         }
     };
 
-    let table = sicore_callbacks {
-        user_data: Arc::into_raw(sim.counters.clone()) as *mut c_void,
-        update_allocation: Some(on_allocation),
-        update_application: Some(on_application),
-        update_node: Some(on_node),
-        predicates: if args.predicates {
-            Some(on_predicates)
-        } else {
-            None
+    let table = table(
+        &sim.counters,
+        Installed {
+            predicates: args.predicates,
+            resync_scheduler_cache: true,
+            ..Default::default()
         },
-        resync_scheduler_cache: Some(on_resync),
-        send_event: None,
-        update_container_scheduling_state: None,
-        update_configuration: None,
-        release: Some(on_release),
-    };
+    );
     register_sim(sim.sched, &table)?;
 
     // Nodes: memory around 400,000 and 250 vcores, so the default workload
@@ -548,7 +439,7 @@ fn run(args: Args) -> Result<(), String> {
     let last = c.last_alloc_ns.load(Ordering::SeqCst) as f64 / 1e9;
     let dump = sim.dump()?;
     println!("sicore-sim report");
-    println!("  library            sicore {}", env!("CARGO_PKG_VERSION"));
+    println!("  library            sicore {}", library_version());
     println!("  configuration      {config_name}");
     println!("  seed               {}", args.seed);
     println!(
@@ -639,10 +530,7 @@ fn run(args: Args) -> Result<(), String> {
     println!("\napplication states  {by_state:?}");
     if let (Some(path), Some(rec)) = (&args.html, c.report.get()) {
         let meta = vec![
-            (
-                "library".into(),
-                format!("sicore {}", env!("CARGO_PKG_VERSION")),
-            ),
+            ("library".into(), format!("sicore {}", library_version())),
             ("configuration".into(), config_name.clone()),
             ("seed".into(), args.seed.to_string()),
             ("nodes".into(), args.nodes.to_string()),
