@@ -23,6 +23,12 @@ pub const DEFAULT_APP_TERMINATED_TIMEOUT: Duration = Duration::from_secs(3 * 24 
 pub const DEFAULT_PLACEHOLDER_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// Period of the outstanding-request check.
 pub const DEFAULT_OUTSTANDING_CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// Most waiting asks one RM may hold (`SchedulerOptions.max_asks_per_rm`):
+/// the largest benchmark shape (500,000 asks) fits; beyond it one RM's
+/// backlog would cost every scheduling pass more than the others can wait.
+pub const DEFAULT_MAX_ASKS_PER_RM: u64 = 500_000;
+/// Period of the queue cleaner (the reference's partition manager, spec 3.7).
+pub const DEFAULT_QUEUE_CLEANER_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Options of one scheduler instance, with defaults applied.
 #[derive(Debug, Clone)]
@@ -60,6 +66,10 @@ pub struct Options {
     /// Access control and limits of the REST service, checked when it
     /// starts (see `rest::settings`).
     pub rest: crate::proto::sicore::v1::RestOptions,
+    /// Most waiting asks one RM may hold across its partitions.
+    pub max_asks_per_rm: u64,
+    /// Period of the queue cleaner (removes empty draining queues).
+    pub queue_cleaner_interval: Duration,
 }
 
 impl Default for Options {
@@ -144,6 +154,24 @@ impl Options {
             event_types: EventTypes::parse(&p.event_types).map_err(Error::invalid)?,
             rest_address: p.rest_address.trim().to_string(),
             rest: p.rest.unwrap_or_default(),
+            max_asks_per_rm: match p.max_asks_per_rm {
+                None => DEFAULT_MAX_ASKS_PER_RM,
+                Some(0) => {
+                    return Err(Error::invalid(
+                        "SchedulerOptions.max_asks_per_rm: must be positive (unset means 500000)",
+                    ))
+                }
+                Some(n) => n,
+            },
+            queue_cleaner_interval: match p.queue_cleaner_interval_ms {
+                None => DEFAULT_QUEUE_CLEANER_INTERVAL,
+                Some(0) => {
+                    return Err(Error::invalid(
+                        "SchedulerOptions.queue_cleaner_interval_ms: must be positive (unset means 10 seconds)",
+                    ))
+                }
+                Some(ms) => Duration::from_millis(ms),
+            },
         })
     }
 }

@@ -406,7 +406,10 @@ fn reload_raises_and_lowers_limits_while_applications_run() {
 #[test]
 fn reload_drains_removed_queues() {
     let dir = temp_config_dir("drain");
-    let h = Harness::configured(dir_options(&dir, &reload_config("", "")), 1);
+    let mut o = dir_options(&dir, &reload_config("", ""));
+    // Removed queues go when the queue cleaner runs (spec 3.7).
+    o.queue_cleaner_interval_ms = Some(200);
+    let h = Harness::configured(o, 1);
     assert_eq!(h.submit(app("b1", "root.b")), Ok(()));
     assert_eq!(h.asks(vec![ask("b1", "k", 100, 1, 1)]).0, SICORE_OK);
     h.wait("b1", |s| s.allocations.len() == 1);
@@ -429,19 +432,22 @@ fn reload_drains_removed_queues() {
         find_queue(&h.dump(), "default", "root.b").unwrap()["state"],
         "Active"
     );
-    // removed again; once its last application leaves, the queue goes
+    // removed again; once its last application leaves, the cleaner
+    // removes the queue
     ok_reload(&h, &dir, without_b);
     assert_eq!(h.apps(vec![], vec![remove("b1")]).0, SICORE_OK);
     h.wait_dump("root.b removed", |d| {
         find_queue(d, "default", "root.b").is_none()
     });
-    // an empty queue removed by a reload goes at once
+    // an empty queue removed by a reload drains until the cleaner runs
     ok_reload(
         &h,
         &dir,
         "\npartitions:\n  - queues:\n      - name: root\n        submitacl: \"*\"\n",
     );
-    assert!(find_queue(&h.dump(), "default", "root.a").is_none());
+    h.wait_dump("root.a removed", |d| {
+        find_queue(d, "default", "root.a").is_none()
+    });
 }
 
 #[test]

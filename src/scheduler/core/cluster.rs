@@ -119,6 +119,15 @@ impl Core {
         let rm = req.rm_id.clone();
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut rejected = Vec::new();
+        // The per-RM limit on waiting asks, over all the RM's partitions.
+        let limit = self.options.max_asks_per_rm;
+        let mut waiting: u64 = self.rms.get(&rm).map_or(0, |r| {
+            r.partitions
+                .iter()
+                .filter_map(|k| self.partitions.get(k))
+                .map(|p| p.waiting_asks as u64)
+                .sum()
+        });
         // Asks of one request nearly always share a partition: resolve its
         // internal name once.
         let mut last: Option<(&str, Result<PartitionKey, String>)> = None;
@@ -133,7 +142,20 @@ impl Core {
                     "Failed to find partition {k}, for application {} and allocation {}",
                     ask.app, ask.key
                 )),
-                Ok((_, Some(p))) => p.add_ask(ask, &mut out),
+                Ok((_, Some(p)))
+                    if waiting >= limit && !p.is_waiting(&ask.app, &ask.key) =>
+                {
+                    Err(format!(
+                        "ask {} of application {} rejected: RM {rm} already holds {waiting} waiting asks, the limit set by SchedulerOptions.max_asks_per_rm",
+                        ask.key, ask.app
+                    ))
+                }
+                Ok((_, Some(p))) => {
+                    let before = p.waiting_asks as u64;
+                    let added = p.add_ask(ask, &mut out);
+                    waiting = (waiting + p.waiting_asks as u64).saturating_sub(before);
+                    added
+                }
             };
             if let Err(reason) = result {
                 rejected.push(si::RejectedAllocationAsk {
@@ -273,8 +295,13 @@ impl Core {
     pub(super) fn schedule(&mut self) -> usize {
         let mut made = 0;
         let names: Vec<PartitionKey> = self.partitions.keys().cloned().collect();
+        let touched = std::mem::take(&mut self.touched);
+        let all = std::mem::replace(&mut self.all_touched, false);
         for name in names {
             let p = self.partitions.get_mut(&name).expect("listed");
+            if p.nodes.is_empty() && !all && !touched.contains(&p.rm_id) {
+                continue;
+            }
             let rm = p.rm_id.clone();
             let cb = self.rms.get(&rm).map(|r| r.callback.clone());
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();

@@ -66,6 +66,13 @@ pub struct Core {
     events_retired: EventStats,
     next_event_flush: Instant,
     next_outstanding_check: Instant,
+    next_queue_clean: Instant,
+    /// RMs whose partitions changed since the last scheduling step (their
+    /// requests, timers); `all_touched` stands for every RM. A partition
+    /// without nodes is passed over unless its RM is here: nothing can be
+    /// placed there, and its asks were tried when they came.
+    touched: std::collections::HashSet<String>,
+    all_touched: bool,
     /// Prometheus metrics (spec 15.2), shared with readers.
     metrics: Arc<dyn CoreMetrics>,
     next_metrics_refresh: Instant,
@@ -98,6 +105,9 @@ impl Core {
             events_retired: EventStats::default(),
             next_event_flush: now + options.event_flush_interval,
             next_outstanding_check: now + options.outstanding_check_interval,
+            next_queue_clean: now + options.queue_cleaner_interval,
+            touched: Default::default(),
+            all_touched: true,
             metrics: Arc::new(NoMetrics),
             next_metrics_refresh: now,
             next_history_sample: now,
@@ -188,6 +198,23 @@ impl Core {
     }
 
     fn handle(&mut self, cmd: Command) {
+        match &cmd {
+            Command::Allocation(r) => self.touch(&r.rm_id),
+            Command::Application(r) => self.touch(&r.rm_id),
+            Command::Node(r) => self.touch(&r.rm_id),
+            Command::Register { rm_id, .. }
+            | Command::Reload { rm_id, .. }
+            | Command::ApplyConfigText { rm_id, .. }
+            | Command::WatchApply { rm_id, .. } => self.touch(rm_id),
+            // Observers and dry runs only read.
+            Command::Dump { .. }
+            | Command::Snapshot(_)
+            | Command::ConfigTarget { .. }
+            | Command::Shutdown
+            | Command::WatchRejected { .. } => {}
+            // A policy group's text: any RM's partitions.
+            Command::SetPolicyConfig { .. } => self.all_touched = true,
+        }
         match cmd {
             // A panic in a synchronous call is answered, not left as a
             // dropped reply: the caller learns it was a bug, with the
@@ -271,6 +298,13 @@ impl Core {
             })),
             Command::Snapshot(reply) => reply.send(self.snapshot()),
             Command::Shutdown => {}
+        }
+    }
+
+    /// Notes that `rm_id`'s partitions may have changed.
+    fn touch(&mut self, rm_id: &str) {
+        if !self.touched.contains(rm_id) {
+            self.touched.insert(rm_id.to_string());
         }
     }
 

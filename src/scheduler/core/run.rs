@@ -13,7 +13,7 @@ use super::{Command, Core};
 use crate::proto::si::v1 as si;
 use crate::scheduler::observe::{HISTORY_INTERVAL, REFRESH_INTERVAL};
 use crate::scheduler::outcome::Outbound;
-use crate::scheduler::partition::OUTSTANDING_REASON;
+use crate::scheduler::partition::{OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 
 /// Most commands taken from the inbox before the core looks at timers and
 /// runs a pass.
@@ -78,9 +78,13 @@ impl Core {
         next_timer.map_or(idle, |t| t.min(idle)).min(periodic)
     }
 
-    /// When the next periodic job (event flush, outstanding check) is due.
+    /// When the next periodic job (event flush, outstanding check, queue
+    /// cleaner) is due.
     fn next_periodic(&self) -> Instant {
-        let next = self.next_outstanding_check.min(self.next_metrics_refresh);
+        let next = self
+            .next_outstanding_check
+            .min(self.next_metrics_refresh)
+            .min(self.next_queue_clean);
         if self.options.disable_events {
             next
         } else {
@@ -88,13 +92,20 @@ impl Core {
         }
     }
 
-    /// The outstanding-request check (spec 8.12), the event flush (spec
-    /// 13.1) and the metrics refresh, each at its own cadence.
+    /// The outstanding-request check (spec 8.12), the queue cleaner (spec
+    /// 3.7), the event flush (spec 13.1) and the metrics refresh, each at
+    /// its own cadence.
     pub(super) fn periodic(&mut self) {
         let now = self.clock.now();
         if now >= self.next_outstanding_check {
             self.next_outstanding_check = now + self.options.outstanding_check_interval;
             self.report_outstanding();
+        }
+        if now >= self.next_queue_clean {
+            self.next_queue_clean = now + self.options.queue_cleaner_interval;
+            for p in self.partitions.values_mut() {
+                p.clean_queues();
+            }
         }
         if now >= self.next_event_flush {
             self.next_event_flush = now + self.options.event_flush_interval;
@@ -112,16 +123,23 @@ impl Core {
         }
     }
 
-    /// Sends `FAILED` for every outstanding ask (spec 8.12).
+    /// Sends `FAILED` for the asks passes tried and could not place since
+    /// the last check (spec 8.12), at most [`OUTSTANDING_REPORT_BUDGET`]
+    /// per partition: the check costs what the passes noted, never a walk
+    /// over every waiting ask.
     fn report_outstanding(&mut self) {
-        for p in self.partitions.values() {
+        for p in self.partitions.values_mut() {
             let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
             if !rm.callback.has_container_scheduling_state() {
-                continue; // nobody to tell: the walk would be wasted
+                continue; // nobody to tell
             }
-            for (app, key) in p.outstanding_requests() {
+            if p.tried.is_empty() {
+                p.tried.armed = true; // the next pass notes again
+                continue;
+            }
+            for (app, key) in p.outstanding_requests(OUTSTANDING_REPORT_BUDGET) {
                 let req = si::UpdateContainerSchedulingStateRequest {
                     applicartion_id: app.to_string(),
                     allocation_key: key.to_string(),
@@ -161,6 +179,9 @@ impl Core {
                 continue;
             };
             if let Some(p) = self.partitions.get_mut(&t.partition) {
+                if !self.touched.contains(&p.rm_id) {
+                    self.touched.insert(p.rm_id.clone());
+                }
                 let out = self.outcomes.entry(p.rm_id.clone()).or_default();
                 p.on_timer(&t, out);
             }

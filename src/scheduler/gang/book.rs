@@ -61,12 +61,14 @@ pub(super) fn is_real_member(ask: &Ask) -> bool {
 
 impl Partition {
     /// Admission of an application with a non-zero `placeholderAsk` to leaf
-    /// `q` (spec 9.2).
+    /// `q` (spec 9.2); `leaf_max`, when given, stands for the leaf's own
+    /// max (the one the application's quota tag is about to set).
     pub(crate) fn admit_gang(
         &self,
         q: QueueId,
         app_id: &str,
         ask: &Resource,
+        leaf_max: Option<&Resource>,
     ) -> Result<(), String> {
         let leaf = self.queues.get(q);
         if ask.has_negative() {
@@ -89,7 +91,12 @@ impl Partition {
             if queue.parent.is_none() {
                 break;
             }
-            if let Some(m) = &queue.max {
+            let own = if c == q {
+                leaf_max.or(queue.max.as_ref())
+            } else {
+                queue.max.as_ref()
+            };
+            if let Some(m) = own {
                 max = Some(match max {
                     None => m.clone(),
                     Some(mut merged) => {
@@ -223,8 +230,9 @@ impl Partition {
         if restore_ask {
             if let Some(slot) = app.asks.slot_of(&real.key) {
                 let ask = app.asks.at_mut(slot);
-                if ask.pending_repeat <= 0 {
-                    app.ask_order.insert(ask.order_key(), slot);
+                if ask.pending_repeat <= 0 && app.ask_order.insert(ask.order_key(), slot).is_none()
+                {
+                    self.waiting_asks += 1;
                 }
                 ask.pending_repeat += 1;
                 app.pending.add_assign(&real.resource);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::events;
 use crate::proto::si::v1 as si;
 use crate::scheduler::objects::allocs::Allocation;
-use crate::scheduler::objects::application::{AppEvent, Ask};
+use crate::scheduler::objects::application::{AppEvent, AppState, Ask};
 use crate::scheduler::objects::reservation::ReservedAsk;
 use crate::scheduler::outcome::{NewAllocation, Outcomes};
 use crate::scheduler::partition::{apps, Partition};
@@ -390,8 +390,9 @@ impl Partition {
             g.real += 1;
         }
         // The first replacement does not move the state on: the last
-        // placeholder did already (spec 6.3).
-        let first = app.allocated().is_zero();
+        // placeholder did already (spec 6.3). An application that went
+        // `Completing` meanwhile runs again: it holds a real allocation.
+        let first = app.allocated().is_zero() && app.state != AppState::Completing;
         app.allocate(&real.resource, self.queues.get_mut(app.queue));
         app.started = true;
         if app.gang.placeholders == 0 {

@@ -174,7 +174,7 @@ impl Partition {
             return NodeSwapAction::None;
         }
         // The real allocation is elsewhere: it lands (confirmed now); the
-        // placeholder counts as released (the RM was told of the swap).
+        // placeholder counts as released, and is reported so with the node.
         match self.complete_swap(uuid, out) {
             Some(real) => NodeSwapAction::Confirmed(real),
             None => NodeSwapAction::Handled,
@@ -201,6 +201,6 @@ pub(crate) enum NodeSwapAction {
     None,
     /// Dealt with; nothing to remove or report.
     Handled,
-    /// The swap was confirmed: report its real allocation.
+    /// The swap was confirmed: report the placeholder released and its real allocation.
     Confirmed(Arc<NewAllocation>),
 }

@@ -32,15 +32,21 @@ impl Partition {
                 self.queues.get(queue).path
             ));
         }
+        // The quota tag sets a dynamic leaf's max before the gang is
+        // admitted against it (spec 3.5, 9.2); it is applied only once the
+        // application is in, so a refusal changes nothing.
+        let quota = self.quota_tag(queue, &req.tags);
         if let Some(ask) = placeholder_ask.as_ref().filter(|r| !r.is_zero()) {
-            if let Err(e) = self.admit_gang(queue, app_id, ask) {
+            if let Err(e) = self.admit_gang(queue, app_id, ask, quota.as_ref()) {
                 if !self.queues.get(queue).managed {
                     self.cleanup_queue(queue); // created for this application only
                 }
                 return Err(e);
             }
         }
-        self.apply_quota_tag(queue, &req.tags);
+        if let Some(max) = quota {
+            self.queues.get_mut(queue).max = Some(max);
+        }
         let seq = self.next_seq();
         let id: Arc<str> = Arc::from(app_id);
         let (slot, _) = self.apps.insert(
@@ -153,23 +159,21 @@ pub(crate) fn counts_as_running(a: &Application) -> bool {
 }
 
 impl Partition {
-    /// `namespace.resourcequota` on an application added to a dynamic leaf
-    /// replaces the leaf's max (spec 3.5). Ignored for managed queues and
-    /// for values that do not parse or are not strictly positive.
-    fn apply_quota_tag(&mut self, queue: QueueId, tags: &BTreeMap<String, String>) {
+    /// The max that `namespace.resourcequota` on an application added to a
+    /// dynamic leaf sets for that leaf (spec 3.5). `None` for managed
+    /// queues and for values that do not parse or are not strictly positive.
+    fn quota_tag(&self, queue: QueueId, tags: &BTreeMap<String, String>) -> Option<Resource> {
         if self.queues.get(queue).managed {
-            return;
+            return None;
         }
-        let Some((_, text)) = tags
+        let (_, text) = tags
             .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(TAG_RESOURCE_QUOTA))
-        else {
-            return;
-        };
-        match parse_quota(text) {
-            Some(max) => self.queues.get_mut(queue).max = Some(max),
-            None => log::warn!("ignoring {TAG_RESOURCE_QUOTA} tag value {text:?}"),
+            .find(|(k, _)| k.eq_ignore_ascii_case(TAG_RESOURCE_QUOTA))?;
+        let max = parse_quota(text);
+        if max.is_none() {
+            log::warn!("ignoring {TAG_RESOURCE_QUOTA} tag value {text:?}");
         }
+        max
     }
 
     /// The applications of leaf `q` that may be scheduled, in submission

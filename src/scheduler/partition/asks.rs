@@ -74,7 +74,9 @@ impl Partition {
         let order = new.order_key();
         // An ask with the same key is replaced (spec 7.1), in its slot.
         let (slot, replaced) = app.asks.insert(ask.key.clone(), new);
-        app.ask_order.insert(order, slot);
+        if app.ask_order.insert(order, slot).is_none() {
+            self.waiting_asks += 1;
+        }
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);
@@ -101,7 +103,9 @@ impl Partition {
     /// reservations and the pending demand.
     fn forget_ask(&mut self, app_id: &str, old: Ask) {
         let app = self.apps.get_mut(app_id).expect("the ask's application");
-        app.ask_order.remove(&old.order_key());
+        if app.ask_order.remove(&old.order_key()).is_some() {
+            self.waiting_asks = self.waiting_asks.saturating_sub(1);
+        }
         // A removed or replaced ask gives up its reservations (spec 8.9).
         self.reservations.cancel_ask(&ReservedAsk {
             app: app.id.clone(),
@@ -111,6 +115,15 @@ impl Partition {
         app.pending.sub_clamped_assign(&demand);
         let q = app.queue;
         self.queues.sub_pending(q, &demand);
+    }
+
+    /// Whether `app_id` has ask `key` waiting (allocations still to make):
+    /// replacing it does not add a waiting ask.
+    pub fn is_waiting(&self, app_id: &str, key: &str) -> bool {
+        self.apps
+            .get(app_id)
+            .and_then(|a| a.asks.get(key))
+            .is_some_and(|a| a.pending_repeat > 0)
     }
 
     /// Releases asks (spec 7.4). Nothing is sent back.

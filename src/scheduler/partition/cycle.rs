@@ -79,16 +79,26 @@ impl Partition {
             }
         }
         let root = self.queues.get(ROOT);
+        let track_tried = cb.is_some_and(|c| c.has_container_scheduling_state());
         // No max on root means no nodes, or an unlimited node (spec 11.6;
-        // v0.12 could not allocate there, sicore does).
-        if (root.max.is_none() && !self.has_unlimited_node())
+        // v0.12 could not allocate there, sicore does). Without nodes the
+        // pass only finds which asks wait (the outstanding check, for an
+        // autoscaler): not worth it when nobody takes the reports.
+        if (root.max.is_none() && !self.has_unlimited_node() && !track_tried)
             || !root.pending.is_strictly_positive()
         {
             return 0;
         }
         let cb = barrier.as_ref();
         let now = self.clock.now(); // one read per pass
-        let mut pass = PassState::default();
+                                    // One pass per check interval notes what it tries (each later pass
+                                    // would note the same asks again); without nodes every pass does,
+                                    // since passes run there only when the RM sent something.
+        let note = track_tried && (self.tried.armed || self.nodes.is_empty());
+        let mut pass = PassState {
+            track_tried: note,
+            ..Default::default()
+        };
         let mut made = 0;
         if !self.reservations.is_empty() {
             made += self.reserved_pass(cb, budget, out);
@@ -108,6 +118,12 @@ impl Partition {
                 None => break,
             }
             made += 1;
+        }
+        if note {
+            self.tried.armed = false;
+            for (app, key) in pass.tried.drain(..) {
+                self.tried.note(app, key);
+            }
         }
         // The REQUEST events of the pass.
         out.events.append(&mut pass.events);
@@ -373,6 +389,10 @@ impl Partition {
                     }
                     NodeChoice::Reserve(node) => {
                         pass.ask_cursor.insert(app.seq, *okey);
+                        if pass.track_tried {
+                            // Holds a node, still waits for room on it.
+                            pass.tried.push((app.id.clone(), ask.key.clone()));
+                        }
                         return Some(Decision::Reserve {
                             app: app.id.clone(),
                             key: ask.key.clone(),
@@ -384,6 +404,11 @@ impl Partition {
             } else {
                 // Skipped for queue headroom: a REQUEST event (spec 13.2).
                 pass.events.push(self.queue_headroom_event(app, ask));
+            }
+            // Tried and not placed: outstanding, if it fits the queue's
+            // configured limits (checked when reported).
+            if pass.track_tried {
+                pass.tried.push((app.id.clone(), ask.key.clone()));
             }
             pass.ask_cursor.insert(app.seq, *okey);
         }

@@ -16,6 +16,10 @@ use si::event_record::Type as EventType;
 
 /// Info passed with `failApplication` when a partition goes away.
 pub const INFO_PARTITION_REMOVED: &str = "PartitionRemoved";
+/// `state_epoch` of a `Completing` application whose timer fired while it
+/// still held placeholders: no state timer runs for it any more. Real
+/// epochs come from the partition's sequence, which starts at 1.
+const TIMER_SPENT: u64 = 0;
 /// Message of placeholder releases by the completing timer.
 pub const MSG_PLACEHOLDERS_ON_COMPLETE: &str = "releasing placeholders on app complete";
 
@@ -143,6 +147,10 @@ impl Partition {
                 // The timer is now spent; completion follows when the RM
                 // confirms the last placeholder gone (spec 6.2). Those
                 // already being replaced or released are not released again.
+                self.apps
+                    .get_mut(&t.app)
+                    .expect("looked up above")
+                    .state_epoch = TIMER_SPENT;
                 let released = self.release_free_placeholders(&t.app, MSG_PLACEHOLDERS_ON_COMPLETE);
                 if !released.is_empty() {
                     out.new_allocation_message(si::AllocationResponse {
@@ -223,6 +231,7 @@ impl Partition {
             self.remove_allocation(&u);
         }
         let app = self.apps.remove(app_id).expect("looked up above");
+        self.waiting_asks = self.waiting_asks.saturating_sub(app.ask_order.len());
         if app.counted_active {
             self.queues.adjust_active_apps(app.queue, false);
         }
@@ -240,16 +249,21 @@ impl Partition {
             finished_ns,
         });
         let q = app.queue;
-        if !self.queues.get(q).managed || self.queues.is_draining(q) {
-            self.cleanup_queue(q); // also removes emptied draining queues
+        if !self.queues.get(q).managed {
+            self.cleanup_queue(q);
         }
         finished_ns
     }
 
-    /// Removes empty dynamic queues from `q` upwards.
+    /// Removes empty dynamic queues from `q` upwards. Managed queues, and
+    /// draining ones among them, are left to the queue cleaner
+    /// ([`Self::clean_queues`]).
     pub(crate) fn cleanup_queue(&mut self, q: QueueId) {
         let mut cur = Some(q);
         while let Some(c) = cur {
+            if self.queues.get(c).managed {
+                break;
+            }
             let parent = self.queues.get(c).parent;
             if !self.queues.remove_if_unused(c) {
                 break;
@@ -258,9 +272,22 @@ impl Partition {
         }
     }
 
-    /// Whether the application holds no real (non-placeholder) allocation.
+    /// The queue cleaner (the reference's partition manager, spec 3.7):
+    /// empty draining queues, and empty dynamic ones, go, children first. A
+    /// queue a reload took out of the configuration stays `Draining` (and
+    /// refuses new applications) until this runs.
+    pub fn clean_queues(&mut self) {
+        self.queues.remove_unused();
+    }
+
+    /// Whether the application holds no real (non-placeholder) allocation:
+    /// none of its own, and none in flight in a swap (made for it, waiting
+    /// for the RM to confirm the placeholder gone). An application that
+    /// holds one is not done, whatever became of its asks.
     fn no_real_allocations(&self, app: &Application) -> bool {
         app.allocations.len() <= app.gang.placeholders
+            && (app.gang.free == app.gang.placeholders
+                || !self.gang.swaps.values().any(|s| s.real.app == app.id))
     }
 
     /// Completion check after asks were removed (spec 6.3): no demand and
@@ -298,9 +325,13 @@ impl Partition {
         let no_placeholders = app.gang.placeholders == 0;
         if placeholders && no_placeholders {
             match state {
-                AppState::Completing => {
+                // Only once the completing timer is spent: while it runs,
+                // the application may still get new asks (spec 6.3), and
+                // the timer completes it.
+                AppState::Completing if no_real && app.state_epoch == TIMER_SPENT => {
                     return self.fire(app_id, AppEvent::Complete, None, out);
                 }
+                AppState::Completing => return,
                 AppState::Failing => return self.fire(app_id, AppEvent::Fail, None, out),
                 AppState::Resuming => return self.fire(app_id, AppEvent::Run, None, out),
                 _ => {}

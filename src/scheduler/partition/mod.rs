@@ -9,7 +9,7 @@ mod lifecycle;
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass
-pub use outstanding::OUTSTANDING_REASON;
+pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
 use std::collections::VecDeque;
@@ -28,7 +28,7 @@ use super::objects::reservation::{Reservations, ReservedAsk};
 use super::outcome::{AppTimer, NewAllocation, Outcomes};
 use super::placement::{PlacementManager, QueueView};
 use super::request::priority_of;
-use super::resource::{compare_shares, shares, Resource};
+use super::resource::Resource;
 use super::{FastMap, FastSet};
 use crate::api::ResourceManagerCallback;
 use crate::config::PartitionConfig;
@@ -107,6 +107,10 @@ struct PassState {
     unfit_shapes: [FastSet<Resource>; 2],
     /// Event records of the pass (REQUEST events, spec 13.2).
     events: Vec<si::EventRecord>,
+    /// Whether the pass notes the asks it tries without placing them in
+    /// `tried` (for the outstanding check).
+    track_tried: bool,
+    tried: Vec<(Arc<str>, Arc<str>)>,
 }
 
 /// A partition.
@@ -144,6 +148,12 @@ pub struct Partition {
     pub reservations: Reservations,
     /// Gang swaps in flight and placeholders being released (spec 9).
     pub gang: GangBook,
+    /// Asks with allocations still to make (in their application's
+    /// `ask_order`), over all applications: what the per-RM limit
+    /// `max_asks_per_rm` counts.
+    pub waiting_asks: usize,
+    /// Asks passes tried without placing them, for the outstanding check.
+    pub tried: TriedAsks,
     pub(crate) seq: u64,
     pub(crate) timeouts: AppTimeouts,
     /// The partition's only source of time (timers, ages, timestamps).
@@ -200,6 +210,8 @@ impl Partition {
             allocation_count: 0,
             reservations: Reservations::default(),
             gang: GangBook::default(),
+            waiting_asks: 0,
+            tried: TriedAsks::default(),
             seq: 0,
             timeouts,
             clock,
@@ -251,8 +263,9 @@ impl Partition {
             &cfg.node_sort_policy.resource_weights,
         )?;
         // Every check comes before the first change (nothing half-applied).
+        // Queues that left the configuration drain until the queue
+        // cleaner removes them (spec 3.7).
         self.queues.reconfigure(root)?;
-        self.queues.remove_unused();
         self.placement = placement;
         self.nodes.set_policy(policy);
         // Policies and guarantees may have changed.

@@ -316,6 +316,15 @@ impl Partition {
                 crate::scheduler::gang::NodeSwapAction::None => {}
                 crate::scheduler::gang::NodeSwapAction::Handled => continue,
                 crate::scheduler::gang::NodeSwapAction::Confirmed(real) => {
+                    // The placeholder went with its node: the RM, still
+                    // waiting to confirm it, is told it is gone (spec 11.5).
+                    released.push(si::AllocationRelease {
+                        partition_name: self.name.clone(),
+                        application_id: real.app.to_string(),
+                        uuid: u.to_string(),
+                        termination_type: si::TerminationType::StoppedByRm as i32,
+                        message: format!("Node {node_id} Removed"),
+                    });
                     confirmed.push(real);
                     continue;
                 }

@@ -1,9 +1,18 @@
-//! Outstanding requests (spec 8.12): asks that fit their queue's configured
-//! limits, whether or not a node can take them now. The core reports them
-//! as `FAILED` through `UpdateContainerSchedulingState` so that a cluster
-//! autoscaler can react. Also the `REQUEST` event of an ask skipped for
-//! queue headroom (spec 13.2).
+//! Outstanding requests (spec 8.12): asks a scheduling pass tried and
+//! could not place, that fit their queue's configured limits. The core
+//! reports them as `FAILED` through `UpdateContainerSchedulingState` so
+//! that a cluster autoscaler can react. Also the `REQUEST` event of an ask
+//! skipped for queue headroom (spec 13.2).
+//!
+//! As in later YuniKorn versions, only asks that were actually tried are
+//! reported, and the work is incremental: a pass notes each ask it tries
+//! without placing it (once per check interval, however many passes try
+//! it), and each check reports at most [`OUTSTANDING_REPORT_BUDGET`] of the
+//! noted asks per partition, the rest at the next check. The check never
+//! walks the waiting asks, so one RM's backlog costs the core thread only
+//! what its own passes already spend on it.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use super::*;
@@ -12,51 +21,104 @@ use crate::events;
 /// Reason sent with every outstanding request.
 pub const OUTSTANDING_REASON: &str = "request is waiting for cluster resources become available";
 
-impl Partition {
-    /// The outstanding asks as `(application id, allocation key)`, in the
-    /// order the check visits them.
-    pub fn outstanding_requests(&self) -> Vec<(Arc<str>, Arc<str>)> {
-        let mut found = Vec::new();
-        if self.queues.get(ROOT).pending.is_strictly_positive() {
-            self.outstanding_in(ROOT, &mut found);
+/// Most asks one partition reports per outstanding check; what is left is
+/// reported at the next check.
+pub const OUTSTANDING_REPORT_BUDGET: usize = 4096;
+
+/// Asks passes tried and did not place since they were last reported, in
+/// the order first tried, each once.
+#[derive(Debug)]
+pub struct TriedAsks {
+    order: VecDeque<(Arc<str>, Arc<str>)>,
+    queued: FastSet<(Arc<str>, Arc<str>)>,
+    /// Whether the next pass notes what it tries: set when a check has
+    /// taken every noted ask, cleared by the pass that notes.
+    pub armed: bool,
+}
+
+impl Default for TriedAsks {
+    fn default() -> Self {
+        TriedAsks {
+            order: VecDeque::new(),
+            queued: FastSet::default(),
+            armed: true,
         }
-        found
+    }
+}
+
+impl TriedAsks {
+    /// Notes a tried ask (nothing when it is noted already).
+    pub fn note(&mut self, app: Arc<str>, key: Arc<str>) {
+        let entry = (app, key);
+        if !self.queued.contains(&entry) {
+            self.queued.insert(entry.clone());
+            self.order.push_back(entry);
+        }
     }
 
-    fn outstanding_in(&self, q: QueueId, found: &mut Vec<(Arc<str>, Arc<str>)>) {
-        let queue = self.queues.get(q);
-        if !queue.leaf {
-            for child in self.queues.sorted_children(q) {
-                self.outstanding_in(child, found);
+    /// Asks noted and not yet taken.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether nothing is noted.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    fn take(&mut self) -> Option<(Arc<str>, Arc<str>)> {
+        let entry = self.order.pop_front()?;
+        self.queued.remove(&entry);
+        Some(entry)
+    }
+}
+
+impl Partition {
+    /// Up to `budget` outstanding asks as `(application id, allocation
+    /// key)`: asks noted by passes since the last check that still wait
+    /// and fit what their leaf's configured limits leave (shared, in the
+    /// order tried, by the asks of the leaf reported together).
+    pub fn outstanding_requests(&mut self, budget: usize) -> Vec<(Arc<str>, Arc<str>)> {
+        let mut found = Vec::new();
+        let mut headrooms: FastMap<QueueId, Option<Resource>> = FastMap::default();
+        let mut taken = 0;
+        while taken < budget {
+            let Some((app_id, key)) = self.tried.take() else {
+                break;
+            };
+            taken += 1;
+            let Some(app) = self.apps.get(&app_id) else {
+                continue;
+            };
+            let Some(ask) = app.asks.get(&key).filter(|a| a.pending_repeat > 0) else {
+                continue;
+            };
+            if Self::served_by_replacement(app, ask) {
+                continue; // waits for a placeholder, not for capacity
             }
-            return;
-        }
-        // Shared by every application of the leaf.
-        let mut headroom = self.headroom_below_root(q);
-        for app_id in self.outstanding_app_order(q) {
-            let app = &self.apps[&app_id];
-            for key in app.ask_order.values() {
-                let ask = &app.asks[*key];
-                if Self::served_by_replacement(app, ask) {
-                    continue; // waits for a placeholder, not for capacity
-                }
-                let fits = headroom
-                    .as_ref()
-                    .is_none_or(|h| ask.resource.fits_in_max_undef(h));
-                if !fits {
-                    continue;
-                }
-                if let Some(h) = headroom.as_mut() {
-                    // Only the types the limits name are constrained.
-                    for (t, v) in ask.resource.iter() {
-                        if let Some(have) = h.lookup(t) {
-                            h.set(t, have - v);
-                        }
+            let headroom = headrooms
+                .entry(app.queue)
+                .or_insert_with(|| self.headroom_below_root(app.queue));
+            let fits = headroom
+                .as_ref()
+                .is_none_or(|h| ask.resource.fits_in_max_undef(h));
+            if !fits {
+                continue;
+            }
+            if let Some(h) = headroom.as_mut() {
+                // Only the types the limits name are constrained.
+                for (t, v) in ask.resource.iter() {
+                    if let Some(have) = h.lookup(t) {
+                        h.set(t, have - v);
                     }
                 }
-                found.push((app.id.clone(), ask.key.clone()));
             }
+            found.push((app.id.clone(), ask.key.clone()));
         }
+        if self.tried.is_empty() {
+            self.tried.armed = true;
+        }
+        found
     }
 
     /// The leaf's headroom from configured `max` values only: root (the
@@ -80,31 +142,6 @@ impl Partition {
                 }
                 Some(own)
             }
-        }
-    }
-
-    /// Applications with demand in the leaf's policy order, `stateaware`
-    /// treated as `fifo` and nothing filtered out.
-    fn outstanding_app_order(&self, q: QueueId) -> Vec<Arc<str>> {
-        let queue = self.queues.get(q);
-        let apps = queue
-            .apps
-            .values()
-            .filter_map(|slot| self.apps.at(*slot))
-            .filter(|a| a.has_pending());
-        match queue.sort_policy {
-            AppSortPolicy::Fair => {
-                let mut v: Vec<_> = apps
-                    .map(|a| (shares(a.allocated(), queue.guaranteed.as_ref()), a))
-                    .collect();
-                v.sort_by(|(sa, a), (sb, b)| {
-                    compare_shares(sa, sb)
-                        .then(a.seq.cmp(&b.seq))
-                        .then(a.id.cmp(&b.id))
-                });
-                v.into_iter().map(|(_, a)| a.id.clone()).collect()
-            }
-            AppSortPolicy::Fifo | AppSortPolicy::StateAware => apps.map(|a| a.id.clone()).collect(),
         }
     }
 

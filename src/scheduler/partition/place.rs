@@ -133,8 +133,8 @@ impl Partition {
         // leaves the order only when it is done.
         ask.pending_repeat -= 1;
         let remaining = ask.pending_repeat;
-        if remaining <= 0 {
-            app.ask_order.remove(&ask.order_key());
+        if remaining <= 0 && app.ask_order.remove(&ask.order_key()).is_some() {
+            self.waiting_asks = self.waiting_asks.saturating_sub(1);
         }
         let ask = &app.asks[ask_slot];
         app.pending.sub_clamped_assign(&ask.resource);

@@ -15,7 +15,7 @@ _sym_db = _symbol_database.Default()
 from . import si_pb2 as si__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0csicore.proto\x12\tsicore.v1\x1a\x08si.proto\"\xe9\x05\n\x10SchedulerOptions\x12\x12\n\nconfig_dir\x18\x01 \x01(\t\x12\x46\n\x0epolicy_configs\x18\x02 \x03(\x0b\x32..sicore.v1.SchedulerOptions.PolicyConfigsEntry\x12\x1e\n\x16scheduling_interval_ms\x18\x03 \x01(\x04\x12\x1f\n\x17\x65vent_flush_interval_ms\x18\x04 \x01(\x04\x12\x11\n\tlog_level\x18\x05 \x01(\t\x12!\n\x14reservation_delay_ms\x18\x06 \x01(\x04H\x00\x88\x01\x01\x12\x1b\n\x13\x64isable_reservation\x18\x07 \x01(\x08\x12!\n\x14\x61pp_start_timeout_ms\x18\x08 \x01(\x04H\x01\x88\x01\x01\x12&\n\x19\x61pp_completing_timeout_ms\x18\t \x01(\x04H\x02\x88\x01\x01\x12&\n\x19\x61pp_terminated_timeout_ms\x18\n \x01(\x04H\x03\x88\x01\x01\x12\x16\n\x0e\x64isable_events\x18\x0b \x01(\x08\x12%\n\x1doutstanding_check_interval_ms\x18\x0c \x01(\x04\x12\x13\n\x0b\x65vent_types\x18\r \x03(\t\x12#\n\x16placeholder_timeout_ms\x18\x0e \x01(\x04H\x04\x88\x01\x01\x12\x14\n\x0crest_address\x18\x10 \x01(\t\x12$\n\x04rest\x18\x11 \x01(\x0b\x32\x16.sicore.v1.RestOptions\x1a\x34\n\x12PolicyConfigsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x17\n\x15_reservation_delay_msB\x17\n\x15_app_start_timeout_msB\x1c\n\x1a_app_completing_timeout_msB\x1c\n\x1a_app_terminated_timeout_msB\x19\n\x17_placeholder_timeout_ms\"\xc1\x01\n\x0bRestOptions\x12\r\n\x05token\x18\x01 \x01(\t\x12\x15\n\rallowed_hosts\x18\x02 \x03(\t\x12\x19\n\x11header_timeout_ms\x18\x03 \x01(\x04\x12\x17\n\x0f\x62ody_timeout_ms\x18\x04 \x01(\x04\x12\x1d\n\x15\x63onnection_timeout_ms\x18\x05 \x01(\x04\x12\x17\n\x0fmax_connections\x18\x06 \x01(\r\x12 \n\x18max_connections_per_peer\x18\x07 \x01(\r\"2\n\x0c\x45ventRecords\x12\"\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x12.si.v1.EventRecordb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0csicore.proto\x12\tsicore.v1\x1a\x08si.proto\"\xe1\x06\n\x10SchedulerOptions\x12\x12\n\nconfig_dir\x18\x01 \x01(\t\x12\x46\n\x0epolicy_configs\x18\x02 \x03(\x0b\x32..sicore.v1.SchedulerOptions.PolicyConfigsEntry\x12\x1e\n\x16scheduling_interval_ms\x18\x03 \x01(\x04\x12\x1f\n\x17\x65vent_flush_interval_ms\x18\x04 \x01(\x04\x12\x11\n\tlog_level\x18\x05 \x01(\t\x12!\n\x14reservation_delay_ms\x18\x06 \x01(\x04H\x00\x88\x01\x01\x12\x1b\n\x13\x64isable_reservation\x18\x07 \x01(\x08\x12!\n\x14\x61pp_start_timeout_ms\x18\x08 \x01(\x04H\x01\x88\x01\x01\x12&\n\x19\x61pp_completing_timeout_ms\x18\t \x01(\x04H\x02\x88\x01\x01\x12&\n\x19\x61pp_terminated_timeout_ms\x18\n \x01(\x04H\x03\x88\x01\x01\x12\x16\n\x0e\x64isable_events\x18\x0b \x01(\x08\x12%\n\x1doutstanding_check_interval_ms\x18\x0c \x01(\x04\x12\x13\n\x0b\x65vent_types\x18\r \x03(\t\x12#\n\x16placeholder_timeout_ms\x18\x0e \x01(\x04H\x04\x88\x01\x01\x12\x14\n\x0crest_address\x18\x10 \x01(\t\x12$\n\x04rest\x18\x11 \x01(\x0b\x32\x16.sicore.v1.RestOptions\x12\x1c\n\x0fmax_asks_per_rm\x18\x12 \x01(\x04H\x05\x88\x01\x01\x12&\n\x19queue_cleaner_interval_ms\x18\x13 \x01(\x04H\x06\x88\x01\x01\x1a\x34\n\x12PolicyConfigsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x17\n\x15_reservation_delay_msB\x17\n\x15_app_start_timeout_msB\x1c\n\x1a_app_completing_timeout_msB\x1c\n\x1a_app_terminated_timeout_msB\x19\n\x17_placeholder_timeout_msB\x12\n\x10_max_asks_per_rmB\x1c\n\x1a_queue_cleaner_interval_ms\"\xc1\x01\n\x0bRestOptions\x12\r\n\x05token\x18\x01 \x01(\t\x12\x15\n\rallowed_hosts\x18\x02 \x03(\t\x12\x19\n\x11header_timeout_ms\x18\x03 \x01(\x04\x12\x17\n\x0f\x62ody_timeout_ms\x18\x04 \x01(\x04\x12\x1d\n\x15\x63onnection_timeout_ms\x18\x05 \x01(\x04\x12\x17\n\x0fmax_connections\x18\x06 \x01(\r\x12 \n\x18max_connections_per_peer\x18\x07 \x01(\r\"2\n\x0c\x45ventRecords\x12\"\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x12.si.v1.EventRecordb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -25,11 +25,11 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _globals['_SCHEDULEROPTIONS_POLICYCONFIGSENTRY']._options = None
   _globals['_SCHEDULEROPTIONS_POLICYCONFIGSENTRY']._serialized_options = b'8\001'
   _globals['_SCHEDULEROPTIONS']._serialized_start=38
-  _globals['_SCHEDULEROPTIONS']._serialized_end=783
-  _globals['_SCHEDULEROPTIONS_POLICYCONFIGSENTRY']._serialized_start=594
-  _globals['_SCHEDULEROPTIONS_POLICYCONFIGSENTRY']._serialized_end=646
-  _globals['_RESTOPTIONS']._serialized_start=786
-  _globals['_RESTOPTIONS']._serialized_end=979
-  _globals['_EVENTRECORDS']._serialized_start=981
-  _globals['_EVENTRECORDS']._serialized_end=1031
+  _globals['_SCHEDULEROPTIONS']._serialized_end=903
+  _globals['_SCHEDULEROPTIONS_POLICYCONFIGSENTRY']._serialized_start=664
+  _globals['_SCHEDULEROPTIONS_POLICYCONFIGSENTRY']._serialized_end=716
+  _globals['_RESTOPTIONS']._serialized_start=906
+  _globals['_RESTOPTIONS']._serialized_end=1099
+  _globals['_EVENTRECORDS']._serialized_start=1101
+  _globals['_EVENTRECORDS']._serialized_end=1151
 # @@protoc_insertion_point(module_scope)

@@ -7,7 +7,7 @@ from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Map
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class SchedulerOptions(_message.Message):
-    __slots__ = ("config_dir", "policy_configs", "scheduling_interval_ms", "event_flush_interval_ms", "log_level", "reservation_delay_ms", "disable_reservation", "app_start_timeout_ms", "app_completing_timeout_ms", "app_terminated_timeout_ms", "disable_events", "outstanding_check_interval_ms", "event_types", "placeholder_timeout_ms", "rest_address", "rest")
+    __slots__ = ("config_dir", "policy_configs", "scheduling_interval_ms", "event_flush_interval_ms", "log_level", "reservation_delay_ms", "disable_reservation", "app_start_timeout_ms", "app_completing_timeout_ms", "app_terminated_timeout_ms", "disable_events", "outstanding_check_interval_ms", "event_types", "placeholder_timeout_ms", "rest_address", "rest", "max_asks_per_rm", "queue_cleaner_interval_ms")
     class PolicyConfigsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,8 @@ class SchedulerOptions(_message.Message):
     PLACEHOLDER_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     REST_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     REST_FIELD_NUMBER: _ClassVar[int]
+    MAX_ASKS_PER_RM_FIELD_NUMBER: _ClassVar[int]
+    QUEUE_CLEANER_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     config_dir: str
     policy_configs: _containers.ScalarMap[str, str]
     scheduling_interval_ms: int
@@ -47,7 +49,9 @@ class SchedulerOptions(_message.Message):
     placeholder_timeout_ms: int
     rest_address: str
     rest: RestOptions
-    def __init__(self, config_dir: _Optional[str] = ..., policy_configs: _Optional[_Mapping[str, str]] = ..., scheduling_interval_ms: _Optional[int] = ..., event_flush_interval_ms: _Optional[int] = ..., log_level: _Optional[str] = ..., reservation_delay_ms: _Optional[int] = ..., disable_reservation: bool = ..., app_start_timeout_ms: _Optional[int] = ..., app_completing_timeout_ms: _Optional[int] = ..., app_terminated_timeout_ms: _Optional[int] = ..., disable_events: bool = ..., outstanding_check_interval_ms: _Optional[int] = ..., event_types: _Optional[_Iterable[str]] = ..., placeholder_timeout_ms: _Optional[int] = ..., rest_address: _Optional[str] = ..., rest: _Optional[_Union[RestOptions, _Mapping]] = ...) -> None: ...
+    max_asks_per_rm: int
+    queue_cleaner_interval_ms: int
+    def __init__(self, config_dir: _Optional[str] = ..., policy_configs: _Optional[_Mapping[str, str]] = ..., scheduling_interval_ms: _Optional[int] = ..., event_flush_interval_ms: _Optional[int] = ..., log_level: _Optional[str] = ..., reservation_delay_ms: _Optional[int] = ..., disable_reservation: bool = ..., app_start_timeout_ms: _Optional[int] = ..., app_completing_timeout_ms: _Optional[int] = ..., app_terminated_timeout_ms: _Optional[int] = ..., disable_events: bool = ..., outstanding_check_interval_ms: _Optional[int] = ..., event_types: _Optional[_Iterable[str]] = ..., placeholder_timeout_ms: _Optional[int] = ..., rest_address: _Optional[str] = ..., rest: _Optional[_Union[RestOptions, _Mapping]] = ..., max_asks_per_rm: _Optional[int] = ..., queue_cleaner_interval_ms: _Optional[int] = ...) -> None: ...
 
 class RestOptions(_message.Message):
     __slots__ = ("token", "allowed_hosts", "header_timeout_ms", "body_timeout_ms", "connection_timeout_ms", "max_connections", "max_connections_per_peer")
