@@ -136,21 +136,22 @@ out, args, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
 # line is the largest of them.
 LINE = re.compile(r"^\s*([\d,]+) \([^)]*\)\s+\S.*?:(\S.*?)(?: \[[^\]]*\])?$")
 # The bench's callbacks, or everything under ctypes' entry into Python.
-RM_CALLBACK = re.compile(r"^(scheduling::on_\w+|_CallPythonObject)$")
+RM_CALLBACK = re.compile(r"^(sicore_c_rm::on_\w+|scheduling::on_\w+|_CallPythonObject)$")
 # The library's C entry points, or (where the shared library reaches the
 # Rust method they forward to by a tail call, so no sicore_* frame exists)
 # the Scheduler methods; the larger of the two sums.
 LIB_ENTRY = re.compile(r"^sicore_\w+$")
-LIB_METHOD = re.compile(r"^sicore::rmproxy::Scheduler::\w+$")
+LIB_METHOD = re.compile(r"^sicore::(?:rmproxy|entrypoint)::Scheduler::\w+$")
 PERIODIC = "sicore::metrics::gauges::refresh"
-PASS = "sicore::scheduler::core::Core::schedule"
+PASS = "sicore::scheduler::core::cluster::<impl sicore::scheduler::core::Core>::schedule"
 
 
 def profile(path):
     """Thread kind, total, RM-callback, library-entry and periodic costs."""
     text = open(path, encoding="utf-8", errors="replace").read()
     total = int(re.search(r"^totals: (\d+)", text, re.M).group(1))
-    if "sicore::scheduler::core::Core::run" in text:
+    # Only the core thread handles commands.
+    if "sicore::scheduler::core::Core::handle" in text:
         kind = "core"
     elif "sicore::rmproxy::dispatch::run" in text:
         kind = "disp"
