@@ -1,0 +1,383 @@
+//! Resources: sparse maps from interned resource-type names to quantities.
+//!
+//! Names are interned once, at the boundary, into small integer ids, so the
+//! scheduling hot path compares integers and never hashes strings. A
+//! [`Resource`] keeps its entries sorted by id in an inline small vector:
+//! most resources have two or three types and never touch the heap.
+//!
+//! # Who holds a name
+//!
+//! Each scheduler has its own name table ([`ResourceNames`]), bounded by
+//! [`MAX_RESOURCE_TYPES`], so what one scheduler's RMs, configurations or
+//! REST clients do can never take names from another scheduler. Within a
+//! scheduler every new name is charged to whoever brought it: an RM (at
+//! most [`MAX_RESOURCE_TYPES_PER_RM`]), a policy group's configuration (at
+//! most [`MAX_RESOURCE_TYPES_PER_POLICY_GROUP`]) or the scheduler itself
+//! (built-in defaults). Names are not freed while their scheduler lives:
+//! any live quantity may refer to them, and counting references on the hot
+//! path would cost more than the names do.
+//!
+//! Ids are process-wide so that a name has one id in every table that
+//! holds it (and [`name_of`] needs no table): the strings live in one
+//! reference-counted store, and a name leaves it, its id free for reuse,
+//! when the last table holding it is dropped with its scheduler.
+//!
+//! A configuration charges nothing until it is accepted: while it is being
+//! built and checked, its new names are held provisionally (see
+//! [`configuration`]) and given back if it is refused. An RM that meets a
+//! provisional name takes it over, charged to itself, so giving a refused
+//! configuration's names back never strands an id that live state uses.
+
+use std::fmt;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::proto::si::v1 as si;
+
+mod names;
+pub use names::*;
+
+/// A sparse resource: a missing type is a zero quantity.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct Resource {
+    entries: SmallVec<[(ResId, i64); 4]>,
+}
+
+impl fmt::Debug for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut named: Vec<(Arc<str>, i64)> = self.iter().map(|(id, v)| (name_of(id), v)).collect();
+        named.sort_unstable();
+        write!(f, "map[")?;
+        for (i, (n, v)) in named.iter().enumerate() {
+            if i > 0 {
+                write!(f, " ")?;
+            }
+            write!(f, "{n}:{v}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+impl Resource {
+    /// An empty (all-zero) resource.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Builds a resource from `(name, quantity)` pairs.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, i64)>) -> Result<Self, String> {
+        let mut r = Resource::new();
+        for (name, v) in pairs {
+            r.set(intern(name)?, v);
+        }
+        Ok(r)
+    }
+
+    /// Converts a wire resource, interning its names.
+    pub fn from_proto(p: &si::Resource) -> Result<Self, String> {
+        Self::from_pairs(p.resources.iter().map(|(k, q)| (k.as_str(), q.value)))
+    }
+
+    /// Converts an optional wire resource; `None` stays `None`.
+    pub fn from_proto_opt(p: Option<&si::Resource>) -> Result<Option<Self>, String> {
+        p.map(Self::from_proto).transpose()
+    }
+
+    /// The wire form.
+    pub fn to_proto(&self) -> si::Resource {
+        si::Resource {
+            resources: self
+                .iter()
+                .map(|(id, v)| (name_of(id).to_string(), si::Quantity { value: v }))
+                .collect(),
+        }
+    }
+
+    /// `(name, quantity)` pairs sorted by name, for reports.
+    pub fn to_named(&self) -> std::collections::BTreeMap<String, i64> {
+        self.iter()
+            .map(|(id, v)| (name_of(id).to_string(), v))
+            .collect()
+    }
+
+    /// A view of the resource with its names, resolved under one read lock
+    /// of the name store held by the view (for encoders: no copy of any
+    /// name). Nothing may intern while a view is alive on the thread.
+    pub fn named(&self) -> Named<'_> {
+        Named {
+            store: store().read_recursive(),
+            resource: self,
+        }
+    }
+
+    /// Iterates `(id, quantity)` in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (ResId, i64)> + '_ {
+        self.entries.iter().copied()
+    }
+
+    /// The quantity of a type (zero when missing).
+    pub fn get(&self, id: ResId) -> i64 {
+        self.lookup(id).unwrap_or(0)
+    }
+
+    /// The quantity of a type, or `None` when the type is missing.
+    pub fn lookup(&self, id: ResId) -> Option<i64> {
+        self.entries
+            .binary_search_by_key(&id, |e| e.0)
+            .ok()
+            .map(|i| self.entries[i].1)
+    }
+
+    /// Sets the quantity of a type.
+    pub fn set(&mut self, id: ResId, v: i64) {
+        match self.entries.binary_search_by_key(&id, |e| e.0) {
+            Ok(i) => self.entries[i].1 = v,
+            Err(i) => self.entries.insert(i, (id, v)),
+        }
+    }
+
+    /// True when every quantity is zero (or there are none).
+    pub fn is_zero(&self) -> bool {
+        self.entries.iter().all(|e| e.1 == 0)
+    }
+
+    /// At least one quantity above zero and none below.
+    pub fn is_strictly_positive(&self) -> bool {
+        self.entries.iter().any(|e| e.1 > 0) && self.entries.iter().all(|e| e.1 >= 0)
+    }
+
+    /// True when any quantity is negative.
+    pub fn has_negative(&self) -> bool {
+        self.entries.iter().any(|e| e.1 < 0)
+    }
+
+    fn merge(&self, other: &Resource, f: impl Fn(i64, i64) -> i64) -> Resource {
+        let (a, b) = (&self.entries, &other.entries);
+        let mut out = SmallVec::with_capacity(a.len().max(b.len()));
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
+                out.push((a[i].0, f(a[i].1, 0)));
+                i += 1;
+            } else if i == a.len() || b[j].0 < a[i].0 {
+                out.push((b[j].0, f(0, b[j].1)));
+                j += 1;
+            } else {
+                out.push((a[i].0, f(a[i].1, b[j].1)));
+                i += 1;
+                j += 1;
+            }
+        }
+        Resource { entries: out }
+    }
+
+    /// `self + other` per type, or `None` when a sum does not fit an i64:
+    /// totals that are later subtracted from must stay exact.
+    pub fn checked_add(&self, other: &Resource) -> Option<Resource> {
+        self.can_add(other).then(|| self.add(other))
+    }
+
+    /// Whether `self + other` fits an i64 for every type: one merged walk
+    /// over both (sorted) entry lists, building nothing.
+    pub fn can_add(&self, other: &Resource) -> bool {
+        let (a, b) = (&self.entries, &other.entries);
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            match a[i].0.cmp(&b[j].0) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    if a[i].1.checked_add(b[j].1).is_none() {
+                        return false;
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        true
+    }
+
+    /// `self * n` per type, or `None` when a product does not fit an i64.
+    pub fn checked_mul(&self, n: i64) -> Option<Resource> {
+        self.iter()
+            .all(|(_, v)| v.checked_mul(n).is_some())
+            .then(|| self.mul(n))
+    }
+
+    /// `self + other` per type, saturating.
+    pub fn add(&self, other: &Resource) -> Resource {
+        self.merge(other, i64::saturating_add)
+    }
+
+    /// `self - other` per type, saturating; results may be negative.
+    pub fn sub(&self, other: &Resource) -> Resource {
+        self.merge(other, i64::saturating_sub)
+    }
+
+    /// `self - other` with negative results clamped to zero.
+    pub fn sub_clamped(&self, other: &Resource) -> Resource {
+        self.merge(other, |a, b| a.saturating_sub(b).max(0))
+    }
+
+    /// Applies `f` per type in place. When `other` has no type `self`
+    /// lacks (the usual case on the hot path) nothing is reallocated.
+    fn merge_assign(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
+        // Same types in the same order (an ask against the usage it adds
+        // to, nearly always): one zipped walk.
+        if self.entries.len() == other.entries.len()
+            && self
+                .entries
+                .iter()
+                .zip(other.entries.iter())
+                .all(|(a, b)| a.0 == b.0)
+        {
+            for (a, b) in self.entries.iter_mut().zip(other.entries.iter()) {
+                a.1 = f(a.1, b.1);
+            }
+            return;
+        }
+        let covered = other
+            .entries
+            .iter()
+            .all(|(id, _)| self.lookup(*id).is_some());
+        if !covered {
+            *self = self.merge(other, f);
+            return;
+        }
+        for (id, v) in other.iter() {
+            let i = self
+                .entries
+                .binary_search_by_key(&id, |e| e.0)
+                .expect("covered");
+            self.entries[i].1 = f(self.entries[i].1, v);
+        }
+    }
+
+    /// In-place `self += other`.
+    pub fn add_assign(&mut self, other: &Resource) {
+        self.merge_assign(other, i64::saturating_add);
+    }
+
+    /// In-place `self -= other`.
+    pub fn sub_assign(&mut self, other: &Resource) {
+        self.merge_assign(other, i64::saturating_sub);
+    }
+
+    /// In-place `self -= other` with negative results clamped to zero.
+    pub fn sub_clamped_assign(&mut self, other: &Resource) {
+        self.merge_assign(other, |a, b| a.saturating_sub(b).max(0));
+    }
+
+    /// `self * n` per type, saturating.
+    pub fn mul(&self, n: i64) -> Resource {
+        Resource {
+            entries: self
+                .entries
+                .iter()
+                .map(|(id, v)| (*id, v.saturating_mul(n)))
+                .collect(),
+        }
+    }
+
+    /// Strict fit: every type of `self` fits in `big`, where a type missing
+    /// from `big` is zero and negative quantities of `big` count as zero.
+    pub fn fits_in(&self, big: &Resource) -> bool {
+        self.iter().all(|(id, v)| v <= big.get(id).max(0))
+    }
+
+    /// Fit where types missing from `big` are unlimited (quota checks).
+    pub fn fits_in_max_undef(&self, big: &Resource) -> bool {
+        self.iter()
+            .all(|(id, v)| big.lookup(id).is_none_or(|b| v <= b.max(0)))
+    }
+
+    /// Per-type minimum where a missing type counts as zero.
+    pub fn min(&self, other: &Resource) -> Resource {
+        self.merge(other, i64::min)
+    }
+}
+
+/// Fairness comparison (spec 14.5): the shares of `usage` relative to
+/// `reference`, largest first.
+pub fn shares(usage: &Resource, reference: Option<&Resource>) -> SmallVec<[f64; 4]> {
+    let mut out: SmallVec<[f64; 4]> = usage
+        .iter()
+        .map(|(id, u)| {
+            if u == 0 {
+                0.0
+            } else {
+                match reference.map(|g| g.get(id)) {
+                    Some(g) if g != 0 => u as f64 / g as f64,
+                    _ => u as f64,
+                }
+            }
+        })
+        .collect();
+    out.sort_unstable_by(|a, b| b.total_cmp(a));
+    out
+}
+
+/// A usage's shares (see [`shares`]) as a sort key: ordered by
+/// [`compare_shares`], a total order, so queues and applications can be
+/// kept in fair order in B-trees and re-keyed when their usage changes.
+#[derive(Debug, Clone, Default)]
+pub struct ShareKey(pub SmallVec<[f64; 4]>);
+
+impl ShareKey {
+    /// The key of `usage` relative to `reference`.
+    pub fn of(usage: &Resource, reference: Option<&Resource>) -> Self {
+        ShareKey(shares(usage, reference))
+    }
+}
+
+impl PartialEq for ShareKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for ShareKey {}
+
+impl PartialOrd for ShareKey {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for ShareKey {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        compare_shares(&self.0, &other.0)
+    }
+}
+
+/// Compares two share lists: dominant share first, leftovers by their sign.
+pub fn compare_shares(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for (x, y) in a.iter().zip(b.iter()) {
+        match x.total_cmp(y) {
+            Ordering::Equal => {}
+            o => return o,
+        }
+    }
+    let rest_sign = |rest: &[f64]| {
+        rest.iter()
+            .find(|v| **v != 0.0)
+            .map_or(Ordering::Equal, |v| v.total_cmp(&0.0))
+    };
+    match a.len().cmp(&b.len()) {
+        Ordering::Greater => rest_sign(&a[b.len()..]),
+        Ordering::Less => rest_sign(&b[a.len()..]).reverse(),
+        Ordering::Equal => Ordering::Equal,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+use std::sync::Arc;
+
+use super::names::HOME;
+use super::*;
+
+fn r(pairs: &[(&str, i64)]) -> Resource {
+    Resource::from_pairs(pairs.iter().copied()).unwrap()
+}
+
+use super::process_holds_name as in_store;
+
+/// Runs `f` as on the core thread of a scheduler with table `names`.
+fn at_home<T>(names: &Arc<ResourceNames>, f: impl FnOnce() -> T) -> T {
+    let old = HOME.with(|h| h.borrow_mut().replace(names.clone()));
+    let out = f();
+    HOME.with(|h| *h.borrow_mut() = old);
+    out
+}
+
+#[test]
+fn tables_are_per_scheduler_and_give_their_names_back() {
+    let a = ResourceNames::new();
+    let b = ResourceNames::new();
+    let name = "unit/per-scheduler-shared";
+    let ida = a.charged_to("rm", || intern(name)).unwrap();
+    let idb = b.charged_to("rm", || intern(name)).unwrap();
+    assert_eq!(ida, idb, "one id per name across tables");
+    // `a`'s RM fills its share; `b`'s RM of the same rmID still has its own.
+    for i in 1..MAX_RESOURCE_TYPES_PER_RM {
+        a.charged_to("rm", || intern(&format!("unit/a-{i}")))
+            .unwrap();
+    }
+    let e = a.charged_to("rm", || intern("unit/a-over")).unwrap_err();
+    assert!(e.contains("limit 256 per RM"), "{e}");
+    assert!(b.charged_to("rm", || intern("unit/b-1")).is_ok());
+    assert_eq!(a.len(), MAX_RESOURCE_TYPES_PER_RM);
+    drop(a);
+    assert!(
+        !in_store("unit/a-1"),
+        "a dropped table gives its names back"
+    );
+    assert!(in_store(name), "still held by the other table");
+    assert_eq!(&*name_of(idb), name);
+    drop(b);
+    assert!(!in_store(name));
+    assert_eq!(&*name_of(idb), "?");
+}
+
+#[test]
+fn scheduler_total_is_bounded_across_rms() {
+    let t = ResourceNames::new();
+    for rm in 0..MAX_RESOURCE_TYPES / MAX_RESOURCE_TYPES_PER_RM {
+        for i in 0..MAX_RESOURCE_TYPES_PER_RM {
+            t.charged_to(&format!("rm{rm}"), || {
+                intern(&format!("unit/total-{rm}-{i}"))
+            })
+            .unwrap();
+        }
+    }
+    let e = t
+        .charged_to("late", || intern("unit/total-late"))
+        .unwrap_err();
+    assert!(e.contains("limit 4096"), "{e}");
+    // Names it holds still resolve for anyone in the scheduler.
+    assert!(t.charged_to("late", || intern("unit/total-0-0")).is_ok());
+}
+
+#[test]
+fn a_refused_configuration_charges_nothing() {
+    let t = ResourceNames::new();
+    at_home(&t, || {
+        let refused: Result<(), String> = configuration("g", || {
+            for i in 0..MAX_RESOURCE_TYPES_PER_POLICY_GROUP + 10 {
+                intern(&format!("unit/cfg-{i}"))?;
+            }
+            Ok(())
+        });
+        let e = refused.unwrap_err();
+        assert!(e.contains("policy group 'g'"), "{e}");
+        assert!(e.contains("limit 256 per policy group"), "{e}");
+        assert!(t.is_empty(), "refused: nothing held");
+        assert!(!in_store("unit/cfg-0"));
+        // The full share is still there, and kept once accepted.
+        configuration("g", || {
+            for i in 0..MAX_RESOURCE_TYPES_PER_POLICY_GROUP {
+                intern(&format!("unit/cfg-{i}")).unwrap();
+            }
+            keep_configuration_names();
+        });
+        assert_eq!(t.len(), MAX_RESOURCE_TYPES_PER_POLICY_GROUP);
+        // Kept names count against later configurations of the group
+        // but cost nothing when used again.
+        let e = configuration("g", || intern("unit/cfg-new")).unwrap_err();
+        assert!(e.contains("256 in use"), "{e}");
+        assert!(configuration("g", || intern("unit/cfg-3")).is_ok());
+        assert!(configuration("other", || intern("unit/cfg-other")).is_ok());
+        assert_eq!(t.len(), MAX_RESOURCE_TYPES_PER_POLICY_GROUP, "not kept");
+    });
+}
+
+#[test]
+fn an_rm_takes_over_a_provisional_name() {
+    let t = ResourceNames::new();
+    at_home(&t, || {
+        let id = configuration("g", || {
+            let id = intern("unit/claimed").unwrap();
+            intern("unit/given-back").unwrap();
+            // An RM decoding on its own thread meets the name now.
+            let t2 = t.clone();
+            let claimed =
+                std::thread::spawn(move || t2.charged_to("rm", || intern("unit/claimed")))
+                    .join()
+                    .unwrap()
+                    .unwrap();
+            assert_eq!(claimed, id);
+            id
+        });
+        assert_eq!(t.len(), 1, "the RM's name stays, the other goes back");
+        assert_eq!(&*name_of(id), "unit/claimed");
+        assert!(!in_store("unit/given-back"));
+    });
+}
+
+#[test]
+fn names_met_after_keep_are_charged_at_once() {
+    let t = ResourceNames::new();
+    at_home(&t, || {
+        configuration("g", || {
+            intern("unit/kept-before").unwrap();
+            keep_configuration_names();
+            intern("unit/kept-after").unwrap();
+        });
+        assert_eq!(t.len(), 2, "live state may use both");
+        let e = configuration("g", || {
+            for i in 0..MAX_RESOURCE_TYPES_PER_POLICY_GROUP {
+                intern(&format!("unit/kept-{i}"))?;
+            }
+            Ok::<_, String>(())
+        })
+        .unwrap_err();
+        assert!(e.contains("2 in use"), "{e}");
+    });
+}
+
+#[test]
+fn nested_configuration_joins_the_open_one() {
+    let t = ResourceNames::new();
+    at_home(&t, || {
+        configuration("g", || {
+            configuration("g", || intern("unit/nested-1")).unwrap();
+            assert_eq!(t.len(), 1, "the inner end gives nothing back");
+        });
+        assert!(t.is_empty());
+    });
+}
+
+#[test]
+fn can_add_checks_every_shared_type() {
+    let big = r(&[("memory", i64::MAX - 1), ("vcore", 1)]);
+    assert!(big.can_add(&r(&[("memory", 1)])));
+    assert!(!big.can_add(&r(&[("memory", 2)])));
+    assert!(big.can_add(&r(&[("pods", i64::MAX), ("vcore", 5)])));
+    assert!(!r(&[("pods", 1), ("vcore", i64::MAX)]).can_add(&r(&[("vcore", 1)])));
+    assert_eq!(big.checked_add(&r(&[("memory", 2)])), None);
+    assert_eq!(
+        r(&[("memory", 1)]).checked_add(&r(&[("vcore", 2)])),
+        Some(r(&[("memory", 1), ("vcore", 2)]))
+    );
+}
+
+#[test]
+fn arithmetic_over_the_union_of_types() {
+    let a = r(&[("memory", 10), ("vcore", 2)]);
+    let b = r(&[("vcore", 3), ("gpu", 1)]);
+    assert_eq!(a.add(&b), r(&[("memory", 10), ("vcore", 5), ("gpu", 1)]));
+    assert_eq!(a.sub(&b), r(&[("memory", 10), ("vcore", -1), ("gpu", -1)]));
+    assert_eq!(
+        a.sub_clamped(&b),
+        r(&[("memory", 10), ("vcore", 0), ("gpu", 0)])
+    );
+    let mut c = a.clone();
+    c.add_assign(&b);
+    c.sub_assign(&b);
+    assert_eq!(c, r(&[("memory", 10), ("vcore", 2), ("gpu", 0)]));
+    // In place, over the same types (the zipped fast path), over a
+    // subset, and over types self lacks: all as the copying forms.
+    for (x, y) in [(&a, &a), (&a, &r(&[("vcore", 5)])), (&a, &b), (&b, &a)] {
+        let mut v = x.clone();
+        v.sub_clamped_assign(y);
+        assert_eq!(v, x.sub_clamped(y));
+        let mut v = x.clone();
+        v.add_assign(y);
+        assert_eq!(v, x.add(y));
+        let mut v = x.clone();
+        v.sub_assign(y);
+        assert_eq!(v, x.sub(y));
+    }
+    assert_eq!(
+        r(&[("m", i64::MAX)]).add(&r(&[("m", 1)])),
+        r(&[("m", i64::MAX)])
+    );
+}
+
+#[test]
+fn fit_rules() {
+    let ask = r(&[("memory", 10), ("gpu", 1)]);
+    let node = r(&[("memory", 100)]);
+    assert!(!ask.fits_in(&node), "strict fit: a missing type is zero");
+    assert!(
+        ask.fits_in_max_undef(&node),
+        "quota fit: a missing type is unlimited"
+    );
+    assert!(r(&[("memory", -5)]).fits_in(&r(&[])));
+    assert!(!r(&[("memory", 1)]).fits_in(&r(&[("memory", -5)])));
+}
+
+#[test]
+fn share_comparison_uses_dominant_share() {
+    let g = r(&[("memory", 100), ("vcore", 10)]);
+    let a = shares(&r(&[("memory", 50), ("vcore", 1)]), Some(&g));
+    let b = shares(&r(&[("memory", 10), ("vcore", 6)]), Some(&g));
+    assert_eq!(compare_shares(&a, &b), std::cmp::Ordering::Less);
+    assert_eq!(
+        compare_shares(&[0.5, 0.2], &[0.5]),
+        std::cmp::Ordering::Greater
+    );
+}
+
+#[test]
+fn display_sorts_by_name() {
+    assert_eq!(
+        r(&[("vcore", 1), ("memory", 2)]).to_string(),
+        "map[memory:2 vcore:1]"
+    );
+}
