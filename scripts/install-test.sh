@@ -32,7 +32,7 @@ else sover=0.0.$v_patch
 fi
 
 step "install: cargo cinstall --prefix $prefix"
-cargo cinstall --release --locked --prefix="$prefix" --libdir="$prefix/lib"
+cargo cinstall -p sicore --release --locked --prefix="$prefix" --libdir="$prefix/lib"
 
 # What a packager and the loader rely on.
 lib=$prefix/lib
@@ -152,7 +152,7 @@ targets=$(rustup target list --installed 2>/dev/null || true)
 if [[ $'\n'$targets$'\n' == *$'\n'x86_64-unknown-linux-musl$'\n'* ]] && command -v musl-gcc >/dev/null 2>&1; then
   step "install: musl static library, C and Go linked fully static against musl"
   mprefix=$root/target/install-test/musl
-  cargo cinstall --release --locked --target x86_64-unknown-linux-musl --library-type staticlib \
+  cargo cinstall -p sicore --release --locked --target x86_64-unknown-linux-musl --library-type staticlib \
     --prefix="$mprefix" --libdir="$mprefix/lib"
   export PKG_CONFIG_PATH=$mprefix/lib/pkgconfig
   # Rust's musl standard library unwinds with LLVM's libunwind, which a
