@@ -196,12 +196,10 @@ fn a_refusal_after_the_table_was_taken_releases_it_at_once() {
         std::ptr::null_mut(),
         &mut err,
     );
-    assert_eq!(
-        st,
-        sicore_status::SICORE_DECODE_ERROR,
-        "{}",
-        take_string(err)
-    );
+    // Taken before the assertion: a format argument runs only on failure,
+    // and the message must be freed either way.
+    let msg = take_string(err);
+    assert_eq!(st, sicore_status::SICORE_DECODE_ERROR, "{msg}");
     assert_eq!(rec.releases.load(Ordering::SeqCst), 1);
     assert_eq!(Arc::strong_count(&rec), 1);
 }
