@@ -111,7 +111,7 @@ class SdistWithCrate(sdist):
                             ignore=shutil.ignore_patterns("target"))
             return
         listed = subprocess.run(
-            ["cargo", "package", "--list", "--allow-dirty", "--manifest-path", str(manifest)],
+            ["cargo", "package", "--list", "--allow-dirty", "-p", "sicore", "--manifest-path", str(manifest)],
             check=True, capture_output=True, text=True,
         ).stdout.split()
         root = manifest.parent
