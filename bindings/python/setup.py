@@ -125,6 +125,14 @@ class SdistWithCrate(sdist):
                 destination.write_text(_standalone_manifest((root / name).read_text()))
                 continue
             shutil.copy2(root / name, destination)
+        # The workspace's lock also pins the other members' dependencies;
+        # resolving the standalone manifest once drops those entries (and
+        # keeps every version), so that `--locked` builds of the sdist agree.
+        subprocess.run(
+            ["cargo", "metadata", "--format-version", "1", "--offline",
+             "--manifest-path", str(Path(base_dir) / SDIST_CRATE / "Cargo.toml")],
+            check=True, capture_output=True,
+        )
 
 
 class PlatformWheel(bdist_wheel):
