@@ -47,6 +47,21 @@ pub const DEFAULT_CONFIG: &str = r#"partitions:
         submitacl: "*"
 "#;
 
+/// The SI v1.8 edition's built-in configuration, used when a registering
+/// RM sends an empty `config`: one `default` partition, root open to
+/// everyone, and a `tag` rule on `namespace` that creates the queue (as the
+/// YuniKorn v1.x core's default).
+pub const DEFAULT_CONFIG_V1: &str = r#"partitions:
+  - name: default
+    placementrules:
+      - name: tag
+        value: namespace
+        create: true
+    queues:
+      - name: root
+        submitacl: "*"
+"#;
+
 fn queue_name_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| Regex::new(QUEUE_NAME_PATTERN).expect("static pattern"))

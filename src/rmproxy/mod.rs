@@ -259,6 +259,8 @@ impl SchedulerApi for RmProxy {
             self.send(Command::Register {
                 rm_id: request.rm_id,
                 policy_group: request.policy_group,
+                edition: crate::scheduler::edition::Edition::V012,
+                config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
                 callback,
                 reply: reply.into(),
             })?;

@@ -372,6 +372,8 @@ pub fn decode_allocation_update(mut buf: &[u8]) -> Result<AllocationUpdate> {
     Ok(AllocationUpdate {
         rm_id: rm_id.to_string(),
         asks,
+        placed: Vec::new(),
+        foreign: Vec::new(),
         releases: with_releases.and_then(|r| r.releases),
     })
 }

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod config_txn;
 pub mod core;
 pub mod dump;
+pub mod edition;
 pub mod gang;
 pub mod objects;
 pub mod observe;

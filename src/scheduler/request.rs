@@ -62,6 +62,35 @@ impl AskRequest {
     }
 }
 
+/// SI v1.8: an allocation the RM sent with a node ID. Unknown key: placed
+/// by the RM (recovery, or bound outside the core), added at once and
+/// echoed in `new`. Known pending key: the RM placed that request. Known
+/// allocated key with other resources: a resize. Otherwise a no-op.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlacedAllocation {
+    /// The request part (`max_allocations` is 1).
+    pub ask: AskRequest,
+    /// The node the RM placed it on.
+    pub node: Arc<str>,
+}
+
+/// SI v1.8: an allocation tagged `foreign` (not scheduled by the core):
+/// tracked per node as its occupied resource, never echoed; re-sending the
+/// key with other resources resizes it, releasing the key removes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignAllocation {
+    /// Allocation key.
+    pub key: Arc<str>,
+    /// Partition name as the RM sent it.
+    pub partition: Arc<str>,
+    /// The node it runs on (required).
+    pub node: Arc<str>,
+    /// Its resource, or why it could not be converted.
+    pub resource: Result<Resource, String>,
+    /// `foreign: default` (preemptable) rather than `static`.
+    pub preemptable: bool,
+}
+
 /// An `AllocationRequest`, converted: asks first, then releases (spec 7.1).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AllocationUpdate {
@@ -69,6 +98,10 @@ pub struct AllocationUpdate {
     pub rm_id: String,
     /// Asks to add or replace.
     pub asks: Vec<AskRequest>,
+    /// SI v1.8: allocations sent with a node ID (empty from v0.12).
+    pub placed: Vec<PlacedAllocation>,
+    /// SI v1.8: foreign allocations (empty from v0.12).
+    pub foreign: Vec<ForeignAllocation>,
     /// Asks and allocations to release, as sent.
     pub releases: Option<si::AllocationReleasesRequest>,
 }
@@ -79,6 +112,8 @@ impl AllocationUpdate {
         AllocationUpdate {
             rm_id: r.rm_id,
             asks: r.asks.into_iter().map(AskRequest::from_proto).collect(),
+            placed: Vec::new(),
+            foreign: Vec::new(),
             releases: r.releases,
         }
     }

@@ -19,12 +19,17 @@ use crate::scheduler::snapshot::{self, RmView, Snapshot, Stamp};
 
 use si::node_info::ActionFromRm;
 
+use crate::scheduler::edition::{ConfigOrigin, Edition};
+
 /// What the core keeps per registered RM.
 pub struct RmState {
     /// The RM's callbacks.
     pub callback: Arc<dyn ResourceManagerCallback>,
     /// Policy group of the configuration.
     pub policy_group: String,
+    /// The interface edition it registered through.
+    #[allow(dead_code)] // read by the SI v1.8 edge as it lands (issue 21)
+    pub edition: Edition,
     /// Where the configuration came from.
     pub config_source: String,
     /// Checksum of the configuration in force.
@@ -64,13 +69,26 @@ impl Core {
         &mut self,
         rm_id: &str,
         policy_group: &str,
+        edition: Edition,
+        origin: ConfigOrigin,
         callback: Arc<dyn ResourceManagerCallback>,
     ) -> Result<(), Error> {
         // Re-registration starts afresh (spec 1.4): the RM's old state goes
         // first, so a failed re-registration leaves it unregistered.
         self.remove_rm(rm_id);
-        let loaded = config::load(policy_group, &self.options.config_dir, &self.options.policy_configs)
-            .map_err(|e| {
+        let loaded = match origin {
+            ConfigOrigin::PolicyGroup => {
+                config::load(policy_group, &self.options.config_dir, &self.options.policy_configs)
+            }
+            ConfigOrigin::Text(text) if text.trim().is_empty() => config::from_text(
+                config::DEFAULT_CONFIG_V1.to_string(),
+                "built-in SI v1.8 default".to_string(),
+            ),
+            ConfigOrigin::Text(text) => {
+                config::from_text(text, "RegisterResourceManager request".to_string())
+            }
+        }
+        .map_err(|e| {
                 Error::rejected(format!(
                     "registration of RM {rm_id} failed: configuration for policy group '{policy_group}': {e}"
                 ))
@@ -93,7 +111,8 @@ impl Core {
             Ok::<_, Error>(created)
         })?;
         let names = created.iter().map(|p| p.key.clone()).collect();
-        for p in created {
+        for mut p in created {
+            p.edition = edition;
             self.partitions.insert(p.key.clone(), p);
         }
         log::info!(
@@ -105,6 +124,7 @@ impl Core {
             RmState {
                 callback,
                 policy_group: policy_group.to_string(),
+                edition,
                 config_source: loaded.source,
                 checksum: loaded.config.checksum,
                 config_text: loaded.text,

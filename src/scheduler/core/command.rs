@@ -46,6 +46,10 @@ pub enum Command {
         rm_id: String,
         /// Policy group naming the configuration.
         policy_group: String,
+        /// The interface edition the RM registered through.
+        edition: crate::scheduler::edition::Edition,
+        /// Where its configuration comes from.
+        config: crate::scheduler::edition::ConfigOrigin,
         /// The RM's callbacks.
         callback: Arc<dyn ResourceManagerCallback>,
         /// Where the outcome goes.

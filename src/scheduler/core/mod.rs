@@ -222,10 +222,12 @@ impl Core {
             Command::Register {
                 rm_id,
                 policy_group,
+                edition,
+                config,
                 callback,
                 reply,
             } => reply.send(self.answer("RegisterResourceManager", |core| {
-                core.register(&rm_id, &policy_group, callback)
+                core.register(&rm_id, &policy_group, edition, config, callback)
             })),
             Command::Reload { rm_id, reply } => {
                 reply.send(self.answer("UpdateConfiguration", |core| core.reload(&rm_id)))

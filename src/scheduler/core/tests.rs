@@ -42,6 +42,8 @@ fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
     core.step(Command::Register {
         rm_id: RM.into(),
         policy_group: GROUP.into(),
+        edition: crate::scheduler::edition::Edition::V012,
+        config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
         callback: Arc::new(Rm),
         reply: tx.into(),
     });

@@ -125,6 +125,8 @@ pub struct Partition {
     pub key: super::partition_key::PartitionKey,
     /// Owning RM.
     pub rm_id: String,
+    /// The interface edition of the owning RM (set at registration).
+    pub edition: crate::scheduler::edition::Edition,
     /// Queue tree.
     pub queues: QueueTree,
     /// Placement rules.
@@ -196,6 +198,7 @@ impl Partition {
                 name: cfg.name.clone(),
             },
             rm_id: rm_id.to_string(),
+            edition: crate::scheduler::edition::Edition::V012,
             queues: QueueTree::from_config(root)?,
             placement: PlacementManager::new(&cfg.placement_rules)?,
             preemption_enabled: cfg.preemption.enabled,
