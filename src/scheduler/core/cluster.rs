@@ -28,7 +28,6 @@ pub struct RmState {
     /// Policy group of the configuration.
     pub policy_group: String,
     /// The interface edition it registered through.
-    #[allow(dead_code)] // read by the SI v1.8 edge as it lands (issue 21)
     pub edition: Edition,
     /// Where the configuration came from.
     pub config_source: String,
@@ -40,9 +39,10 @@ pub struct RmState {
     pub partitions: Vec<PartitionKey>,
 }
 
-/// The rmIDs the core holds, shared read-only with the calling side; only
-/// the core writes it, as it applies registrations.
-pub type Registry = Arc<parking_lot::RwLock<std::collections::HashSet<String>>>;
+/// The rmIDs the core holds, with the edition each registered through,
+/// shared read-only with the calling side; only the core writes it, as it
+/// applies registrations.
+pub type Registry = Arc<parking_lot::RwLock<std::collections::HashMap<String, Edition>>>;
 
 impl Core {
     pub(super) fn timeouts(&self) -> AppTimeouts {
@@ -131,7 +131,7 @@ impl Core {
                 partitions: names,
             },
         );
-        self.registry.write().insert(rm_id.to_string());
+        self.registry.write().insert(rm_id.to_string(), edition);
         Ok(())
     }
 
