@@ -19,8 +19,18 @@ use crate::scheduler::snapshot::{self, RmView, Snapshot, Stamp};
 
 use si::node_info::ActionFromRm;
 
-/// SI v1.8's `CREATE_DRAIN` node action (not in the v0.12 enum the v1
-/// edge translates into): create the node unschedulable.
+/// SI v1.8's `CREATE_DRAIN` node action, as the raw value the v1 edge
+/// leaves in the v0.12 `NodeInfo.action` (the v0.12 enum lacks it): the
+/// node is created unschedulable (CREATE then DRAIN_NODE, one answer).
+///
+/// The node contract for RMs of edition `V1`: every node of a
+/// `NodeRequest` gets exactly one `accepted` or `rejected` entry, whatever
+/// its action (CREATE, CREATE_DRAIN, UPDATE, DRAIN_NODE,
+/// DRAIN_TO_SCHEDULABLE, DECOMISSION) and whatever goes wrong (duplicate
+/// node, bad resource, unknown partition, node or action); an UPDATE sets
+/// the schedulable resource only (occupied is the sum of the node's
+/// foreign allocations). v0.12 answers CREATE only, and action 6 is no
+/// action there.
 pub const CREATE_DRAIN: i32 = 6;
 
 use crate::scheduler::edition::{ConfigOrigin, Edition};

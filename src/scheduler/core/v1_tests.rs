@@ -556,6 +556,66 @@ fn placed_allocations_that_cannot_be_taken_are_rejected() {
 }
 
 #[test]
+fn placed_placeholders_follow_the_gang_rules() {
+    let (mut core, clock) = core_of(Edition::V1, |o| {
+        o.placeholder_timeout = Duration::from_secs(60)
+    });
+    node_answers(&mut core, vec![(node("n1", 1), 1000)]);
+    add_app(&mut core, "g", "root.g", Some(200));
+    let ph = |key: &str| PlacedAllocation {
+        ask: testkit::group_ask("g", key, "tg", 100, 1, true),
+        node: Arc::from("n1"),
+    };
+    let s = place(&mut core, vec![ph("ph0")]);
+    assert_eq!(s.states_of("g"), ["Accepted"], "not all placeholders yet");
+    let s = place(&mut core, vec![ph("ph1")]);
+    assert_eq!(s.new, [("ph1".into(), "ph1".into(), "n1".into())]);
+    assert_eq!(s.states_of("g"), ["Running"], "the gang assembled");
+    let p = part(&core);
+    assert_eq!(p.apps[0].placeholder, m(200));
+    assert!(memory_of(&p.apps[0].allocated) == 0);
+    assert_eq!(check_sums(&p), 200);
+    // Real members replace them as for placeholders the core placed.
+    asks(
+        &mut core,
+        vec![testkit::group_ask("g", "r0", "tg", 100, 1, false)],
+    );
+    assert_eq!(
+        pass(&mut core).released_keys(T::PlaceholderReplaced).len(),
+        1
+    );
+    // The placeholder timer was armed by the first one: the unused
+    // placeholder goes back on timeout.
+    clock.advance(Duration::from_secs(61));
+    core.tick();
+    assert_eq!(seen(&mut core).released_keys(T::Timeout).len(), 1);
+}
+
+#[test]
+fn v012_partitions_refuse_v1_shapes() {
+    let (mut core, _) = core_of(Edition::V012, |_| {});
+    node_answers(&mut core, vec![(node("n1", 1), 1000)]);
+    add_app(&mut core, "app", "root.a", None);
+    seen(&mut core);
+    let s = send(
+        &mut core,
+        Update {
+            placed: vec![placed("app", "p", 10, "n1")],
+            foreign: vec![foreign("f", "n1", 10)],
+            ..Default::default()
+        },
+    );
+    assert_eq!(s.rejected.len(), 2);
+    assert!(
+        s.rejected.iter().all(|r| r.reason.contains("SI v0.12")),
+        "{s:?}"
+    );
+    let p = part(&core);
+    assert_eq!(check_sums(&p), 0);
+    assert!(node_snap(&p, "n1").occupied.is_empty());
+}
+
+#[test]
 fn a_placed_allocation_past_an_i64_is_rejected_and_changes_nothing() {
     let mut core = v1();
     place(&mut core, vec![placed("app", "a", i64::MAX, "n1")]);
@@ -596,6 +656,12 @@ fn foreign_allocations_are_the_nodes_occupied_resource() {
     let n = node_snap(&p, "n1");
     assert_eq!(n.occupied, m(800));
     assert_eq!(n.available, m(200));
+    let keys: Vec<&str> = n.foreign.keys().map(String::as_str).collect();
+    assert_eq!(keys, ["f1", "f2"]);
+    assert_eq!(n.foreign["f2"], m(500));
+    let dump: serde_json::Value = serde_json::from_str(&core.dump_json()).unwrap();
+    let dumped = &dump["partitions"][0]["nodes"][0]["foreign"];
+    assert_eq!(dumped["f1"]["memory"], 300, "{dumped}");
     assert_eq!(check_sums(&p), 0, "not the core's allocations");
     // A request that only fits without them waits.
     asks(&mut core, vec![ask("app", "k", 300)]);

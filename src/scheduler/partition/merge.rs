@@ -158,6 +158,13 @@ impl Partition {
     pub fn add_placed(&mut self, p: &PlacedAllocation, out: &mut Outcomes) -> Result<(), String> {
         let ask = &p.ask;
         let (app_id, key) = (&*ask.app, &*ask.key);
+        if self.edition != Edition::V1 {
+            return Err(format!(
+                "allocation {key} of application {app_id}: placed allocations are SI v1.8, partition {} is {}",
+                self.internal_name,
+                self.edition.name()
+            ));
+        }
         let Some(app_slot) = self.apps.slot_of(app_id) else {
             return Err(format!(
                 "failed to find application {app_id}, for allocation {key}"
@@ -238,6 +245,13 @@ impl Partition {
     /// changed.
     pub fn set_foreign(&mut self, f: &ForeignAllocation) -> Result<(), String> {
         let key = &f.key;
+        if self.edition != Edition::V1 {
+            return Err(format!(
+                "foreign allocation {key}: foreign allocations are SI v1.8, partition {} is {}",
+                self.internal_name,
+                self.edition.name()
+            ));
+        }
         if key.is_empty() {
             return Err("foreign allocation with an empty allocation key".into());
         }
