@@ -12,8 +12,8 @@ use crate::security::{Acl, UserGroup};
 
 mod config;
 mod priority;
-pub use priority::{PriorityPolicy, PrioritySettings, MIN_PRIORITY};
 use priority::inherited;
+pub use priority::{PriorityPolicy, PrioritySettings, MIN_PRIORITY};
 
 /// Index of a queue in its tree's arena.
 pub type QueueId = usize;

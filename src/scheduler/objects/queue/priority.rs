@@ -221,6 +221,10 @@ impl QueueTree {
 }
 
 #[cfg(test)]
+#[path = "priority_tests.rs"]
+mod scenarios;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -236,7 +240,10 @@ mod tests {
     fn properties_parse_and_fall_back_to_defaults() {
         let s = PrioritySettings::from_properties("root.a", &BTreeMap::new());
         assert_eq!(s, PrioritySettings::default());
-        assert_eq!((s.policy, s.offset, s.sort), (PriorityPolicy::Default, 0, true));
+        assert_eq!(
+            (s.policy, s.offset, s.sort),
+            (PriorityPolicy::Default, 0, true)
+        );
         let s = PrioritySettings::from_properties(
             "root.a",
             &props(&[
@@ -245,7 +252,10 @@ mod tests {
                 (PROP_APP_SORT_PRIORITY, "enabled"),
             ]),
         );
-        assert_eq!((s.policy, s.offset, s.sort), (PriorityPolicy::Default, 3, true));
+        assert_eq!(
+            (s.policy, s.offset, s.sort),
+            (PriorityPolicy::Default, 3, true)
+        );
         let s = PrioritySettings::from_properties(
             "root.a",
             &props(&[
@@ -254,7 +264,10 @@ mod tests {
                 (PROP_APP_SORT_PRIORITY, "Disabled"),
             ]),
         );
-        assert_eq!((s.policy, s.offset, s.sort), (PriorityPolicy::Fence, -3, false));
+        assert_eq!(
+            (s.policy, s.offset, s.sort),
+            (PriorityPolicy::Fence, -3, false)
+        );
         let s = PrioritySettings::from_properties(
             "root.a",
             &props(&[
@@ -281,7 +294,10 @@ mod tests {
     #[test]
     fn policy_parsing() {
         assert_eq!(PriorityPolicy::parse(""), Ok(PriorityPolicy::Default));
-        assert_eq!(PriorityPolicy::parse("default"), Ok(PriorityPolicy::Default));
+        assert_eq!(
+            PriorityPolicy::parse("default"),
+            Ok(PriorityPolicy::Default)
+        );
         assert_eq!(PriorityPolicy::parse("fence"), Ok(PriorityPolicy::Fence));
         assert!(PriorityPolicy::parse("invalid").is_err());
     }
@@ -306,9 +322,15 @@ mod tests {
             ])
         );
         let s = PrioritySettings::from_properties("root.p.c", &child);
-        assert_eq!((s.policy, s.offset, s.sort), (PriorityPolicy::Default, 0, false));
+        assert_eq!(
+            (s.policy, s.offset, s.sort),
+            (PriorityPolicy::Default, 0, false)
+        );
         // Nothing is added when the parent has none of them.
-        assert_eq!(inherited(&props(&[("key", "value")])), props(&[("key", "value")]));
+        assert_eq!(
+            inherited(&props(&[("key", "value")])),
+            props(&[("key", "value")])
+        );
     }
 
     #[test]
