@@ -271,7 +271,7 @@ fn allocation(a: &NewAllocation) -> Value {
 }
 
 fn app_info(p: &PartitionSnap, a: &AppSnap) -> Value {
-    json!({
+    let mut v = json!({
         "applicationID": a.id,
         "usedResource": res_str(Some(&a.allocated)),
         "partition": p.name,
@@ -284,7 +284,15 @@ fn app_info(p: &PartitionSnap, a: &AppSnap) -> Value {
             .map(|r| allocation(r))
             .collect::<Vec<_>>(),
         "applicationState": a.state,
-    })
+        // YuniKorn v1.8 (omitted there when 0).
+        "maxRequestPriority": a.max_request_priority,
+    });
+    if a.max_request_priority == 0 {
+        if let Some(m) = v.as_object_mut() {
+            m.remove("maxRequestPriority");
+        }
+    }
+    v
 }
 
 /// Applications (active, then terminated) of `p` whose queue path
@@ -494,7 +502,7 @@ pub fn go_time_string(unix_ns: i64) -> String {
 }
 
 fn partition_queue(p: &PartitionSnap, q: &QueueSnap) -> Value {
-    json!({
+    let mut v = json!({
         "queuename": q.path,
         "status": q.state,
         "partition": p.name,
@@ -505,13 +513,22 @@ fn partition_queue(p: &PartitionSnap, q: &QueueSnap) -> Value {
         "isManaged": q.managed,
         "properties": q.properties,
         "parent": q.parent.clone().unwrap_or_default(),
+        // As YuniKorn v1.8's queue entry: the current priority always, the
+        // offset only when set.
+        "currentPriority": q.current_priority,
+        "prioritySorting": q.priority_sort,
+        "isPriorityFence": q.priority_fence,
         "template": q.template.as_ref().map(|t| json!({
             "maxResource": res_str(t.max.as_ref()),
             "guaranteedResource": res_str(t.guaranteed.as_ref()),
             "properties": t.properties,
         })),
         "children": q.children.iter().map(|c| partition_queue(p, c)).collect::<Vec<_>>(),
-    })
+    });
+    if q.priority_offset != 0 {
+        v["priorityOffset"] = json!(q.priority_offset);
+    }
+    v
 }
 
 /// `GET /ws/v1/partition/{p}/queues`.

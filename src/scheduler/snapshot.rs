@@ -16,7 +16,7 @@ use std::time::Instant;
 use serde::{Serialize, Serializer};
 
 use super::objects::application::AppState;
-use super::objects::queue::{QueueId, ROOT};
+use super::objects::queue::{PriorityPolicy, QueueId, ROOT};
 use super::outcome::NewAllocation;
 use super::partition::Partition;
 use super::resource::{name_of, Resource};
@@ -160,6 +160,14 @@ pub struct QueueSnap {
     pub sort_policy: String,
     /// Properties after inheritance.
     pub properties: BTreeMap<String, String>,
+    /// The priority the queue reports to its parent (`i32::MIN`: none).
+    pub current_priority: i32,
+    /// `application.sort.priority` is enabled.
+    pub priority_sort: bool,
+    /// `priority.policy` is `fence`.
+    pub priority_fence: bool,
+    /// `priority.offset`.
+    pub priority_offset: i32,
     /// Submit ACL as configured.
     pub submit_acl: String,
     /// Admin ACL as configured.
@@ -201,6 +209,8 @@ pub struct AppSnap {
     pub allocated: Named,
     /// Pending.
     pub pending: Named,
+    /// The highest priority of its pending asks (`i32::MIN`: none).
+    pub max_request_priority: i32,
     /// Asks with allocations still to make, in scheduling order (at most
     /// [`MAX_LISTED_ASKS`]).
     pub pending_asks: Vec<AskSnap>,
@@ -368,6 +378,10 @@ fn queue_snap(p: &Partition, id: QueueId) -> QueueSnap {
         max_applications: q.max_applications,
         sort_policy: q.sort_policy.name().to_string(),
         properties: q.properties.clone(),
+        current_priority: q.current_priority(),
+        priority_sort: q.priority.sort,
+        priority_fence: q.priority.policy == PriorityPolicy::Fence,
+        priority_offset: q.priority.offset,
         submit_acl: q.submit_acl.0.clone(),
         admin_acl: q.admin_acl.0.clone(),
         template: q.child_template.as_ref().map(|t| TemplateSnap {
@@ -436,6 +450,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 groups: a.user.groups.clone(),
                 allocated: named(a.allocated()),
                 pending: named(&a.pending),
+                max_request_priority: a.priority(),
                 pending_asks,
                 pending_allocations: a
                     .asks

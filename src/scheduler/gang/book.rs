@@ -235,6 +235,7 @@ impl Partition {
                     self.waiting_asks += 1;
                 }
                 ask.pending_repeat += 1;
+                app.sync_priority(&mut self.queues);
                 app.pending.add_assign(&real.resource);
                 let q = app.queue;
                 self.queues.add_pending(q, &real.resource);

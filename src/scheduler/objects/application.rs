@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::queue::{AppSortPolicy, Queue, QueueId};
+use super::queue::{AppKey, AppSortPolicy, Queue, QueueId, QueueTree, MIN_PRIORITY};
 use crate::scheduler::gang::AppGang;
 use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::UserGroup;
@@ -202,8 +202,11 @@ pub struct Application {
     pub state_epoch: u64,
     /// Gang placeholder total (stored for later use).
     pub placeholder_ask: Option<Resource>,
-    /// Its key in the leaf's fair order (see `Queue::fair_apps`).
-    fair_key: ShareKey,
+    /// Its key in the leaf's order (see `Queue::app_order`).
+    order_key: AppKey,
+    /// The highest priority of its pending asks ([`MIN_PRIORITY`] with
+    /// none): the first key of `ask_order`, as last pushed to the queues.
+    priority: i32,
     /// Whether its queues count it in `active_apps` (see
     /// `Partition::sync_active`).
     pub counted_active: bool,
@@ -243,7 +246,11 @@ impl Application {
             allocations: Default::default(),
             state_epoch: 0,
             placeholder_ask,
-            fair_key: ShareKey::default(),
+            order_key: AppKey {
+                seq,
+                ..Default::default()
+            },
+            priority: MIN_PRIORITY,
             counted_active: false,
             started: false,
             gang,
@@ -255,54 +262,98 @@ impl Application {
         &self.allocated
     }
 
-    /// Its key in its leaf's fair order.
-    pub fn fair_key(&self) -> &ShareKey {
-        &self.fair_key
+    /// Its key in its leaf's order.
+    pub fn leaf_key(&self) -> &AppKey {
+        &self.order_key
+    }
+
+    /// The highest priority among its pending asks; [`MIN_PRIORITY`]
+    /// without any (spec `policy/priority.md` 2).
+    pub fn priority(&self) -> i32 {
+        self.priority
     }
 
     /// A real allocation of `res` joined the application: its usage grows
     /// and it moves in `leaf`'s fair order (its own leaf).
     pub fn allocate(&mut self, res: &Resource, leaf: &mut Queue) {
         self.allocated.add_assign(res);
-        self.refile(leaf);
+        if leaf.sort_policy == AppSortPolicy::Fair {
+            self.refile(leaf);
+        }
     }
 
     /// A real allocation of `res` left the application (usage clamped at
     /// zero per type).
     pub fn release(&mut self, res: &Resource, leaf: &mut Queue) {
         self.allocated.sub_clamped_assign(res);
-        self.refile(leaf);
-    }
-
-    /// Files the application in `leaf`'s fair order, which was cleared
-    /// (a reload may have changed the policy or the guarantee).
-    pub fn file_in(&mut self, leaf: &mut Queue) {
         if leaf.sort_policy == AppSortPolicy::Fair {
-            self.fair_key = ShareKey::of(&self.allocated, leaf.guaranteed.as_ref());
-            leaf.fair_apps.insert((self.fair_key.clone(), self.seq));
+            self.refile(leaf);
         }
     }
 
-    /// Takes the application out of `leaf`'s orders (it is leaving).
-    pub fn leave(&self, leaf: &mut Queue) {
+    /// The application's key in `leaf` as things stand.
+    fn key_in(&self, leaf: &Queue) -> AppKey {
+        let fair = leaf.sort_policy == AppSortPolicy::Fair;
+        let by_priority = leaf.priority.sort;
+        AppKey {
+            first: Reverse(if by_priority { self.priority } else { 0 }),
+            share: if fair {
+                ShareKey::of(&self.allocated, leaf.guaranteed.as_ref())
+            } else {
+                ShareKey::default()
+            },
+            submitted: (!fair && !by_priority).then_some(self.submitted),
+            then: Reverse(if by_priority { 0 } else { self.priority }),
+            seq: self.seq,
+        }
+    }
+
+    /// Files the application in `leaf`'s order, which was cleared (a
+    /// reload may have changed the policy, the guarantee or the priority
+    /// sorting), or which it is joining.
+    pub fn file_in(&mut self, leaf: &mut Queue) {
+        self.order_key = self.key_in(leaf);
+        if let Some(slot) = leaf.apps.get(&self.seq).copied() {
+            leaf.app_order.insert(self.order_key.clone(), slot);
+        }
+    }
+
+    /// Takes the application out of its leaf and its priority out of the
+    /// queues' (it is leaving).
+    pub fn leave(&self, queues: &mut QueueTree) {
+        let leaf = queues.get_mut(self.queue);
         leaf.apps.remove(&self.seq);
-        leaf.fair_apps.remove(&(self.fair_key.clone(), self.seq));
+        leaf.app_order.remove(&self.order_key);
+        queues.priority_changed(self.queue, self.priority, MIN_PRIORITY);
     }
 
-    /// Re-files the application in `leaf`'s fair order after its usage
-    /// changed. Only fair leaves keep the order (rebuilt when a reload
-    /// changes a leaf's policy or guarantee).
+    /// Re-files the application in `leaf`'s order after its usage or its
+    /// priority changed.
     fn refile(&mut self, leaf: &mut Queue) {
-        if leaf.sort_policy != AppSortPolicy::Fair {
+        let key = self.key_in(leaf);
+        if key == self.order_key {
             return;
         }
-        let key = ShareKey::of(&self.allocated, leaf.guaranteed.as_ref());
-        if key == self.fair_key {
+        let old = std::mem::replace(&mut self.order_key, key);
+        if let Some(slot) = leaf.app_order.remove(&old) {
+            leaf.app_order.insert(self.order_key.clone(), slot);
+        }
+    }
+
+    /// Brings the application's priority in line with its pending asks
+    /// after `ask_order` changed: the maximum is the order's first key, so
+    /// no scan. A change re-files it in its leaf and goes up the queues.
+    pub fn sync_priority(&mut self, queues: &mut QueueTree) {
+        let now = self
+            .ask_order
+            .first_key_value()
+            .map_or(MIN_PRIORITY, |(k, _)| k.0 .0);
+        if now == self.priority {
             return;
         }
-        let old = std::mem::replace(&mut self.fair_key, key.clone());
-        leaf.fair_apps.remove(&(old, self.seq));
-        leaf.fair_apps.insert((key, self.seq));
+        let old = std::mem::replace(&mut self.priority, now);
+        self.refile(queues.get_mut(self.queue));
+        queues.priority_changed(self.queue, old, now);
     }
 
     /// Whether the application has demand the scheduler can act on.

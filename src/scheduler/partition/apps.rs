@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
-use crate::scheduler::resource::ShareKey;
 
 impl Partition {
     /// Adds one application (spec 6.1); `Err` is the rejection reason.
@@ -68,9 +67,8 @@ impl Partition {
         );
         let leaf = self.queues.get_mut(queue);
         leaf.apps.insert(seq, slot);
-        if leaf.sort_policy == AppSortPolicy::Fair {
-            leaf.fair_apps.insert((ShareKey::default(), seq));
-        }
+        // No pending ask yet: no priority to count in the queues.
+        self.apps.at_mut(slot).file_in(leaf);
         Ok(())
     }
 
@@ -188,23 +186,25 @@ impl Partition {
         let full = self.app_limit_reached(q);
         let queue = self.queues.get(q);
         queue
-            .fair_apps
-            .iter()
-            .filter_map(|(_, seq)| queue.apps.get(seq))
+            .app_order
+            .values()
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))
     }
 
-    /// Rebuilds every fair leaf's application order, after a reload that
-    /// may have changed policies or guarantees.
-    pub(crate) fn rebuild_fair_orders(&mut self) {
+    /// Rebuilds every leaf's application order and every queue's priority,
+    /// after a reload that may have changed policies, guarantees or
+    /// priority properties.
+    pub(crate) fn rebuild_app_orders(&mut self) {
         let leaves: Vec<QueueId> = self.queues.iter().map(|(id, _)| id).collect();
         for q in leaves {
-            self.queues.get_mut(q).fair_apps.clear();
+            self.queues.get_mut(q).app_order.clear();
         }
         for app in self.apps.values_mut() {
             app.file_in(self.queues.get_mut(app.queue));
         }
+        let prios = self.apps.values().map(|a| (a.queue, a.priority()));
+        self.queues.recompute_priorities(prios);
     }
 
     /// Applications of leaf `q` in submission order, without those held
@@ -214,7 +214,7 @@ impl Partition {
         let full = self.app_limit_reached(q);
         self.queues
             .get(q)
-            .apps
+            .app_order
             .values()
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))

@@ -92,6 +92,7 @@ impl Partition {
         if app.ask_order.insert(order, slot).is_none() {
             self.waiting_asks += 1;
         }
+        app.sync_priority(&mut self.queues);
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);
@@ -120,6 +121,8 @@ impl Partition {
         let app = self.apps.get_mut(app_id).expect("the ask's application");
         if app.ask_order.remove(&old.order_key()).is_some() {
             self.waiting_asks = self.waiting_asks.saturating_sub(1);
+            // A replaced ask's old priority may have been the maximum.
+            app.sync_priority(&mut self.queues);
         }
         // A removed or replaced ask gives up its reservations (spec 8.9).
         self.reservations.cancel_ask(&ReservedAsk {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::*;
-use crate::scheduler::resource::ShareKey;
+use crate::scheduler::objects::queue::AppKey;
 use crate::scheduler::resync::ResyncBarrier;
 
 /// Reserved nodes and the asks holding them.
@@ -142,7 +142,7 @@ impl Partition {
     /// scheduling order. One walk over the reservations.
     fn reserved_apps_in_order(&self) -> Vec<HeldNodes> {
         let leaf_rank = self.leaf_ranks();
-        let mut apps: Vec<((usize, ShareKey, u64), HeldNodes)> = Vec::new();
+        let mut apps: Vec<((usize, AppKey), HeldNodes)> = Vec::new();
         let mut index: FastMap<&str, usize> = FastMap::default();
         // In node id order, as the walk has always gone.
         let mut all: Vec<(&str, NodeSlot, &ReservedAsk)> = self
@@ -159,20 +159,12 @@ impl Partition {
             index.insert(&*r.app, apps.len());
             let order = match self.apps.get(&r.app) {
                 // Gone: sorted last, where its reservations are cancelled.
-                None => (usize::MAX, ShareKey::default(), u64::MAX),
-                Some(app) => {
-                    let fair = self.queues.get(app.queue).sort_policy == AppSortPolicy::Fair;
-                    (
-                        // A leaf without demand is not walked: after every other.
-                        leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
-                        if fair {
-                            app.fair_key().clone()
-                        } else {
-                            ShareKey::default()
-                        },
-                        app.seq,
-                    )
-                }
+                None => (usize::MAX, AppKey::default()),
+                Some(app) => (
+                    // A leaf without demand is not walked: after every other.
+                    leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
+                    app.leaf_key().clone(),
+                ),
             };
             apps.push((order, vec![(node, r.clone())]));
         }

@@ -244,7 +244,7 @@ impl Partition {
         self.reservations.cancel_app(app_id);
         self.queues.sub_pending(app.queue, &app.pending);
         self.queues.sub_allocated(app.queue, app.allocated());
-        app.leave(self.queues.get_mut(app.queue));
+        app.leave(&mut self.queues);
         if self.finished.len() >= COMPLETED_HISTORY {
             self.finished.pop_front();
         }

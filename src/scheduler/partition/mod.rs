@@ -272,8 +272,8 @@ impl Partition {
         self.queues.reconfigure(root)?;
         self.placement = placement;
         self.nodes.set_policy(policy);
-        // Policies and guarantees may have changed.
-        self.rebuild_fair_orders();
+        // Policies, guarantees and priority properties may have changed.
+        self.rebuild_app_orders();
         Ok(())
     }
 }

@@ -135,6 +135,7 @@ impl Partition {
         let remaining = ask.pending_repeat;
         if remaining <= 0 && app.ask_order.remove(&ask.order_key()).is_some() {
             self.waiting_asks = self.waiting_asks.saturating_sub(1);
+            app.sync_priority(&mut self.queues);
         }
         let ask = &app.asks[ask_slot];
         app.pending.sub_clamped_assign(&ask.resource);

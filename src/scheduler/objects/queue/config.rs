@@ -90,12 +90,17 @@ impl QueueTree {
             q.max = positive(cfg.resources.max.as_ref())?;
         }
         q.max_applications = cfg.max_applications;
+        // Recomputed from the parent's (already updated) properties and the
+        // queue's own on every reload, and every value re-derived with
+        // defaults for absent keys: a removed property leaves no stale value
+        // behind (the reference's reload keeps them, priority.md Q1).
         let mut props = parent
-            .map(|p| self.get(p).properties.clone())
+            .map(|p| inherited(&self.get(p).properties))
             .unwrap_or_default();
         props.extend(cfg.properties.iter().map(|(k, v)| (k.clone(), v.clone())));
         q.properties = props;
         q.sort_policy = AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
+        q.priority = PrioritySettings::from_properties(&q.path, &q.properties);
         if !q.leaf {
             q.child_template = match &cfg.child_template {
                 Some(t) => template_from(t)?,

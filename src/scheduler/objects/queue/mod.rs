@@ -3,13 +3,17 @@
 //! Queues live in an arena indexed by [`QueueId`]; a removed queue leaves an
 //! empty slot so ids held elsewhere never point at another queue.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::{Acl, UserGroup};
 
 mod config;
+mod priority;
+use priority::inherited;
+pub use priority::{PriorityPolicy, PrioritySettings, MIN_PRIORITY};
 
 /// Index of a queue in its tree's arena.
 pub type QueueId = usize;
@@ -109,9 +113,10 @@ pub struct Queue {
     pub max_applications: u64,
     /// Applications of a leaf keyed by submission sequence.
     pub apps: BTreeMap<u64, crate::scheduler::objects::keyed::Slot>,
-    /// Applications of a leaf in fair order: usage share relative to the
-    /// queue's guarantee, then submission sequence (kept by the partition).
-    pub fair_apps: BTreeSet<(ShareKey, u64)>,
+    /// Applications of a leaf in scheduling order, by the key each holds
+    /// (see [`AppKey`]), re-filed by the application whenever its priority
+    /// or (fair leaves) its usage changes.
+    pub app_order: BTreeMap<AppKey, crate::scheduler::objects::keyed::Slot>,
     /// Applications of a leaf in `Starting` (for the stateaware policy).
     pub starting_apps: usize,
     /// Applications at or below this queue that count against
@@ -125,6 +130,33 @@ pub struct Queue {
     child_order: Vec<QueueId>,
     /// This queue's key in its parent's `child_order`, while it has demand.
     order_key: Option<ChildKey>,
+    /// `priority.policy`, `priority.offset`, `application.sort.priority`.
+    pub priority: PrioritySettings,
+    /// Leaf: how many of its applications have each priority; parent: how
+    /// many children report each priority (no priority is not counted).
+    /// The highest key is the queue's raw priority.
+    prio_counts: BTreeMap<i32, u32>,
+    /// The priority the queue reports, as counted in its parent.
+    reported: i32,
+}
+
+/// An application's place in its leaf's order (spec `policy/priority.md`
+/// 5.2). With priority sorting enabled, higher priority comes first, then
+/// usage share (fair leaves) or submission (fifo); disabled, priority only
+/// breaks ties of the share (fair) or of the submission time (fifo). The
+/// submission sequence ends it, so keys are unique.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct AppKey {
+    /// Priority, when it comes first (else 0).
+    pub first: Reverse<i32>,
+    /// Usage share relative to the leaf's guarantee (fair leaves only).
+    pub share: ShareKey,
+    /// Submission time (fifo with priority sorting disabled only).
+    pub submitted: Option<std::time::Instant>,
+    /// Priority, when it only breaks ties (else 0).
+    pub then: Reverse<i32>,
+    /// Submission sequence.
+    pub seq: u64,
 }
 
 /// A child's place in its parent's fair order: usage share relative to its
@@ -137,10 +169,15 @@ pub struct Queue {
 /// order that agrees with it wherever it decides (a dominating demand has
 /// the larger sum), and it is a property of the queue alone, so the order
 /// stays incremental.
+///
+/// Priority (the child's reported priority) comes before all of it when the
+/// parent sorts by priority, else right after the share.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct ChildKey {
+    first: Reverse<i32>,
     shares: ShareKey,
-    pending: std::cmp::Reverse<i128>,
+    then: Reverse<i32>,
+    pending: Reverse<i128>,
     path: Arc<str>,
     id: QueueId,
 }
@@ -172,11 +209,14 @@ impl Queue {
             state: QueueState::Active,
             max_applications: 0,
             apps: BTreeMap::new(),
-            fair_apps: BTreeSet::new(),
+            app_order: BTreeMap::new(),
             starting_apps: 0,
             active_apps: 0,
             child_order: Vec::new(),
             order_key: None,
+            priority: PrioritySettings::default(),
+            prio_counts: BTreeMap::new(),
+            reported: MIN_PRIORITY,
         }
     }
 }
@@ -319,6 +359,7 @@ impl QueueTree {
                 }
                 q.sort_policy =
                     AppSortPolicy::from_property(q.properties.get(PROP_APP_SORT_POLICY));
+                q.priority = PrioritySettings::from_properties(&child_path, &q.properties);
             } else {
                 q.child_template = parent.child_template.clone();
             }
@@ -400,6 +441,9 @@ impl QueueTree {
                 self.get_mut(p).child_order.remove(at);
             }
             let q = self.slots[id].take().expect("live");
+            // An unused queue has no priority left to take out of its
+            // parent's counts (no applications, no children).
+            debug_assert_eq!(q.reported, MIN_PRIORITY);
             // Nothing holds the id any more: no children, applications or
             // allocations refer to an unused queue.
             self.free.push(id);
@@ -471,9 +515,12 @@ impl QueueTree {
         let Some(parent) = q.parent else {
             return;
         };
+        let by_priority = self.get(parent).priority.sort;
         let key = q.pending.is_strictly_positive().then(|| ChildKey {
+            first: Reverse(if by_priority { q.reported } else { 0 }),
             shares: ShareKey::of(&q.allocated, q.guaranteed.as_ref()),
-            pending: std::cmp::Reverse(pending_weight(&q.pending)),
+            then: Reverse(if by_priority { 0 } else { q.reported }),
+            pending: Reverse(pending_weight(&q.pending)),
             path: q.path.clone(),
             id,
         });
@@ -579,9 +626,10 @@ impl QueueTree {
         self.update_chain(id, |q| q.pending.sub_clamped_assign(res));
     }
 
-    /// Children with pending demand, in fair order (spec 3.6): lowest
-    /// usage share relative to the guarantee first, ties by larger pending
-    /// demand, then by name (see [`ChildKey`]). Kept up to
+    /// Children with pending demand, in fair order (spec 3.6): highest
+    /// priority first (unless the queue's priority sorting is disabled),
+    /// then lowest usage share relative to the guarantee, ties by larger
+    /// pending demand, then by name (see [`ChildKey`]). Kept up to
     /// date as usage changes, never sorted on the scheduling path.
     pub fn sorted_children(&self, id: QueueId) -> impl Iterator<Item = QueueId> + '_ {
         self.get(id).child_order.iter().copied()
