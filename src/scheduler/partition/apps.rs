@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::scheduler::resource::ShareKey;
+use crate::scheduler::ugm::Ugm;
 
 impl Partition {
     /// Adds one application (spec 6.1); `Err` is the rejection reason.
@@ -71,6 +72,12 @@ impl Partition {
         if leaf.sort_policy == AppSortPolicy::Fair {
             leaf.fair_apps.insert((ShareKey::default(), seq));
         }
+        // Its group is chosen once, now (limits.md 2.3).
+        if self.ugm.enabled() {
+            if let Some(app) = self.apps.at(slot) {
+                self.ugm.link(app, &self.queues);
+            }
+        }
         Ok(())
     }
 
@@ -133,14 +140,18 @@ fn parse_quota(text: &str) -> Option<Resource> {
     r.is_strictly_positive().then_some(r)
 }
 
-/// Brings the queue counters of `maxapplications` in line with whether the
-/// application counts now; called after every change of its state or of
-/// its allocations.
-pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
+/// Brings the queue counters of `maxapplications`, and the user and group
+/// trackers, in line with the application; called after every change of
+/// its state or of its allocations.
+pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree, ugm: &mut Ugm) {
     let now = counts_as_running(app);
     if now != app.counted_active {
         app.counted_active = now;
         queues.adjust_active_apps(app.queue, now);
+    }
+    // Nothing is linked without limits: one branch.
+    if !ugm.apps.is_empty() {
+        ugm.sync(app);
     }
 }
 
@@ -186,6 +197,7 @@ impl Partition {
         q: QueueId,
     ) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
+        let limits = self.ugm.enabled();
         let queue = self.queues.get(q);
         queue
             .fair_apps
@@ -193,6 +205,7 @@ impl Partition {
             .filter_map(|(_, seq)| queue.apps.get(seq))
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))
+            .filter(move |(_, a)| !limits || self.runnable_by_limits(a))
     }
 
     /// Rebuilds every fair leaf's application order, after a reload that
@@ -212,12 +225,21 @@ impl Partition {
     /// order).
     pub(crate) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
+        let limits = self.ugm.enabled();
         self.queues
             .get(q)
             .apps
             .values()
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))
+            .filter(move |(_, a)| !limits || self.runnable_by_limits(a))
+    }
+
+    /// User/group `maxapplications` (limits.md 4.1): only an `Accepted`
+    /// application that its user or group has no running slot for is held
+    /// back; it stays `Accepted`.
+    pub(crate) fn runnable_by_limits(&self, a: &Application) -> bool {
+        a.state != AppState::Accepted || self.ugm.can_run(a.seq)
     }
 
     /// Whether the leaf or an ancestor is at its `maxapplications` limit.

@@ -220,10 +220,13 @@ impl Partition {
             &mut self.nodes.at_mut(node_slot).allocations,
         );
         // After the insert: whether it counts as running depends on it.
-        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
+        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues, &mut self.ugm);
         if a.placeholder {
             let app_id = self.apps[app_id].id.clone();
             self.placeholder_added(&app_id, &uuid, &group, &resource, out);
+            if let Some(app) = self.apps.get(&app_id) {
+                self.ugm.sync(app); // placeholders count against limits too
+            }
         } else {
             self.fire(app_id, AppEvent::Run, None, out);
         }
