@@ -45,6 +45,8 @@ pub struct LevelCaps {
     pub groups: Vec<(Arc<str>, Cap)>,
     /// The wildcard group cap (one shared tracker `*`).
     pub group_wildcard: Option<Cap>,
+    /// The entries as configured (REST queue entries show them).
+    pub config: Vec<LimitConfig>,
 }
 
 impl LevelCaps {
@@ -119,7 +121,10 @@ impl Caps {
         let Some(id) = tree.lookup(path) else {
             return Ok(());
         };
-        let mut level = LevelCaps::default();
+        let mut level = LevelCaps {
+            config: limits.to_vec(),
+            ..LevelCaps::default()
+        };
         for l in limits {
             let cap = Cap::from_config(l)?;
             for u in &l.users {

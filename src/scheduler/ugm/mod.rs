@@ -14,12 +14,14 @@
 //! is linked or tracked: the pass pays one branch.
 
 pub mod caps;
+pub mod snap;
 
 use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-pub use caps::{Cap, Caps};
+pub use caps::{Cap, Caps, LevelCaps};
+pub use snap::UsageSnap;
 
 use super::objects::application::{AppState, Application};
 use super::objects::queue::{QueueId, QueueTree};
