@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::usage::UsageQuery;
 use super::snapshot::{AppSnap, Named, NodeSnap, PartitionSnap, QueueSnap, Snapshot};
+use super::usage::UsageQuery;
 use crate::scheduler::outcome::NewAllocation;
 
 /// What a path names.
