@@ -295,13 +295,20 @@ fn limit_rules() {
             &wrap("      - {limit: u, users: [\"1x\"], maxapplications: 1}\n"),
             "invalid limit user name '1x' in limit definition",
         );
+        // v1.8 group names may hold `.` (limits.md 1.4): `/` is still refused.
         rejected(
-            &wrap("      - {limit: g, groups: [\"g.x\"], maxapplications: 1}\n"),
-            "invalid limit group name 'g.x' in limit definition",
+            &wrap("      - {limit: g, groups: [\"g/x\"], maxapplications: 1}\n"),
+            "invalid limit group name 'g/x' in limit definition",
         );
+        // v1.8: an all-zero maxresources is "not greater than zero", and the
+        // null-limit message names the limit (limits.md 1.3 rules 5, 6).
         rejected(
             &wrap("      - {limit: z, users: [alice, bob], maxresources: {memory: 0}}\n"),
-            "invalid resource combination for limit names '[alice bob]' all resource limits are null",
+            "MaxResources should be greater than zero in 'z' limit",
+        );
+        rejected(
+            &wrap("      - {limit: n, users: [alice, bob]}\n"),
+            "invalid resource combination for limit n all resource limits are null",
         );
         rejected(
             &wrap("      - {limit: r, users: [alice], maxresources: {memory: 1Gi}}\n"),

@@ -22,10 +22,17 @@ partitions:
     queues:
       - name: root
         submitacl: '*'
+        limits:
+          - {users: [alice], maxresources: {memory: 4000}}
+          - {groups: [dev], maxapplications: 6}
+          - {groups: ['*'], maxresources: {memory: 5000}}
         queues:
           - name: capped
             resources:
               max: {memory: 3000, vcore: 30}
+            limits:
+              - {users: ['*'], maxresources: {memory: 1200}}
+              - {groups: [ops], maxresources: {memory: 2000}}
             queues:
               - name: x
                 resources:
@@ -131,8 +138,99 @@ fn check_queue(
 /// What the test, as the RM, confirmed with `PLACEHOLDER_REPLACED`.
 type Confirmed = std::sync::Mutex<HashSet<String>>;
 
+/// Per tracker name, per queue path: the usage the trackers must show.
+type PerLevel = BTreeMap<String, BTreeMap<String, BTreeMap<String, i64>>>;
+
+/// The sum of the allocations (real and placeholder) of every application
+/// at every level of its path, per user and per linked group, equals what
+/// the tracker holds there (limits.md 3.1).
+fn check_trackers(p: &Value, step: usize) {
+    let usage = &p["usage"];
+    let mut links: HashMap<String, String> = HashMap::new();
+    for u in usage["users"].as_array().unwrap() {
+        if let Some(g) = u["groups"].as_object() {
+            for (app, group) in g {
+                links.insert(app.clone(), group.as_str().unwrap().to_string());
+            }
+        }
+    }
+    let (mut users, mut groups) = (PerLevel::new(), PerLevel::new());
+    for a in p["applications"].as_array().unwrap() {
+        let mut r = res_of(&a["allocated"]);
+        add(&mut r, &res_of(&a["placeholder"]));
+        let path = a["queue"].as_str().unwrap();
+        let mut prefix = String::new();
+        for part in path.split('.') {
+            if !prefix.is_empty() {
+                prefix.push('.');
+            }
+            prefix.push_str(part);
+            let user = a["user"].as_str().unwrap().to_string();
+            add(
+                users
+                    .entry(user)
+                    .or_default()
+                    .entry(prefix.clone())
+                    .or_default(),
+                &r,
+            );
+            if let Some(g) = links.get(a["id"].as_str().unwrap()) {
+                add(
+                    groups
+                        .entry(g.clone())
+                        .or_default()
+                        .entry(prefix.clone())
+                        .or_default(),
+                    &r,
+                );
+            }
+        }
+    }
+    fn walk(q: &Value, out: &mut BTreeMap<String, BTreeMap<String, i64>>) {
+        out.insert(
+            q["queuePath"].as_str().unwrap().to_string(),
+            res_of(&q["resourceUsage"]),
+        );
+        for c in q["children"].as_array().into_iter().flatten() {
+            walk(c, out);
+        }
+    }
+    for (list, key, want) in [
+        ("users", "userName", &users),
+        ("groups", "groupName", &groups),
+    ] {
+        for t in usage[list].as_array().unwrap() {
+            let name = t[key].as_str().unwrap();
+            let mut got = BTreeMap::new();
+            walk(&t["queues"], &mut got);
+            let empty = BTreeMap::new();
+            let expected = want.get(name).unwrap_or(&empty);
+            for (path, r) in got.iter().chain(expected.iter()) {
+                let g = got.get(path).cloned().unwrap_or_default();
+                let e = expected.get(path).cloned().unwrap_or_default();
+                assert!(
+                    same(&g, &e),
+                    "step {step}: {list} {name} at {path}: tracker {g:?}, allocations {e:?} ({r:?})"
+                );
+            }
+        }
+    }
+    // Every user with an application has a tracker.
+    for name in users.keys() {
+        assert!(
+            usage["users"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["userName"] == name.as_str()),
+            "step {step}: no tracker for user {name}"
+        );
+    }
+}
+
 fn check(h: &Harness, step: usize, confirmed: &Confirmed) {
     let d = h.dump();
+    check_trackers(&d["partitions"][0], step);
     // The checks every test shares (tests/common/books.rs) ...
     if let Err(e) = books::check_books(&d) {
         panic!("step {step}: {e}");
@@ -386,6 +484,18 @@ fn random_operations_keep_the_books_balanced() {
                 let id = format!("app{next_app}");
                 next_app += 1;
                 let mut a = app(&id, queues[rng.usize(..queues.len())]);
+                // Users and groups under limits (the trackers are checked).
+                let users = [
+                    ("alice", "dev"),
+                    ("bob", "ops"),
+                    ("carol", "dev"),
+                    ("dave", "qa"),
+                ];
+                let (user, group) = users[rng.usize(..users.len())];
+                a.ugi = Some(si::UserGroupInformation {
+                    user: user.into(),
+                    groups: vec![group.into()],
+                });
                 let mut placeholders = None;
                 if rng.bool() {
                     gang_apps.push(id.clone());

@@ -14,9 +14,10 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::security::{is_valid_group_name, is_valid_user_name, Acl, WILDCARD};
+use crate::security::{is_valid_group_name, is_valid_user_name, Acl};
 
 mod de;
+pub mod limits;
 pub(crate) mod placement;
 #[cfg(test)]
 mod tests;
@@ -426,6 +427,7 @@ fn validate_partition(
             "root queue must not have resource limits set",
         ));
     }
+    limits::fold_partition_limits(&raw.limits, &mut root)?;
     check_queue_structure(&root, 1)?;
     // 3. resources
     check_queue_resources(&root, None)?;
@@ -434,8 +436,8 @@ fn validate_partition(
         check_rule(rule)?;
     }
     placement::build_rules(&raw.placementrules).map_err(ConfigError::new)?;
-    // 5. partition limits
-    check_limits(&raw.limits)?;
+    // 5. partition limits: folded into root's and checked with them
+    // (limits.md 1.2).
     // 6. node sort policy
     let mut policy = raw.nodesortpolicy;
     match policy.policy_type.as_str() {
@@ -447,6 +449,8 @@ fn validate_partition(
             "negative resource weight for {name} is not allowed"
         )));
     }
+    // 7. user/group limits against their ancestors' (v1.8, limits.md 1.3)
+    limits::check_limit_hierarchy(&root)?;
     if policy.policy_type.is_empty() {
         policy.policy_type = DEFAULT_NODE_SORT_POLICY.to_string();
     }
@@ -494,7 +498,7 @@ fn check_acl(acl: &str) -> Result<(), ConfigError> {
 fn check_queue_structure(queue: &QueueConfig, level: usize) -> Result<(), ConfigError> {
     check_acl(&queue.admin_acl)?;
     check_acl(&queue.submit_acl)?;
-    check_limits(&queue.limits)?;
+    limits::check_queue_limits(queue, level == 1)?;
     let mut names = HashSet::new();
     for child in &queue.queues {
         if !is_valid_queue_name(&child.name) {
@@ -651,42 +655,6 @@ fn single_filter_entry_ok(list: &[String], valid: fn(&str) -> bool) -> bool {
         }
         _ => true,
     }
-}
-
-fn check_limits(limits: &[LimitConfig]) -> Result<(), ConfigError> {
-    for limit in limits {
-        if limit.users.is_empty() && limit.groups.is_empty() {
-            return Err(ConfigError::new(format!(
-                "empty user and group lists defined in limit '{}'",
-                limit.limit
-            )));
-        }
-        if let Some(user) = limit
-            .users
-            .iter()
-            .find(|u| u.as_str() != WILDCARD && !is_valid_user_name(u))
-        {
-            return Err(ConfigError::new(format!(
-                "invalid limit user name '{user}' in limit definition"
-            )));
-        }
-        if let Some(group) = limit
-            .groups
-            .iter()
-            .find(|g| g.as_str() != WILDCARD && !is_valid_group_name(g))
-        {
-            return Err(ConfigError::new(format!(
-                "invalid limit group name '{group}' in limit definition"
-            )));
-        }
-        if limit.max_applications == 0 && is_zero(&limit.max_resources) {
-            return Err(ConfigError::new(format!(
-                "invalid resource combination for limit names '{}' all resource limits are null",
-                format_list(&limit.users)
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// A configuration as loaded for a policy group.

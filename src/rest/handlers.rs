@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::snapshot::{AppSnap, Named, NodeSnap, PartitionSnap, QueueSnap, Snapshot};
+use super::usage::UsageQuery;
 use crate::scheduler::outcome::NewAllocation;
 
 /// What a path names.
@@ -21,6 +22,8 @@ pub enum Endpoint {
     PartitionQueues(String),
     PartitionNodes(String),
     QueueApps(String, String),
+    /// User/group usage of a partition (`usage.rs`).
+    Usage(String, super::usage::UsageQuery),
     Config,
     ValidateConf,
     FullStateDump,
@@ -102,6 +105,14 @@ pub fn route(path: &str) -> Option<Endpoint> {
         ["partition", p, "nodes"] => Endpoint::PartitionNodes(p.to_string()),
         ["partition", p, "queue", q, "applications"] => {
             Endpoint::QueueApps(p.to_string(), q.to_string())
+        }
+        ["partition", p, "usage", "users"] => Endpoint::Usage(p.to_string(), UsageQuery::Users),
+        ["partition", p, "usage", "user", u] => {
+            Endpoint::Usage(p.to_string(), UsageQuery::User(u.to_string()))
+        }
+        ["partition", p, "usage", "groups"] => Endpoint::Usage(p.to_string(), UsageQuery::Groups),
+        ["partition", p, "usage", "group", g] => {
+            Endpoint::Usage(p.to_string(), UsageQuery::Group(g.to_string()))
         }
         ["config"] => Endpoint::Config,
         ["validate-conf"] => Endpoint::ValidateConf,
@@ -524,6 +535,8 @@ fn partition_queue(p: &PartitionSnap, q: &QueueSnap) -> Value {
             "properties": t.properties,
         })),
         "children": q.children.iter().map(|c| partition_queue(p, c)).collect::<Vec<_>>(),
+        // sicore's addition: the queue's user/group limits as configured.
+        "limits": q.limits,
     });
     if q.priority_offset != 0 {
         v["priorityOffset"] = json!(q.priority_offset);

@@ -19,6 +19,7 @@ pub mod config_txn;
 pub(crate) mod handlers;
 pub mod health;
 pub mod settings;
+pub mod usage;
 pub use crate::scheduler::snapshot;
 
 use std::collections::HashMap;
@@ -623,6 +624,19 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
             handlers::queue_apps(&snap, &p, &q)
                 .map(|v| json_resp(StatusCode::OK, &v))
                 .map_err(|e| fail(StatusCode::NOT_FOUND, e))
+        }
+        Endpoint::Usage(p, q) => {
+            let snap = ctx.snapshot(false).await?;
+            let part = handlers::partition(&snap, &p)
+                .ok_or_else(|| fail(StatusCode::NOT_FOUND, format!("partition {p} not found")))?;
+            usage::render(part, &q)
+                .map(|v| json_resp(StatusCode::OK, &v))
+                .map_err(|(code, m)| {
+                    fail(
+                        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+                        m,
+                    )
+                })
         }
         Endpoint::Config => match *req.method() {
             Method::GET | Method::HEAD => get_config(ctx, &req).await,

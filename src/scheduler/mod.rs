@@ -24,6 +24,7 @@ pub mod resync;
 pub mod snapshot;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub mod ugm;
 
 /// Hash map with a fast, randomly seeded hasher for the hot paths (keys
 /// are ids chosen by the RM, so the seed still matters).

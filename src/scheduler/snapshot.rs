@@ -110,6 +110,9 @@ pub struct PartitionSnap {
     /// Every allocation, by UUID (the partition's shared records).
     #[serde(skip)]
     pub allocations: BTreeMap<Arc<str>, Arc<NewAllocation>>,
+    /// User and group trackers (limits.md 3), in the shapes of the REST
+    /// usage endpoints.
+    pub usage: super::ugm::UsageSnap,
 }
 
 /// A node held for one ask.
@@ -177,6 +180,25 @@ pub struct QueueSnap {
     pub template: Option<TemplateSnap>,
     /// Children by name.
     pub children: Vec<QueueSnap>,
+    /// The queue's user/group `limits` as configured (partition limits
+    /// are root's).
+    pub limits: Vec<LimitSnap>,
+}
+
+/// One configured limit entry of a queue.
+#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LimitSnap {
+    /// Free-text description.
+    pub limit: String,
+    /// User names or `*`.
+    pub users: Vec<String>,
+    /// Group names or `*`.
+    pub groups: Vec<String>,
+    /// Resource cap.
+    pub max_resources: Named,
+    /// Application cap (0 = none).
+    pub max_applications: u64,
 }
 
 /// A parent queue's child template.
@@ -390,6 +412,24 @@ fn queue_snap(p: &Partition, id: QueueId) -> QueueSnap {
             properties: t.properties.clone(),
         }),
         children: q.children.values().map(|c| queue_snap(p, *c)).collect(),
+        limits: p
+            .ugm
+            .caps
+            .levels
+            .get(&id)
+            .map(|l| {
+                l.config
+                    .iter()
+                    .map(|c| LimitSnap {
+                        limit: c.limit.clone(),
+                        users: c.users.clone(),
+                        groups: c.groups.clone(),
+                        max_resources: c.max_resources.clone(),
+                        max_applications: c.max_applications,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -572,6 +612,7 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
             .iter()
             .map(|(uuid, a)| (uuid.clone(), a.record.clone()))
             .collect(),
+        usage: super::ugm::UsageSnap::of(p),
     }
 }
 

@@ -119,6 +119,9 @@ partitions:
                 users: [alice]
                 groups: [ops]
                 maxresources: {memory: 100}
+                # v1.8: under the partition's application cap, every
+                # limit for a user must cap applications too
+                maxapplications: 5
 "#;
     let c = ok(text);
     let p = &c.partitions[0];

@@ -196,6 +196,10 @@ fn rule_filter_lists_validated() {
 
 #[test]
 fn limits_validated() {
+    // v1.8 validation (limits.md 1.3) in both editions. Stricter than
+    // v0.12: a group name may hold `.` and `:` now, the null-limit message
+    // names the limit, an all-zero maxresources is "not greater than zero",
+    // and a group wildcard must come after a named group.
     let cases = [
         (
             "limits:\n  - limit: nobody\n    maxapplications: 1",
@@ -206,16 +210,36 @@ fn limits_validated() {
             "invalid limit user name '1bad' in limit definition",
         ),
         (
-            "limits:\n  - groups: [a.b]\n    maxapplications: 1",
-            "invalid limit group name 'a.b' in limit definition",
+            "limits:\n  - groups: [a/b]\n    maxapplications: 1",
+            "invalid limit group name 'a/b' in limit definition",
         ),
         (
-            "limits:\n  - users: [alice, bob]",
-            "invalid resource combination for limit names '[alice bob]' all resource limits are null",
+            "limits:\n  - limit: pair\n    users: [alice, bob]",
+            "invalid resource combination for limit pair all resource limits are null",
         ),
         (
-            "limits:\n  - users: [alice]\n    maxresources: {memory: 0}",
-            "invalid resource combination for limit names '[alice]' all resource limits are null",
+            "limits:\n  - limit: zero\n    users: [alice]\n    maxresources: {memory: 0, vcore: 0}",
+            "MaxResources should be greater than zero in 'zero' limit",
+        ),
+        (
+            "limits:\n  - users: [\"*\", test-user]\n    maxapplications: 1",
+            "should not set no wildcard user test-user after wildcard user limit",
+        ),
+        (
+            "limits:\n  - users: [a]\n    maxapplications: 1\n  - users: [a]\n    maxapplications: 2",
+            "duplicated user name 'a', already exists",
+        ),
+        (
+            "limits:\n  - groups: [g, g]\n    maxapplications: 1",
+            "duplicated group name 'g'",
+        ),
+        (
+            "limits:\n  - groups: [\"*\", dev]\n    maxresources: {memory: 1}",
+            "should not set no wildcard group dev after wildcard group limit",
+        ),
+        (
+            "limits:\n  - groups: [\"*\"]\n    maxapplications: 1",
+            "should not specify only one group limit that is using the wildcard. There must be at least one limit with a group name defined ",
         ),
     ];
     for (limits, msg) in cases {
@@ -230,11 +254,80 @@ fn limits_validated() {
     }
     for limits in [
         "limits:\n  - users: [\"*\"]\n    maxapplications: 1",
-        "limits:\n  - groups: [\"*\", dev]\n    maxresources: {memory: 1}",
+        "limits:\n  - groups: [dev, \"*\"]\n    maxresources: {memory: 1}",
         "limits:\n  - users: [alice]\n    groups: [dev]\n    maxapplications: 2\n    maxresources: {vcore: 3}",
+        // a zero next to a positive value blocks that type only (L3)
+        "limits:\n  - users: [alice]\n    maxresources: {memory: 100, vcore: 0, nvidia.com/gpu: 0}",
+        "limits:\n  - groups: [a.b, \"c:d\"]\n    maxapplications: 1",
     ] {
         ok(&with_partition(limits));
     }
+}
+
+#[test]
+fn limits_against_the_queue_and_ancestors() {
+    // L4: a limit above the queue's own max
+    assert_eq!(
+        err(&with_root(
+            "- name: parent\n  resources: {max: {memory: 100}}\n  limits:\n    - limit: big\n      users: [u]\n      maxresources: {memory: 200}"
+        )),
+        "invalid MaxResources settings for limit big exeecd current the queue MaxResources"
+    );
+    assert_eq!(
+        err(&with_root(
+            "- name: parent\n  maxapplications: 2\n  limits:\n    - limit: many\n      users: [u]\n      maxapplications: 3"
+        )),
+        "invalid MaxApplications settings for limit many exceed current the queue MaxApplications"
+    );
+    // L5: child cap above the parent's
+    let tree = |leaf_mem: u32, leaf_apps: u32| {
+        format!(
+            "- name: level1\n  limits:\n    - users: [user1]\n      maxresources: {{memory: 1000}}\n      maxapplications: 50\n  queues:\n    - name: leaf\n      limits:\n        - users: [user1]\n          maxresources: {{memory: {leaf_mem}}}\n          maxapplications: {leaf_apps}"
+        )
+    };
+    assert_eq!(
+        err(&with_root(&tree(10000, 10))),
+        "user user1 max resource map[memory:10000] of queue leaf is greater than immediate or ancestor parent maximum resource map[memory:1000]"
+    );
+    assert_eq!(
+        err(&with_root(&tree(500, 90))),
+        "user user1 max applications 90 of queue leaf is greater than immediate or ancestor parent max applications 50"
+    );
+    ok(&with_root(&tree(500, 10)));
+    // a named user under an ancestor wildcard, resources then applications
+    let wild = |mem: u32, apps: u32| {
+        format!(
+            "- name: p\n  limits:\n    - users: [\"*\"]\n      maxresources: {{memory: 100}}\n      maxapplications: 5\n  queues:\n    - name: c\n      limits:\n        - users: [bob]\n          maxresources: {{memory: {mem}}}\n          maxapplications: {apps}"
+        )
+    };
+    assert_eq!(
+        err(&with_root(&wild(200, 1))),
+        "user bob max resource map[memory:200] of queue c is greater than wildcard maximum resource map[memory:100] of immediate or ancestor parent queue"
+    );
+    assert_eq!(
+        err(&with_root(&wild(50, 0))),
+        "user bob max applications 0 of queue c is greater than wildcard max applications 5 of immediate or ancestor parent queue"
+    );
+    ok(&with_root(&wild(50, 2)));
+}
+
+#[test]
+fn partition_limits_are_root_limits() {
+    // L6
+    let text = "partitions:\n  - name: default\n    limits:\n      - users: [a]\n        maxapplications: 1\n    queues:\n      - name: root\n        limits:\n          - users: [b]\n            maxapplications: 1\n";
+    assert_eq!(
+        err(text),
+        "partition limits and root queue limits are not equivalent"
+    );
+    let c = ok(&with_partition(
+        "limits:\n  - users: [a]\n    maxapplications: 1",
+    ));
+    assert_eq!(
+        c.partitions[0].queues[0].limits[0].users,
+        vec!["a".to_string()]
+    );
+    let same = "partitions:\n  - name: default\n    limits:\n      - users: [a]\n        maxapplications: 1\n    queues:\n      - name: root\n        limits:\n          - users: [a]\n            maxapplications: 1\n";
+    ok(same);
 }
 
 // ---- node sort policy ----

@@ -398,7 +398,7 @@ impl Partition {
         if app.gang.placeholders == 0 {
             app.gang.timer_epoch = 0;
         }
-        apps::sync_active(app, &mut self.queues);
+        apps::sync_active(app, &mut self.queues, &mut self.ugm);
         let queue_path = self.queues.get(app.queue).path.clone();
         self.allocation_count += 1;
         self.sync_holder(&a.app);

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::scheduler::ugm::Ugm;
 
 impl Partition {
     /// Adds one application (spec 6.1); `Err` is the rejection reason.
@@ -69,6 +70,12 @@ impl Partition {
         leaf.apps.insert(seq, slot);
         // No pending ask yet: no priority to count in the queues.
         self.apps.at_mut(slot).file_in(leaf);
+        // Its group is chosen once, now (limits.md 2.3).
+        if self.ugm.enabled() {
+            if let Some(app) = self.apps.at(slot) {
+                self.ugm.link(app, &self.queues);
+            }
+        }
         Ok(())
     }
 
@@ -131,14 +138,18 @@ fn parse_quota(text: &str) -> Option<Resource> {
     r.is_strictly_positive().then_some(r)
 }
 
-/// Brings the queue counters of `maxapplications` in line with whether the
-/// application counts now; called after every change of its state or of
-/// its allocations.
-pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree) {
+/// Brings the queue counters of `maxapplications`, and the user and group
+/// trackers, in line with the application; called after every change of
+/// its state or of its allocations.
+pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree, ugm: &mut Ugm) {
     let now = counts_as_running(app);
     if now != app.counted_active {
         app.counted_active = now;
         queues.adjust_active_apps(app.queue, now);
+    }
+    // Nothing is linked without limits: one branch.
+    if !ugm.apps.is_empty() {
+        ugm.sync(app);
     }
 }
 
@@ -184,12 +195,14 @@ impl Partition {
         q: QueueId,
     ) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
+        let limits = self.ugm.enabled();
         let queue = self.queues.get(q);
         queue
             .app_order
             .values()
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))
+            .filter(move |(_, a)| !limits || self.runnable_by_limits(a))
     }
 
     /// Rebuilds every leaf's application order and every queue's priority,
@@ -212,12 +225,21 @@ impl Partition {
     /// order).
     pub(crate) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
+        let limits = self.ugm.enabled();
         self.queues
             .get(q)
             .app_order
             .values()
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))
+            .filter(move |(_, a)| !limits || self.runnable_by_limits(a))
+    }
+
+    /// User/group `maxapplications` (limits.md 4.1): only an `Accepted`
+    /// application that its user or group has no running slot for is held
+    /// back; it stays `Accepted`.
+    pub(crate) fn runnable_by_limits(&self, a: &Application) -> bool {
+        a.state != AppState::Accepted || self.ugm.can_run(a.seq)
     }
 
     /// Whether the leaf or an ancestor is at its `maxapplications` limit.

@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::*;
 use crate::scheduler::objects::queue::AppKey;
 use crate::scheduler::resync::ResyncBarrier;
+use crate::scheduler::ugm::Fit;
 
 /// Reserved nodes and the asks holding them.
 type HeldNodes = Vec<(NodeSlot, ReservedAsk)>;
@@ -123,6 +124,13 @@ impl Partition {
             self.tried.armed = false;
             for (app, key) in pass.tried.drain(..) {
                 self.tried.note(app, key);
+            }
+        }
+        for (seq, key, entered) in pass.quota_flips.drain(..) {
+            if entered {
+                self.ugm.quota_failed.insert((seq, key));
+            } else {
+                self.ugm.quota_failed.remove(&(seq, key));
             }
         }
         // The REQUEST events of the pass.
@@ -267,7 +275,10 @@ impl Partition {
         let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
         self.nodes.at(node).filter(|n| n.schedulable)?;
         let held_back = (!app.counted_active && self.app_limit_reached(app.queue))
-            || Self::served_by_replacement(app, ask);
+            || Self::served_by_replacement(app, ask)
+            || (self.ugm.enabled()
+                && (!self.runnable_by_limits(app)
+                    || self.ugm.fits(app.seq, &ask.resource) == Fit::Over));
         Some(
             !held_back
                 && self
@@ -357,6 +368,7 @@ impl Partition {
         pass: &mut PassState,
         now: Instant,
     ) -> Option<Decision> {
+        let limits = self.ugm.active();
         let start = match pass.ask_cursor.get(&app.seq) {
             Some(k) => Bound::Excluded(*k),
             None => Bound::Unbounded,
@@ -364,6 +376,13 @@ impl Partition {
         for (okey, ask_slot) in app.ask_order.range((start, Bound::Unbounded)) {
             let ask = &app.asks[*ask_slot];
             if Self::served_by_replacement(app, ask) {
+                pass.ask_cursor.insert(app.seq, *okey);
+                continue;
+            }
+            // User and group headroom first (limits.md 4.2): an ask over it
+            // is skipped, not tried (no autoscaler signal, no preemption).
+            // Each allocation of the pass already counts in the trackers.
+            if limits && !self.user_quota_check(app, ask, pass) {
                 pass.ask_cursor.insert(app.seq, *okey);
                 continue;
             }
@@ -518,13 +537,51 @@ impl Partition {
             &mut self.nodes.at_mut(node_slot).allocations,
         );
         // After the insert: whether it counts as running depends on it.
-        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
+        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues, &mut self.ugm);
         if let Some((uuid, group, resource)) = gang {
-            self.placeholder_added(app_id, &uuid, &group, &resource, out)
+            self.placeholder_added(app_id, &uuid, &group, &resource, out);
+            // Placeholders count against the user and group too (3.2).
+            if let Some(app) = self.apps.at(app_slot) {
+                self.ugm.sync(app);
+            }
         }
         if progresses {
             self.fire(app_id, AppEvent::Run, None, out);
         }
+    }
+
+    /// The user/group headroom check of one ask (limits.md 4.2): whether
+    /// it fits. A transition into or out of "user quota failed" gives one
+    /// REQUEST event (6.1) and is applied when the pass ends.
+    fn user_quota_check(&self, app: &Application, ask: &Ask, pass: &mut PassState) -> bool {
+        let fits = self.ugm.fits(app.seq, &ask.resource) == Fit::Fits;
+        let failed = !self.ugm.quota_failed.is_empty()
+            && self.ugm.quota_failed.contains(&(app.seq, ask.key.clone()));
+        if fits == failed {
+            let message = if fits {
+                format!("Request '{}' fits in the available user quota", ask.key)
+            } else {
+                let available = self.ugm.headroom(app.seq).unwrap_or_default();
+                format!(
+                    "Request '{}' exceeds the available user quota (requested {}, available {available})",
+                    ask.key, ask.resource
+                )
+            };
+            let reason = if fits {
+                "UserQuotaAvailable"
+            } else {
+                "UserQuotaExceeded"
+            };
+            pass.events.push(crate::events::record(
+                si::event_record::Type::Request,
+                &ask.key,
+                &app.id,
+                reason,
+                message,
+            ));
+            pass.quota_flips.push((app.seq, ask.key.clone(), !fits));
+        }
+        fits
     }
 
     /// Whether any queue in this partition has demand.

@@ -61,7 +61,7 @@ impl Partition {
         if to == AppState::Starting {
             leaf.starting_apps += 1;
         }
-        apps::sync_active(app, &mut self.queues);
+        apps::sync_active(app, &mut self.queues, &mut self.ugm);
         let skip_start = app.stateaware_disabled();
         let id = app.id.clone();
         let queue = self.queues.get(app.queue).path.clone();
@@ -237,6 +237,7 @@ impl Partition {
             self.remove_allocation(&u);
         }
         let app = self.apps.remove(app_id).expect("looked up above");
+        self.ugm.unlink(app.seq);
         self.waiting_asks = self.waiting_asks.saturating_sub(app.ask_order.len());
         if app.counted_active {
             self.queues.adjust_active_apps(app.queue, false);

@@ -112,6 +112,9 @@ struct PassState {
     /// `tried` (for the outstanding check).
     track_tried: bool,
     tried: Vec<(Arc<str>, Arc<str>)>,
+    /// Asks whose "user quota failed" state flips in this pass (limits.md
+    /// 4.2), applied when the pass ends: `true` = entered.
+    quota_flips: Vec<(u64, Arc<str>, bool)>,
 }
 
 /// A partition.
@@ -157,6 +160,8 @@ pub struct Partition {
     pub waiting_asks: usize,
     /// Asks passes tried without placing them, for the outstanding check.
     pub tried: TriedAsks,
+    /// User and group limits: caps and trackers (limits.md).
+    pub ugm: super::ugm::Ugm,
     pub(crate) seq: u64,
     pub(crate) timeouts: AppTimeouts,
     /// The partition's only source of time (timers, ages, timestamps).
@@ -190,6 +195,13 @@ impl Partition {
             .first()
             .filter(|q| q.name == "root")
             .ok_or("partition cannot be created without root queue")?;
+        let queues = QueueTree::from_config(root)?;
+        let mut ugm = super::ugm::Ugm::default();
+        ugm.reload(
+            super::ugm::Caps::build(cfg, &queues)?,
+            &queues,
+            std::iter::empty(),
+        );
         Ok(Partition {
             name: cfg.name.clone(),
             name_shared: Arc::from(cfg.name.as_str()),
@@ -200,7 +212,7 @@ impl Partition {
             },
             rm_id: rm_id.to_string(),
             edition: crate::scheduler::edition::Edition::V012,
-            queues: QueueTree::from_config(root)?,
+            queues,
             placement: PlacementManager::new(&cfg.placement_rules)?,
             preemption_enabled: cfg.preemption.enabled,
             nodes: NodeTable::new(NodeSortPolicy::new(
@@ -216,6 +228,7 @@ impl Partition {
             gang: GangBook::default(),
             waiting_asks: 0,
             tried: TriedAsks::default(),
+            ugm,
             seq: 0,
             timeouts,
             clock,
@@ -266,10 +279,17 @@ impl Partition {
             &cfg.node_sort_policy.policy_type,
             &cfg.node_sort_policy.resource_weights,
         )?;
+        // The caps' names are checked against the live tree first; the
+        // caps are built again once the tree has the new queues.
+        super::ugm::Caps::build(cfg, &self.queues)?;
         // Every check comes before the first change (nothing half-applied).
         // Queues that left the configuration drain until the queue
         // cleaner removes them (spec 3.7).
         self.queues.reconfigure(root)?;
+        // Headroom is recomputed from the new caps; links are rebuilt
+        // (limits.md 5, docs/limits.md for where sicore differs).
+        let caps = super::ugm::Caps::build(cfg, &self.queues)?;
+        self.ugm.reload(caps, &self.queues, self.apps.values());
         self.placement = placement;
         self.nodes.set_policy(policy);
         // Policies, guarantees and priority properties may have changed.

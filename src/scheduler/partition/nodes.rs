@@ -274,9 +274,12 @@ impl Partition {
             &mut self.nodes.at_mut(node_slot).allocations,
         );
         // After the insert: whether it counts as running depends on it.
-        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
+        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues, &mut self.ugm);
         if a.placeholder {
             self.placeholder_added(&app_shared, &uuid, &group, &resource, out);
+            if let Some(app) = self.apps.get(&app_shared) {
+                self.ugm.sync(app); // placeholders count against limits too
+            }
         } else {
             self.fire(app_id, AppEvent::Run, None, out);
         }

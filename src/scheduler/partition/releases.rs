@@ -29,7 +29,7 @@ impl Partition {
             if !a.placeholder {
                 app.release(&a.resource, self.queues.get_mut(app.queue));
             }
-            apps::sync_active(app, &mut self.queues);
+            apps::sync_active(app, &mut self.queues, &mut self.ugm);
         }
         Some(a)
     }

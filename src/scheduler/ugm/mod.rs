@@ -1,0 +1,477 @@
+//! User and group limits (YuniKorn v1.8 semantics, `limits.md`): usage and
+//! running applications per user and per group at every queue level of a
+//! partition, and the checks the scheduling pass makes against the caps.
+//!
+//! One [`Ugm`] per partition (upstream keeps one for the whole process,
+//! quirk Q1). Each application is linked once to its user's tracker and to
+//! at most one group tracker; the link keeps the application's queue path,
+//! the usage it has contributed and the caps that apply to it, so a check
+//! walks only the capped levels and a usage change only the path, with no
+//! string hashing and no allocation.
+//!
+//! Trackers exist only while an application is linked to them (a headroom
+//! check creates nothing, quirk Q6). With no `limits` configured nothing
+//! is linked or tracked: the pass pays one branch.
+
+pub mod caps;
+pub mod snap;
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+pub use caps::{Cap, Caps, LevelCaps};
+pub use snap::UsageSnap;
+
+use super::objects::application::{AppState, Application};
+use super::objects::queue::{QueueId, QueueTree};
+use super::resource::Resource;
+use super::{FastMap, FastSet};
+
+/// Usage of one tracker at one queue level.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Level {
+    /// Sum of the linked applications' allocations in this subtree.
+    pub usage: Resource,
+    /// Applications counted as running in this subtree.
+    pub running: u64,
+}
+
+/// One user's or one group's usage, per queue level.
+#[derive(Debug, Clone, Default)]
+pub struct Tracker {
+    /// User or group name (`*` for the wildcard group).
+    pub name: Arc<str>,
+    /// Usage per queue level (only levels on a linked application's path).
+    pub levels: FastMap<QueueId, Level>,
+    links: usize,
+}
+
+/// Trackers of one kind, by slot and by name.
+#[derive(Debug, Default, Clone)]
+pub struct Trackers {
+    slots: Vec<Option<Tracker>>,
+    free: Vec<usize>,
+    by_name: FastMap<Arc<str>, usize>,
+}
+
+impl Trackers {
+    fn link(&mut self, name: &Arc<str>) -> usize {
+        if let Some(&i) = self.by_name.get(name) {
+            if let Some(t) = self.slots[i].as_mut() {
+                t.links += 1;
+            }
+            return i;
+        }
+        let t = Tracker {
+            name: name.clone(),
+            levels: FastMap::default(),
+            links: 1,
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i] = Some(t);
+                i
+            }
+            None => {
+                self.slots.push(Some(t));
+                self.slots.len() - 1
+            }
+        };
+        self.by_name.insert(name.clone(), i);
+        i
+    }
+
+    fn unlink(&mut self, i: usize) {
+        let gone = match self.slots[i].as_mut() {
+            Some(t) => {
+                t.links = t.links.saturating_sub(1);
+                t.links == 0
+            }
+            None => false,
+        };
+        if gone {
+            if let Some(t) = self.slots[i].take() {
+                self.by_name.remove(&t.name);
+            }
+            self.free.push(i);
+        }
+    }
+
+    fn at(&self, i: usize) -> &Tracker {
+        self.slots[i].as_ref().expect("linked tracker")
+    }
+
+    fn at_mut(&mut self, i: usize) -> &mut Tracker {
+        self.slots[i].as_mut().expect("linked tracker")
+    }
+
+    /// A tracker by name.
+    pub fn get(&self, name: &str) -> Option<&Tracker> {
+        self.by_name.get(name).map(|&i| self.at(i))
+    }
+
+    /// Every tracker, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = &Tracker> {
+        self.slots.iter().flatten()
+    }
+
+    /// How many trackers there are.
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+}
+
+/// The caps that apply to one application at the levels of its path.
+type AppCaps = SmallVec<[(QueueId, Cap); 2]>;
+
+/// One application's link to its trackers.
+#[derive(Debug, Clone)]
+pub struct AppLink {
+    /// Application id (REST and dump).
+    pub app: Arc<str>,
+    user: usize,
+    group: Option<usize>,
+    /// The linked group's name, `None` for "no group".
+    pub group_name: Option<Arc<str>>,
+    /// The queue path root first.
+    pub path: SmallVec<[QueueId; 6]>,
+    /// What the application has added to its trackers.
+    pub usage: Resource,
+    /// Whether it is counted as running at every level of its path.
+    pub running: bool,
+    user_caps: AppCaps,
+    group_caps: AppCaps,
+}
+
+/// The user/group limits of one partition.
+#[derive(Debug, Default, Clone)]
+pub struct Ugm {
+    /// The configured caps.
+    pub caps: Caps,
+    /// User trackers.
+    pub users: Trackers,
+    /// Group trackers.
+    pub groups: Trackers,
+    /// Links, by application sequence number.
+    pub apps: FastMap<u64, AppLink>,
+    /// Asks in the "user quota failed" state (limits.md 4.2), by
+    /// application sequence number and allocation key.
+    pub quota_failed: FastSet<(u64, Arc<str>)>,
+}
+
+/// What [`Ugm::fits`] found for an ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Inside every cap.
+    Fits,
+    /// Over the user's or the group's headroom.
+    Over,
+}
+
+fn path_of(tree: &QueueTree, leaf: QueueId) -> SmallVec<[QueueId; 6]> {
+    let mut path = SmallVec::new();
+    let mut cur = Some(leaf);
+    while let Some(q) = cur {
+        path.push(q);
+        cur = tree.get(q).parent;
+    }
+    path.reverse();
+    path
+}
+
+/// Whether `ask` fits at one level: for each capped type, the ask is at
+/// most the remaining room (never below zero).
+fn level_fits(usage: &Resource, cap: &Resource, ask: &Resource) -> bool {
+    cap.iter().all(|(t, c)| {
+        let want = ask.get(t);
+        want <= 0 || want <= c.saturating_sub(usage.get(t)).max(0)
+    })
+}
+
+impl Ugm {
+    /// Whether limits are enforced at all: some `limits` configured.
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        !self.caps.is_empty()
+    }
+
+    /// Whether the pass must look at the limits: enforced, or some ask still
+    /// waits for its "fits again" event after the limits went away.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.enabled() || !self.quota_failed.is_empty()
+    }
+
+    fn caps_for(&self, path: &[QueueId], user: &str, group: Option<&str>) -> (AppCaps, AppCaps) {
+        let mut uc = AppCaps::new();
+        let mut gc = AppCaps::new();
+        for q in path {
+            let Some(level) = self.caps.levels.get(q) else {
+                continue;
+            };
+            if let Some((c, _)) = level.user(user) {
+                uc.push((*q, c.clone()));
+            }
+            if let Some(c) = group.and_then(|g| level.group(g)) {
+                gc.push((*q, c.clone()));
+            }
+        }
+        (uc, gc)
+    }
+
+    /// Links an application to its user and (resolved once, 2.3) its
+    /// group, and counts what it already holds. Does nothing when no limits
+    /// are configured or it is linked already.
+    pub fn link(&mut self, app: &Application, tree: &QueueTree) {
+        if !self.enabled() || self.apps.contains_key(&app.seq) {
+            return;
+        }
+        let group = self.caps.resolve_group(tree, app.queue, &app.user.groups);
+        self.link_as(app, tree, group);
+    }
+
+    fn link_as(&mut self, app: &Application, tree: &QueueTree, group: Option<Arc<str>>) {
+        let path = path_of(tree, app.queue);
+        let user_name: Arc<str> = Arc::from(app.user.user.as_str());
+        let (user_caps, group_caps) = self.caps_for(&path, &user_name, group.as_deref());
+        let user = self.users.link(&user_name);
+        let gix = group.as_ref().map(|g| self.groups.link(g));
+        self.apps.insert(
+            app.seq,
+            AppLink {
+                app: app.id.clone(),
+                user,
+                group: gix,
+                group_name: group,
+                path,
+                usage: Resource::new(),
+                running: false,
+                user_caps,
+                group_caps,
+            },
+        );
+        self.sync(app);
+    }
+
+    /// Brings the trackers in line with the application's allocations and
+    /// running state (limits.md 3.2, 3.4); called after every change of
+    /// its allocations or state. Nothing is refused here: recovered
+    /// allocations and resizes may go over a cap.
+    pub fn sync(&mut self, app: &Application) {
+        let Some(link) = self.apps.get_mut(&app.seq) else {
+            return;
+        };
+        let now = app.allocated().add(&app.gang.placeholder_allocated);
+        let terminal = matches!(
+            app.state,
+            AppState::Completed | AppState::Failed | AppState::Expired | AppState::Rejected
+        );
+        // Counted from the first allocation; a running application keeps
+        // its slot while it has allocations or pending requests (Q2).
+        let running = !terminal
+            && if link.running {
+                !(app.allocations.is_empty() && app.pending.is_zero())
+            } else {
+                !app.allocations.is_empty()
+            };
+        if now == link.usage && running == link.running {
+            return;
+        }
+        let delta = now.sub(&link.usage);
+        let runs = i64::from(running) - i64::from(link.running);
+        link.usage = now;
+        link.running = running;
+        let (user, group) = (link.user, link.group);
+        let path = link.path.clone();
+        apply(self.users.at_mut(user), &path, &delta, runs);
+        if let Some(g) = group {
+            apply(self.groups.at_mut(g), &path, &delta, runs);
+        }
+    }
+
+    /// The application leaves: everything it still counts is taken off
+    /// (quirk Q9's fix: always, pending or not) and its links go.
+    pub fn unlink(&mut self, seq: u64) {
+        let Some(link) = self.apps.remove(&seq) else {
+            return;
+        };
+        let delta = Resource::new().sub(&link.usage);
+        let runs = -i64::from(link.running);
+        apply(self.users.at_mut(link.user), &link.path, &delta, runs);
+        self.users.unlink(link.user);
+        if let Some(g) = link.group {
+            apply(self.groups.at_mut(g), &link.path, &delta, runs);
+            self.groups.unlink(g);
+        }
+        if !self.quota_failed.is_empty() {
+            self.quota_failed.retain(|(s, _)| *s != seq);
+        }
+    }
+
+    /// Whether `ask` fits the application's user and group headroom
+    /// (limits.md 2.5, 2.6). An unlinked application has no caps.
+    #[inline]
+    pub fn fits(&self, seq: u64, ask: &Resource) -> Fit {
+        let Some(link) = self.apps.get(&seq) else {
+            return Fit::Fits;
+        };
+        let ok = |t: &Tracker, caps: &AppCaps| {
+            caps.iter().all(|(q, cap)| match &cap.max {
+                None => true,
+                Some(max) => {
+                    let empty = Resource::new();
+                    let usage = t.levels.get(q).map_or(&empty, |l| &l.usage);
+                    level_fits(usage, max, ask)
+                }
+            })
+        };
+        let user_ok = ok(self.users.at(link.user), &link.user_caps);
+        let group_ok = link
+            .group
+            .is_none_or(|g| ok(self.groups.at(g), &link.group_caps));
+        if user_ok && group_ok {
+            Fit::Fits
+        } else {
+            Fit::Over
+        }
+    }
+
+    /// The application's headroom: per type the smallest room left over
+    /// every capped level of its user and group; `None` when unlimited.
+    pub fn headroom(&self, seq: u64) -> Option<Resource> {
+        let link = self.apps.get(&seq)?;
+        let mut out: Option<Resource> = None;
+        let mut fold = |t: &Tracker, caps: &AppCaps| {
+            for (q, cap) in caps {
+                let Some(max) = &cap.max else { continue };
+                let empty = Resource::new();
+                let usage = t.levels.get(q).map_or(&empty, |l| &l.usage);
+                let room = max.sub(usage);
+                let h = out.get_or_insert_with(Resource::new);
+                for (id, v) in room.iter() {
+                    let v = match max.lookup(id) {
+                        Some(_) => v,
+                        None => continue,
+                    };
+                    match h.lookup(id) {
+                        Some(cur) if cur <= v => {}
+                        _ => h.set(id, v),
+                    }
+                }
+            }
+        };
+        fold(self.users.at(link.user), &link.user_caps);
+        if let Some(g) = link.group {
+            fold(self.groups.at(g), &link.group_caps);
+        }
+        out
+    }
+
+    /// Whether the application may become running (limits.md 2.7): it is
+    /// counted already, or every capped level has a free slot for its user
+    /// and its group.
+    #[inline]
+    pub fn can_run(&self, seq: u64) -> bool {
+        let Some(link) = self.apps.get(&seq) else {
+            return true;
+        };
+        if link.running {
+            return true;
+        }
+        let ok = |t: &Tracker, caps: &AppCaps| {
+            caps.iter().all(|(q, cap)| {
+                cap.max_apps == 0
+                    || t.levels.get(q).map_or(0, |l| l.running).saturating_add(1) <= cap.max_apps
+            })
+        };
+        ok(self.users.at(link.user), &link.user_caps)
+            && link
+                .group
+                .is_none_or(|g| ok(self.groups.at(g), &link.group_caps))
+    }
+
+    /// A reload (limits.md 5): the new caps replace the old; every link is
+    /// rebuilt with the caps of its path, recounting what the application
+    /// holds. A group link is kept while that group still has a cap on the
+    /// application's path; otherwise (group limit removed, or "no group")
+    /// the group is resolved again and the application's whole usage moves
+    /// with it (quirks Q3-Q5 fixed).
+    pub fn reload<'a>(
+        &mut self,
+        caps: Caps,
+        tree: &QueueTree,
+        apps: impl Iterator<Item = &'a Application>,
+    ) {
+        let old = std::mem::take(&mut self.apps);
+        let failed = std::mem::take(&mut self.quota_failed);
+        *self = Ugm {
+            caps,
+            quota_failed: failed,
+            ..Ugm::default()
+        };
+        if !self.enabled() {
+            return;
+        }
+        for app in apps {
+            let path = path_of(tree, app.queue);
+            let kept = old
+                .get(&app.seq)
+                .and_then(|l| l.group_name.clone())
+                .filter(|g| self.caps.group_on_path(&path, g));
+            let group = match kept {
+                Some(g) => Some(g),
+                None => self.caps.resolve_group(tree, app.queue, &app.user.groups),
+            };
+            let was_running = old.get(&app.seq).is_some_and(|l| l.running);
+            self.link_as(app, tree, group);
+            // Keep a slot held only by pending asks (Q2) across the reload.
+            if was_running {
+                if let Some(l) = self.apps.get(&app.seq) {
+                    if !l.running && !app.pending.is_zero() {
+                        let (u, g, path) = (l.user, l.group, l.path.clone());
+                        apply(self.users.at_mut(u), &path, &Resource::new(), 1);
+                        if let Some(g) = g {
+                            apply(self.groups.at_mut(g), &path, &Resource::new(), 1);
+                        }
+                        if let Some(l) = self.apps.get_mut(&app.seq) {
+                            l.running = true;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The user tracker index and group of an application, for reports.
+    pub fn link_of(&self, seq: u64) -> Option<&AppLink> {
+        self.apps.get(&seq)
+    }
+
+    /// The user name of a link.
+    pub fn user_name(&self, link: &AppLink) -> &Arc<str> {
+        &self.users.at(link.user).name
+    }
+}
+
+fn apply(t: &mut Tracker, path: &[QueueId], delta: &Resource, runs: i64) {
+    for q in path {
+        let level = t.levels.entry(*q).or_default();
+        if !delta.is_zero() {
+            level.usage.add_assign(delta);
+        }
+        if runs > 0 {
+            level.running = level.running.saturating_add(1);
+        } else if runs < 0 {
+            level.running = level.running.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

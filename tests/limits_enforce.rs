@@ -1,0 +1,536 @@
+//! User and group limits through the C ABI (limits.md 9, YuniKorn v1.8
+//! semantics): what the RM sees (allocations, application states, events)
+//! and what the state dump shows of the trackers.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use sicore::ffi::sicore_status::*;
+use sicore::proto::si::v1 as si;
+use sicore::proto::sicore::v1::SchedulerOptions;
+
+/// A partition whose root has `root_limits` (YAML list, may be empty) and
+/// children `queues` (indented for root's `queues:`).
+fn yaml(root_limits: &str, queues: &str) -> String {
+    let mut s = String::from(
+        "partitions:\n  - name: default\n    queues:\n      - name: root\n        submitacl: '*'\n",
+    );
+    if !root_limits.is_empty() {
+        s.push_str("        limits:\n");
+        for l in root_limits.lines() {
+            s.push_str("          ");
+            s.push_str(l);
+            s.push('\n');
+        }
+    }
+    s.push_str("        queues:\n");
+    for l in queues.lines() {
+        s.push_str("          ");
+        s.push_str(l);
+        s.push('\n');
+    }
+    s
+}
+
+fn options(text: &str) -> SchedulerOptions {
+    let mut o = yaml_options(text);
+    o.event_flush_interval_ms = 20;
+    o
+}
+
+fn started(h: &Harness, app: &str) -> bool {
+    h.seen(|s| {
+        s.app_updates
+            .iter()
+            .any(|u| u.application_id == app && (u.state == "Starting" || u.state == "Running"))
+    })
+}
+
+fn user<'a>(d: &'a Value, name: &str) -> Option<&'a Value> {
+    d["partitions"][0]["usage"]["users"]
+        .as_array()?
+        .iter()
+        .find(|u| u["userName"] == name)
+}
+
+fn group<'a>(d: &'a Value, name: &str) -> Option<&'a Value> {
+    d["partitions"][0]["usage"]["groups"]
+        .as_array()?
+        .iter()
+        .find(|u| u["groupName"] == name)
+}
+
+/// The level at `path` of a tracker's queue tree.
+fn level<'a>(t: &'a Value, path: &str) -> Option<&'a Value> {
+    fn walk<'a>(q: &'a Value, path: &str) -> Option<&'a Value> {
+        if q["queuePath"] == path {
+            return Some(q);
+        }
+        q["children"].as_array()?.iter().find_map(|c| walk(c, path))
+    }
+    walk(&t["queues"], path)
+}
+
+fn mem(v: &Value) -> i64 {
+    v["resourceUsage"]["memory"].as_i64().unwrap_or(0)
+}
+
+#[test]
+fn user_headroom_blocks_and_uncapped_users_run_freely() {
+    // L9: testuser capped to {3,3} at root.parent.sub-leaf, 5 at
+    // root.parent and root.leaf.
+    let queues = "\
+- name: parent
+  limits:
+    - {limit: p, users: [testuser], maxresources: {memory: 5, vcore: 5}}
+  queues:
+    - name: sub-leaf
+      limits:
+        - {limit: s, users: [testuser], maxresources: {memory: 3, vcore: 3}}
+- name: leaf
+  limits:
+    - {limit: l, users: [testuser], maxresources: {memory: 5, vcore: 5}}
+";
+    let h = Harness::configured(options(&yaml("", queues)), 4);
+    for (id, q) in [
+        ("app-1", "root.parent.sub-leaf"),
+        ("app-2", "root.parent.sub-leaf"),
+    ] {
+        h.submit(app_by(id, q, "testuser", &[])).unwrap();
+    }
+    assert_eq!(h.asks(vec![ask("app-1", "a1", 3, 3, 1)]).0, SICORE_OK);
+    h.wait("app-1 allocated", |s| s.allocations.len() == 1);
+    assert_eq!(h.asks(vec![ask("app-2", "a2", 3, 3, 1)]).0, SICORE_OK);
+    h.settle();
+    assert_eq!(h.allocs_of("app-2"), 0, "over the sub-leaf cap");
+    h.submit(app_by("app-3", "root.leaf", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-3", "a3", 5, 5, 1)]).0, SICORE_OK);
+    h.wait("app-3 allocated", |s| s.allocations.len() == 2);
+    h.submit(app_by("app-4", "root.leaf", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-4", "a4", 5, 5, 1)]).0, SICORE_OK);
+    h.submit(app_by("free", "root.leaf", "testuser1", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("free", "f", 5, 5, 3)]).0, SICORE_OK);
+    h.wait("uncapped user allocated", |s| {
+        s.allocations
+            .iter()
+            .filter(|a| a.application_id == "free")
+            .count()
+            == 3
+    });
+    h.settle();
+    assert_eq!(h.allocs_of("app-4"), 0, "over the leaf cap");
+    assert_eq!(h.allocs_of("app-2"), 0);
+    // No rejection, no autoscaler signal for the blocked asks.
+    h.seen(|s| {
+        assert!(s.rejected_asks.is_empty());
+        assert!(!s
+            .container_states
+            .iter()
+            .any(|c| c.allocation_key == "a2" || c.allocation_key == "a4"));
+    });
+    let d = h.dump();
+    let t = user(&d, "testuser").expect("tracker");
+    assert_eq!(mem(level(t, "root").unwrap()), 8);
+    assert_eq!(mem(level(t, "root.parent.sub-leaf").unwrap()), 3);
+    assert_eq!(
+        level(t, "root.parent.sub-leaf").unwrap()["maxResources"]["memory"],
+        3
+    );
+    assert_eq!(mem(level(t, "root.leaf").unwrap()), 5);
+}
+
+/// One application cap at root.default, by each kind of limit (L10, L12).
+fn max_apps_case(limit: &str, user: &str, groups: &[&str]) {
+    let queues = format!("- name: default\n  limits:\n{limit}");
+    let h = Harness::configured(options(&yaml("", &queues)), 1);
+    h.submit(app_by("app-1", "root.default", user, groups))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "k1", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("app-1 allocated", |s| s.allocations.len() == 1);
+    h.submit(app_by("app-2", "root.default", user, groups))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-2", "k2", 10, 1, 1)]).0, SICORE_OK);
+    h.settle();
+    assert_eq!(h.allocs_of("app-2"), 0, "{limit}");
+    assert!(!started(&h, "app-2"), "app-2 stays Accepted: {limit}");
+    let d = h.dump();
+    let app2 = d["partitions"][0]["applications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == "app-2")
+        .unwrap()
+        .clone();
+    assert_eq!(app2["state"], "Accepted");
+    // No autoscaler signal for an application held back by a cap.
+    h.seen(|s| assert!(!s.container_states.iter().any(|c| c.allocation_key == "k2")));
+    // app-1 finishes: app-2 may run.
+    assert_eq!(
+        h.releases(
+            vec![si::AllocationRelease {
+                partition_name: "default".into(),
+                application_id: "app-1".into(),
+                uuid: h.seen(|s| s.allocations[0].uuid.clone()),
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                message: String::new(),
+            }],
+            vec![si::AllocationAskRelease {
+                partition_name: "default".into(),
+                application_id: "app-1".into(),
+                allocationkey: String::new(),
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                message: String::new(),
+            }],
+        )
+        .0,
+        SICORE_OK
+    );
+    h.wait("app-2 allocated after app-1 stopped", |s| {
+        s.allocations.iter().any(|a| a.application_id == "app-2")
+    });
+}
+
+#[test]
+fn max_applications_keeps_the_next_application_accepted() {
+    // L10/L12: named user, named group, wildcard user, wildcard group
+    // after a named group, user cap lower than group cap, group cap lower
+    // than user cap.
+    max_apps_case(
+        "    - {users: [testuser], maxapplications: 1}\n",
+        "testuser",
+        &[],
+    );
+    max_apps_case(
+        "    - {groups: [testgroup], maxapplications: 1}\n",
+        "testuser",
+        &["testgroup"],
+    );
+    max_apps_case(
+        "    - {users: ['*'], maxapplications: 1}\n",
+        "testuser",
+        &[],
+    );
+    max_apps_case(
+        "    - {groups: [other], maxapplications: 5}\n    - {groups: ['*'], maxapplications: 1}\n",
+        "testuser",
+        &["testgroup"],
+    );
+    max_apps_case(
+        "    - {users: [testuser], maxapplications: 1}\n    - {groups: [testgroup], maxapplications: 2}\n",
+        "testuser",
+        &["testgroup"],
+    );
+    max_apps_case(
+        "    - {users: [testuser], maxapplications: 2}\n    - {groups: [testgroup], maxapplications: 1}\n",
+        "testuser",
+        &["testgroup"],
+    );
+}
+
+#[test]
+fn ten_thousand_asks_in_one_pass_never_pass_the_user_cap() {
+    // A batched pass counts every allocation at once (issue 22 item 3):
+    // 10,000 one-unit asks against a cap of 100, enough nodes for all.
+    let queues = "- name: a\n";
+    let limits = "- {users: [alice], maxresources: {memory: 100}}\n";
+    let h = Harness::configured(options(&yaml(limits, queues)), 20);
+    h.submit(app_by("app-1", "root.a", "alice", &[])).unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "k", 1, 0, 10_000)]).0, SICORE_OK);
+    h.wait("the cap", |s| s.allocations.len() >= 100);
+    h.settle();
+    assert_eq!(h.allocs_of("app-1"), 100);
+    let d = h.dump();
+    assert_eq!(
+        mem(level(user(&d, "alice").unwrap(), "root.a").unwrap()),
+        100
+    );
+    // A second application of the same user shares the cap.
+    h.submit(app_by("app-2", "root.a", "alice", &[])).unwrap();
+    assert_eq!(h.asks(vec![ask("app-2", "k2", 1, 0, 50)]).0, SICORE_OK);
+    h.settle();
+    assert_eq!(h.allocs_of("app-2"), 0);
+}
+
+#[test]
+fn running_slots_count_at_the_first_allocation_of_a_pass() {
+    // Several applications of one user with work for one pass: only as
+    // many start as the application cap allows.
+    let queues = "- name: a\n";
+    let limits = "- {users: [alice], maxapplications: 2}\n";
+    let h = Harness::configured(options(&yaml(limits, queues)), 2);
+    let apps: Vec<si::AddApplicationRequest> = (0..6)
+        .map(|i| app_by(&format!("app-{i}"), "root.a", "alice", &[]))
+        .collect();
+    assert_eq!(h.apps(apps, vec![]).0, SICORE_OK);
+    h.wait("accepted", |s| s.apps_accepted.len() == 6);
+    let asks = (0..6)
+        .map(|i| ask(&format!("app-{i}"), &format!("k{i}"), 1, 0, 3))
+        .collect();
+    assert_eq!(h.asks(asks).0, SICORE_OK);
+    h.wait("allocations", |s| s.allocations.len() >= 6);
+    h.settle();
+    let with: std::collections::BTreeSet<String> = h.seen(|s| {
+        s.allocations
+            .iter()
+            .map(|a| a.application_id.clone())
+            .collect()
+    });
+    assert_eq!(with.len(), 2, "{with:?}");
+    assert_eq!(h.seen(|s| s.allocations.len()), 6);
+}
+
+#[test]
+fn headroom_is_the_smaller_of_user_and_group() {
+    // L13, both ways.
+    for (user_cap, group_cap, fits) in [(30, 60, 3), (60, 20, 2)] {
+        let queues = format!(
+            "- name: a\n  limits:\n    - {{users: [u], maxresources: {{memory: {user_cap}}}}}\n    - {{groups: [g], maxresources: {{memory: {group_cap}}}}}\n"
+        );
+        let h = Harness::configured(options(&yaml("", &queues)), 1);
+        h.submit(app_by("app-1", "root.a", "u", &["g"])).unwrap();
+        assert_eq!(h.asks(vec![ask("app-1", "k", 10, 0, 10)]).0, SICORE_OK);
+        h.wait("allocations", |s| s.allocations.len() >= fits);
+        h.settle();
+        assert_eq!(h.allocs_of("app-1"), fits);
+        let d = h.dump();
+        let g = group(&d, "g").expect("group tracker");
+        assert_eq!(mem(level(g, "root.a").unwrap()), 10 * fits as i64);
+        assert_eq!(g["applications"][0], "app-1");
+        assert_eq!(user(&d, "u").unwrap()["groups"]["app-1"], "g");
+    }
+}
+
+#[test]
+fn group_resolution_follows_configuration_order_and_queue() {
+    // L7: the first configured group among the user's, at the queue
+    // first, then its ancestors.
+    let limits = "- {groups: [test_root], maxapplications: 10}\n";
+    let queues = "\
+- name: parent
+  limits:
+    - {groups: [test, test_parent], maxapplications: 10}
+  queues:
+    - name: leaf
+- name: parent1
+  queues:
+    - name: leaf1
+";
+    let h = Harness::configured(options(&yaml(limits, queues)), 1);
+    h.submit(app_by(
+        "a",
+        "root.parent.leaf",
+        "u",
+        &["test1", "test_root", "test_parent", "test"],
+    ))
+    .unwrap();
+    h.submit(app_by(
+        "b",
+        "root.parent1.leaf1",
+        "u",
+        &["test", "test_root"],
+    ))
+    .unwrap();
+    h.submit(app_by("c", "root.parent1.leaf1", "v", &["none"]))
+        .unwrap();
+    h.settle();
+    let d = h.dump();
+    let u = user(&d, "u").unwrap();
+    assert_eq!(u["groups"]["a"], "test", "config order, not the user's");
+    assert_eq!(u["groups"]["b"], "test_root");
+    assert!(
+        user(&d, "v").unwrap()["groups"].is_null(),
+        "no group linked"
+    );
+}
+
+#[test]
+fn one_user_two_groups_by_queue() {
+    // L8
+    let queues = "\
+- name: parent
+  limits:
+    - {groups: [group1], maxresources: {memory: 500}}
+  queues:
+    - name: child1
+      limits:
+        - {groups: [group2], maxresources: {memory: 500}}
+    - name: child2
+";
+    let h = Harness::configured(options(&yaml("", queues)), 1);
+    h.submit(app_by(
+        "app1",
+        "root.parent.child1",
+        "u",
+        &["group1", "group2"],
+    ))
+    .unwrap();
+    h.submit(app_by(
+        "app2",
+        "root.parent.child2",
+        "u",
+        &["group1", "group2"],
+    ))
+    .unwrap();
+    assert_eq!(
+        h.asks(vec![
+            ask("app1", "k1", 10, 1, 1),
+            ask("app2", "k2", 20, 1, 1)
+        ])
+        .0,
+        SICORE_OK
+    );
+    h.wait("both allocated", |s| s.allocations.len() == 2);
+    h.settle();
+    let d = h.dump();
+    assert_eq!(user(&d, "u").unwrap()["groups"]["app1"], "group2");
+    assert_eq!(user(&d, "u").unwrap()["groups"]["app2"], "group1");
+    assert_eq!(
+        mem(level(group(&d, "group2").unwrap(), "root.parent").unwrap()),
+        10
+    );
+    assert_eq!(
+        mem(level(group(&d, "group1").unwrap(), "root.parent").unwrap()),
+        20
+    );
+    let remove = |id: &str| si::RemoveApplicationRequest {
+        application_id: id.into(),
+        partition_name: "default".into(),
+    };
+    assert_eq!(
+        h.apps(vec![], vec![remove("app1"), remove("app2")]).0,
+        SICORE_OK
+    );
+    h.wait_dump("links gone", |d| {
+        d["partitions"][0]["usage"]["users"]
+            .as_array()
+            .is_some_and(|a| a.is_empty())
+            && d["partitions"][0]["usage"]["groups"]
+                .as_array()
+                .is_some_and(|a| a.is_empty())
+    });
+}
+
+#[test]
+fn wildcard_user_caps_each_user_separately() {
+    // L14 (the part the RM sees): every user not named gets the wildcard
+    // cap for themselves; a named user keeps its own.
+    let limits = "- {users: [user2], maxresources: {memory: 50}}\n- {users: ['*'], maxresources: {memory: 20}}\n";
+    let h = Harness::configured(options(&yaml(limits, "- name: a\n")), 1);
+    for u in ["user1", "user2", "user3"] {
+        h.submit(app_by(&format!("app-{u}"), "root.a", u, &[]))
+            .unwrap();
+        assert_eq!(
+            h.asks(vec![ask(&format!("app-{u}"), "k", 10, 0, 10)]).0,
+            SICORE_OK
+        );
+    }
+    h.wait("allocations", |s| s.allocations.len() >= 9);
+    h.settle();
+    assert_eq!(h.allocs_of("app-user1"), 2);
+    assert_eq!(h.allocs_of("app-user2"), 5);
+    assert_eq!(h.allocs_of("app-user3"), 2);
+    let d = h.dump();
+    assert_eq!(
+        level(user(&d, "user1").unwrap(), "root").unwrap()["maxResources"]["memory"],
+        20
+    );
+}
+
+#[test]
+fn user_quota_events_once_per_transition() {
+    // L19
+    let dir = temp_config_dir("limits-events");
+    let capped = yaml(
+        "- {users: [testuser], maxresources: {memory: 1, vcore: 1}}\n",
+        "- name: a\n",
+    );
+    let mut o = dir_options(&dir, &capped);
+    o.event_flush_interval_ms = 20;
+    // Room for the ask once the cap goes (the event store keeps only the
+    // latest record per ask, so a queue refusal would replace the "fits").
+    let h = Harness::configured(o, 2);
+    h.submit(app_by("app-1", "root.a", "testuser", &[]))
+        .unwrap();
+    assert_eq!(
+        h.asks(vec![ask("app-1", "alloc-0", 100, 10, 1)]).0,
+        SICORE_OK
+    );
+    h.wait("quota event", |s| {
+        s.events.iter().any(|e| e.reason == "UserQuotaExceeded")
+    });
+    // More passes: no second event.
+    h.submit(app_by("other", "root.a", "someone", &[])).unwrap();
+    assert_eq!(h.asks(vec![ask("other", "o", 1, 1, 1)]).0, SICORE_OK);
+    h.wait("other allocated", |s| s.allocations.len() == 1);
+    h.settle();
+    h.seen(|s| {
+        let quota: Vec<&si::EventRecord> = s
+            .events
+            .iter()
+            .filter(|e| e.reason.starts_with("UserQuota"))
+            .collect();
+        assert_eq!(quota.len(), 1, "{quota:?}");
+        let e = quota[0];
+        assert_eq!(e.r#type, si::event_record::Type::Request as i32);
+        assert_eq!(e.object_id, "alloc-0");
+        assert_eq!(e.group_id, "app-1");
+        assert_eq!(
+            e.message,
+            "Request 'alloc-0' exceeds the available user quota (requested map[memory:100 vcore:10], available map[memory:1 vcore:1])"
+        );
+    });
+    // The cap goes: one "fits" event, and the ask is allocated.
+    std::fs::write(dir.join("queues.yaml"), yaml("", "- name: a\n")).unwrap();
+    assert_eq!(h.reload("rm").0, SICORE_OK);
+    h.wait("fits event", |s| {
+        s.events.iter().any(|e| e.reason == "UserQuotaAvailable")
+    });
+    h.wait("allocated", |s| {
+        s.allocations.iter().any(|a| a.allocation_key == "alloc-0")
+    });
+    h.settle();
+    h.seen(|s| {
+        let fits: Vec<&si::EventRecord> = s
+            .events
+            .iter()
+            .filter(|e| e.reason == "UserQuotaAvailable")
+            .collect();
+        assert_eq!(fits.len(), 1);
+        assert_eq!(
+            fits[0].message,
+            "Request 'alloc-0' fits in the available user quota"
+        );
+    });
+}
+
+#[test]
+fn recovered_allocations_count_and_are_never_refused() {
+    // A node comes back with an allocation that already breaks the cap:
+    // it is counted; nothing new is allocated for that user.
+    let limits = "- {users: [alice], maxresources: {memory: 10}}\n";
+    let h = Harness::configured(options(&yaml(limits, "- name: a\n")), 0);
+    h.submit(app_by("app-1", "root.a", "alice", &[])).unwrap();
+    let mut n = node("node-r", 1000, 10);
+    n.existing_allocations.push(si::Allocation {
+        allocation_key: "old".into(),
+        uuid: "uuid-old".into(),
+        application_id: "app-1".into(),
+        partition_name: "default".into(),
+        queue_name: "root.a".into(),
+        node_id: "node-r".into(),
+        resource_per_alloc: res(&[("memory", 40), ("vcore", 1)]),
+        ..Default::default()
+    });
+    assert_eq!(h.nodes(vec![n]).0, SICORE_OK);
+    h.wait("node", |s| s.nodes_accepted.len() == 1);
+    h.wait_dump("recovered usage", |d| {
+        user(d, "alice").is_some_and(|u| mem(level(u, "root.a").unwrap_or(&Value::Null)) == 40)
+    });
+    assert_eq!(h.asks(vec![ask("app-1", "k", 1, 0, 1)]).0, SICORE_OK);
+    h.settle();
+    assert_eq!(h.allocs_of("app-1"), 0);
+}
