@@ -193,3 +193,42 @@ impl SchedulerApi for Scheduler {
         self.proxy.update_configuration(cluster_id)
     }
 }
+
+impl crate::v1::SchedulerApiV1 for Scheduler {
+    fn register_resource_manager_v1(
+        &self,
+        request: crate::proto::si18::v1::RegisterResourceManagerRequest,
+        callback: Arc<dyn crate::v1::ResourceManagerCallbackV1>,
+    ) -> Result<crate::proto::si18::v1::RegisterResourceManagerResponse, Error> {
+        self.proxy.register_resource_manager_v1(request, callback)
+    }
+
+    fn update_allocation_v1(
+        &self,
+        request: crate::proto::si18::v1::AllocationRequest,
+    ) -> Result<(), Error> {
+        self.proxy.update_allocation_v1(request)
+    }
+
+    fn update_application_v1(
+        &self,
+        request: crate::proto::si18::v1::ApplicationRequest,
+    ) -> Result<(), Error> {
+        self.proxy.update_application_v1(request)
+    }
+
+    fn update_node_v1(&self, request: crate::proto::si18::v1::NodeRequest) -> Result<(), Error> {
+        self.proxy.update_node_v1(request)
+    }
+
+    fn update_configuration_v1(
+        &self,
+        request: crate::proto::si18::v1::UpdateConfigurationRequest,
+    ) -> Result<(), Error> {
+        self.proxy.update_configuration_v1(request)
+    }
+
+    fn stop(&self) -> Result<(), Error> {
+        self.close()
+    }
+}

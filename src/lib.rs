@@ -41,6 +41,13 @@ pub use error::{Error, Status};
 pub use options::Options;
 pub use scheduler::api;
 
+/// The SI v1.8 edition's Rust API: [`v1::SchedulerApiV1`] (implemented by
+/// [`Scheduler`]) and [`v1::ResourceManagerCallbackV1`], over the messages
+/// of [`proto::si18::v1`].
+pub mod v1 {
+    pub use crate::rmproxy::v1::api::{ResourceManagerCallbackV1, SchedulerApiV1};
+}
+
 /// Hooks for the crate's integration tests; not part of the API.
 #[doc(hidden)]
 pub mod testing {

@@ -16,7 +16,7 @@ use crate::proto::sicore::v1 as sicore;
 /// Valid only during the one callback it is passed to; set it with
 /// `sicore_reply_set`.
 pub struct sicore_reply {
-    data: Option<Vec<u8>>,
+    pub(super) data: Option<Vec<u8>>,
 }
 
 /// Stores `len` bytes at `data` (copied) as the callback's answer. A later
@@ -133,7 +133,7 @@ pub(crate) const MIN_CALLBACKS_SIZE: usize =
 ///
 /// # Safety
 /// `src` points at `size_of::<T>()` readable bytes holding a valid `T`.
-unsafe fn read_into<T>(slot: &mut T, src: *const u8) {
+pub(super) unsafe fn read_into<T>(slot: &mut T, src: *const u8) {
     // SAFETY: as the caller promises; unaligned reads are allowed.
     *slot = unsafe { src.cast::<T>().read_unaligned() };
 }
@@ -200,7 +200,7 @@ thread_local! {
 /// out for the call, so a nested use (a callback that leads to another
 /// message on the same thread) gets a fresh one; one grown past 64 KiB
 /// (a large batch) is not kept.
-fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+pub(super) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     let mut buf = SCRATCH.take();
     buf.clear();
     let r = f(&mut buf);

@@ -19,12 +19,14 @@ mod encode;
 mod logger;
 mod observe;
 mod scheduler;
+mod v1;
 
 pub use buffer::*;
 pub use callbacks::*;
 pub use logger::*;
 pub use observe::*;
 pub use scheduler::*;
+pub use v1::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -386,6 +386,7 @@ mod tests {
                 allocated: named(&[("memory", node_alloc)]),
                 occupied: Named::new(),
                 available: named(&[("memory", 100 - node_alloc)]),
+                foreign: Default::default(),
                 schedulable: true,
                 allocations: vec![AllocationSnap {
                     uuid: "u1".into(),

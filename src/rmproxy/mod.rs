@@ -7,6 +7,7 @@
 //! started and stopped by [`crate::entrypoint`].
 
 pub mod dispatch;
+pub mod v1;
 mod validate;
 pub mod watcher;
 pub mod wire;
@@ -23,6 +24,7 @@ use crate::error::{Error, Status};
 use crate::proto::si::v1 as si;
 use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Registry, ReloadOutcome, Reply};
+use crate::scheduler::edition::{ConfigOrigin, Edition};
 use crate::scheduler::owner::current_scheduler;
 use crate::scheduler::request::AllocationUpdate;
 use crate::scheduler::resource;
@@ -48,6 +50,18 @@ pub struct RmProxy {
     names: Arc<resource::ResourceNames>,
     /// Serialises configuration changes (see [`ConfigLock`]).
     config_lock: ConfigLock,
+    /// The callbacks (adapters) of the RMs registered through the v1.8
+    /// edition, as the core holds them: a v1 `UpdateConfiguration` names
+    /// the registration it is meant for. Written under `config_lock`.
+    v1_registrations: Mutex<HashMap<String, Arc<dyn ResourceManagerCallback>>>,
+}
+
+/// The function family an RM of `edition` calls, for refusals.
+fn family(edition: Edition) -> &'static str {
+    match edition {
+        Edition::V012 => "sicore_* (SchedulerApi)",
+        Edition::V1 => "sicore_v1_* (SchedulerApiV1)",
+    }
 }
 
 impl RmProxy {
@@ -73,6 +87,7 @@ impl RmProxy {
             watchers,
             names,
             config_lock,
+            v1_registrations: Mutex::new(HashMap::new()),
         }
     }
 
@@ -143,14 +158,19 @@ impl RmProxy {
                 .map_or_else(|| "malformed message".to_string(), |e| e.to_string());
             return Err(Error::decode(WHAT, e));
         };
-        self.check_registered(rm_id, "AllocationRequest")?;
+        self.check_registered(rm_id, "AllocationRequest", Edition::V012)?;
         let update = self
             .names
             .charged_to(rm_id, || wire::decode_allocation_update(bytes))
             .map_err(|e| Error::decode(WHAT, e))?;
         validate::allocation_update(&update)?;
         let rm_id = update.rm_id.clone();
-        self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
+        self.send_update(
+            &rm_id,
+            "AllocationRequest",
+            Edition::V012,
+            Command::Allocation(update),
+        )
     }
 
     fn send(&self, cmd: Command) -> Result<(), Error> {
@@ -174,28 +194,92 @@ impl RmProxy {
     /// an RM it no longer holds, and one that is refused names an RM the
     /// core does not hold. From a library thread (inside a callback) there
     /// is no waiting: the core may be the one that has to answer.
-    fn send_update(&self, rm_id: &str, what: &str, cmd: Command) -> Result<(), Error> {
+    fn send_update(
+        &self,
+        rm_id: &str,
+        what: &str,
+        edition: Edition,
+        cmd: Command,
+    ) -> Result<(), Error> {
         let mut in_flight = self.in_flight.lock();
         if !self.on_own_thread() {
             while in_flight.get(rm_id).is_some_and(|n| *n > 0) {
                 self.registration_done.wait(&mut in_flight);
             }
         }
-        self.check_registered(rm_id, what)?;
+        self.check_registered(rm_id, what, edition)?;
         self.send(cmd)
     }
 
-    fn check_registered(&self, rm_id: &str, what: &str) -> Result<(), Error> {
+    /// Refuses a call for an RM that is not registered, or that registered
+    /// through the other edition (the message names the one it used).
+    fn check_registered(&self, rm_id: &str, what: &str, edition: Edition) -> Result<(), Error> {
         if self.stopped.load(Ordering::Acquire) {
             return Err(Error::stopped());
         }
-        if self.registered.read().contains(rm_id) {
-            Ok(())
-        } else {
-            Err(Error::rejected(format!(
+        match self.registered.read().get(rm_id) {
+            Some(e) if *e == edition => Ok(()),
+            Some(e) => Err(Error::rejected(format!(
+                "received {what} of {} for RmID=\"{rm_id}\", but that RM registered with {}: use the {} calls",
+                edition.name(),
+                e.name(),
+                family(*e)
+            ))),
+            None => Err(Error::rejected(format!(
                 "received {what}, but RmID=\"{rm_id}\" not registered"
-            )))
+            ))),
         }
+    }
+
+    /// Registers `rm_id` through `edition`: queued under the update lock
+    /// and counted as in flight until the core answers; no lock but the
+    /// configuration lock is held while waiting, since the core may run
+    /// callbacks that call back into this scheduler meanwhile. The core
+    /// itself records whether the RM is registered (spec 1.2: a failed
+    /// registration leaves it unregistered). A registration replaces the
+    /// RM's configuration: it waits for a configuration change in progress
+    /// and holds the next off until it is answered.
+    fn register_as(
+        &self,
+        rm_id: String,
+        policy_group: String,
+        edition: Edition,
+        config: ConfigOrigin,
+        callback: Arc<dyn ResourceManagerCallback>,
+    ) -> Result<(), Error> {
+        let _config = self.config_lock.lock();
+        let (reply, answer) = bounded(1);
+        {
+            let mut in_flight = self.in_flight.lock();
+            self.send(Command::Register {
+                rm_id: rm_id.clone(),
+                policy_group,
+                edition,
+                config,
+                callback: callback.clone(),
+                reply: reply.into(),
+            })?;
+            *in_flight.entry(rm_id.clone()).or_default() += 1;
+        }
+        let result = answer.recv().map_err(|_| Error::stopped());
+        {
+            let mut in_flight = self.in_flight.lock();
+            if let Some(n) = in_flight.get_mut(&rm_id) {
+                *n -= 1;
+                if *n == 0 {
+                    in_flight.remove(&rm_id);
+                }
+            }
+        }
+        self.registration_done.notify_all();
+        // The core dropped the old registration whatever the outcome.
+        let mut v1 = self.v1_registrations.lock();
+        v1.remove(&rm_id);
+        result??;
+        if edition == Edition::V1 {
+            v1.insert(rm_id, callback);
+        }
+        Ok(())
     }
 
     /// The whole scheduler state as JSON (fields: `docs/rest-and-metrics.md`, "State dump").
@@ -243,74 +327,65 @@ impl SchedulerApi for RmProxy {
     ) -> Result<si::RegisterResourceManagerResponse, Error> {
         self.refuse_sync("RegisterResourceManager")?;
         validate::register(&request)?;
-        let rm_id = request.rm_id.clone();
-        // Queued under the update lock, and counted as in flight until the
-        // core answers; no lock is held while waiting, since the core may
-        // run callbacks that call back into this scheduler meanwhile. The
-        // core itself records whether the RM is registered (spec 1.2: a
-        // failed registration leaves it unregistered).
-        // A registration replaces the RM's configuration: it waits for a
-        // configuration change in progress (a REST update asking the RM's
-        // current callbacks) and holds the next off until it is answered.
-        let _config = self.config_lock.lock();
-        let (reply, answer) = bounded(1);
-        {
-            let mut in_flight = self.in_flight.lock();
-            self.send(Command::Register {
-                rm_id: request.rm_id,
-                policy_group: request.policy_group,
-                edition: crate::scheduler::edition::Edition::V012,
-                config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
-                callback,
-                reply: reply.into(),
-            })?;
-            *in_flight.entry(rm_id.clone()).or_default() += 1;
-        }
-        let result = answer.recv().map_err(|_| Error::stopped());
-        {
-            let mut in_flight = self.in_flight.lock();
-            if let Some(n) = in_flight.get_mut(&rm_id) {
-                *n -= 1;
-                if *n == 0 {
-                    in_flight.remove(&rm_id);
-                }
-            }
-        }
-        self.registration_done.notify_all();
-        result??;
+        self.register_as(
+            request.rm_id,
+            request.policy_group,
+            Edition::V012,
+            ConfigOrigin::PolicyGroup,
+            callback,
+        )?;
         Ok(si::RegisterResourceManagerResponse {})
     }
 
     fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {
-        self.check_registered(&request.rm_id, "AllocationRequest")?;
+        self.check_registered(&request.rm_id, "AllocationRequest", Edition::V012)?;
         validate::allocation(&request)?;
         let rm_id = request.rm_id.clone();
         let update = self
             .names
             .charged_to(&rm_id, || AllocationUpdate::from_proto(request));
-        self.send_update(&rm_id, "AllocationRequest", Command::Allocation(update))
+        self.send_update(
+            &rm_id,
+            "AllocationRequest",
+            Edition::V012,
+            Command::Allocation(update),
+        )
     }
 
     fn update_application(&self, request: si::ApplicationRequest) -> Result<(), Error> {
-        self.check_registered(&request.rm_id, "ApplicationRequest")?;
+        self.check_registered(&request.rm_id, "ApplicationRequest", Edition::V012)?;
         validate::application(&request)?;
         let rm_id = request.rm_id.clone();
-        self.send_update(&rm_id, "ApplicationRequest", Command::Application(request))
+        self.send_update(
+            &rm_id,
+            "ApplicationRequest",
+            Edition::V012,
+            Command::Application(request),
+        )
     }
 
     fn update_node(&self, request: si::NodeRequest) -> Result<(), Error> {
-        self.check_registered(&request.rm_id, "NodeRequest")?;
+        self.check_registered(&request.rm_id, "NodeRequest", Edition::V012)?;
         validate::node(&request)?;
         let rm_id = request.rm_id.clone();
-        self.send_update(&rm_id, "NodeRequest", Command::Node(request))
+        self.send_update(&rm_id, "NodeRequest", Edition::V012, Command::Node(request))
     }
 
     fn update_configuration(&self, cluster_id: &str) -> Result<(), Error> {
         self.refuse_sync("UpdateConfiguration")?;
-        if !self.registered.read().contains(cluster_id) {
-            return Err(Error::rejected(format!(
-                "failed to reload configuration, because RM {cluster_id} is unknown to the scheduler"
-            )));
+        match self.registered.read().get(cluster_id) {
+            None => {
+                return Err(Error::rejected(format!(
+                    "failed to reload configuration, because RM {cluster_id} is unknown to the scheduler"
+                )))
+            }
+            Some(Edition::V1) => {
+                return Err(Error::rejected(format!(
+                    "received UpdateConfiguration of SI v0.12 for RmID=\"{cluster_id}\", but that RM registered with SI v1.8: use the {} calls",
+                    family(Edition::V1)
+                )))
+            }
+            Some(Edition::V012) => {}
         }
         // The lock is let go before a watcher starts: starting one may join
         // an old one that waits for the lock.

@@ -15,7 +15,7 @@ use crate::proto::si::v1 as si;
 pub struct NewAllocation {
     /// Allocation key of the ask.
     pub key: Arc<str>,
-    /// The allocation's UUID.
+    /// The allocation's UUID (SI v1.8: the allocation key).
     pub uuid: Arc<str>,
     /// Node it was placed on.
     pub node: Arc<str>,

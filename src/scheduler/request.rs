@@ -1,6 +1,39 @@
 //! Requests in the core's own terms, converted from the wire messages on
 //! the RM's calling thread, so the core thread receives interned resources
 //! and shared strings instead of doing the conversion itself.
+//!
+//! # The SI v1.8 contract (partitions whose edition is `V1`)
+//!
+//! The v1 edge translates each v1.8 `Allocation` of an `AllocationRequest`
+//! into one of the shapes below, and every v1.8 release into a v0.12
+//! `AllocationRelease` in [`AllocationUpdate::releases`]
+//! (`allocationsToRelease`, with `uuid` = the allocation key). The core
+//! applies them by key (`scheduler::partition`, `merge.rs`):
+//!
+//! - **Identity.** The allocation's UUID is its key; one request gives at
+//!   most one allocation ([`AskRequest::max_allocations`] must be 1).
+//! - **Asks** ([`AllocationUpdate::asks`], no node): unknown key → a
+//!   pending request; pending key → the request is replaced (resized);
+//!   allocated key with other resources → the allocation is resized (node,
+//!   queue and application usage follow, a grow is counted even past
+//!   capacity); same resources → nothing.
+//! - **Placed** ([`PlacedAllocation`]): see there.
+//! - **Foreign** ([`ForeignAllocation`]): see there.
+//! - **Releases**: no application → foreign allocation `uuid` goes;
+//!   `STOPPED_BY_RM` (or any type but the ones below) → the request and
+//!   the allocation of the key go, each allocation answered in `released`
+//!   with `STOPPED_BY_RM`; an empty key → every request and allocation of
+//!   the application; `TIMEOUT` or `PREEMPTED_BY_SCHEDULER` of an
+//!   allocation the core released itself → removed with no message (the
+//!   RM's confirmation); `PLACEHOLDER_REPLACED` → the gang swap completes
+//!   and the real allocation is reported in `new`. A release naming
+//!   nothing the core holds (the confirmation of a pending placeholder's
+//!   `TIMEOUT`, which the core reported as a `releasedAsks` entry) is
+//!   silent.
+//! - **Failures** are answered as `AllocationResponse.rejected`
+//!   (`RejectedAllocationAsk {key, application, reason}`; the application
+//!   is empty for a foreign allocation), which the edge maps to
+//!   `rejectedAllocations`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -18,7 +51,8 @@ pub fn priority_of(p: Option<&si::Priority>) -> i32 {
     }
 }
 
-/// One `AllocationAsk`, converted.
+/// One `AllocationAsk`, converted (SI v1.8: an `Allocation` without a
+/// node, with `max_allocations` 1; see the module doc).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AskRequest {
     /// Allocation key.
@@ -63,9 +97,16 @@ impl AskRequest {
 }
 
 /// SI v1.8: an allocation the RM sent with a node ID. Unknown key: placed
-/// by the RM (recovery, or bound outside the core), added at once and
-/// echoed in `new`. Known pending key: the RM placed that request. Known
-/// allocated key with other resources: a resize. Otherwise a no-op.
+/// by the RM (recovery, or bound outside the core), added at once to node,
+/// queue and application with no capacity or max check, and echoed in
+/// `new`. Known pending key: the RM placed that request; it becomes the
+/// allocation on that node (with the resources sent) and is echoed in
+/// `new`. Known allocated key with other resources: a resize (the node is
+/// not changed). Otherwise a no-op. Rejected: unknown partition,
+/// application or node, a zero or negative resource, a key allocated to
+/// another application or naming a foreign allocation, usage that would
+/// not fit an i64. Placeholders follow the gang rules of recovery (booked,
+/// they may start the gang); one without a task group is dropped silently.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlacedAllocation {
     /// The request part (`max_allocations` is 1).
@@ -75,8 +116,14 @@ pub struct PlacedAllocation {
 }
 
 /// SI v1.8: an allocation tagged `foreign` (not scheduled by the core):
-/// tracked per node as its occupied resource, never echoed; re-sending the
-/// key with other resources resizes it, releasing the key removes it.
+/// tracked per node, the node's occupied resource being the sum of its
+/// foreign allocations (so its free resource and its place in the node
+/// order follow); never echoed. Re-sending the key resizes it (or moves it
+/// to the node named); a release with an empty application and `uuid` =
+/// the key removes it; the node's removal takes it. Rejected: empty key or
+/// node, unknown partition or node, a negative resource, a key allocated
+/// by the core, an occupied sum that would not fit an i64. A zero
+/// resource is tracked (it occupies nothing).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ForeignAllocation {
     /// Allocation key.

@@ -303,6 +303,10 @@ pub struct NodeSnap {
     pub attributes: BTreeMap<String, String>,
     /// Allocations on the node, by UUID.
     pub allocations: Vec<AllocationSnap>,
+    /// SI v1.8: the foreign allocations on the node by key (their sum is
+    /// `occupied`); left out of the dump when there are none.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub foreign: BTreeMap<String, Named>,
 }
 
 /// One allocation on a node.
@@ -499,6 +503,10 @@ fn node_snaps(p: &Partition) -> Vec<NodeSnap> {
                 schedulable: n.schedulable,
                 attributes: n.attributes.clone(),
                 allocations,
+                foreign: n
+                    .foreign()
+                    .map(|(k, r)| (k.to_string(), named(r)))
+                    .collect(),
             }
         })
         .collect();

@@ -19,6 +19,20 @@ use crate::scheduler::snapshot::{self, RmView, Snapshot, Stamp};
 
 use si::node_info::ActionFromRm;
 
+/// SI v1.8's `CREATE_DRAIN` node action, as the raw value the v1 edge
+/// leaves in the v0.12 `NodeInfo.action` (the v0.12 enum lacks it): the
+/// node is created unschedulable (CREATE then DRAIN_NODE, one answer).
+///
+/// The node contract for RMs of edition `V1`: every node of a
+/// `NodeRequest` gets exactly one `accepted` or `rejected` entry, whatever
+/// its action (CREATE, CREATE_DRAIN, UPDATE, DRAIN_NODE,
+/// DRAIN_TO_SCHEDULABLE, DECOMISSION) and whatever goes wrong (duplicate
+/// node, bad resource, unknown partition, node or action); an UPDATE sets
+/// the schedulable resource only (occupied is the sum of the node's
+/// foreign allocations). v0.12 answers CREATE only, and action 6 is no
+/// action there.
+pub const CREATE_DRAIN: i32 = 6;
+
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 
 /// What the core keeps per registered RM.
@@ -28,7 +42,6 @@ pub struct RmState {
     /// Policy group of the configuration.
     pub policy_group: String,
     /// The interface edition it registered through.
-    #[allow(dead_code)] // read by the SI v1.8 edge as it lands (issue 21)
     pub edition: Edition,
     /// Where the configuration came from.
     pub config_source: String,
@@ -40,9 +53,10 @@ pub struct RmState {
     pub partitions: Vec<PartitionKey>,
 }
 
-/// The rmIDs the core holds, shared read-only with the calling side; only
-/// the core writes it, as it applies registrations.
-pub type Registry = Arc<parking_lot::RwLock<std::collections::HashSet<String>>>;
+/// The rmIDs the core holds, with the edition each registered through,
+/// shared read-only with the calling side; only the core writes it, as it
+/// applies registrations.
+pub type Registry = Arc<parking_lot::RwLock<std::collections::HashMap<String, Edition>>>;
 
 impl Core {
     pub(super) fn timeouts(&self) -> AppTimeouts {
@@ -131,7 +145,7 @@ impl Core {
                 partitions: names,
             },
         );
-        self.registry.write().insert(rm_id.to_string());
+        self.registry.write().insert(rm_id.to_string(), edition);
         Ok(())
     }
 
@@ -162,8 +176,7 @@ impl Core {
                     "Failed to find partition {k}, for application {} and allocation {}",
                     ask.app, ask.key
                 )),
-                Ok((_, Some(p)))
-                    if waiting >= limit && !p.is_waiting(&ask.app, &ask.key) =>
+                Ok((_, Some(p))) if waiting >= limit && p.adds_waiting(&ask.app, &ask.key) =>
                 {
                     Err(format!(
                         "ask {} of application {} rejected: RM {rm} already holds {waiting} waiting asks, the limit set by SchedulerOptions.max_asks_per_rm",
@@ -181,6 +194,41 @@ impl Core {
                 rejected.push(si::RejectedAllocationAsk {
                     allocation_key: ask.key.to_string(),
                     application_id: ask.app.to_string(),
+                    reason,
+                });
+            }
+        }
+        // SI v1.8: allocations with a node, then foreign ones (both empty
+        // from v0.12).
+        for placed in &req.placed {
+            let a = &placed.ask;
+            let result = match self.own_partition(&rm, &a.partition) {
+                None => Err(format!(
+                    "Failed to find partition {}, for application {} and allocation {}",
+                    a.partition, a.app, a.key
+                )),
+                Some(p) => p.add_placed(placed, &mut out),
+            };
+            if let Err(reason) = result {
+                rejected.push(si::RejectedAllocationAsk {
+                    allocation_key: a.key.to_string(),
+                    application_id: a.app.to_string(),
+                    reason,
+                });
+            }
+        }
+        for f in &req.foreign {
+            let result = match self.own_partition(&rm, &f.partition) {
+                None => Err(format!(
+                    "Failed to find partition {}, for foreign allocation {}",
+                    f.partition, f.key
+                )),
+                Some(p) => p.set_foreign(f),
+            };
+            if let Err(reason) = result {
+                rejected.push(si::RejectedAllocationAsk {
+                    allocation_key: f.key.to_string(),
+                    application_id: String::new(),
                     reason,
                 });
             }
@@ -243,6 +291,9 @@ impl Core {
 
     pub(super) fn node_request(&mut self, req: si::NodeRequest) {
         let rm = req.rm_id.clone();
+        // SI v1.8: every node gets an answer (the k8shim waits for each),
+        // and CREATE_DRAIN exists.
+        let v1 = self.rms.get(&rm).is_some_and(|r| r.edition == Edition::V1);
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
         let mut response = si::NodeResponse::default();
         for n in &req.nodes {
@@ -252,16 +303,14 @@ impl Core {
                     .get(node::ATTR_PARTITION)
                     .map_or("", String::as_str),
             );
-            let pname = match &key {
-                Ok(k) => k.to_string(),
-                Err(e) => e.clone(),
-            };
             let p = key.as_ref().ok().and_then(|k| self.partitions.get_mut(k));
-            if n.action == ActionFromRm::Create as i32 {
+            let create = n.action == ActionFromRm::Create as i32;
+            let create_drain = v1 && n.action == CREATE_DRAIN;
+            let result = if create || create_drain {
                 // An unlimited node must come alone (spec 11.6); the
                 // partition's own rules follow in `add_node`.
                 let unlimited = node::is_unlimited(&n.attributes);
-                let result = match (p, &key) {
+                match (p, &key) {
                     (_, Err(e)) => Err(e.clone()),
                     _ if unlimited && req.nodes.len() > 1 => Err(
                         "There are other nodes as well, registering unlimited nodes is forbidden"
@@ -271,24 +320,33 @@ impl Core {
                         "Failed to find partition {k} for new node {}",
                         n.node_id
                     )),
-                    (Some(p), Ok(_)) => p.add_node(n, &mut out),
-                };
-                match result {
-                    Ok(()) => response.accepted.push(si::AcceptedNode {
-                        node_id: n.node_id.clone(),
-                    }),
-                    Err(reason) => response.rejected.push(si::RejectedNode {
-                        node_id: n.node_id.clone(),
-                        reason,
+                    (Some(p), Ok(_)) => p.add_node(n, &mut out).map(|()| {
+                        if create_drain {
+                            p.drain_node(&n.node_id, &mut out);
+                        }
                     }),
                 }
-            } else if let Some(p) = p {
-                p.update_node(n, &mut out);
             } else {
-                log::warn!(
-                    "node {} names unknown partition {pname}; ignored",
-                    n.node_id
-                );
+                match (p, &key) {
+                    (Some(p), _) => p.update_node(n, &mut out),
+                    (None, Err(e)) => Err(format!(
+                        "node {} names an invalid partition: {e}",
+                        n.node_id
+                    )),
+                    (None, Ok(k)) => Err(format!("node {} names unknown partition {k}", n.node_id)),
+                }
+            };
+            match result {
+                Ok(()) if create || v1 => response.accepted.push(si::AcceptedNode {
+                    node_id: n.node_id.clone(),
+                }),
+                Err(reason) if create || v1 => response.rejected.push(si::RejectedNode {
+                    node_id: n.node_id.clone(),
+                    reason,
+                }),
+                Ok(()) => {}
+                // v0.12 answers CREATE only; the rest is logged.
+                Err(reason) => log::warn!("{reason}; ignored"),
             }
         }
         if !response.accepted.is_empty() || !response.rejected.is_empty() {
@@ -399,3 +457,7 @@ impl Core {
         crate::scheduler::dump::render(&self.snapshot())
     }
 }
+
+#[cfg(test)]
+#[path = "v1_tests.rs"]
+mod v1_tests;

@@ -17,11 +17,14 @@ use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::config_txn::{same_registration, ApplyRefused, ConfigTarget};
+use crate::scheduler::edition::Edition;
 use crate::scheduler::partition::Partition;
 use crate::scheduler::resource;
 
 /// Source label of configuration text set through the REST service.
 const REST_SOURCE: &str = "REST /ws/v1/config";
+/// Source label of configuration text an SI v1.8 RM sent in UpdateConfiguration.
+const V1_UPDATE_SOURCE: &str = "UpdateConfiguration request";
 
 impl Core {
     pub(super) fn reload(&mut self, rm_id: &str) -> Result<ReloadOutcome, Error> {
@@ -180,6 +183,15 @@ impl Core {
             .rms
             .get(&rm_id)
             .ok_or_else(|| Error::rejected(format!("RM {rm_id} is not registered")))?;
+        // A v1.8 RM has no callback to persist an edit: its configuration
+        // is what it sends in UpdateConfiguration.
+        if rm.edition == Edition::V1 {
+            return Err(Error::rejected(format!(
+                "the configuration of RM {rm_id} cannot be changed through REST: it registered with {}, \
+                 whose RM owns its configuration and sends it in UpdateConfiguration",
+                Edition::V1.name()
+            )));
+        }
         let config = config::parse(text).map_err(|e| Error::rejected(e.to_string()))?;
         let loaded = LoadedConfig {
             config,
@@ -243,13 +255,17 @@ impl Core {
                 "the base configuration is changed: it was reloaded during the update",
             ));
         }
+        let source = match rm.edition {
+            Edition::V012 => REST_SOURCE,
+            Edition::V1 => V1_UPDATE_SOURCE,
+        };
         let config = config::parse(&text).map_err(|e| Error::rejected(e.to_string()))?;
         self.apply_config(
             rm_id,
             LoadedConfig {
                 config,
                 text,
-                source: REST_SOURCE.to_string(),
+                source: source.to_string(),
             },
         )
     }
@@ -328,7 +344,8 @@ impl Core {
             ))
         };
         let mut names = Vec::new();
-        for (pc, p) in fresh {
+        let edition = rm.edition;
+        for (pc, mut p) in fresh {
             names.push(p.key.clone());
             match self.partitions.get_mut(&p.key) {
                 // Cannot fail after the checks above; an error here would be
@@ -339,6 +356,7 @@ impl Core {
                         "partition {} added by configuration reload",
                         p.internal_name
                     );
+                    p.edition = edition;
                     self.partitions.insert(p.key.clone(), p);
                 }
             }

@@ -122,7 +122,7 @@ impl Partition {
     }
 
     /// Keeps `gang.holders` in line with the application's free placeholders.
-    pub(super) fn sync_holder(&mut self, app_id: &str) {
+    pub(crate) fn sync_holder(&mut self, app_id: &str) {
         match self.apps.get(app_id) {
             Some(app) if app.gang.free > 0 => {
                 if !self.gang.holders.contains(app_id) {

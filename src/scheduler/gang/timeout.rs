@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::events;
 use crate::proto::si::v1 as si;
+use crate::scheduler::edition::Edition;
 use crate::scheduler::objects::application::{AppEvent, AppState, AskOrderKey};
 use crate::scheduler::outcome::{AppTimer, NewAllocation, Outcomes};
 use crate::scheduler::partition::Partition;
@@ -101,8 +102,13 @@ impl Partition {
             .map(|a| (a.order_key(), a.key.clone()))
             .collect();
         keys.sort();
+        // SI v1.8: one release per key. An allocated key hears of its
+        // allocation's release below; the ask release is for the others
+        // (pending requests, real requests of swaps in flight).
+        let v1 = self.edition == Edition::V1;
         let released_asks: Vec<si::AllocationAskRelease> = keys
             .iter()
+            .filter(|(_, k)| !v1 || !self.allocations.contains_key(k))
             .map(|(_, k)| si::AllocationAskRelease {
                 partition_name: self.internal_name.clone(),
                 application_id: app_id.to_string(),

@@ -152,6 +152,10 @@ pub struct Node {
     pub unlimited: bool,
     /// Slots of the allocations on this node (in the partition's table).
     pub allocations: super::allocs::AllocList,
+    /// SI v1.8: the foreign allocations on the node (not scheduled by the
+    /// core) by key; `occupied` is their sum. Empty for v0.12 nodes, whose
+    /// `occupied` is the `occupiedResource` the RM reports.
+    foreign: crate::scheduler::FastMap<Arc<str>, Resource>,
     /// The node's current key in the partition's order (kept by its
     /// [`NodeTable`]).
     key: NodeKey,
@@ -184,6 +188,7 @@ impl Node {
             available,
             schedulable: true,
             allocations: Default::default(),
+            foreign: Default::default(),
             key,
         }
     }
@@ -210,6 +215,12 @@ impl Node {
     /// Used by things outside the scheduler.
     pub fn occupied(&self) -> &Resource {
         &self.occupied
+    }
+
+    /// SI v1.8: the foreign allocations on the node, by key, in no
+    /// particular order (their sum is [`Node::occupied`]).
+    pub fn foreign(&self) -> impl Iterator<Item = (&Arc<str>, &Resource)> {
+        self.foreign.iter()
     }
 
     /// Sum of the allocations on the node.
@@ -266,6 +277,9 @@ pub struct NodeTable {
     id_order: BTreeMap<Arc<str>, NodeSlot>,
     /// Policy order: [`NodeKey::packed`] to slot.
     order: BTreeMap<u128, NodeSlot>,
+    /// SI v1.8: the node of each foreign allocation, by key (a release
+    /// names the key only).
+    foreign_nodes: crate::scheduler::FastMap<Arc<str>, NodeSlot>,
 }
 
 impl NodeTable {
@@ -320,6 +334,66 @@ impl NodeTable {
         n.capacity = capacity;
         n.occupied = occupied;
         self.refresh(slot);
+    }
+
+    /// Whether the allocation of `res` on the node in `slot` can change
+    /// to `new` with the node's usage exact (no sum past an i64).
+    pub fn can_resize(&self, slot: NodeSlot, old: &Resource, new: &Resource) -> bool {
+        self.slab[slot as usize]
+            .allocated
+            .sub_clamped(old)
+            .can_add(new)
+    }
+
+    /// SI v1.8: sets foreign allocation `key` on the node in `slot` to
+    /// `res` (added, or resized when the key is known): the node's
+    /// occupied resource is the sum of its foreign allocations. A key held
+    /// by another node moves here. `Err` (nothing changed) when the sum
+    /// would not fit an i64.
+    pub fn set_foreign(
+        &mut self,
+        slot: NodeSlot,
+        key: &Arc<str>,
+        res: Resource,
+    ) -> Result<(), String> {
+        let elsewhere = self.foreign_nodes.get(key).copied().filter(|s| *s != slot);
+        let n = &self.slab[slot as usize];
+        let base = match n.foreign.get(key) {
+            // The sum includes the old size: taking it out is exact.
+            Some(old) => n.occupied.sub_clamped(old),
+            None => n.occupied.clone(),
+        };
+        let Some(occupied) = base.checked_add(&res) else {
+            return Err(format!(
+                "foreign allocation {key} of {res} would overflow the occupied total {} of node {}",
+                n.occupied, n.id
+            ));
+        };
+        if elsewhere.is_some() {
+            self.remove_foreign(key);
+        }
+        let n = &mut self.slab[slot as usize];
+        n.occupied = occupied;
+        n.foreign.insert(key.clone(), res);
+        self.foreign_nodes.insert(key.clone(), slot);
+        self.refresh(slot);
+        Ok(())
+    }
+
+    /// SI v1.8: removes foreign allocation `key` from its node; returns
+    /// the node's slot and the resource it held.
+    pub fn remove_foreign(&mut self, key: &str) -> Option<(NodeSlot, Resource)> {
+        let slot = self.foreign_nodes.remove(key)?;
+        let n = &mut self.slab[slot as usize];
+        let res = n.foreign.remove(key)?;
+        n.occupied.sub_clamped_assign(&res);
+        self.refresh(slot);
+        Some((slot, res))
+    }
+
+    /// SI v1.8: the node holding foreign allocation `key`.
+    pub fn foreign_node(&self, key: &str) -> Option<NodeSlot> {
+        self.foreign_nodes.get(key).copied()
     }
 
     /// How many nodes are registered.
@@ -435,6 +509,10 @@ impl NodeTable {
         let slot = self.by_id.remove(id)?;
         self.id_order.remove(id);
         let node = self.slab.remove(slot as usize);
+        // Its foreign allocations go with it.
+        for k in node.foreign.keys() {
+            self.foreign_nodes.remove(k);
+        }
         self.order.remove(&node.key.packed());
         Some(node)
     }

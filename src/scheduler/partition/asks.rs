@@ -3,10 +3,13 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::scheduler::edition::Edition;
 use crate::scheduler::request::AskRequest;
 
 impl Partition {
     /// Adds or replaces an ask (spec 7.1); `Err` is the rejection reason.
+    /// In SI v1.8 the key is merged instead when it is allocated (see
+    /// `merge.rs`), and a request asks for exactly one allocation.
     pub fn add_ask(&mut self, ask: &AskRequest, out: &mut Outcomes) -> Result<(), String> {
         let app_id = &*ask.app;
         let key = &*ask.key;
@@ -33,6 +36,18 @@ impl Partition {
                 "invalid ask added to app {app_id}: ask {key} has resource {resource} and maxAllocations {} (need a positive resource and maxAllocations > 0)",
                 ask.max_allocations
             ));
+        }
+        // SI v1.8: one request, one allocation, merged by key.
+        if self.edition == Edition::V1 {
+            if ask.max_allocations != 1 {
+                return Err(format!(
+                    "invalid ask added to app {app_id}: ask {key} has maxAllocations {} (SI v1.8: one allocation per request)",
+                    ask.max_allocations
+                ));
+            }
+            if let Some(done) = self.merge_known_key(slot, ask, &resource) {
+                return done;
+            }
         }
         // Pending totals are subtracted from later: refuse what they
         // cannot hold exactly.
@@ -115,6 +130,15 @@ impl Partition {
         app.pending.sub_clamped_assign(&demand);
         let q = app.queue;
         self.queues.sub_pending(q, &demand);
+    }
+
+    /// Whether adding ask `key` of `app_id` would add a waiting ask (what
+    /// the per-RM limit counts): not when it replaces a waiting one, nor,
+    /// in SI v1.8, when the key is allocated (a resize).
+    pub fn adds_waiting(&self, app_id: &str, key: &str) -> bool {
+        let resize = self.edition == Edition::V1
+            && self.allocations.get(key).is_some_and(|a| *a.app == *app_id);
+        !(resize || self.is_waiting(app_id, key))
     }
 
     /// Whether `app_id` has ask `key` waiting (allocations still to make):

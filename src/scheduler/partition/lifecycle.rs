@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::events;
+use crate::scheduler::edition::Edition;
 use crate::scheduler::outcome::TimerKind;
 
 use si::event_record::Type as EventType;
@@ -30,7 +31,7 @@ impl Partition {
             return;
         };
         let from = app.state;
-        let Some(to) = transition(from, event) else {
+        let Some(mut to) = transition(from, event) else {
             log::warn!(
                 "application {app_id}: event {} is not valid in state {}",
                 event.as_str(),
@@ -38,6 +39,11 @@ impl Partition {
             );
             return;
         };
+        // SI v1.8 has no `Starting`: the first allocation runs the
+        // application (no start timer).
+        if to == AppState::Starting && self.edition == Edition::V1 {
+            to = AppState::Running;
+        }
         if to == from {
             return;
         }

@@ -6,6 +6,7 @@ pub(crate) mod apps;
 mod asks;
 mod cycle;
 mod lifecycle;
+mod merge; // SI v1.8: allocations merged by key
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass

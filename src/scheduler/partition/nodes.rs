@@ -3,6 +3,28 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::scheduler::edition::Edition;
+
+/// An allocation the RM placed, in the core's terms (see
+/// [`Partition::adopt_allocation`]).
+pub(crate) struct Adopted<'a> {
+    /// Allocation key.
+    pub key: Arc<str>,
+    /// Its UUID (SI v1.8: the key).
+    pub uuid: Arc<str>,
+    /// Owning application.
+    pub app: &'a str,
+    /// Resource held.
+    pub resource: Resource,
+    /// Priority value.
+    pub priority: i32,
+    /// Tags.
+    pub tags: Arc<std::collections::BTreeMap<String, String>>,
+    /// Gang task group.
+    pub task_group: Arc<str>,
+    /// Gang placeholder.
+    pub placeholder: bool,
+}
 
 impl Partition {
     /// Adds a node, recovering its existing allocations (spec 11.3).
@@ -162,107 +184,143 @@ impl Partition {
         a: &si::Allocation,
         out: &mut Outcomes,
     ) {
-        let app_id = a.application_id.as_str();
         let resource = Resource::from_proto_opt(a.resource_per_alloc.as_ref())
             .ok()
             .flatten()
             .unwrap_or_default();
-        let key: Arc<str> = Arc::from(a.allocation_key.as_str());
-        // A stand-in ask with no repeats left, as the reference keeps one.
+        self.adopt_allocation(
+            node_id,
+            Adopted {
+                key: Arc::from(a.allocation_key.as_str()),
+                uuid: Arc::from(a.uuid.as_str()),
+                app: &a.application_id,
+                resource,
+                priority: priority_of(a.priority.as_ref()),
+                tags: shared_tags(&a.allocation_tags),
+                task_group: shared_str(&a.task_group_name),
+                placeholder: a.placeholder,
+            },
+            out,
+        );
+    }
+
+    /// Adds an allocation the RM placed (v0.12 recovery, SI v1.8 `placed`)
+    /// to node, queue and application at once, with no capacity or max
+    /// check: it runs already. A stand-in ask with no repeats left is kept
+    /// under its key, as the reference keeps one. The caller has checked
+    /// that the application and the node exist, that the UUID is new and
+    /// that the usage totals can hold it. Returns the record.
+    pub(crate) fn adopt_allocation(
+        &mut self,
+        node_id: &Arc<str>,
+        a: Adopted<'_>,
+        out: &mut Outcomes,
+    ) -> Arc<NewAllocation> {
+        let app_id = a.app;
+        let resource = a.resource;
+        let key = a.key;
         self.remove_ask(app_id, &key);
         if self.apps[app_id].state == AppState::New {
             self.fire(app_id, AppEvent::Run, None, out);
         }
         let seq = self.next_seq();
-        let app = self.apps.get_mut(app_id).expect("checked by add_node");
+        let app = self.apps.get_mut(app_id).expect("checked by the caller");
         app.asks.insert(
             key.clone(),
             Ask {
                 key: key.clone(),
                 resource: resource.clone(),
                 pending_repeat: 0,
-                priority: priority_of(a.priority.as_ref()),
+                priority: a.priority,
                 seq,
                 created: self.clock.now(),
-                tags: shared_tags(&a.allocation_tags),
-                task_group: shared_str(&a.task_group_name),
+                tags: a.tags.clone(),
+                task_group: a.task_group.clone(),
                 placeholder: a.placeholder,
                 required_node: None,
             },
         );
-        let uuid: Arc<str> = Arc::from(a.uuid.as_str());
+        let uuid = a.uuid;
         if !a.placeholder {
             app.allocate(&resource, self.queues.get_mut(app.queue));
         }
         app.started = true;
         let queue = app.queue;
+        let app_shared = app.id.clone();
         self.queues.add_allocated(queue, &resource);
-        let node_slot = self.nodes.slot_of(node_id).expect("checked by add_node");
+        let node_slot = self.nodes.slot_of(node_id).expect("checked by the caller");
         self.nodes.allocate(node_slot, &resource);
         let record = Arc::new(NewAllocation {
             uuid: uuid.clone(),
             key,
-            app: Arc::from(app_id),
+            app: app_shared.clone(),
             node: node_id.clone(),
             queue: self.queues.get(queue).path.clone(),
             partition: self.name_shared.clone(),
             resource: resource.clone(),
-            tags: shared_tags(&a.allocation_tags),
-            priority: priority_of(a.priority.as_ref()),
-            task_group: shared_str(&a.task_group_name),
+            tags: a.tags,
+            priority: a.priority,
+            task_group: a.task_group,
             placeholder: a.placeholder,
         });
         let group = record.task_group.clone();
-        let app_slot = self.apps.slot_of(app_id).expect("checked by add_node");
+        let app_slot = self.apps.slot_of(app_id).expect("checked by the caller");
         self.allocations.insert(
-            Allocation { record, queue },
+            Allocation {
+                record: record.clone(),
+                queue,
+            },
             &mut self.apps.at_mut(app_slot).allocations,
             &mut self.nodes.at_mut(node_slot).allocations,
         );
         // After the insert: whether it counts as running depends on it.
         apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues);
         if a.placeholder {
-            let app_id = self.apps[app_id].id.clone();
-            self.placeholder_added(&app_id, &uuid, &group, &resource, out);
+            self.placeholder_added(&app_shared, &uuid, &group, &resource, out);
         } else {
             self.fire(app_id, AppEvent::Run, None, out);
         }
+        record
     }
 
     /// UPDATE, DRAIN_NODE, DRAIN_TO_SCHEDULABLE and DECOMISSION (spec 11.4-11.5).
-    /// Unknown nodes and actions are logged and ignored.
-    pub fn update_node(&mut self, info: &si::NodeInfo, out: &mut Outcomes) {
+    /// `Err` says why nothing was done (unknown node or action, bad
+    /// resource): v0.12 only logs it, SI v1.8 answers it as a rejection.
+    /// In SI v1.8 an UPDATE sets the capacity only: the node's occupied
+    /// resource is the sum of its foreign allocations.
+    pub fn update_node(&mut self, info: &si::NodeInfo, out: &mut Outcomes) -> Result<(), String> {
         let node_id = info.node_id.as_str();
         if !self.nodes.contains_key(node_id) {
-            log::warn!(
+            return Err(format!(
                 "node update for unknown node {node_id} in partition {} ignored",
                 self.internal_name
-            );
-            return;
+            ));
         }
         match ActionFromRm::try_from(info.action) {
             Ok(ActionFromRm::Update) => {
                 let cap = Resource::from_proto_opt(info.schedulable_resource.as_ref());
-                let occ = Resource::from_proto_opt(info.occupied_resource.as_ref());
+                let occ = match self.edition {
+                    Edition::V012 => Resource::from_proto_opt(info.occupied_resource.as_ref()),
+                    Edition::V1 => Ok(None),
+                };
                 let (Ok(cap), Ok(occ)) = (cap, occ) else {
-                    log::warn!("node update for {node_id} ignored: bad resource");
-                    return;
+                    return Err(format!("node update for {node_id} ignored: bad resource"));
                 };
                 if cap.as_ref().is_some_and(Resource::has_negative)
                     || occ.as_ref().is_some_and(Resource::has_negative)
                 {
-                    log::warn!("node update for {node_id} ignored: negative resource");
-                    return;
+                    return Err(format!(
+                        "node update for {node_id} ignored: negative resource"
+                    ));
                 }
                 let slot = self.nodes.slot_of(node_id).expect("checked");
                 let node = &self.nodes[slot];
                 let capacity = match cap {
                     Some(cap) => {
                         let Some(total) = self.total.sub(node.capacity()).checked_add(&cap) else {
-                            log::warn!(
+                            return Err(format!(
                                 "node update for {node_id} ignored: capacity {cap} would overflow the partition total"
-                            );
-                            return;
+                            ));
                         };
                         self.total = total;
                         cap
@@ -280,19 +338,28 @@ impl Partition {
                 );
                 self.node_event(node_id, "NodeUpdated", message, out);
             }
-            Ok(ActionFromRm::DrainNode) => {
-                self.nodes.get_mut(node_id).expect("checked").schedulable = false;
-                let message = format!("Node {node_id} is draining: no new allocations");
-                self.node_event(node_id, "NodeDraining", message, out);
-            }
+            Ok(ActionFromRm::DrainNode) => self.drain_node(node_id, out),
             Ok(ActionFromRm::DrainToSchedulable) => {
                 self.nodes.get_mut(node_id).expect("checked").schedulable = true;
                 let message = format!("Node {node_id} is schedulable again");
                 self.node_event(node_id, "NodeSchedulable", message, out);
             }
             Ok(ActionFromRm::Decomission) => self.remove_node(node_id, out),
-            _ => log::debug!("node {node_id}: action {} ignored", info.action),
+            _ => return Err(format!("node {node_id}: action {} ignored", info.action)),
         }
+        Ok(())
+    }
+
+    /// Marks node `node_id` unschedulable (DRAIN_NODE; SI v1.8's
+    /// CREATE_DRAIN after the create): its allocations stay, new asks skip
+    /// it unless they require it by name.
+    pub fn drain_node(&mut self, node_id: &str, out: &mut Outcomes) {
+        let Some(n) = self.nodes.get_mut(node_id) else {
+            return;
+        };
+        n.schedulable = false;
+        let message = format!("Node {node_id} is draining: no new allocations");
+        self.node_event(node_id, "NodeDraining", message, out);
     }
 
     /// Removes a node and releases its allocations to the RM (spec 11.5).

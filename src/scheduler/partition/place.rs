@@ -118,7 +118,7 @@ impl Partition {
     /// Takes one repeat of ask `ask_slot` of application `app_slot` for
     /// node `node`: the ask leaves its application's order when it has none
     /// left, the application's demand shrinks, and the allocation is minted
-    /// with a new UUID. Usage (application, node, queue) is the caller's:
+    /// with a new UUID (SI v1.8: its key). Usage (application, node, queue) is the caller's:
     /// a gang swap counts it differently from a plain allocation. Returns
     /// the allocation and the repeats the ask has left.
     pub(crate) fn mint(
@@ -138,8 +138,14 @@ impl Partition {
         }
         let ask = &app.asks[ask_slot];
         app.pending.sub_clamped_assign(&ask.resource);
-        let mut buf = uuid::Uuid::encode_buffer();
-        let uuid: Arc<str> = Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf));
+        // SI v1.8: the allocation key is the allocation's identity (one
+        // request, one allocation); v0.12 mints a UUID per allocation.
+        let uuid: Arc<str> = if self.edition == crate::scheduler::edition::Edition::V1 {
+            ask.key.clone()
+        } else {
+            let mut buf = uuid::Uuid::encode_buffer();
+            Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf))
+        };
         let record = Arc::new(NewAllocation {
             key: ask.key.clone(),
             uuid,

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::scheduler::edition::Edition;
 
 impl Partition {
     /// Removes an allocation from node, queue, application and partition.
@@ -38,6 +39,9 @@ impl Partition {
     /// `ReSyncSchedulerCache`. A `PLACEHOLDER_REPLACED` release of one
     /// allocation confirms a gang swap instead (spec 9.3, `gang/swap.rs`).
     pub fn release_allocations(&mut self, rel: &si::AllocationRelease, out: &mut Outcomes) {
+        if self.edition == Edition::V1 {
+            return self.release_by_key(rel, out);
+        }
         let app_id = rel.application_id.as_str();
         if !self.apps.contains_key(app_id) {
             return;
@@ -88,5 +92,127 @@ impl Partition {
             });
             self.after_allocations_removed(app_id, real, placeholders, all, out);
         }
+    }
+}
+
+impl Partition {
+    /// SI v1.8 releases (`uuid` is the allocation key):
+    ///
+    /// - no application: foreign allocation `uuid` goes, silently;
+    /// - `PLACEHOLDER_REPLACED`: confirms a gang swap (the real allocation
+    ///   is reported in `new`), as in v0.12;
+    /// - `TIMEOUT` or `PREEMPTED_BY_SCHEDULER` of an allocation the core
+    ///   itself released: the RM confirms it gone; it is removed with no
+    ///   further message;
+    /// - otherwise (`STOPPED_BY_RM`): the request and the allocation of
+    ///   that key go (every request and allocation of the application for
+    ///   an empty key), each allocation echoed in `released` with
+    ///   `STOPPED_BY_RM`. A key with nothing left (the confirmation of a
+    ///   pending placeholder's `TIMEOUT`, say) changes nothing.
+    fn release_by_key(&mut self, rel: &si::AllocationRelease, out: &mut Outcomes) {
+        let app_id = rel.application_id.as_str();
+        let key = rel.uuid.as_str();
+        if app_id.is_empty() {
+            if !key.is_empty() {
+                self.release_foreign(key);
+            }
+            return;
+        }
+        if !self.apps.contains_key(app_id) {
+            return;
+        }
+        let t = rel.termination_type;
+        use si::TerminationType as T;
+        if !key.is_empty()
+            && t == T::PlaceholderReplaced as i32
+            && self.confirm_replacement(rel, out)
+        {
+            return;
+        }
+        let confirms = (t == T::Timeout as i32 || t == T::PreemptedByScheduler as i32)
+            && self.gang.releasing.contains(key);
+        if !key.is_empty() && confirms {
+            self.remove_ask(app_id, key);
+            if let Some(a) = self.remove_allocation(key) {
+                self.after_allocations_removed(app_id, !a.placeholder, a.placeholder, false, out);
+            }
+            return;
+        }
+        let all = key.is_empty();
+        let app = &self.apps[app_id];
+        let (keys, uuids): (Vec<Arc<str>>, Vec<Arc<str>>) = if all {
+            (
+                app.asks.keys().cloned().collect(),
+                self.allocations.uuids(&app.allocations).cloned().collect(),
+            )
+        } else {
+            let owned = self.allocations.get(key).is_some_and(|a| *a.app == *app.id);
+            (
+                vec![Arc::from(key)],
+                if owned {
+                    vec![Arc::from(key)]
+                } else {
+                    Vec::new()
+                },
+            )
+        };
+        if !all {
+            self.drop_swap_of_real(app_id, key);
+        }
+        let mut asks_removed = false;
+        for k in &keys {
+            asks_removed |= self.remove_ask(app_id, k);
+        }
+        let (mut real, mut placeholders) = (false, false);
+        let mut released = Vec::new();
+        for u in uuids {
+            if let Some(a) = self.remove_allocation(&u) {
+                real |= !a.placeholder;
+                placeholders |= a.placeholder;
+                released.push(si::AllocationRelease {
+                    partition_name: self.name.clone(),
+                    application_id: app_id.to_string(),
+                    uuid: a.uuid.to_string(),
+                    termination_type: T::StoppedByRm as i32,
+                    message: "allocation remove as per RM request".into(),
+                });
+            }
+        }
+        if !released.is_empty() {
+            out.new_allocation_message(si::AllocationResponse {
+                released,
+                ..Default::default()
+            });
+            self.after_allocations_removed(app_id, real, placeholders, all, out);
+        } else if asks_removed {
+            self.check_completion(app_id, out);
+        }
+    }
+
+    /// SI v1.8: the RM stopped `key`, the real allocation of a gang swap in
+    /// flight (not confirmed yet). The swap is undone; the placeholder,
+    /// which the RM was told is being replaced, is not offered again: its
+    /// confirmation removes it like a normal release.
+    fn drop_swap_of_real(&mut self, app_id: &str, key: &str) {
+        if self.gang.swaps.is_empty() {
+            return;
+        }
+        let Some(ph) = self
+            .gang
+            .swaps
+            .iter()
+            .find(|(_, s)| *s.real.key == *key && *s.real.app == *app_id)
+            .map(|(ph, _)| ph.clone())
+        else {
+            return;
+        };
+        self.unlink(&ph, false);
+        if let Some(a) = self.allocations.get(&ph) {
+            let group = a.task_group.clone();
+            if let Some(app) = self.apps.get_mut(app_id) {
+                app.gang.take_free(&group, &ph);
+            }
+        }
+        self.sync_holder(app_id);
     }
 }

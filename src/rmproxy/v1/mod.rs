@@ -1,0 +1,144 @@
+//! The SI v1.8 edge: the v1 API ([`api`]), the translation of v1 requests
+//! into the core's commands ([`convert`]), of the core's outcomes into v1
+//! callbacks ([`adapter`], [`events`]), and the `extraConfig` keys
+//! ([`extra`]). The core itself stays edition-neutral; the edition is
+//! bound to the rmID at registration (see [`RmProxy`]).
+
+pub mod adapter;
+pub mod api;
+pub mod convert;
+pub mod events;
+pub mod extra;
+
+use std::sync::Arc;
+
+use super::{validate, RmProxy};
+use crate::api::ResourceManagerCallback;
+use crate::error::Error;
+use crate::proto::si::v1 as si;
+use crate::proto::si18::v1 as si18;
+use crate::scheduler::config_txn::ApplyRefused;
+use crate::scheduler::core::Command;
+use crate::scheduler::edition::{ConfigOrigin, Edition};
+use api::ResourceManagerCallbackV1;
+
+fn require(value: &str, what: &str) -> Result<(), Error> {
+    if value.is_empty() {
+        Err(Error::invalid(format!("{what} must not be empty")))
+    } else {
+        Ok(())
+    }
+}
+
+impl RmProxy {
+    /// [`api::SchedulerApiV1::register_resource_manager_v1`].
+    pub fn register_resource_manager_v1(
+        &self,
+        request: si18::RegisterResourceManagerRequest,
+        callback: Arc<dyn ResourceManagerCallbackV1>,
+    ) -> Result<si18::RegisterResourceManagerResponse, Error> {
+        self.refuse_sync("RegisterResourceManager")?;
+        require(&request.rm_id, "RegisterResourceManagerRequest.rmID")?;
+        require(
+            &request.policy_group,
+            "RegisterResourceManagerRequest.policyGroup",
+        )?;
+        extra::apply(&request.extra_config);
+        let adapter: Arc<dyn ResourceManagerCallback> =
+            Arc::new(adapter::V1Callback::new(callback));
+        self.register_as(
+            request.rm_id,
+            request.policy_group,
+            Edition::V1,
+            ConfigOrigin::Text(request.config),
+            adapter,
+        )?;
+        Ok(si18::RegisterResourceManagerResponse {})
+    }
+
+    /// [`api::SchedulerApiV1::update_allocation_v1`].
+    pub fn update_allocation_v1(&self, request: si18::AllocationRequest) -> Result<(), Error> {
+        const WHAT: &str = "AllocationRequest";
+        self.check_registered(&request.rm_id, WHAT, Edition::V1)?;
+        convert::check_allocation(&request)?;
+        let rm_id = request.rm_id.clone();
+        let update = self
+            .names
+            .charged_to(&rm_id, || convert::allocation_update(request));
+        self.send_update(&rm_id, WHAT, Edition::V1, Command::Allocation(update))
+    }
+
+    /// [`api::SchedulerApiV1::update_application_v1`].
+    pub fn update_application_v1(&self, request: si18::ApplicationRequest) -> Result<(), Error> {
+        self.update_application_same_wire(convert::application_request(request))
+    }
+
+    /// A v1 `ApplicationRequest` decoded with the v0.12 types, which share
+    /// its wire (the C ABI decodes the bytes once, that way).
+    pub fn update_application_same_wire(
+        &self,
+        request: si::ApplicationRequest,
+    ) -> Result<(), Error> {
+        const WHAT: &str = "ApplicationRequest";
+        self.check_registered(&request.rm_id, WHAT, Edition::V1)?;
+        validate::application(&request)?;
+        let rm_id = request.rm_id.clone();
+        self.send_update(&rm_id, WHAT, Edition::V1, Command::Application(request))
+    }
+
+    /// [`api::SchedulerApiV1::update_node_v1`].
+    pub fn update_node_v1(&self, request: si18::NodeRequest) -> Result<(), Error> {
+        const WHAT: &str = "NodeRequest";
+        self.check_registered(&request.rm_id, WHAT, Edition::V1)?;
+        let request = convert::node_request(request);
+        validate::node(&request)?;
+        let rm_id = request.rm_id.clone();
+        self.send_update(&rm_id, WHAT, Edition::V1, Command::Node(request))
+    }
+
+    /// [`api::SchedulerApiV1::update_configuration_v1`].
+    pub fn update_configuration_v1(
+        &self,
+        request: si18::UpdateConfigurationRequest,
+    ) -> Result<(), Error> {
+        self.refuse_sync("UpdateConfiguration")?;
+        require(&request.rm_id, "UpdateConfigurationRequest.rmID")?;
+        let rm_id = request.rm_id;
+        self.check_registered(&rm_id, "UpdateConfigurationRequest", Edition::V1)?;
+        extra::apply(&request.extra_config);
+        let text = if request.config.trim().is_empty() {
+            crate::config::DEFAULT_CONFIG_V1.to_string()
+        } else {
+            request.config
+        };
+        let _config = self.config_lock.lock();
+        // The registration the text is meant for: a re-registration racing
+        // with this call keeps its own configuration.
+        let registration = self
+            .v1_registrations
+            .lock()
+            .get(&rm_id)
+            .cloned()
+            .ok_or_else(|| {
+                Error::rejected(format!(
+                    "received UpdateConfigurationRequest, but RmID=\"{rm_id}\" not registered"
+                ))
+            })?;
+        let applied = self.call(|reply| Command::ApplyConfigText {
+            rm_id: rm_id.clone(),
+            text,
+            expected_checksum: None,
+            registration,
+            reply,
+        })?;
+        applied.map_err(|refused| match refused {
+            ApplyRefused::Replaced => Error::rejected(format!(
+                "RM {rm_id} registered again during UpdateConfiguration; its new registration's configuration stays"
+            )),
+            ApplyRefused::Failed { error, .. } => Error::new(
+                error.status,
+                format!("UpdateConfiguration of RM {rm_id} failed, the old configuration stays: {}", error.message),
+            ),
+        })
+    }
+}
