@@ -44,6 +44,9 @@ type shimRM struct {
 	s       *Scheduler
 	rmID    string
 	maxPods int // 0: no pod count limit per node
+	// cb is what registers as the callback: the RM itself unless a
+	// wrapper (hookRM) is set.
+	cb api.ResourceManagerCallback
 
 	// ctxLock is the k8shim's context lock: held around every API call
 	// and taken by the UpdateAllocation callback.
@@ -153,8 +156,15 @@ func (rm *shimRM) register(config string) error {
 		BuildInfo:   map[string]string{"buildVersion": "1.8.0", "isPluginVersion": "false"},
 		Config:      config,
 		ExtraConfig: map[string]string{"log.level": "INFO", "health.checkInterval": "30s"},
-	}, rm)
+	}, rm.callback())
 	return err
+}
+
+func (rm *shimRM) callback() api.ResourceManagerCallback {
+	if rm.cb != nil {
+		return rm.cb
+	}
+	return rm
 }
 
 func (rm *shimRM) updateConfiguration(config string) error {
@@ -758,14 +768,6 @@ func TestShimStartup(t *testing.T) {
 			t.Errorf("node %s after DRAIN_TO_SCHEDULABLE: %+v (listed %v), want schedulable", id, n, ok)
 		}
 	}
-	// The RM's api.StateDumpPlugin is part of the state dump.
-	dump, err := s.StateDump()
-	if err != nil {
-		t.Fatalf("StateDump: %v", err)
-	}
-	if !strings.Contains(string(dump), `"shim":"test"`) {
-		t.Errorf("the state dump does not include the RM's GetStateDump JSON")
-	}
 	rm.checkClean()
 }
 
@@ -1016,7 +1018,7 @@ func stateNodes(t testing.TB, s *Scheduler, rmID string) map[string]dumpNode {
 	}
 	var dump struct {
 		Partitions []struct {
-			Name  string     `json:"name"`
+			RmID  string     `json:"rm_id"`
 			Nodes []dumpNode `json:"nodes"`
 		} `json:"partitions"`
 	}
@@ -1025,7 +1027,7 @@ func stateNodes(t testing.TB, s *Scheduler, rmID string) map[string]dumpNode {
 	}
 	out := make(map[string]dumpNode)
 	for _, p := range dump.Partitions {
-		if !strings.HasPrefix(p.Name, "["+rmID+"]") {
+		if p.RmID != rmID {
 			continue
 		}
 		for _, n := range p.Nodes {
@@ -1033,4 +1035,80 @@ func stateNodes(t testing.TB, s *Scheduler, rmID string) map[string]dumpNode {
 		}
 	}
 	return out
+}
+
+// TestShimStateDumpPlugin: the RM's api.StateDumpPlugin (the k8shim
+// implements it) is part of the library's full state dump (c-abi.md:
+// get_state_dump is "included in the full state dump").
+func TestShimStateDumpPlugin(t *testing.T) {
+	s := newTestScheduler(t)
+	rm := startShim(t, s, "shim-dump", 0, 1000, nodeNames(1))
+	dump, err := s.StateDump()
+	if err != nil {
+		t.Fatalf("StateDump: %v", err)
+	}
+	if !strings.Contains(string(dump), `"shim":"test"`) {
+		t.Errorf("the state dump does not include the RM's GetStateDump JSON")
+	}
+	rm.mu.Lock()
+	calls := rm.stateDumps
+	rm.mu.Unlock()
+	if calls == 0 {
+		t.Errorf("GetStateDump was never called for the state dump")
+	}
+	rm.checkClean()
+}
+
+// TestShimEvents: the k8shim publishes REQUEST records (objectID the
+// allocation key, referenceID the application) as pod events and reads
+// NODE records (ADD on registration, REMOVE/NODE_DECOMISSION on removal).
+func TestShimEvents(t *testing.T) {
+	s := newTestScheduler(t, WithEventFlushInterval(20*time.Millisecond))
+	rm := startShim(t, s, "shim-events", 0, 100, nodeNames(2))
+	rm.addApp("app-1", "root.a", nil)
+	if ok, reason := rm.waitApp("app-1"); !ok {
+		t.Fatalf("app-1 rejected: %s", reason)
+	}
+	rm.submit(&shimPod{key: "too-big", app: "app-1", memory: 1000}) // fits nowhere
+	rm.updateNode(&si.NodeRequest{Nodes: []*si.NodeInfo{{NodeID: "node-1", Action: si.NodeInfo_DECOMISSION}}})
+	find := func(match func(*si.EventRecord) bool) bool {
+		rm.mu.Lock()
+		defer rm.mu.Unlock()
+		for _, e := range rm.events {
+			if match(e) {
+				return true
+			}
+		}
+		return false
+	}
+	// Each record is looked for on its own, so that every missing one is
+	// reported.
+	expect := func(what string, match func(*si.EventRecord) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !find(match) {
+			if time.Now().After(deadline) {
+				rm.mu.Lock()
+				first := rm.events[:min(len(rm.events), 8)]
+				t.Errorf("no %s among %d records; the first: %v", what, len(rm.events), first)
+				rm.mu.Unlock()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for _, id := range []string{"node-0", "node-1"} {
+		expect("NODE ADD record for "+id, func(e *si.EventRecord) bool {
+			return e.Type == si.EventRecord_NODE && e.ObjectID == id &&
+				e.EventChangeType == si.EventRecord_ADD && e.EventChangeDetail == si.EventRecord_DETAILS_NONE
+		})
+	}
+	expect("NODE REMOVE/NODE_DECOMISSION record for node-1", func(e *si.EventRecord) bool {
+		return e.Type == si.EventRecord_NODE && e.ObjectID == "node-1" &&
+			e.EventChangeType == si.EventRecord_REMOVE && e.EventChangeDetail == si.EventRecord_NODE_DECOMISSION
+	})
+	expect("REQUEST record for too-big with app-1 as referenceID", func(e *si.EventRecord) bool {
+		return e.Type == si.EventRecord_REQUEST && e.ObjectID == "too-big" && e.ReferenceID == "app-1" && e.Message != ""
+	})
+	rm.checkClean()
 }
