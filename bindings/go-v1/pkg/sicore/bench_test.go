@@ -212,7 +212,10 @@ func schedulingRound(b *testing.B, predicates bool, nodes, asks int) roundResult
 		reqs[i] = &si.AllocationRequest{RmID: rmID}
 		n := asks/2 + (1-i)*(asks%2)
 		for j := 0; j < n; j++ {
-			reqs[i].Allocations = append(reqs[i].Allocations, benchAllocation(app, fmt.Sprintf("%s-%d", app, j), 10, 1))
+			// The v0.12 benchmark's ask: key, application, resource.
+			reqs[i].Allocations = append(reqs[i].Allocations, &si.Allocation{
+				AllocationKey: fmt.Sprintf("%s-%d", app, j), ApplicationID: app,
+				ResourcePerAlloc: &si.Resource{Resources: map[string]*si.Quantity{"memory": {Value: 10}, "vcore": {Value: 1}}}})
 		}
 	}
 
