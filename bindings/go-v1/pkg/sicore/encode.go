@@ -37,7 +37,7 @@ func encodeAllocationRequest(buf []byte, m *si.AllocationRequest) ([]byte, error
 // requestBuffers recycles the buffers UpdateAllocation encodes into: the
 // library decodes a request before sicore_update_allocation returns and
 // keeps no reference to it, so the buffer is free again right after. A
-// request of a few thousand asks is hundreds of KiB, which a fresh slice
+// request of a few thousand pods is hundreds of KiB, which a fresh slice
 // would take from the OS (page faults) and leave to the collector.
 var requestBuffers = sync.Pool{New: func() any { return new([]byte) }}
 

@@ -66,7 +66,7 @@ func WithEventFlushInterval(d time.Duration) Option {
 }
 
 // WithOutstandingCheckInterval sets the period of the check that reports
-// asks the scheduler cannot place (library default 1s).
+// requests the scheduler cannot place (library default 1s).
 func WithOutstandingCheckInterval(d time.Duration) Option {
 	return durationOption("WithOutstandingCheckInterval", d, func(c *config, ms uint64) { c.outstandingCheckIntervalMs = ms })
 }
