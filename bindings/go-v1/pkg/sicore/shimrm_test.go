@@ -1007,6 +1007,7 @@ type dumpNode struct {
 	ID          string           `json:"id"`
 	Schedulable bool             `json:"schedulable"`
 	Occupied    map[string]int64 `json:"occupied"`
+	Allocated   map[string]int64 `json:"allocated"`
 }
 
 // stateNodes returns the nodes of rmID's partitions in the state dump.
@@ -1110,5 +1111,83 @@ func TestShimEvents(t *testing.T) {
 	expect("REQUEST record for too-big with app-1 as referenceID", func(e *si.EventRecord) bool {
 		return e.Type == si.EventRecord_REQUEST && e.ObjectID == "too-big" && e.ReferenceID == "app-1" && e.Message != ""
 	})
+	rm.checkClean()
+}
+
+// resizeIn re-sends a pod's allocation with a new size (the k8shim does
+// when a pod is resized), with its node once it has one, entering phase.
+func (rm *shimRM) resizeIn(phase, key string, memory int64) {
+	rm.cacheLock.Lock()
+	p := rm.pods[key]
+	p.memory = memory
+	a := podAllocation(p)
+	a.NodeID = p.node
+	rm.cacheLock.Unlock()
+	rm.updateAllocationIn(phase, &si.AllocationRequest{Allocations: []*si.Allocation{a}})
+}
+
+// TestShimResize: re-sending a placed pod with other resources resizes
+// its allocation (node usage follows), and the room it frees or takes
+// decides what else fits.
+func TestShimResize(t *testing.T) {
+	s := newTestScheduler(t)
+	rm := startShim(t, s, "shim-resize", 0, 1000, []string{"node-0"})
+	rm.addApp("app-1", "root.a", nil)
+	if ok, reason := rm.waitApp("app-1"); !ok {
+		t.Fatalf("app-1 rejected: %s", reason)
+	}
+	rm.submit(&shimPod{key: "pod-a", app: "app-1", memory: 100})
+	waitFor(t, "pod-a placed", func() bool { return rm.nodeOf("pod-a") != "" })
+	rm.resizeIn("big", "pod-a", 600)
+	waitFor(t, "node-0 allocated memory 600", func() bool {
+		return stateNodes(t, s, rm.rmID)["node-0"].Allocated["memory"] == 600
+	})
+	rm.submit(&shimPod{key: "pod-b", app: "app-1", memory: 500})
+	rm.resizeIn("small", "pod-a", 300)
+	waitFor(t, "pod-b placed", func() bool { return rm.nodeOf("pod-b") != "" })
+	rm.cacheLock.RLock()
+	if ph := rm.pods["pod-b"].phase; ph != "small" {
+		t.Errorf("pod-b placed in phase %q, while pod-a still held 600 of 1000", ph)
+	}
+	rm.cacheLock.RUnlock()
+	if got := stateNodes(t, s, rm.rmID)["node-0"].Allocated["memory"]; got != 800 {
+		t.Errorf("node-0 allocated memory %d, want 800 (pod-a 300, pod-b 500)", got)
+	}
+	if n := rm.newCount("pod-a"); n != 1 {
+		t.Errorf("pod-a reported new %d times; a resize is not a new allocation", n)
+	}
+	rm.checkClean()
+}
+
+// TestShimRejections: a pod of an unknown application and a foreign pod
+// without a node are rejected by key (the k8shim fails the task); a pod
+// with zero resources too.
+func TestShimRejections(t *testing.T) {
+	s := newTestScheduler(t)
+	rm := startShim(t, s, "shim-reject", 0, 1000, []string{"node-0"})
+	rm.cacheLock.Lock()
+	rm.pods["orphan"] = &shimPod{key: "orphan", app: "no-such-app", memory: 10}
+	rm.pods["nowhere"] = &shimPod{key: "nowhere", memory: 10, foreign: true}
+	rm.cacheLock.Unlock()
+	orphan := podAllocation(&shimPod{key: "orphan", app: "no-such-app", memory: 10})
+	nowhere := podAllocation(&shimPod{key: "nowhere", memory: 10, foreign: true})
+	rm.updateAllocation(&si.AllocationRequest{Allocations: []*si.Allocation{orphan, nowhere}})
+	waitFor(t, "both rejected", func() bool {
+		rm.mu.Lock()
+		defer rm.mu.Unlock()
+		return len(rm.rejected) >= 2
+	})
+	rm.mu.Lock()
+	got := map[string]*si.RejectedAllocation{}
+	for _, r := range rm.rejected {
+		got[r.AllocationKey] = r
+	}
+	rm.mu.Unlock()
+	if r := got["orphan"]; r == nil || r.ApplicationID != "no-such-app" || r.Reason == "" {
+		t.Errorf("rejection of orphan: %v", r)
+	}
+	if r := got["nowhere"]; r == nil || r.Reason == "" {
+		t.Errorf("rejection of the foreign pod without a node: %v", r)
+	}
 	rm.checkClean()
 }
