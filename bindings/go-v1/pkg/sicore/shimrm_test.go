@@ -61,6 +61,10 @@ type shimRM struct {
 	cacheLock sync.RWMutex
 	pods      map[string]*shimPod
 	nodes     map[string]*shimNode
+	// deleted are the pods the RM deleted: a decision the core made
+	// before it applied the release may still arrive, and is ignored, as
+	// the k8shim ignores a new allocation of a task it no longer has.
+	deleted map[string]bool
 
 	// mu guards what is recorded below.
 	mu             sync.Mutex
@@ -74,6 +78,7 @@ type shimRM struct {
 	events         []*si.EventRecord
 	schedStates    []*si.UpdateContainerSchedulingStateRequest
 	violations     []string
+	lateNew        []string // new allocations of pods already deleted
 	predicateCalls int
 	preemptCalls   int
 	stateDumps     int
@@ -119,6 +124,7 @@ func newShimRM(t testing.TB, s *Scheduler, rmID string, maxPods int) *shimRM {
 		t: t, s: s, rmID: rmID, maxPods: maxPods,
 		pods:         make(map[string]*shimPod),
 		nodes:        make(map[string]*shimNode),
+		deleted:      make(map[string]bool),
 		nodeAnswers:  make(map[string][]string),
 		acceptedApps: make(map[string]bool),
 		rejectedApps: make(map[string]string),
@@ -385,6 +391,7 @@ func (rm *shimRM) deletePod(key string, termination si.TerminationType) {
 		app = p.app
 		rm.forgetLocked(p)
 		delete(rm.pods, key)
+		rm.deleted[key] = true
 	}
 	rm.cacheLock.Unlock()
 	rm.updateAllocation(&si.AllocationRequest{Releases: &si.AllocationReleasesRequest{
@@ -446,6 +453,11 @@ func (rm *shimRM) UpdateAllocation(r *si.AllocationResponse) error {
 	for _, a := range r.New {
 		p := rm.pods[a.AllocationKey]
 		switch {
+		case p == nil && rm.deleted[a.AllocationKey]:
+			// Placed before the core applied the release, which follows.
+			rm.mu.Lock()
+			rm.lateNew = append(rm.lateNew, a.AllocationKey)
+			rm.mu.Unlock()
 		case p == nil:
 			rm.violate("new allocation for unknown pod %s", a.AllocationKey)
 		case p.foreign:
@@ -855,6 +867,12 @@ func TestShimGang(t *testing.T) {
 	if !replaced["ph-0"] || !replaced["ph-1"] || len(replaced) != 2 {
 		t.Errorf("PLACEHOLDER_REPLACED releases %v, want ph-0 and ph-1", keys(replaced))
 	}
+	rm.confirmations.Wait()
+	rm.mu.Lock()
+	if len(rm.lateNew) != 0 {
+		t.Errorf("replaced placeholders placed again: %v", rm.lateNew)
+	}
+	rm.mu.Unlock()
 	for _, k := range []string{"real-0", "real-1"} {
 		if _, ok := phNode[rm.nodeOf(k)]; !ok {
 			t.Errorf("%s placed on %s, not on a placeholder's node %v", k, rm.nodeOf(k), keys(phNode))
