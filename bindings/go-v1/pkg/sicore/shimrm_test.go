@@ -287,6 +287,13 @@ func (rm *shimRM) enableNodes(ids ...string) {
 
 func (rm *shimRM) addApp(appID, queue string, gang *si.Resource) {
 	rm.t.Helper()
+	rm.addGangApp(appID, queue, gang, 60000)
+}
+
+// addGangApp adds an application; with gang set, a gang application whose
+// placeholders time out after timeoutMs.
+func (rm *shimRM) addGangApp(appID, queue string, gang *si.Resource, timeoutMs int64) {
+	rm.t.Helper()
 	app := &si.AddApplicationRequest{
 		ApplicationID: appID, QueueName: queue, PartitionName: "default",
 		Ugi:  &si.UserGroupInformation{User: "alice", Groups: []string{"dev"}},
@@ -294,7 +301,7 @@ func (rm *shimRM) addApp(appID, queue string, gang *si.Resource) {
 	}
 	if gang != nil {
 		app.PlaceholderAsk = gang
-		app.ExecutionTimeoutMilliSeconds = 60000
+		app.ExecutionTimeoutMilliSeconds = timeoutMs
 		app.GangSchedulingStyle = "Soft"
 	}
 	rm.ctxLock.Lock()
@@ -1207,5 +1214,30 @@ func TestShimRejections(t *testing.T) {
 	if r := got["nowhere"]; r == nil || r.Reason == "" {
 		t.Errorf("rejection of the foreign pod without a node: %v", r)
 	}
+	rm.checkClean()
+}
+
+// TestShimGangTimeout: placeholders whose real pods never come are
+// released with TIMEOUT, the placed ones and the pending one alike, and
+// the RM confirms each by key.
+func TestShimGangTimeout(t *testing.T) {
+	s := newTestScheduler(t)
+	rm := startShim(t, s, "shim-gang-timeout", 0, 1000, []string{"node-0"})
+	rm.addGangApp("gang-1", "root.a", quantity(1200), 300)
+	if ok, reason := rm.waitApp("gang-1"); !ok {
+		t.Fatalf("gang-1 rejected: %s", reason)
+	}
+	rm.submit(&shimPod{key: "ph-0", app: "gang-1", memory: 400, taskGroup: "tg", placeholder: true},
+		&shimPod{key: "ph-1", app: "gang-1", memory: 400, taskGroup: "tg", placeholder: true},
+		&shimPod{key: "ph-2", app: "gang-1", memory: 400, taskGroup: "tg", placeholder: true}) // fits nowhere
+	waitFor(t, "two placeholders placed", func() bool { return rm.placedCount("ph-0", "ph-1") == 2 })
+	waitFor(t, "TIMEOUT releases of the three placeholders", func() bool {
+		r := rm.releasedKeys(si.TerminationType_TIMEOUT)
+		return r["ph-0"] && r["ph-1"] && r["ph-2"]
+	})
+	rm.confirmations.Wait()
+	waitFor(t, "node-0 empty after the confirmed timeouts", func() bool {
+		return stateNodes(t, s, rm.rmID)["node-0"].Allocated["memory"] == 0
+	})
 	rm.checkClean()
 }
