@@ -108,6 +108,16 @@ if [ -d bindings/go ]; then
     && go test -race -count=1 -tags sicore_checkout ./...)
 fi
 
+if [ -d bindings/go-v1 ]; then
+  # The SI v1.8 binding and yunikorn-core drop-in (its own module: one Go
+  # binary links one SI edition). Linked like bindings/go; its tests
+  # include the k8shim-like test RM and the one-replace-line build, which
+  # fetches yunikorn-core v1.8.0's dependencies from the Go module proxy.
+  step "go (SI v1.8 edition, drop-in): vet and tests (-race)"
+  (cd bindings/go-v1 && go vet -tags sicore_checkout ./... && test -z "$(gofmt -l .)" \
+    && go test -race -count=1 -tags sicore_checkout ./...)
+fi
+
 # cargo-c from crates.io (Debian 12's 0.9.14 cannot read Cargo.lock v4).
 # 0.10.24 is the newest release that builds with rustc 1.95.
 if ! command -v cargo-cinstall >/dev/null 2>&1; then

@@ -1,0 +1,98 @@
+// Package entrypoint stands in for yunikorn-core's pkg/entrypoint: it
+// starts sicore and hands the resource manager its api.SchedulerAPI, so
+// that an RM written for the YuniKorn core v1.8 (the k8shim's main and
+// its scheduler plugin) runs on sicore unchanged. In the RM's go.mod:
+//
+//	replace github.com/apache/yunikorn-core => github.com/sicore/sicore/bindings/go-v1 vX.Y.Z
+//
+// (or a local path to this directory). ServiceContext.RMProxy is then a
+// *sicore.Scheduler of the SI v1.8 edition.
+//
+// The environment chooses what the YuniKorn core took from its own
+// defaults:
+//
+//   - SICORE_REST_ADDRESS: where the REST service listens (default
+//     ":9080", the YuniKorn core's port; "off" starts none);
+//   - the queue configuration and the extraConfig keys (log levels, event
+//     settings) come from the RM, in its registration request and in
+//     UpdateConfiguration, as with the YuniKorn core.
+//
+// When sicore cannot start (the REST port is taken, say), the reason is
+// logged and RMProxy is nil: the k8shim then exits, or its plugin reports
+// the error, as it would for the YuniKorn core.
+package entrypoint
+
+import (
+	"log/slog"
+	"os"
+
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/api"
+	"go.uber.org/zap"
+
+	"github.com/apache/yunikorn-core/pkg/sicore"
+)
+
+// EnvRESTAddress names the variable that sets the REST address.
+const EnvRESTAddress = "SICORE_REST_ADDRESS"
+
+// DefaultRESTAddress is where the REST service listens by default, the
+// port of the YuniKorn core's web service.
+const DefaultRESTAddress = ":9080"
+
+// ServiceContext is what the services' start returns. RMProxy is the only
+// field an RM of the YuniKorn core uses.
+type ServiceContext struct {
+	// RMProxy is the scheduler core's API for the RM: the sicore
+	// scheduler, or nil when it could not start.
+	RMProxy api.SchedulerAPI
+	// Scheduler is the same scheduler with sicore's own methods
+	// (StateDump, Metrics, RESTAddress); nil when it could not start.
+	Scheduler *sicore.Scheduler
+}
+
+// StopAll stops the scheduler: its threads, its REST service and every
+// registration (sicore.Scheduler.Close).
+func (s *ServiceContext) StopAll() {
+	if s.Scheduler != nil {
+		s.Scheduler.Stop()
+	}
+}
+
+// StartAllServices starts sicore with its log records going to
+// slog.Default().
+func StartAllServices() *ServiceContext {
+	return start(slog.Default())
+}
+
+// StartAllServicesWithLogger starts sicore with its log records (the
+// library's and the binding's) going to logger, named "sicore". The
+// library filters at the level of zapConfigs (or logger's, without it)
+// as it is when the services start; the RM's log.* extraConfig keys can
+// change it later.
+func StartAllServicesWithLogger(logger *zap.Logger, zapConfigs *zap.Config) *ServiceContext {
+	if logger == nil {
+		return StartAllServices()
+	}
+	l := slog.New(newZapHandler(logger.Named("sicore")))
+	level := startLevel(logger, zapConfigs)
+	sicore.SetLogger(l, level)
+	return start(l, sicore.WithLogLevel(level))
+}
+
+func start(l *slog.Logger, extra ...sicore.Option) *ServiceContext {
+	opts := append([]sicore.Option{sicore.WithLogger(l)}, extra...)
+	addr, set := os.LookupEnv(EnvRESTAddress)
+	if !set {
+		addr = DefaultRESTAddress
+	}
+	if addr != "off" && addr != "" {
+		opts = append(opts, sicore.WithRESTAddress(addr))
+	}
+	sched, err := sicore.New(opts...)
+	if err != nil {
+		l.Error("sicore: cannot start the scheduler", "error", err)
+		return &ServiceContext{}
+	}
+	l.Info("sicore: scheduler started", "version", sicore.Version(), "rest", addr)
+	return &ServiceContext{RMProxy: sched, Scheduler: sched}
+}

@@ -1,0 +1,7 @@
+//go:build sicore_dynamic
+
+package entrypoint
+
+// linkTags are the build tags this test binary was built with, for the
+// program the replace test builds.
+const linkTags = "sicore_dynamic"

@@ -1,0 +1,282 @@
+//go:build cgo
+
+package sicore
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// LevelTrace is the slog level used for the library's trace records, one
+// step below slog.LevelDebug.
+const LevelTrace = slog.LevelDebug - 4
+
+// Option configures a Scheduler in New. Most options set a field of the
+// library's sicore.v1.SchedulerOptions message (proto/sicore.proto); an
+// option left out keeps the library default.
+type Option func(*config) error
+
+// config collects the options before they are encoded.
+type config struct {
+	schedulingIntervalMs       uint64
+	eventFlushIntervalMs       uint64
+	logLevel                   string
+	reservationDelayMs         *uint64
+	disableReservation         bool
+	appCompletingTimeoutMs     *uint64
+	appTerminatedTimeoutMs     *uint64
+	disableEvents              bool
+	outstandingCheckIntervalMs uint64
+	placeholderTimeoutMs       *uint64
+	eventTypes                 []string
+	logger                     *slog.Logger
+	restAddress                string
+	withoutPredicates          bool
+	goexitGuard                *bool // nil: testing.Testing()
+}
+
+// WithRESTAddress starts the scheduler's REST service (the /ws/v1 endpoints and
+// /metrics of the project's docs/rest-and-metrics.md) on addr, a host:port such as
+// "127.0.0.1:9080"; port 0 picks a free port (see Scheduler.RESTAddress).
+// Without it no port is opened.
+func WithRESTAddress(addr string) Option {
+	return func(c *config) error {
+		if addr == "" {
+			return fmt.Errorf("WithRESTAddress: empty address")
+		}
+		c.restAddress = addr
+		return nil
+	}
+}
+
+// WithSchedulingInterval sets the longest sleep of an idle scheduling
+// loop (library default 100ms).
+func WithSchedulingInterval(d time.Duration) Option {
+	return durationOption("WithSchedulingInterval", d, func(c *config, ms uint64) { c.schedulingIntervalMs = ms })
+}
+
+// WithEventFlushInterval sets how often batched events are handed to
+// ResourceManagerCallback.SendEvent (library default 2s).
+func WithEventFlushInterval(d time.Duration) Option {
+	return durationOption("WithEventFlushInterval", d, func(c *config, ms uint64) { c.eventFlushIntervalMs = ms })
+}
+
+// WithOutstandingCheckInterval sets the period of the check that reports
+// requests the scheduler cannot place (library default 1s).
+func WithOutstandingCheckInterval(d time.Duration) Option {
+	return durationOption("WithOutstandingCheckInterval", d, func(c *config, ms uint64) { c.outstandingCheckIntervalMs = ms })
+}
+
+// WithReservationDelay sets the age an ask must reach before it may
+// reserve a node (library default 2s).
+func WithReservationDelay(d time.Duration) Option {
+	return durationOption("WithReservationDelay", d, func(c *config, ms uint64) { c.reservationDelayMs = &ms })
+}
+
+// WithoutReservation turns node reservations off (YuniKorn's
+// DISABLE_RESERVATION).
+func WithoutReservation() Option {
+	return func(c *config) error {
+		c.disableReservation = true
+		return nil
+	}
+}
+
+// WithoutEvents turns the event system off: SendEvent is never called.
+func WithoutEvents() Option {
+	return func(c *config) error {
+		c.disableEvents = true
+		return nil
+	}
+}
+
+// WithEventTypes chooses the event record types handed to
+// ResourceManagerCallback.SendEvent (the library's default set applies
+// otherwise). The k8shim v1.8 publishes REQUEST records as pod events and
+// reads NODE records; it ignores the others:
+//
+//	WithEventTypes(si.EventRecord_REQUEST, si.EventRecord_NODE, si.EventRecord_APP)
+//
+// The types given replace the default set. WithoutEvents still turns
+// events off altogether.
+func WithEventTypes(types ...si.EventRecord_Type) Option {
+	return func(c *config) error {
+		if len(types) == 0 {
+			return fmt.Errorf("WithEventTypes: no event type given (use WithoutEvents to send none)")
+		}
+		c.eventTypes = c.eventTypes[:0]
+		for _, t := range types {
+			name, known := si.EventRecord_Type_name[int32(t)]
+			if !known || t == si.EventRecord_UNKNOWN_EVENTRECORD_TYPE {
+				return fmt.Errorf("WithEventTypes: unknown event type %d", int32(t))
+			}
+			c.eventTypes = append(c.eventTypes, name)
+		}
+		return nil
+	}
+}
+
+// WithAppCompletingTimeout sets how long an application stays Completing
+// before it is Completed (library default 30 seconds).
+func WithAppCompletingTimeout(d time.Duration) Option {
+	return durationOption("WithAppCompletingTimeout", d, func(c *config, ms uint64) { c.appCompletingTimeoutMs = &ms })
+}
+
+// WithAppTerminatedTimeout sets how long a Completed or Failed application
+// is kept before it expires (library default 3 days).
+func WithAppTerminatedTimeout(d time.Duration) Option {
+	return durationOption("WithAppTerminatedTimeout", d, func(c *config, ms uint64) { c.appTerminatedTimeoutMs = &ms })
+}
+
+// WithPlaceholderTimeout sets the gang placeholder timeout of applications
+// whose executionTimeoutMilliSeconds is not positive (library default 15
+// minutes). It must be at least one millisecond.
+func WithPlaceholderTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("WithPlaceholderTimeout: duration must be positive, got %v", d)
+		}
+		ms := uint64((d + time.Millisecond - 1) / time.Millisecond)
+		c.placeholderTimeoutMs = &ms
+		return nil
+	}
+}
+
+// WithLogLevel sets the library's own level filter: slog.LevelError,
+// LevelWarn, LevelInfo (the library default), LevelDebug or LevelTrace
+// (anything below LevelDebug). Records pass to Go only if they also pass
+// the level given to SetLogger.
+//
+// The library keeps this filter process-wide: the last New call wins.
+func WithLogLevel(level slog.Level) Option {
+	return func(c *config) error {
+		c.logLevel = libraryLevelName(level)
+		return nil
+	}
+}
+
+// WithoutPredicates registers every resource manager without a
+// Predicates callback: the library never calls
+// ResourceManagerCallback.Predicates and every node with room for a
+// request fits. Use it only when the RM's Predicates accepts every node:
+// it removes a call into Go per node tried on the scheduling path. An RM
+// whose Predicates can refuse a node (the k8shim's does) must not use it.
+func WithoutPredicates() Option {
+	return func(c *config) error {
+		c.withoutPredicates = true
+		return nil
+	}
+}
+
+// WithGoexitGuard chooses whether the resource manager's callbacks run
+// on a goroutine of their own (on) or directly on the library's threads
+// (off). The default is on in a test binary (testing.Testing()) and off
+// otherwise.
+//
+// With the guard, runtime.Goexit in a callback (t.FailNow, t.Fatal or
+// t.SkipNow in a test RM) is caught and reported like a panic. Without
+// it, the Go runtime ends the whole process on such a Goexit, since the
+// goroutine a library thread entered Go with may not exit, and no
+// deferred function can stop a Goexit. The guard costs a switch to a
+// fresh goroutine and back per callback, tens of microseconds on a busy
+// machine; with Predicates registered that is two switches per allocation
+// on the scheduling path (see the README, "Callback failures").
+func WithGoexitGuard(on bool) Option {
+	return func(c *config) error {
+		c.goexitGuard = &on
+		return nil
+	}
+}
+
+// WithLogger sets the logger this binding uses for its own records, such
+// as a recovered panic in a callback (default slog.Default()). It does not
+// receive the library's records: see SetLogger.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		c.logger = l
+		return nil
+	}
+}
+
+func durationOption(name string, d time.Duration, set func(*config, uint64)) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%s: negative duration %v", name, d)
+		}
+		// Round up so that a positive duration never becomes 0, which
+		// means "library default" for several fields.
+		set(c, uint64((d+time.Millisecond-1)/time.Millisecond))
+		return nil
+	}
+}
+
+func libraryLevelName(level slog.Level) string {
+	return [...]string{"", "error", "warn", "info", "debug", "trace"}[libraryLevel(level)]
+}
+
+// Field numbers of sicore.v1.SchedulerOptions (proto/sicore.proto).
+const (
+	fieldSchedulingIntervalMs       = 3
+	fieldEventFlushIntervalMs       = 4
+	fieldLogLevel                   = 5
+	fieldReservationDelayMs         = 6
+	fieldDisableReservation         = 7
+	fieldAppCompletingTimeoutMs     = 9
+	fieldAppTerminatedTimeoutMs     = 10
+	fieldDisableEvents              = 11
+	fieldOutstandingCheckIntervalMs = 12
+	fieldPlaceholderTimeoutMs       = 14
+	fieldEventTypes                 = 13
+	fieldRESTAddress                = 16
+)
+
+// encode writes the options as a sicore.v1.SchedulerOptions message. The
+// message is small and fixed, so it is written field by field with
+// protowire instead of through generated code; fields at their proto3
+// default are left out, optional fields are written whenever set.
+func (c *config) encode() []byte {
+	var b []byte
+	str := func(num protowire.Number, v string) {
+		if v != "" {
+			b = protowire.AppendTag(b, num, protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		}
+	}
+	u64 := func(num protowire.Number, v uint64) {
+		if v != 0 {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, v)
+		}
+	}
+	opt := func(num protowire.Number, v *uint64) {
+		if v != nil {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, *v)
+		}
+	}
+	flag := func(num protowire.Number, v bool) {
+		if v {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, 1)
+		}
+	}
+	u64(fieldSchedulingIntervalMs, c.schedulingIntervalMs)
+	u64(fieldEventFlushIntervalMs, c.eventFlushIntervalMs)
+	str(fieldLogLevel, c.logLevel)
+	opt(fieldReservationDelayMs, c.reservationDelayMs)
+	flag(fieldDisableReservation, c.disableReservation)
+	opt(fieldAppCompletingTimeoutMs, c.appCompletingTimeoutMs)
+	opt(fieldAppTerminatedTimeoutMs, c.appTerminatedTimeoutMs)
+	flag(fieldDisableEvents, c.disableEvents)
+	u64(fieldOutstandingCheckIntervalMs, c.outstandingCheckIntervalMs)
+	opt(fieldPlaceholderTimeoutMs, c.placeholderTimeoutMs)
+	for _, t := range c.eventTypes {
+		str(fieldEventTypes, t)
+	}
+	str(fieldRESTAddress, c.restAddress)
+	return b
+}
