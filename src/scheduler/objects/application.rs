@@ -292,7 +292,7 @@ impl Application {
     }
 
     /// The application's key in `leaf` as things stand.
-    fn key_in(&self, leaf: &Queue) -> AppKey {
+    pub(crate) fn key_in(&self, leaf: &Queue) -> AppKey {
         let fair = leaf.sort_policy == AppSortPolicy::Fair;
         let by_priority = leaf.priority.sort;
         AppKey {

@@ -185,8 +185,8 @@ impl Partition {
         max
     }
 
-    /// The applications of leaf `q` that may be scheduled, in submission
-    /// order. `maxapplications` (YuniKorn v1.2 semantics): while the leaf or
+    /// The applications of leaf `q` that may be scheduled, in the leaf's
+    /// order (priority, then usage share). `maxapplications` (YuniKorn v1.2 semantics): while the leaf or
     /// any ancestor already has as many running applications as its limit,
     /// applications that have not started yet are held back; they stay
     /// `Accepted` until a running one finishes.
@@ -220,9 +220,9 @@ impl Partition {
         self.queues.recompute_priorities(prios);
     }
 
-    /// Applications of leaf `q` in submission order, without those held
-    /// back by `maxapplications` (see [`Self::fair_leaf_apps`] for the fair
-    /// order).
+    /// Applications of leaf `q` in the leaf's order (fifo: priority, then
+    /// submission), without those held back by `maxapplications` (see
+    /// [`Self::fair_leaf_apps`]).
     pub(crate) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
         let limits = self.ugm.enabled();

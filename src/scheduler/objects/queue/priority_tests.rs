@@ -605,3 +605,113 @@ fn reload_recomputes_priorities_and_orders() {
     assert!(h.p.queues.get(ROOT).priority.sort);
     assert_eq!(order(&h), ["a", "b"]);
 }
+
+/// Every queue's priority from scratch: the spec's definition, with no
+/// incremental state.
+fn expected_priority(h: &Harness, id: QueueId) -> i32 {
+    let q = h.p.queues.get(id);
+    let raw = if q.leaf {
+        h.p.apps
+            .values()
+            .filter(|a| a.queue == id)
+            .map(|a| {
+                a.ask_order
+                    .values()
+                    .map(|s| a.asks[*s].priority)
+                    .max()
+                    .unwrap_or(MIN_PRIORITY)
+            })
+            .max()
+            .unwrap_or(MIN_PRIORITY)
+    } else {
+        q.children
+            .values()
+            .map(|c| expected_priority(h, *c))
+            .max()
+            .unwrap_or(MIN_PRIORITY)
+    };
+    q.priority.reported(raw)
+}
+
+/// Random asks, replacements, removals, passes, application removals and
+/// reloads: every queue's incrementally kept priority equals the one
+/// computed from scratch, and every leaf's order equals a full sort.
+#[test]
+fn incremental_priorities_match_a_full_recompute() {
+    let yaml = |offset: &str, sort: &str| {
+        config(&format!(
+            "          - name: p
+            properties: {{priority.offset: \"{offset}\", application.sort.priority: {sort}}}
+            queues:
+              - name: x
+                properties: {{application.sort.policy: fair}}
+              - name: y
+                properties: {{priority.policy: fence, priority.offset: \"2\"}}
+          - name: z
+            properties: {{application.sort.priority: {sort}}}
+"
+        ))
+    };
+    let mut h = Harness::new(&yaml("3", "enabled"));
+    h.node("n1", 2_000);
+    let leaves = ["root.p.x", "root.p.y", "root.z"];
+    let mut rng = fastrand::Rng::with_seed(7);
+    let mut next = 0;
+    for step in 0..1500 {
+        let apps: Vec<String> = h.p.apps.keys().map(|k| k.to_string()).collect();
+        match rng.u8(0..10) {
+            0 | 1 => {
+                next += 1;
+                h.app(&format!("app-{next}"), leaves[rng.usize(..3)]);
+            }
+            2..=5 if !apps.is_empty() => {
+                let app = &apps[rng.usize(..apps.len())];
+                let key = format!("k{}", rng.u8(0..4));
+                let mut a = prio_ask(app, &key, rng.i64(1..300), rng.i32(-5..6));
+                a.max_allocations = rng.i32(1..3);
+                h.ask(a);
+            }
+            6 if !apps.is_empty() => {
+                let app = &apps[rng.usize(..apps.len())];
+                remove_ask(&mut h, app, &format!("k{}", rng.u8(0..4)));
+            }
+            7 => {
+                h.schedule();
+            }
+            8 if !apps.is_empty() => {
+                // Releases free the node again.
+                let app = &apps[rng.usize(..apps.len())];
+                h.release(app, "", si::TerminationType::StoppedByRm);
+                remove_ask(&mut h, app, "");
+                h.advance(Duration::from_secs(60));
+            }
+            _ => {
+                let offset = ["3", "-2", "0", "bad"][rng.usize(..4)];
+                let sort = ["enabled", "disabled"][rng.usize(..2)];
+                let cfg = crate::config::parse(&yaml(offset, sort)).expect("valid");
+                h.p.reconfigure(&cfg.partitions[0]).expect("applies");
+            }
+        }
+        for (id, q) in h.p.queues.iter() {
+            assert_eq!(
+                q.current_priority(),
+                expected_priority(&h, id),
+                "step {step}: {}",
+                q.path
+            );
+            if q.leaf {
+                let mut want: Vec<_> = q
+                    .apps
+                    .values()
+                    .map(|s| {
+                        let a = h.p.apps.at(*s).expect("live");
+                        (a.key_in(q), a.id.to_string())
+                    })
+                    .collect();
+                want.sort();
+                let want: Vec<String> = want.into_iter().map(|w| w.1).collect();
+                assert_eq!(app_order(&h, &q.path), want, "step {step}: {}", q.path);
+            }
+        }
+    }
+}
