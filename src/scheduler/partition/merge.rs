@@ -140,7 +140,7 @@ impl Partition {
             }
             // After every change of an application's allocations (what
             // other trackers of its usage hook into).
-            apps::sync_active(app, &mut self.queues);
+            apps::sync_active(app, &mut self.queues, &mut self.ugm);
         }
         log::debug!(
             "allocation {uuid} of {} on {} resized from {old} to {new}",
