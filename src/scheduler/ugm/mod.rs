@@ -303,10 +303,16 @@ impl Ugm {
         };
         let delta = Resource::new().sub(&link.usage);
         let runs = -i64::from(link.running);
-        apply(self.users.at_mut(link.user), &link.path, &delta, runs);
+        // Levels left empty go: the queue (a dynamic one) may go too, and
+        // its id be reused.
+        let user = self.users.at_mut(link.user);
+        apply(user, &link.path, &delta, runs);
+        prune(user, &link.path);
         self.users.unlink(link.user);
         if let Some(g) = link.group {
-            apply(self.groups.at_mut(g), &link.path, &delta, runs);
+            let group = self.groups.at_mut(g);
+            apply(group, &link.path, &delta, runs);
+            prune(group, &link.path);
             self.groups.unlink(g);
         }
         if !self.quota_failed.is_empty() {
@@ -459,6 +465,17 @@ impl Ugm {
     }
 }
 
+fn prune(t: &mut Tracker, path: &[QueueId]) {
+    for q in path {
+        if t.levels
+            .get(q)
+            .is_some_and(|l| l.running == 0 && l.usage.is_zero())
+        {
+            t.levels.remove(q);
+        }
+    }
+}
+
 fn apply(t: &mut Tracker, path: &[QueueId], delta: &Resource, runs: i64) {
     for q in path {
         let level = t.levels.entry(*q).or_default();
@@ -472,6 +489,3 @@ fn apply(t: &mut Tracker, path: &[QueueId], delta: &Resource, runs: i64) {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;
