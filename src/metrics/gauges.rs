@@ -88,9 +88,9 @@ pub fn refresh<K>(
 /// one per tracker, level and resource type.
 fn tracker_gauges(p: &Partition, sample: &mut StateSample) {
     for t in p.ugm.users.iter() {
-        // A level with usage belongs to a linked application's (live) queue.
-        for (q, level) in t.levels.iter().filter(|(_, l)| !l.usage.is_zero()) {
-            let queue = p.queues.get(*q).path.to_string();
+        // A level lives while an application on its (live) queue is linked.
+        for level in t.levels().filter(|l| !l.usage.is_zero()) {
+            let queue = p.queues.get(level.queue).path.to_string();
             for (id, v) in level.usage.iter().filter(|(_, v)| *v != 0) {
                 sample.user_usage.push((
                     UserLabel {
@@ -105,9 +105,9 @@ fn tracker_gauges(p: &Partition, sample: &mut StateSample) {
         }
     }
     for t in p.ugm.groups.iter() {
-        // A level with usage belongs to a linked application's (live) queue.
-        for (q, level) in t.levels.iter().filter(|(_, l)| !l.usage.is_zero()) {
-            let queue = p.queues.get(*q).path.to_string();
+        // A level lives while an application on its (live) queue is linked.
+        for level in t.levels().filter(|l| !l.usage.is_zero()) {
+            let queue = p.queues.get(level.queue).path.to_string();
             for (id, v) in level.usage.iter().filter(|(_, v)| *v != 0) {
                 sample.group_usage.push((
                     GroupLabel {
