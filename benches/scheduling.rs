@@ -21,7 +21,8 @@
 //! `--limits loose` adds user limits that never bind (a wildcard user cap
 //! at root, a named cap on `root.a`); `--limits users` spreads the asks
 //! over 1,000 applications of 1,000 users in 10 groups under user and
-//! group caps (docs/limits.md has the figures).
+//! group caps, `--limits users-uncapped` the same without limits
+//! (docs/limits.md has the figures).
 //!
 //! Then the gang case (`support/gang.rs`): 1,000 applications with one task
 //! group of 10 members on 5,000 nodes, placeholders first, then the real
@@ -132,6 +133,9 @@ enum Limits {
     Loose,
     /// 1,000 users with one application each, in 10 groups, under caps.
     Users,
+    /// The same 1,000 users and applications without any limit (the
+    /// baseline of `Users`).
+    UsersUncapped,
 }
 
 impl Limits {
@@ -140,22 +144,24 @@ impl Limits {
             None | Some("none") => Limits::None,
             Some("loose") => Limits::Loose,
             Some("users") => Limits::Users,
-            Some(other) => panic!("--limits takes none, loose or users, not {other:?}"),
+            Some("users-uncapped") => Limits::UsersUncapped,
+            Some(other) => {
+                panic!("--limits takes none, loose, users or users-uncapped, not {other:?}")
+            }
         }
     }
 
     /// The applications (and so users) the run has.
     fn apps(self) -> usize {
-        if self == Limits::Users {
-            1000
-        } else {
-            2
+        match self {
+            Limits::Users | Limits::UsersUncapped => 1000,
+            _ => 2,
         }
     }
 
     fn config(self) -> String {
         let (root, a) = match self {
-            Limits::None => return CONFIG.to_string(),
+            Limits::None | Limits::UsersUncapped => return CONFIG.to_string(),
             Limits::Loose => (
                 "          - {users: ['*'], maxresources: {memory: 1000000000000}}\n",
                 "              - {users: [bench], maxresources: {memory: 1000000000000}}\n",

@@ -11,7 +11,7 @@
 #   bash scripts/callgrind.sh --predicates          # with a Predicates callback
 #   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
 #   bash scripts/callgrind.sh --shape apps          # one ask per application (maxAllocations)
-#   bash scripts/callgrind.sh --limits loose        # user caps that never bind (none|loose|users)
+#   bash scripts/callgrind.sh --limits loose        # user caps that never bind (none|loose|users|users-uncapped)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
 #
 # --python runs bindings/python/benchmarks/bench_scheduling.py (the binding

@@ -57,7 +57,9 @@ pub struct Tracker {
 impl Tracker {
     /// The level of queue `q`, if an application on it is linked.
     pub fn level(&self, q: QueueId) -> Option<&Level> {
-        self.by_queue.get(&q).and_then(|&i| self.slots[i as usize].as_ref())
+        self.by_queue
+            .get(&q)
+            .and_then(|&i| self.slots[i as usize].as_ref())
     }
 
     /// Every level, in no particular order.
@@ -367,7 +369,12 @@ impl Ugm {
         let runs = i64::from(running) - i64::from(link.running);
         link.usage.add_assign(&delta);
         link.running = running;
-        apply(self.users.at_mut(link.user), &link.user_levels, &delta, runs);
+        apply(
+            self.users.at_mut(link.user),
+            &link.user_levels,
+            &delta,
+            runs,
+        );
         if let Some(g) = link.group {
             apply(self.groups.at_mut(g), &link.group_levels, &delta, runs);
         }
@@ -431,9 +438,9 @@ impl Ugm {
             })
         };
         let user_ok = ok(self.users.at(link.user), &link.user_levels, &link.user_caps);
-        let group_ok = link.group.is_none_or(|g| {
-            ok(self.groups.at(g), &link.group_levels, &link.group_caps)
-        });
+        let group_ok = link
+            .group
+            .is_none_or(|g| ok(self.groups.at(g), &link.group_levels, &link.group_caps));
         if user_ok && group_ok {
             Fit::Fits
         } else {
@@ -483,14 +490,13 @@ impl Ugm {
         }
         let ok = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
             caps.iter().all(|(pos, cap)| {
-                cap.max_apps == 0
-                    || t.at(levels[*pos]).running.saturating_add(1) <= cap.max_apps
+                cap.max_apps == 0 || t.at(levels[*pos]).running.saturating_add(1) <= cap.max_apps
             })
         };
         ok(self.users.at(link.user), &link.user_levels, &link.user_caps)
-            && link.group.is_none_or(|g| {
-                ok(self.groups.at(g), &link.group_levels, &link.group_caps)
-            })
+            && link
+                .group
+                .is_none_or(|g| ok(self.groups.at(g), &link.group_levels, &link.group_caps))
     }
 
     /// A reload (limits.md 5): the new caps replace the old; every link is
