@@ -18,6 +18,12 @@
 //! allocation unless `--shape apps`); `--shape asks|apps` picks one shape;
 //! `scripts/callgrind.sh` runs custom sizes under callgrind.
 //!
+//! `--limits loose` adds user limits that never bind (a wildcard user cap
+//! at root, a named cap on `root.a`); `--limits users` spreads the asks
+//! over 1,000 applications of 1,000 users in 10 groups under user and
+//! group caps, `--limits users-uncapped` the same without limits
+//! (docs/limits.md has the figures).
+//!
 //! Then the gang case (`support/gang.rs`): 1,000 applications with one task
 //! group of 10 members on 5,000 nodes, placeholders first, then the real
 //! members; replacements per second until the RM holds every real
@@ -118,9 +124,75 @@ enum Shape {
     Apps,
 }
 
+/// User/group limits in the bench's configuration (`--limits`).
+#[derive(Clone, Copy, PartialEq)]
+enum Limits {
+    /// None configured.
+    None,
+    /// Caps that never bind.
+    Loose,
+    /// 1,000 users with one application each, in 10 groups, under caps.
+    Users,
+    /// The same 1,000 users and applications without any limit (the
+    /// baseline of `Users`).
+    UsersUncapped,
+}
+
+impl Limits {
+    fn parse(v: Option<&str>) -> Limits {
+        match v {
+            None | Some("none") => Limits::None,
+            Some("loose") => Limits::Loose,
+            Some("users") => Limits::Users,
+            Some("users-uncapped") => Limits::UsersUncapped,
+            Some(other) => {
+                panic!("--limits takes none, loose, users or users-uncapped, not {other:?}")
+            }
+        }
+    }
+
+    /// The applications (and so users) the run has.
+    fn apps(self) -> usize {
+        match self {
+            Limits::Users | Limits::UsersUncapped => 1000,
+            _ => 2,
+        }
+    }
+
+    fn config(self) -> String {
+        let (root, a) = match self {
+            Limits::None | Limits::UsersUncapped => return CONFIG.to_string(),
+            Limits::Loose => (
+                "          - {users: ['*'], maxresources: {memory: 1000000000000}}\n",
+                "              - {users: [bench], maxresources: {memory: 1000000000000}}\n",
+            ),
+            Limits::Users => (
+                "          - {groups: [g0, g1, g2, g3, g4], maxresources: {memory: 1000000000000}, maxapplications: 1000}\n          - {groups: ['*'], maxresources: {memory: 1000000000000}, maxapplications: 1000}\n          - {users: ['*'], maxresources: {memory: 1000000000}, maxapplications: 10}\n",
+                "              - {users: ['*'], maxresources: {memory: 100000000}, maxapplications: 5}\n",
+            ),
+        };
+        CONFIG
+            .replace(
+                "        submitacl: '*'\n",
+                &format!("        submitacl: '*'\n        limits:\n{root}"),
+            )
+            .replacen(
+                "          - name: a\n",
+                &format!("          - name: a\n            limits:\n{a}"),
+                1,
+            )
+    }
+}
+
 /// `asks` asks of one allocation each, alternating between the two
 /// applications, encoded in requests of 5,000.
 fn single_asks(asks: usize) -> Vec<Vec<u8>> {
+    single_asks_over(asks, 2)
+}
+
+/// `asks` asks of one allocation each, round robin over `apps`
+/// applications, encoded in requests of 5,000.
+fn single_asks_over(asks: usize, apps: usize) -> Vec<Vec<u8>> {
     (0..asks)
         .collect::<Vec<_>>()
         .chunks(5_000)
@@ -130,7 +202,7 @@ fn single_asks(asks: usize) -> Vec<Vec<u8>> {
                     .iter()
                     .map(|i| si::AllocationAsk {
                         allocation_key: format!("ask-{i}"),
-                        application_id: format!("app-{}", i % 2),
+                        application_id: format!("app-{}", i % apps),
                         partition_name: "default".into(),
                         resource_ask: res(10, 1),
                         max_allocations: 1,
@@ -173,6 +245,7 @@ fn app_asks(allocations: usize) -> Vec<Vec<u8>> {
 #[derive(Clone, Copy)]
 struct Flags {
     predicates: bool,
+    limits: Limits,
     shape: Shape,
     /// The outstanding-request check (every second by default) reports each
     /// waiting ask, so its cost grows with the seconds a run lasts, not with
@@ -185,6 +258,7 @@ struct Flags {
 fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     let Flags {
         predicates,
+        limits,
         shape,
         outstanding_check,
     } = flags;
@@ -193,7 +267,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         // Once an hour: see `Flags::outstanding_check`.
         opts.outstanding_check_interval_ms = 3_600_000;
     }
-    opts.policy_configs.insert("bench".into(), CONFIG.into());
+    opts.policy_configs.insert("bench".into(), limits.config());
     opts.disable_events = true;
     opts.log_level = "warn".into();
     let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
@@ -235,16 +309,23 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         );
     }
     wait("nodes", || get(&state.nodes_accepted) == nodes);
-    let apps = ["root.a", "root.b"]
-        .iter()
-        .enumerate()
-        .map(|(i, q)| si::AddApplicationRequest {
+    let napps = limits.apps();
+    let apps = (0..napps)
+        .map(|i| si::AddApplicationRequest {
             application_id: format!("app-{i}"),
-            queue_name: q.to_string(),
+            queue_name: ["root.a", "root.b"][i % 2].to_string(),
             partition_name: "default".into(),
             ugi: Some(si::UserGroupInformation {
-                user: "bench".into(),
-                groups: vec![],
+                user: if napps == 2 {
+                    "bench".into()
+                } else {
+                    format!("user-{i}")
+                },
+                groups: if napps == 2 {
+                    vec![]
+                } else {
+                    vec![format!("g{}", i % 10)]
+                },
             }),
             ..Default::default()
         })
@@ -258,9 +339,10 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             ..Default::default()
         },
     );
-    wait("apps", || get(&state.apps_accepted) == 2);
+    wait("apps", || get(&state.apps_accepted) == napps);
 
     let requests = match shape {
+        Shape::Asks if napps != 2 => single_asks_over(asks, napps),
         Shape::Asks => single_asks(asks),
         Shape::Apps => app_asks(asks),
     };
@@ -294,6 +376,13 @@ fn main() {
     // RM takes).
     let predicates = all.iter().any(|a| a == "--predicates");
     let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
+    // `--limits none|loose|users`: user/group limits in the configuration.
+    let limits = Limits::parse(
+        all.iter()
+            .position(|a| a == "--limits")
+            .and_then(|i| all.get(i + 1))
+            .map(String::as_str),
+    );
     // `--shape asks|apps` runs one request shape only (default: both).
     let shape_arg =
         all.iter()
@@ -311,7 +400,7 @@ fn main() {
         }
         match a.as_str() {
             "--bench" | "--predicates" | "--no-outstanding-check" => {}
-            "--shape" => skip = true,
+            "--shape" | "--limits" => skip = true,
             _ => args.push(a),
         }
     }
@@ -374,6 +463,7 @@ fn main() {
                 .map(|_| {
                     let flags = Flags {
                         predicates,
+                        limits,
                         shape,
                         outstanding_check,
                     };

@@ -11,6 +11,7 @@
 #   bash scripts/callgrind.sh --predicates          # with a Predicates callback
 #   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
 #   bash scripts/callgrind.sh --shape apps          # one ask per application (maxAllocations)
+#   bash scripts/callgrind.sh --limits loose        # user caps that never bind (none|loose|users|users-uncapped)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
 #
 # --python runs bindings/python/benchmarks/bench_scheduling.py (the binding
@@ -57,6 +58,7 @@ while [ $# -gt 0 ]; do
     --predicates) bench_args+=(--predicates) ;;
     --sizes) sizes="$2"; shift ;;
     --shape) shape="$2"; shift ;;
+    --limits) bench_args+=(--limits "$2"); shift ;;
     --python) python=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;

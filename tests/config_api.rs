@@ -63,7 +63,8 @@ fn schema_errors_reject_registration() {
     ));
     // no partitions at all (spec recommendation: reject)
     rejected("partitions: []\n", "no partitions");
-    // the whole v0.12 schema parses
+    // the whole v0.12 schema parses (with limits v1.8 accepts: partition
+    // limits equal to root's, a group wildcard after a named group)
     accepted(
         r#"
 partitions:
@@ -71,7 +72,7 @@ partitions:
     preemption: {enabled: true}
     nodesortpolicy: {type: binpacking, resourceweights: {vcore: 2.0, memory: 1.0}}
     limits:
-      - {limit: l1, users: [alice], groups: ["*"], maxresources: {memory: 10}, maxapplications: 2}
+      - {limit: l1, users: [alice], groups: [dev, "*"], maxresources: {memory: 10}, maxapplications: 2}
     placementrules:
       - name: tag
         value: namespace
@@ -84,7 +85,8 @@ partitions:
         submitacl: "*"
         adminacl: "alice ops"
         properties: {application.sort.policy: fifo, other: 1}
-        limits: [{limit: l2, users: ["*"], maxapplications: 1}]
+        limits:
+          - {limit: l1, users: [alice], groups: [dev, "*"], maxresources: {memory: 10}, maxapplications: 2}
         queues:
           - name: tenants
             parent: true

@@ -223,3 +223,77 @@ fn trackers_go_with_their_applications_and_limits() {
     let u = tracker(&d, "user", "user1").expect("usage shown without limits");
     assert!(u["queues"]["maxResources"].is_null());
 }
+
+#[test]
+fn changed_caps_apply_to_the_next_application() {
+    // L16: two applications allowed, then one; the running ones keep
+    // running, a new one waits in Accepted.
+    let cap = |n: u32| yaml(&format!("- {{users: [u], maxapplications: {n}}}"));
+    let (h, dir) = start(&cap(3), "limits-l16");
+    for id in ["a1", "a2"] {
+        h.submit(app_by(id, "root.parent.child1", "u", &[]))
+            .unwrap();
+        assert_eq!(h.asks(vec![ask(id, "k", 10, 0, 1)]).0, SICORE_OK);
+    }
+    h.wait("both run", |s| s.allocations.len() == 2);
+    reload(&h, &dir, &cap(1));
+    h.submit(app_by("a3", "root.parent.child1", "u", &[]))
+        .unwrap();
+    assert_eq!(
+        h.asks(vec![ask("a3", "k", 10, 0, 1), ask("a1", "k2", 10, 0, 1)])
+            .0,
+        SICORE_OK
+    );
+    h.wait("a1 grows", |s| {
+        s.allocations
+            .iter()
+            .filter(|a| a.application_id == "a1")
+            .count()
+            == 2
+    });
+    h.settle();
+    assert_eq!(h.allocs_of("a3"), 0, "a new application waits");
+    reload(&h, &dir, &cap(3));
+    h.wait("a3 runs after the cap is raised", |s| {
+        s.allocations.iter().any(|a| a.application_id == "a3")
+    });
+}
+
+#[test]
+fn removing_the_user_wildcard_uncaps_unnamed_users() {
+    // L14 (reload part): the wildcard goes, unnamed users are free; a
+    // named user keeps its own cap.
+    let text = |wild: bool| {
+        let mut l = String::from("- {users: [named], maxresources: {memory: 10}}");
+        if wild {
+            l.push_str("\n- {users: ['*'], maxresources: {memory: 10}}");
+        }
+        yaml(&l)
+    };
+    let (h, dir) = start(&text(true), "limits-l14");
+    for (id, u) in [("a", "anyone"), ("b", "named")] {
+        h.submit(app_by(id, "root.parent.child2", u, &[])).unwrap();
+        assert_eq!(h.asks(vec![ask(id, "k", 10, 0, 3)]).0, SICORE_OK);
+    }
+    h.wait("one each", |s| s.allocations.len() == 2);
+    h.settle();
+    assert_eq!(h.allocs_of("a"), 1);
+    let d = h.dump();
+    assert_eq!(
+        tracker(&d, "user", "anyone").unwrap()["queues"]["children"][0]["maxResources"]["memory"],
+        10
+    );
+    reload(&h, &dir, &text(false));
+    h.wait("the unnamed user is free", |s| {
+        s.allocations
+            .iter()
+            .filter(|a| a.application_id == "a")
+            .count()
+            == 3
+    });
+    h.settle();
+    assert_eq!(h.allocs_of("b"), 1, "the named cap stays");
+    let d = h.dump();
+    let anyone = tracker(&d, "user", "anyone").unwrap();
+    assert!(anyone["queues"]["children"][0]["maxResources"].is_null());
+}

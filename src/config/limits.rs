@@ -114,7 +114,8 @@ fn check_limit<'a>(
         return err("should not specify only one group limit that is using the wildcard. There must be at least one limit with a group name defined ".into());
     }
     let max = &limit.max_resources;
-    if !max.is_empty() && !(max.values().any(|v| *v > 0) && max.values().all(|v| *v >= 0)) {
+    let positive = max.values().any(|v| *v > 0) && max.values().all(|v| *v >= 0);
+    if !max.is_empty() && !positive {
         return err(format!(
             "MaxResources should be greater than zero in '{}' limit",
             limit.limit

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{usage_bucket, HistorySample, Metrics, StateSample};
+use super::{usage_bucket, GroupLabel, HistorySample, Metrics, StateSample, UserLabel};
 use crate::events::EventStats;
 use crate::scheduler::objects::application::AppState;
 use crate::scheduler::observe::CoreMetrics;
@@ -55,6 +55,9 @@ pub fn refresh<K>(
                 }
             }
         }
+        if p.ugm.enabled() {
+            tracker_gauges(p, &mut sample);
+        }
         for (_, q) in p.queues.iter() {
             if q.leaf {
                 sample
@@ -78,6 +81,45 @@ pub fn refresh<K>(
             applications: sample.applications,
             containers: sample.containers,
         });
+    }
+}
+
+/// The per-user and per-group usage gauges of a partition under limits:
+/// one per tracker, level and resource type.
+fn tracker_gauges(p: &Partition, sample: &mut StateSample) {
+    for t in p.ugm.users.iter() {
+        // A level lives while an application on its (live) queue is linked.
+        for level in t.levels().filter(|l| !l.usage.is_zero()) {
+            let queue = p.queues.get(level.queue).path.to_string();
+            for (id, v) in level.usage.iter().filter(|(_, v)| *v != 0) {
+                sample.user_usage.push((
+                    UserLabel {
+                        partition: p.name.clone(),
+                        user: t.name.to_string(),
+                        queue: queue.clone(),
+                        resource: name_of(id).to_string(),
+                    },
+                    v,
+                ));
+            }
+        }
+    }
+    for t in p.ugm.groups.iter() {
+        // A level lives while an application on its (live) queue is linked.
+        for level in t.levels().filter(|l| !l.usage.is_zero()) {
+            let queue = p.queues.get(level.queue).path.to_string();
+            for (id, v) in level.usage.iter().filter(|(_, v)| *v != 0) {
+                sample.group_usage.push((
+                    GroupLabel {
+                        partition: p.name.clone(),
+                        group: t.name.to_string(),
+                        queue: queue.clone(),
+                        resource: name_of(id).to_string(),
+                    },
+                    v,
+                ));
+            }
+        }
     }
 }
 

@@ -39,6 +39,32 @@ struct ResultLabel {
     result: String,
 }
 
+/// Labels of a per-user usage gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UserLabel {
+    /// Partition name.
+    pub partition: String,
+    /// User name.
+    pub user: String,
+    /// Queue path of the level.
+    pub queue: String,
+    /// Resource type.
+    pub resource: String,
+}
+
+/// Labels of a per-group usage gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct GroupLabel {
+    /// Partition name.
+    pub partition: String,
+    /// Group name (`*` for the wildcard group).
+    pub group: String,
+    /// Queue path of the level.
+    pub queue: String,
+    /// Resource type.
+    pub resource: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResourceLabel {
     resource: String,
@@ -117,6 +143,10 @@ pub struct StateSample {
     pub queue_pending: Vec<(String, Vec<(String, i64)>)>,
     /// Event system counters.
     pub events: EventStats,
+    /// User usage per level (only partitions with limits track it live).
+    pub user_usage: Vec<(UserLabel, i64)>,
+    /// Group usage per level.
+    pub group_usage: Vec<(GroupLabel, i64)>,
     /// Active applications (history).
     pub applications: u64,
     /// Allocations held (history).
@@ -151,6 +181,8 @@ pub struct Metrics {
     event_not_channeled: Gauge,
     event_processed: Gauge,
     event_collected: Gauge,
+    user_usage: Family<UserLabel, Gauge>,
+    group_usage: Family<GroupLabel, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -221,6 +253,19 @@ impl Metrics {
             node_failed.clone(),
         );
 
+        let user_usage = Family::<UserLabel, Gauge>::default();
+        sched.register(
+            "user_resource_usage",
+            "Usage of a user at a queue level, under user/group limits",
+            user_usage.clone(),
+        );
+        let group_usage = Family::<GroupLabel, Gauge>::default();
+        sched.register(
+            "group_resource_usage",
+            "Usage of a group at a queue level, under user/group limits",
+            group_usage.clone(),
+        );
+
         let scheduling_latency = latency_histogram();
         sched.register(
             "scheduling_latency_seconds",
@@ -268,6 +313,8 @@ impl Metrics {
             event_not_channeled,
             event_processed,
             event_collected,
+            user_usage,
+            group_usage,
         }
     }
 
@@ -320,6 +367,15 @@ impl Metrics {
 
     /// Applies the core's refresh sample.
     pub fn refresh(&self, s: &StateSample) {
+        // Trackers come and go: the families hold exactly this sample's.
+        self.user_usage.clear();
+        for (label, v) in &s.user_usage {
+            self.user_usage.get_or_create(label).set(*v);
+        }
+        self.group_usage.clear();
+        for (label, v) in &s.group_usage {
+            self.group_usage.get_or_create(label).set(*v);
+        }
         self.node_active.set(s.nodes);
         self.app_running.set(s.running_apps);
         self.app_completed.set(s.completed_apps);
@@ -550,6 +606,15 @@ mod tests {
             nodes: 2,
             node_usage: vec![("memory".into(), [1, 0, 0, 0, 0, 0, 0, 0, 0, 1])],
             queue_usage: vec![("root.a-b".into(), vec![("vcore".into(), 5)])],
+            user_usage: vec![(
+                UserLabel {
+                    partition: "default".into(),
+                    user: "alice".into(),
+                    queue: "root.a".into(),
+                    resource: "memory".into(),
+                },
+                40,
+            )],
             ..Default::default()
         });
         let text = m.encode().unwrap();
@@ -558,6 +623,7 @@ mod tests {
             "yunikorn_scheduler_node_active_total 2",
             "yunikorn_scheduler_memory_node_usage_total{range=\"(90%,100%]\"} 1",
             "yunikorn_queue_root_a_b_used_resource{resource=\"vcore\"} 5",
+            "yunikorn_scheduler_user_resource_usage{partition=\"default\",user=\"alice\",queue=\"root.a\",resource=\"memory\"} 40",
             "yunikorn_scheduler_scheduling_latency_seconds_bucket{le=\"0.0001\"} 0",
             "yunikorn_event_total_created 0",
         ] {

@@ -142,14 +142,20 @@ fn parse_quota(text: &str) -> Option<Resource> {
 /// trackers, in line with the application; called after every change of
 /// its state or of its allocations.
 pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree, ugm: &mut Ugm) {
+    sync_queue_active(app, queues);
+    // Nothing is linked without limits: one branch.
+    if !ugm.apps.is_empty() {
+        ugm.sync(app);
+    }
+}
+
+/// The queue counters' half of [`sync_active`] (the pass's commit counts
+/// the trackers itself, knowing the allocation).
+pub(crate) fn sync_queue_active(app: &mut Application, queues: &mut QueueTree) {
     let now = counts_as_running(app);
     if now != app.counted_active {
         app.counted_active = now;
         queues.adjust_active_apps(app.queue, now);
-    }
-    // Nothing is linked without limits: one branch.
-    if !ugm.apps.is_empty() {
-        ugm.sync(app);
     }
 }
 

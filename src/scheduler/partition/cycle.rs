@@ -531,13 +531,20 @@ impl Partition {
                 record.resource.clone(),
             )
         });
+        let charged = (!self.ugm.apps.is_empty()).then(|| record.resource.clone());
         self.allocations.insert(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
             &mut self.nodes.at_mut(node_slot).allocations,
         );
         // After the insert: whether it counts as running depends on it.
-        apps::sync_active(self.apps.at_mut(app_slot), &mut self.queues, &mut self.ugm);
+        let app = self.apps.at_mut(app_slot);
+        apps::sync_queue_active(app, &mut self.queues);
+        // The user's and the group's headroom shrink now, before the next
+        // decision of this pass (no overshoot within a batch).
+        if let (Some(r), Some(app)) = (charged, self.apps.at(app_slot)) {
+            self.ugm.charge(app, &r);
+        }
         if let Some((uuid, group, resource)) = gang {
             self.placeholder_added(app_id, &uuid, &group, &resource, out);
             // Placeholders count against the user and group too (3.2).

@@ -96,6 +96,14 @@ impl Partition {
             if Self::served_by_replacement(app, ask) {
                 continue; // waits for a placeholder, not for capacity
             }
+            // Held back by a user/group cap: not waiting for the cluster
+            // (limits.md 4.4), no autoscaler signal.
+            if self.ugm.enabled()
+                && (!self.runnable_by_limits(app)
+                    || self.ugm.fits(app.seq, &ask.resource) == crate::scheduler::ugm::Fit::Over)
+            {
+                continue;
+            }
             let headroom = headrooms
                 .entry(app.queue)
                 .or_insert_with(|| self.headroom_below_root(app.queue));

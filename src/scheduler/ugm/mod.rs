@@ -31,10 +31,14 @@ use super::{FastMap, FastSet};
 /// Usage of one tracker at one queue level.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Level {
+    /// The queue.
+    pub queue: QueueId,
     /// Sum of the linked applications' allocations in this subtree.
     pub usage: Resource,
     /// Applications counted as running in this subtree.
     pub running: u64,
+    /// Links whose path holds this level (it goes with the last).
+    refs: u32,
 }
 
 /// One user's or one group's usage, per queue level.
@@ -42,9 +46,72 @@ pub struct Level {
 pub struct Tracker {
     /// User or group name (`*` for the wildcard group).
     pub name: Arc<str>,
-    /// Usage per queue level (only levels on a linked application's path).
-    pub levels: FastMap<QueueId, Level>,
+    /// Levels by slot: links keep their slots, so a usage change indexes
+    /// and never hashes.
+    slots: Vec<Option<Level>>,
+    free: Vec<u32>,
+    by_queue: FastMap<QueueId, u32>,
     links: usize,
+}
+
+impl Tracker {
+    /// The level of queue `q`, if an application on it is linked.
+    pub fn level(&self, q: QueueId) -> Option<&Level> {
+        self.by_queue
+            .get(&q)
+            .and_then(|&i| self.slots[i as usize].as_ref())
+    }
+
+    /// Every level, in no particular order.
+    pub fn levels(&self) -> impl Iterator<Item = &Level> {
+        self.slots.iter().flatten()
+    }
+
+    fn at(&self, i: u32) -> &Level {
+        self.slots[i as usize].as_ref().expect("held level")
+    }
+
+    fn at_mut(&mut self, i: u32) -> &mut Level {
+        self.slots[i as usize].as_mut().expect("held level")
+    }
+
+    /// Holds the level of `q` for one more link.
+    fn acquire(&mut self, q: QueueId) -> u32 {
+        if let Some(&i) = self.by_queue.get(&q) {
+            self.at_mut(i).refs += 1;
+            return i;
+        }
+        let level = Level {
+            queue: q,
+            refs: 1,
+            ..Level::default()
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.slots[i as usize] = Some(level);
+                i
+            }
+            None => {
+                self.slots.push(Some(level));
+                u32::try_from(self.slots.len() - 1).expect("levels fit u32")
+            }
+        };
+        self.by_queue.insert(q, i);
+        i
+    }
+
+    /// One link less on level `i`; the last takes it away (the queue may
+    /// go too, and its id be reused).
+    fn release(&mut self, i: u32) {
+        let level = self.at_mut(i);
+        level.refs = level.refs.saturating_sub(1);
+        if level.refs == 0 {
+            let q = level.queue;
+            self.slots[i as usize] = None;
+            self.by_queue.remove(&q);
+            self.free.push(i);
+        }
+    }
 }
 
 /// Trackers of one kind, by slot and by name.
@@ -65,8 +132,8 @@ impl Trackers {
         }
         let t = Tracker {
             name: name.clone(),
-            levels: FastMap::default(),
             links: 1,
+            ..Tracker::default()
         };
         let i = match self.free.pop() {
             Some(i) => {
@@ -127,8 +194,11 @@ impl Trackers {
     }
 }
 
-/// The caps that apply to one application at the levels of its path.
-type AppCaps = SmallVec<[(QueueId, Cap); 2]>;
+/// The caps that apply to one application: (position on its path, cap).
+type AppCaps = SmallVec<[(usize, Cap); 2]>;
+
+/// Level slots of one tracker along a path, root first.
+type PathLevels = SmallVec<[u32; 6]>;
 
 /// One application's link to its trackers.
 #[derive(Debug, Clone)]
@@ -141,6 +211,8 @@ pub struct AppLink {
     pub group_name: Option<Arc<str>>,
     /// The queue path root first.
     pub path: SmallVec<[QueueId; 6]>,
+    user_levels: PathLevels,
+    group_levels: PathLevels,
     /// What the application has added to its trackers.
     pub usage: Resource,
     /// Whether it is counted as running at every level of its path.
@@ -211,15 +283,15 @@ impl Ugm {
     fn caps_for(&self, path: &[QueueId], user: &str, group: Option<&str>) -> (AppCaps, AppCaps) {
         let mut uc = AppCaps::new();
         let mut gc = AppCaps::new();
-        for q in path {
+        for (pos, q) in path.iter().enumerate() {
             let Some(level) = self.caps.levels.get(q) else {
                 continue;
             };
             if let Some((c, _)) = level.user(user) {
-                uc.push((*q, c.clone()));
+                uc.push((pos, c.clone()));
             }
             if let Some(c) = group.and_then(|g| level.group(g)) {
-                gc.push((*q, c.clone()));
+                gc.push((pos, c.clone()));
             }
         }
         (uc, gc)
@@ -242,6 +314,8 @@ impl Ugm {
         let (user_caps, group_caps) = self.caps_for(&path, &user_name, group.as_deref());
         let user = self.users.link(&user_name);
         let gix = group.as_ref().map(|g| self.groups.link(g));
+        let user_levels = hold(self.users.at_mut(user), &path);
+        let group_levels = gix.map_or_else(PathLevels::new, |g| hold(self.groups.at_mut(g), &path));
         self.apps.insert(
             app.seq,
             AppLink {
@@ -250,6 +324,8 @@ impl Ugm {
                 group: gix,
                 group_name: group,
                 path,
+                user_levels,
+                group_levels,
                 usage: Resource::new(),
                 running: false,
                 user_caps,
@@ -267,7 +343,6 @@ impl Ugm {
         let Some(link) = self.apps.get_mut(&app.seq) else {
             return;
         };
-        let now = app.allocated().add(&app.gang.placeholder_allocated);
         let terminal = matches!(
             app.state,
             AppState::Completed | AppState::Failed | AppState::Expired | AppState::Rejected
@@ -280,18 +355,45 @@ impl Ugm {
             } else {
                 !app.allocations.is_empty()
             };
-        if now == link.usage && running == link.running {
+        // Without placeholders (the usual case) nothing is built to compare.
+        let placeholders = &app.gang.placeholder_allocated;
+        let same = if placeholders.is_zero() {
+            *app.allocated() == link.usage
+        } else {
+            app.allocated().add(placeholders) == link.usage
+        };
+        if same && running == link.running {
             return;
         }
-        let delta = now.sub(&link.usage);
+        let delta = app.allocated().add(placeholders).sub(&link.usage);
         let runs = i64::from(running) - i64::from(link.running);
-        link.usage = now;
+        link.usage.add_assign(&delta);
         link.running = running;
-        let (user, group) = (link.user, link.group);
-        let path = link.path.clone();
-        apply(self.users.at_mut(user), &path, &delta, runs);
-        if let Some(g) = group {
-            apply(self.groups.at_mut(g), &path, &delta, runs);
+        apply(
+            self.users.at_mut(link.user),
+            &link.user_levels,
+            &delta,
+            runs,
+        );
+        if let Some(g) = link.group {
+            apply(self.groups.at_mut(g), &link.group_levels, &delta, runs);
+        }
+    }
+
+    /// A new allocation of `res` for an application (the pass's commit):
+    /// counted at once on every level of its path for the user and the
+    /// group, and the running slot taken at the first. Indexes only.
+    #[inline]
+    pub fn charge(&mut self, app: &Application, res: &Resource) {
+        let Some(link) = self.apps.get_mut(&app.seq) else {
+            return;
+        };
+        let runs = i64::from(!link.running);
+        link.running = true;
+        link.usage.add_assign(res);
+        apply(self.users.at_mut(link.user), &link.user_levels, res, runs);
+        if let Some(g) = link.group {
+            apply(self.groups.at_mut(g), &link.group_levels, res, runs);
         }
     }
 
@@ -303,10 +405,18 @@ impl Ugm {
         };
         let delta = Resource::new().sub(&link.usage);
         let runs = -i64::from(link.running);
-        apply(self.users.at_mut(link.user), &link.path, &delta, runs);
+        let user = self.users.at_mut(link.user);
+        apply(user, &link.user_levels, &delta, runs);
+        for &i in &link.user_levels {
+            user.release(i);
+        }
         self.users.unlink(link.user);
         if let Some(g) = link.group {
-            apply(self.groups.at_mut(g), &link.path, &delta, runs);
+            let group = self.groups.at_mut(g);
+            apply(group, &link.group_levels, &delta, runs);
+            for &i in &link.group_levels {
+                group.release(i);
+            }
             self.groups.unlink(g);
         }
         if !self.quota_failed.is_empty() {
@@ -321,20 +431,16 @@ impl Ugm {
         let Some(link) = self.apps.get(&seq) else {
             return Fit::Fits;
         };
-        let ok = |t: &Tracker, caps: &AppCaps| {
-            caps.iter().all(|(q, cap)| match &cap.max {
+        let ok = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
+            caps.iter().all(|(pos, cap)| match &cap.max {
                 None => true,
-                Some(max) => {
-                    let empty = Resource::new();
-                    let usage = t.levels.get(q).map_or(&empty, |l| &l.usage);
-                    level_fits(usage, max, ask)
-                }
+                Some(max) => level_fits(&t.at(levels[*pos]).usage, max, ask),
             })
         };
-        let user_ok = ok(self.users.at(link.user), &link.user_caps);
+        let user_ok = ok(self.users.at(link.user), &link.user_levels, &link.user_caps);
         let group_ok = link
             .group
-            .is_none_or(|g| ok(self.groups.at(g), &link.group_caps));
+            .is_none_or(|g| ok(self.groups.at(g), &link.group_levels, &link.group_caps));
         if user_ok && group_ok {
             Fit::Fits
         } else {
@@ -347,12 +453,10 @@ impl Ugm {
     pub fn headroom(&self, seq: u64) -> Option<Resource> {
         let link = self.apps.get(&seq)?;
         let mut out: Option<Resource> = None;
-        let mut fold = |t: &Tracker, caps: &AppCaps| {
-            for (q, cap) in caps {
+        let mut fold = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
+            for (pos, cap) in caps {
                 let Some(max) = &cap.max else { continue };
-                let empty = Resource::new();
-                let usage = t.levels.get(q).map_or(&empty, |l| &l.usage);
-                let room = max.sub(usage);
+                let room = max.sub(&t.at(levels[*pos]).usage);
                 let h = out.get_or_insert_with(Resource::new);
                 for (id, v) in room.iter() {
                     let v = match max.lookup(id) {
@@ -366,9 +470,9 @@ impl Ugm {
                 }
             }
         };
-        fold(self.users.at(link.user), &link.user_caps);
+        fold(self.users.at(link.user), &link.user_levels, &link.user_caps);
         if let Some(g) = link.group {
-            fold(self.groups.at(g), &link.group_caps);
+            fold(self.groups.at(g), &link.group_levels, &link.group_caps);
         }
         out
     }
@@ -384,16 +488,15 @@ impl Ugm {
         if link.running {
             return true;
         }
-        let ok = |t: &Tracker, caps: &AppCaps| {
-            caps.iter().all(|(q, cap)| {
-                cap.max_apps == 0
-                    || t.levels.get(q).map_or(0, |l| l.running).saturating_add(1) <= cap.max_apps
+        let ok = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
+            caps.iter().all(|(pos, cap)| {
+                cap.max_apps == 0 || t.at(levels[*pos]).running.saturating_add(1) <= cap.max_apps
             })
         };
-        ok(self.users.at(link.user), &link.user_caps)
+        ok(self.users.at(link.user), &link.user_levels, &link.user_caps)
             && link
                 .group
-                .is_none_or(|g| ok(self.groups.at(g), &link.group_caps))
+                .is_none_or(|g| ok(self.groups.at(g), &link.group_levels, &link.group_caps))
     }
 
     /// A reload (limits.md 5): the new caps replace the old; every link is
@@ -434,10 +537,11 @@ impl Ugm {
             if was_running {
                 if let Some(l) = self.apps.get(&app.seq) {
                     if !l.running && !app.pending.is_zero() {
-                        let (u, g, path) = (l.user, l.group, l.path.clone());
-                        apply(self.users.at_mut(u), &path, &Resource::new(), 1);
+                        let (u, g) = (l.user, l.group);
+                        let (ul, gl) = (l.user_levels.clone(), l.group_levels.clone());
+                        apply(self.users.at_mut(u), &ul, &Resource::new(), 1);
                         if let Some(g) = g {
-                            apply(self.groups.at_mut(g), &path, &Resource::new(), 1);
+                            apply(self.groups.at_mut(g), &gl, &Resource::new(), 1);
                         }
                         if let Some(l) = self.apps.get_mut(&app.seq) {
                             l.running = true;
@@ -459,9 +563,14 @@ impl Ugm {
     }
 }
 
-fn apply(t: &mut Tracker, path: &[QueueId], delta: &Resource, runs: i64) {
-    for q in path {
-        let level = t.levels.entry(*q).or_default();
+/// Holds the levels of `path` in `t` for a new link.
+fn hold(t: &mut Tracker, path: &[QueueId]) -> PathLevels {
+    path.iter().map(|q| t.acquire(*q)).collect()
+}
+
+fn apply(t: &mut Tracker, levels: &[u32], delta: &Resource, runs: i64) {
+    for &i in levels {
+        let level = t.at_mut(i);
         if !delta.is_zero() {
             level.usage.add_assign(delta);
         }
@@ -472,6 +581,3 @@ fn apply(t: &mut Tracker, path: &[QueueId], delta: &Resource, runs: i64) {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -88,7 +88,7 @@ fn level_tree(
     q: QueueId,
     cap: &dyn Fn(&super::LevelCaps) -> Option<super::Cap>,
 ) -> ResourceUsageSnap {
-    let level = t.levels.get(&q).cloned().unwrap_or_default();
+    let level = t.level(q).cloned().unwrap_or_default();
     let c = ugm.caps.levels.get(&q).and_then(cap).unwrap_or_default();
     let mut apps = running.get(&(ix, q)).cloned().unwrap_or_default();
     apps.sort();
@@ -105,7 +105,7 @@ fn level_tree(
         children: queue
             .children
             .values()
-            .filter(|c| t.levels.contains_key(c))
+            .filter(|c| t.level(**c).is_some())
             .map(|c| level_tree(tree, ugm, t, running, ix, *c, cap))
             .collect(),
     }
