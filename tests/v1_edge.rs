@@ -4,6 +4,8 @@
 //! releases by key, the `new` barrier before Predicates, v1 events, and
 //! RMs of both editions in one scheduler.
 
+mod restkit;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -559,7 +561,13 @@ fn a_placed_allocation_is_echoed_in_new() {
 
 #[test]
 fn new_reaches_the_rm_before_the_next_predicates_call() {
-    let rm = V1Rm::new(CONFIG, true);
+    // Bin packing would put every pod on the first node: only a current
+    // cache keeps them apart.
+    let packing = CONFIG.replace(
+        "  - name: default\n",
+        "  - name: default\n    nodesortpolicy: {type: binpacking}\n",
+    );
+    let rm = V1Rm::new(&packing, true);
     let nodes = ["n1", "n2", "n3", "n4"];
     rm.ready_nodes(&nodes);
     rm.app("app-1", "root.a");
@@ -721,4 +729,24 @@ impl sicore_c_rm::Rm for V0Recorder {
             .extend(m.new.into_iter().map(|a| a.allocation_key));
         Ok(())
     }
+}
+
+#[test]
+fn rest_config_updates_are_refused_for_a_v1_rm_and_change_nothing() {
+    let mut o = options();
+    o.rest_address = "127.0.0.1:0".into();
+    let sched = Handle(sicore_c_rm::new_scheduler(&o).unwrap());
+    let _rec = register_on(sched.0, "rm1", CONFIG, false);
+    let addr = restkit::rest_address(sched.0);
+    let base = restkit::config_checksum(&addr);
+    let text = format!(
+        "{}          - name: b\nchecksum: {base}\n",
+        CONFIG.trim_start()
+    );
+    let r = restkit::http(&addr, "PUT", "/ws/v1/config", &[], text.as_bytes());
+    assert_ne!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("SI v1.8"), "{}", r.body);
+    assert_eq!(restkit::config_checksum(&addr), base);
+    let dump = sicore_c_rm::dump(sched.0).unwrap();
+    assert!(!dump.to_string().contains("root.b"), "{dump}");
 }
