@@ -1055,3 +1055,32 @@ fn v1_applications_go_from_accepted_to_running_with_no_timer() {
     core.tick();
     assert!(seen(&mut core).states.is_empty(), "no start timer fired");
 }
+
+#[test]
+fn a_resize_at_the_waiting_ask_limit_is_no_new_waiting_ask() {
+    let (mut core, _) = core_of(Edition::V1, |o| o.max_asks_per_rm = 1);
+    node_answers(&mut core, vec![(node("n1", 1), 1000)]);
+    add_app(&mut core, "app", "root.a", None);
+    asks(&mut core, vec![ask("app", "k", 100)]);
+    pass(&mut core);
+    asks(&mut core, vec![ask("app", "big", 5000)]);
+    // One waiting ask: the limit. Resizing the allocated key is allowed,
+    // and so is replacing the waiting one; a new request is not.
+    let s = asks(
+        &mut core,
+        vec![
+            ask("app", "k", 200),
+            ask("app", "big", 4000),
+            ask("app", "new", 1),
+        ],
+    );
+    let keys: Vec<&str> = s
+        .rejected
+        .iter()
+        .map(|r| r.allocation_key.as_str())
+        .collect();
+    assert_eq!(keys, ["new"], "{s:?}");
+    let p = part(&core);
+    assert_eq!(check_sums(&p), 200);
+    assert_eq!(p.root.pending, m(4000));
+}

@@ -654,6 +654,38 @@ mod tests {
     }
 
     #[test]
+    fn foreign_allocations_sum_into_occupied_and_follow_their_node() {
+        let mut t = NodeTable::default();
+        let a = add(&mut t, "a", 0);
+        let b = add(&mut t, "b", 0);
+        let (f1, f2): (Arc<str>, Arc<str>) = ("f1".into(), "f2".into());
+        t.set_foreign(a, &f1, r(&[("memory", 3)])).unwrap();
+        t.set_foreign(a, &f2, r(&[("memory", 4)])).unwrap();
+        assert_eq!(t[a].occupied(), &r(&[("memory", 7)]));
+        assert_eq!(t[a].available(), &r(&[("memory", 3)]));
+        // Busier now: `b` goes first in the fair order.
+        assert_eq!(ordered_ids(&t), ["b", "a"]);
+        // Resize in place, then move to the other node.
+        t.set_foreign(a, &f1, r(&[("memory", 1)])).unwrap();
+        assert_eq!(t[a].occupied(), &r(&[("memory", 5)]));
+        t.set_foreign(b, &f1, r(&[("memory", 1)])).unwrap();
+        assert_eq!(t[a].occupied(), &r(&[("memory", 4)]));
+        assert_eq!(t[b].occupied(), &r(&[("memory", 1)]));
+        assert_eq!(t.foreign_node("f1"), Some(b));
+        // An overflowing sum changes nothing.
+        let big: Arc<str> = "big".into();
+        assert!(t.set_foreign(b, &big, r(&[("memory", i64::MAX)])).is_err());
+        assert_eq!(t[b].occupied(), &r(&[("memory", 1)]));
+        assert_eq!(t.foreign_node("big"), None);
+        assert_eq!(t.remove_foreign("f2").map(|(s, _)| s), Some(a));
+        assert!(t[a].occupied().is_zero());
+        assert!(t.remove_foreign("f2").is_none());
+        // A node's removal takes its foreign allocations from the index.
+        t.remove("b");
+        assert_eq!(t.foreign_node("f1"), None);
+    }
+
+    #[test]
     fn weights_change_the_score() {
         let cap = r(&[("memory", 100), ("vcore", 10)]);
         let avail = r(&[("memory", 0), ("vcore", 10)]);

@@ -5,6 +5,9 @@
 //! the completion checks, the completing timer releases leftover ones with
 //! `TIMEOUT`, and removing the last one moves a `Completing`, `Failing` or
 //! `Resuming` application on.
+//!
+//! SI v1.8 partitions have no `Starting`: the event that would enter it
+//! enters `Running`, and no start timer runs.
 
 use std::sync::Arc;
 

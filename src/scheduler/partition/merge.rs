@@ -138,6 +138,9 @@ impl Partition {
             if let Some(k) = app.asks.slot_of(&a.key) {
                 app.asks.at_mut(k).resource = new.clone();
             }
+            // After every change of an application's allocations (what
+            // other trackers of its usage hook into).
+            apps::sync_active(app, &mut self.queues);
         }
         log::debug!(
             "allocation {uuid} of {} on {} resized from {old} to {new}",

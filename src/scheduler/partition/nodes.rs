@@ -1,4 +1,6 @@
 //! Nodes: creation with recovery, updates, draining and removal (spec 11).
+//! Adopting an allocation the RM placed is shared by v0.12 recovery and
+//! SI v1.8 placed allocations (`merge.rs`).
 
 use std::sync::Arc;
 
