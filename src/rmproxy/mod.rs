@@ -121,6 +121,8 @@ impl RmProxy {
     pub(crate) fn finish_close(&self) {
         self.watchers.stop_all();
         self.registered.write().clear();
+        // The last references to v1 callback tables: their `release` runs now.
+        self.v1_registrations.lock().clear();
         self.registration_done.notify_all();
     }
 

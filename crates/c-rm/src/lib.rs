@@ -9,6 +9,8 @@
 //! error reason out) and gets a table with [`table`]; the library's
 //! `release` drops the `Arc` the table holds.
 
+pub mod v1;
+
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};

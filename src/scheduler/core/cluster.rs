@@ -322,7 +322,12 @@ impl Core {
                     )),
                     (Some(p), Ok(_)) => p.add_node(n, &mut out).map(|()| {
                         if create_drain {
+                            // One NODE record per CREATE_DRAIN, the ADD: the
+                            // event store keeps the latest record per node
+                            // between flushes, and the k8shim reads the ADD.
+                            let records = out.events.len();
                             p.drain_node(&n.node_id, &mut out);
+                            out.events.truncate(records);
                         }
                     }),
                 }

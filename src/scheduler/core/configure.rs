@@ -260,6 +260,10 @@ impl Core {
             Edition::V1 => V1_UPDATE_SOURCE,
         };
         let config = config::parse(&text).map_err(|e| Error::rejected(e.to_string()))?;
+        // SI v1.8: an unchanged checksum is a no-op (not even the label).
+        if rm.edition == Edition::V1 && config.checksum == rm.checksum {
+            return Ok(());
+        }
         self.apply_config(
             rm_id,
             LoadedConfig {

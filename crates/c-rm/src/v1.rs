@@ -1,0 +1,236 @@
+//! The SI v1.8 side of the shared RM: trampolines of a
+//! `sicore_v1_callbacks` table, registration through the v1 family and the
+//! messages of a v1 set-up. Same shape as the v0.12 side: implement
+//! [`RmV1`] and get a table with [`table`].
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use prost::Message;
+use sicore::ffi::*;
+use sicore::proto::si18::sicore::si18 as sicore18;
+use sicore::proto::si18::v1 as si18;
+
+/// What a v1 RM does with each callback, decoded.
+pub trait RmV1: Send + Sync + 'static {
+    /// New, released and rejected allocations.
+    fn update_allocation(&self, _m: si18::AllocationResponse) -> Result<(), String> {
+        Ok(())
+    }
+    /// Accepted, rejected and updated applications.
+    fn update_application(&self, _m: si18::ApplicationResponse) -> Result<(), String> {
+        Ok(())
+    }
+    /// Accepted and rejected nodes.
+    fn update_node(&self, _m: si18::NodeResponse) -> Result<(), String> {
+        Ok(())
+    }
+    /// May the allocation go on the node?
+    fn predicates(&self, _m: si18::PredicatesArgs) -> Result<(), String> {
+        Ok(())
+    }
+    /// A batch of event records.
+    fn send_event(&self, _m: sicore18::EventRecords) {}
+    /// A request's scheduling state.
+    fn update_container_scheduling_state(&self, _m: si18::UpdateContainerSchedulingStateRequest) {}
+    /// The preemption check (never called while the core does not preempt).
+    fn preemption_predicates(
+        &self,
+        _m: si18::PreemptionPredicatesArgs,
+    ) -> si18::PreemptionPredicatesResponse {
+        si18::PreemptionPredicatesResponse {
+            success: false,
+            index: -1,
+        }
+    }
+    /// The library is done with the table.
+    fn released(&self) {}
+}
+
+fn rm<'a, R: RmV1>(ud: *mut c_void) -> &'a R {
+    // SAFETY: user_data is the Arc<R> that `table` leaked; the library
+    // calls no callback after `release`, which reclaims it.
+    unsafe { &*(ud as *const R) }
+}
+
+fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
+    let bytes = if p.is_null() {
+        &[][..]
+    } else {
+        // SAFETY: the library passes a message valid for the call.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    };
+    M::decode(bytes).expect("the library sends valid messages")
+}
+
+fn answer(result: Result<(), String>, reply: *mut sicore_reply) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(reason) => {
+            sicore_reply_set(reply, reason.as_ptr(), reason.len());
+            1
+        }
+    }
+}
+
+macro_rules! status_trampoline {
+    ($name:ident, $method:ident, $msg:ty) => {
+        unsafe extern "C" fn $name<R: RmV1>(
+            ud: *mut c_void,
+            p: *const u8,
+            len: usize,
+            e: *mut sicore_reply,
+        ) -> i32 {
+            answer(rm::<R>(ud).$method(decode::<$msg>(p, len)), e)
+        }
+    };
+}
+
+status_trampoline!(on_allocation, update_allocation, si18::AllocationResponse);
+status_trampoline!(
+    on_application,
+    update_application,
+    si18::ApplicationResponse
+);
+status_trampoline!(on_node, update_node, si18::NodeResponse);
+status_trampoline!(on_predicates, predicates, si18::PredicatesArgs);
+
+unsafe extern "C" fn on_event<R: RmV1>(ud: *mut c_void, p: *const u8, len: usize) {
+    rm::<R>(ud).send_event(decode(p, len));
+}
+
+unsafe extern "C" fn on_container_state<R: RmV1>(ud: *mut c_void, p: *const u8, len: usize) {
+    rm::<R>(ud).update_container_scheduling_state(decode(p, len));
+}
+
+unsafe extern "C" fn on_preemption<R: RmV1>(
+    ud: *mut c_void,
+    p: *const u8,
+    len: usize,
+    reply: *mut sicore_reply,
+) {
+    let bytes = rm::<R>(ud)
+        .preemption_predicates(decode(p, len))
+        .encode_to_vec();
+    sicore_reply_set(reply, bytes.as_ptr(), bytes.len());
+}
+
+unsafe extern "C" fn on_release<R: RmV1>(ud: *mut c_void) {
+    // SAFETY: the Arc leaked by `table`; the library releases it once.
+    let r = unsafe { Arc::from_raw(ud as *const R) };
+    r.released();
+}
+
+/// A v1 table whose `user_data` holds a reference to `rm`; `predicates`
+/// only when `with_predicates`. The other optional callbacks are installed.
+pub fn table<R: RmV1>(rm: &Arc<R>, with_predicates: bool) -> sicore_v1_callbacks {
+    sicore_v1_callbacks {
+        user_data: Arc::into_raw(rm.clone()) as *mut c_void,
+        update_allocation: Some(on_allocation::<R>),
+        update_application: Some(on_application::<R>),
+        update_node: Some(on_node::<R>),
+        predicates: with_predicates.then_some(on_predicates::<R> as _),
+        preemption_predicates: Some(on_preemption::<R>),
+        send_event: Some(on_event::<R>),
+        update_container_scheduling_state: Some(on_container_state::<R>),
+        get_state_dump: None,
+        release: Some(on_release::<R>),
+        ..Default::default()
+    }
+}
+
+/// Registers through `sicore_v1_register_resource_manager`.
+pub fn register(
+    s: *mut sicore_scheduler,
+    req: &si18::RegisterResourceManagerRequest,
+    table: *const sicore_v1_callbacks,
+) -> (sicore_status, String) {
+    let bytes = req.encode_to_vec();
+    let mut resp = sicore_buffer::empty();
+    let mut err = sicore_buffer::empty();
+    let st = sicore_v1_register_resource_manager(
+        s,
+        bytes.as_ptr(),
+        bytes.len(),
+        table,
+        &mut resp,
+        &mut err,
+    );
+    sicore_buffer_free(resp);
+    (st, super::take_string(err))
+}
+
+/// `sicore_v1_update_configuration`.
+pub fn update_configuration(
+    s: *mut sicore_scheduler,
+    req: &si18::UpdateConfigurationRequest,
+) -> (sicore_status, String) {
+    super::call(s, sicore_v1_update_configuration, req)
+}
+
+/// A resource of `(name, quantity)` pairs.
+pub fn res(pairs: &[(&str, i64)]) -> Option<si18::Resource> {
+    Some(si18::Resource {
+        resources: pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), si18::Quantity { value: *v }))
+            .collect(),
+    })
+}
+
+/// A node the k8shim way: `CREATE_DRAIN`, with host and rack attributes.
+pub fn node(id: &str, memory: i64, vcore: i64) -> si18::NodeInfo {
+    si18::NodeInfo {
+        node_id: id.into(),
+        action: si18::node_info::ActionFromRm::CreateDrain as i32,
+        attributes: [
+            ("si.io/hostname".to_string(), id.to_string()),
+            ("si.io/rackname".to_string(), "/rack-1".to_string()),
+        ]
+        .into(),
+        schedulable_resource: res(&[("memory", memory), ("vcore", vcore)]),
+    }
+}
+
+/// A node action on an existing node.
+pub fn node_action(id: &str, action: si18::node_info::ActionFromRm) -> si18::NodeInfo {
+    si18::NodeInfo {
+        node_id: id.into(),
+        action: action as i32,
+        ..Default::default()
+    }
+}
+
+/// An application of `user` in `queue`.
+pub fn app(id: &str, queue: &str, user: &str) -> si18::AddApplicationRequest {
+    si18::AddApplicationRequest {
+        application_id: id.into(),
+        queue_name: queue.into(),
+        ugi: Some(si18::UserGroupInformation {
+            user: user.into(),
+            groups: vec![],
+        }),
+        ..Default::default()
+    }
+}
+
+/// A pending request (no node) of `memory` and `vcore`.
+pub fn ask(app: &str, key: &str, memory: i64, vcore: i64) -> si18::Allocation {
+    si18::Allocation {
+        allocation_key: key.into(),
+        application_id: app.into(),
+        resource_per_alloc: res(&[("memory", memory), ("vcore", vcore)]),
+        ..Default::default()
+    }
+}
+
+/// A release by key (empty key: the whole application).
+pub fn release(app: &str, key: &str) -> si18::AllocationRelease {
+    si18::AllocationRelease {
+        application_id: app.into(),
+        allocation_key: key.into(),
+        termination_type: si18::TerminationType::StoppedByRm as i32,
+        message: "released by the RM".into(),
+        ..Default::default()
+    }
+}
