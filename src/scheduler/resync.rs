@@ -82,7 +82,8 @@ impl<'a> ResyncBarrier<'a> {
     ) -> Option<Option<i32>> {
         self.deliver();
         catch_unwind(AssertUnwindSafe(|| {
-            self.rm.preemption_predicates(ask, node, victims, start_index)
+            self.rm
+                .preemption_predicates(ask, node, victims, start_index)
         }))
         .unwrap_or(Some(None))
     }

@@ -136,12 +136,14 @@ impl ResourceManagerCallback for V1Callback {
         victims: &[String],
         start_index: i32,
     ) -> Option<Option<i32>> {
-        let answer = self.rm.preemption_predicates(&si18::PreemptionPredicatesArgs {
-            allocation_key: ask.to_string(),
-            node_id: node.to_string(),
-            preempt_allocation_keys: victims.to_vec(),
-            start_index,
-        });
+        let answer = self
+            .rm
+            .preemption_predicates(&si18::PreemptionPredicatesArgs {
+                allocation_key: ask.to_string(),
+                node_id: node.to_string(),
+                preempt_allocation_keys: victims.to_vec(),
+                start_index,
+            });
         // An index outside the list is a refusal (spec 9.3: unfit).
         let usable = answer.success
             && answer.index >= start_index.max(0)

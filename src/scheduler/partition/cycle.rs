@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::preempt::Trigger;
 use super::*;
 use crate::scheduler::objects::queue::AppKey;
 use crate::scheduler::resync::ResyncBarrier;
-use super::preempt::Trigger;
 use crate::scheduler::ugm::Fit;
 
 /// Reserved nodes and the asks holding them.
@@ -428,7 +428,8 @@ impl Partition {
                         }
                     }
                 }
-            } else if let Some(plan) = self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now)
+            } else if let Some(plan) =
+                self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now)
             {
                 // T1 (preemption.md 2.2): the queue's headroom is the obstacle.
                 pass.ask_cursor.insert(app.seq, *okey);

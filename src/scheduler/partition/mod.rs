@@ -312,6 +312,6 @@ impl Partition {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod preempt_tests;
+#[cfg(test)]
+mod tests;

@@ -262,7 +262,10 @@ impl<'a> Snap<'a> {
             }
         }
         // Ancestry by tree links, not by path prefix (quirk Q6).
-        if own.is_some() && self.ask_guaranteed && q != self.ask_queue && self.tree.is_ancestor_or_self(q, self.ask_queue)
+        if own.is_some()
+            && self.ask_guaranteed
+            && q != self.ask_queue
+            && self.tree.is_ancestor_or_self(q, self.ask_queue)
         {
             return None;
         }
@@ -291,8 +294,8 @@ impl<'a> Snap<'a> {
     /// A(v) (spec 4.4): removes `res` from `leaf` when accepted.
     fn accept_victim(&mut self, leaf: QueueId, res: &Resource, ask: &Resource) -> bool {
         let before = self.remaining(leaf);
-        let accepted = before
-            .is_none_or(|b| ask.iter().any(|(t, _)| b.lookup(t).is_some_and(|v| v < 0)));
+        let accepted =
+            before.is_none_or(|b| ask.iter().any(|(t, _)| b.lookup(t).is_some_and(|v| v < 0)));
         if accepted {
             self.apply(leaf, res, false);
         }
@@ -425,7 +428,12 @@ impl Partition {
         }
         // Step 1 (spec 5): can preemption help the ask queue at all?
         let helps = match base.remaining(ask_q) {
-            Some(r0) if ask.resource.iter().all(|(t, v)| r0.lookup(t).is_none_or(|rv| v <= rv)) => {
+            Some(r0)
+                if ask
+                    .resource
+                    .iter()
+                    .all(|(t, v)| r0.lookup(t).is_none_or(|rv| v <= rv)) =>
+            {
                 true
             }
             _ => {
@@ -507,7 +515,10 @@ impl Partition {
             s.apply(v.leaf, &self.allocations.at(v.slot).resource, false);
         }
         let taken: FastSet<AllocSlot> = node_victims.iter().map(|v| v.slot).collect();
-        let mut others: Vec<&Victim> = victims.iter().filter(|v| !taken.contains(&v.slot)).collect();
+        let mut others: Vec<&Victim> = victims
+            .iter()
+            .filter(|v| !taken.contains(&v.slot))
+            .collect();
         others.sort_by(|a, b| b.born.cmp(&a.born));
         let mut extra = Vec::new();
         for v in others {
@@ -693,13 +704,14 @@ impl Partition {
                 continue;
             }
             // 6.3: leaves.
-            if q == app.queue || PreemptionPolicy::of(&queue.properties) == PreemptionPolicy::Disabled {
+            if q == app.queue
+                || PreemptionPolicy::of(&queue.properties) == PreemptionPolicy::Disabled
+            {
                 continue;
             }
             let mut s = Snap::new(self, app.queue);
             s.seed(&self.preempt, q);
-            if s
-                .remaining(q)
+            if s.remaining(q)
                 .is_some_and(|r| r.iter().all(|(_, v)| v >= 0))
             {
                 continue; // within guarantee
@@ -711,7 +723,8 @@ impl Partition {
                 for slot in victim_app.allocations.slots() {
                     let a = self.allocations.at(slot);
                     if !shares_type(&a.resource, &ask.resource)
-                        || a.tags.contains_key(crate::scheduler::objects::application::TAG_REQUIRED_NODE)
+                        || a.tags
+                            .contains_key(crate::scheduler::objects::application::TAG_REQUIRED_NODE)
                         || (a.placeholder && releasing.contains(&*a.uuid))
                         || self.preempt.is_victim(&a.uuid)
                         || !(fenced || i64::from(a.priority) <= value)
@@ -863,6 +876,9 @@ mod tests {
         assert!(!covers(&r(&[("vcore", 4)]), &r(&[("vcore", 5)])));
         assert!(!covers(&Resource::new(), &r(&[("vcore", 5)])));
         // Quirk Q5: one over-covered type is enough.
-        assert!(covers(&r(&[("vcore", 6), ("memory", 1)]), &r(&[("vcore", 5), ("memory", 5)])));
+        assert!(covers(
+            &r(&[("vcore", 6), ("memory", 1)]),
+            &r(&[("vcore", 5), ("memory", 5)])
+        ));
     }
 }

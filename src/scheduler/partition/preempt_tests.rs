@@ -58,7 +58,8 @@ fn preempted(seen: &crate::scheduler::testkit::Seen) -> Vec<String> {
 fn a_queue_below_its_guarantee_takes_the_newest_allocation_after_the_delay() {
     let mut h = full(&config(Some(true), "", "", ""));
     let newest = h.p.allocations.iter().max_by_key(|(_, a)| {
-        h.p.allocations.born(h.p.allocations.slot_of(&a.uuid).unwrap())
+        h.p.allocations
+            .born(h.p.allocations.slot_of(&a.uuid).unwrap())
     });
     let newest = newest.unwrap().0.to_string();
     // Before preemption.delay (30 s): nothing.
@@ -76,11 +77,18 @@ fn a_queue_below_its_guarantee_takes_the_newest_allocation_after_the_delay() {
         "preempting allocations to free up resources to run ask: b"
     );
     // One REQUEST event on the victim (spec 15).
-    let ev: Vec<_> = seen.events.iter().filter(|e| e.reason == "Preempted").collect();
+    let ev: Vec<_> = seen
+        .events
+        .iter()
+        .filter(|e| e.reason == "Preempted")
+        .collect();
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0].object_id, "a");
     assert_eq!(ev[0].group_id, "app-1");
-    assert_eq!(ev[0].message, "Preempted by b from application app-2 in root.b");
+    assert_eq!(
+        ev[0].message,
+        "Preempted by b from application app-2 in root.b"
+    );
     // The preemptor holds the node; the victim still counts until confirmed.
     let a = h.p.queues.lookup("root.a").unwrap();
     assert_eq!(h.p.preempt.preempting[&a], res(&[("memory", 250)]));
@@ -214,13 +222,12 @@ fn a_node_the_rm_refuses_loses_nothing_and_the_next_node_is_used() {
     h.app("app-1", "root.a");
     h.ask(ask("app-1", "a", 250, 4));
     assert_eq!(h.schedule().allocated.len(), 4);
-    let on_n2: Vec<String> = h
-        .p
-        .allocations
-        .iter()
-        .filter(|(_, a)| &*a.node == "n2")
-        .map(|(u, _)| u.to_string())
-        .collect();
+    let on_n2: Vec<String> =
+        h.p.allocations
+            .iter()
+            .filter(|(_, a)| &*a.node == "n2")
+            .map(|(u, _)| u.to_string())
+            .collect();
     h.app("app-2", "root.b");
     h.ask(ask("app-2", "b", 250, 1));
     let rm = Refusing {

@@ -1,0 +1,180 @@
+//! Guarantee preemption through the C ABI, as a v0.12 RM sees it
+//! (`shared/spec/policy/preemption.md`, `summary.md` 3.3): the victims'
+//! releases with `PREEMPTED_BY_SCHEDULER`, the stand-in
+//! `Predicates{allocate: false}` checks, the RM's confirmation and the
+//! preemptor's allocation; no allocation lost or counted twice.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::*;
+use sicore::ffi::*;
+use sicore::proto::si::v1 as si;
+
+/// Leaves `a` (guarantee 500) and `b` (guarantee 1000, delay 1 ms, so the
+/// test never waits the default 30 s); preemption as `switch`.
+fn config(switch: &str) -> String {
+    format!(
+        "partitions:
+  - name: default
+{switch}    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources: {{guaranteed: {{memory: 500}}}}
+            properties: {{application.sort.policy: fifo}}
+          - name: b
+            resources: {{guaranteed: {{memory: 1000}}}}
+            properties: {{application.sort.policy: fifo, preemption.delay: 1ms}}
+"
+    )
+}
+
+/// Two nodes of 1000 filled by four allocations of 500 of `app-1` in
+/// `root.a`; the RM then refuses `Predicates` on node-0.
+fn filled(switch: &str) -> Harness {
+    let behaviour = Behaviour {
+        with_predicates: true,
+        ..Default::default()
+    };
+    let h = Harness::with_behaviour(yaml_options(&config(switch)), behaviour);
+    let (st, msg) = h.register("rm", "queues");
+    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+    let nodes = vec![node("node-0", 1000, 10), node("node-1", 1000, 10)];
+    assert_eq!(h.nodes(nodes).0, sicore_status::SICORE_OK);
+    h.wait("nodes", |s| s.nodes_accepted.len() == 2);
+    h.submit(app("app-1", "root.a")).unwrap();
+    assert_eq!(
+        h.asks(vec![ask("app-1", "a", 500, 1, 4)]).0,
+        sicore_status::SICORE_OK
+    );
+    h.wait("app-1 fills the nodes", |s| s.allocations.len() == 4);
+    h.rec
+        .behaviour
+        .lock()
+        .unwrap()
+        .refuse_nodes
+        .insert("node-0".into());
+    h.submit(app("app-2", "root.b")).unwrap();
+    assert_eq!(
+        h.asks(vec![ask("app-2", "b", 500, 1, 1)]).0,
+        sicore_status::SICORE_OK
+    );
+    h
+}
+
+fn preempted(s: &Seen) -> Vec<si::AllocationRelease> {
+    s.released
+        .iter()
+        .filter(|r| r.termination_type == si::TerminationType::PreemptedByScheduler as i32)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_refused_node_keeps_its_allocations_and_the_preemptor_gets_the_next_node() {
+    let h = filled("    preemption: {enabled: true}\n");
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    let node_of: HashMap<String, String> = h.seen(|s| {
+        s.allocations
+            .iter()
+            .map(|a| (a.uuid.clone(), a.node_id.clone()))
+            .collect()
+    });
+    let victims = h.seen(preempted);
+    assert_eq!(victims.len(), 1, "{victims:?}");
+    let v = &victims[0];
+    assert_eq!(v.application_id, "app-1");
+    assert_eq!(v.partition_name, "default");
+    assert_eq!(
+        node_of[&v.uuid], "node-1",
+        "nothing goes on the refused node"
+    );
+    assert_eq!(
+        v.message,
+        "preempting allocations to free up resources to run ask: b"
+    );
+    h.seen(|s| {
+        // The stand-in check asked about node-0 (refused) and node-1.
+        let checks: Vec<&str> = s
+            .predicate_calls
+            .iter()
+            .filter(|p| p.allocation_key == "b" && !p.allocate)
+            .map(|p| p.node_id.as_str())
+            .collect();
+        assert!(
+            checks.contains(&"node-0") && checks.contains(&"node-1"),
+            "{checks:?}"
+        );
+        // Nothing allocated yet: the victim still holds its resources.
+        assert_eq!(s.allocations.len(), 4);
+    });
+    // The victim is still counted in its queue until the RM confirms.
+    let d = h.dump();
+    assert_eq!(
+        find_queue(&d, "default", "root.a").unwrap()["allocated"]["memory"],
+        2000
+    );
+    // The RM confirms; the preemptor gets the freed node.
+    let confirm = si::AllocationRelease {
+        partition_name: "default".into(),
+        application_id: "app-1".into(),
+        uuid: v.uuid.clone(),
+        termination_type: si::TerminationType::PreemptedByScheduler as i32,
+        ..Default::default()
+    };
+    assert_eq!(
+        h.releases(vec![confirm], vec![]).0,
+        sicore_status::SICORE_OK
+    );
+    h.wait("the preemptor's allocation", |s| s.allocations.len() == 5);
+    h.settle();
+    h.seen(|s| {
+        let b = s
+            .allocations
+            .iter()
+            .find(|a| a.allocation_key == "b")
+            .unwrap();
+        assert_eq!(b.node_id, "node-1");
+        assert_eq!(b.application_id, "app-2");
+        // Exactly one preemption: a second would release another victim.
+        assert_eq!(preempted(s).len(), 1);
+    });
+    // No allocation lost or counted twice.
+    let d = h.dump();
+    assert_eq!(
+        find_queue(&d, "default", "root.a").unwrap()["allocated"]["memory"],
+        1500
+    );
+    assert_eq!(
+        find_queue(&d, "default", "root.b").unwrap()["allocated"]["memory"],
+        500
+    );
+    assert_eq!(
+        find_queue(&d, "default", "root").unwrap()["allocated"]["memory"],
+        2000
+    );
+    // A REQUEST event on the victim (spec 15).
+    h.wait("the victim's event", |s| {
+        s.events.iter().any(|e| {
+            e.object_id == "a"
+                && e.group_id == "app-1"
+                && e.message == "Preempted by b from application app-2 in root.b"
+        })
+    });
+}
+
+#[test]
+fn without_the_switch_a_v012_partition_never_preempts() {
+    let h = filled("");
+    // Passes run while app-2 waits; give several of them time.
+    h.settle();
+    h.settle();
+    h.seen(|s| {
+        assert!(preempted(s).is_empty(), "{:?}", s.released);
+        assert_eq!(s.allocations.len(), 4);
+    });
+}
