@@ -99,6 +99,9 @@ impl Partition {
                                     // would note the same asks again); without nodes every pass does,
                                     // since passes run there only when the RM sent something.
         let note = track_tried && (self.tried.armed || self.nodes.is_empty());
+        if !self.preempt.victims.is_empty() {
+            self.preemption_sweep();
+        }
         let mut pass = PassState {
             track_tried: note,
             preempt_on: self.preemption_on(),

@@ -128,8 +128,9 @@ pub struct PreemptionBook {
     pub configured: Option<bool>,
     /// Requests that preempted or were checked, by (application, key).
     pub asks: FastMap<(Arc<str>, Arc<str>), AskMark>,
-    /// Victims released and not yet confirmed: UUID -> leaf queue.
-    pub victims: FastMap<Arc<str>, QueueId>,
+    /// Victims released and not yet confirmed: UUID -> leaf queue and
+    /// the resources counted in `preempting`.
+    pub victims: FastMap<Arc<str>, (QueueId, Resource)>,
     /// Resources of the victims in flight, per queue (leaf and ancestors).
     pub preempting: FastMap<QueueId, Resource>,
     /// Counters.
@@ -144,14 +145,14 @@ impl PreemptionBook {
 
     /// A victim left (the RM confirmed, or it went another way): its
     /// resources stop counting as preempting.
-    fn forget_victim(&mut self, tree: &QueueTree, uuid: &str, res: &Resource) {
-        let Some(q) = self.victims.remove(uuid) else {
+    fn forget_victim(&mut self, tree: &QueueTree, uuid: &str) {
+        let Some((q, res)) = self.victims.remove(uuid) else {
             return;
         };
         let mut at = Some(q);
         while let Some(id) = at {
             if let Some(p) = self.preempting.get_mut(&id) {
-                p.sub_clamped_assign(res);
+                p.sub_clamped_assign(&res);
                 if p.is_zero() {
                     self.preempting.remove(&id);
                 }
@@ -473,7 +474,7 @@ impl Partition {
             let mut list = by_node.remove(&slot).unwrap_or_default();
             // Newest first (every allocation counts as opted in and not an
             // originator: see docs/preemption.md).
-            list.sort_by(|a, b| b.born.cmp(&a.born));
+            list.sort_by_key(|v| std::cmp::Reverse(v.born));
             if let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) {
                 if index < 0 && trigger == Trigger::NodeBound {
                     continue; // already tried by the ordinary walk
@@ -519,7 +520,7 @@ impl Partition {
             .iter()
             .filter(|v| !taken.contains(&v.slot))
             .collect();
-        others.sort_by(|a, b| b.born.cmp(&a.born));
+        others.sort_by_key(|v| std::cmp::Reverse(v.born));
         let mut extra = Vec::new();
         for v in others {
             let res = &self.allocations.at(v.slot).resource;
@@ -765,7 +766,9 @@ impl Partition {
         let mut released = Vec::with_capacity(plan.victims.len());
         for slot in &plan.victims {
             let a = self.allocations.at(*slot).clone();
-            self.preempt.victims.insert(a.uuid.clone(), a.queue);
+            self.preempt
+                .victims
+                .insert(a.uuid.clone(), (a.queue, a.resource.clone()));
             let mut at = Some(a.queue);
             while let Some(id) = at {
                 self.preempt
@@ -827,9 +830,26 @@ impl Partition {
     }
 
     /// A victim's allocation is gone: it stops counting as preempting.
-    pub(crate) fn preemption_released(&mut self, uuid: &str, res: &Resource) {
+    pub(crate) fn preemption_released(&mut self, uuid: &str) {
         if self.preempt.is_victim(uuid) {
-            self.preempt.forget_victim(&self.queues, uuid, res);
+            self.preempt.forget_victim(&self.queues, uuid);
+        }
+    }
+
+    /// Forgets victims whose allocation left by a path that bypasses
+    /// [`Self::preemption_released`] (a gang swap of a placeholder victim):
+    /// their resources stop counting as preempting. Only runs while
+    /// victims are in flight.
+    pub(crate) fn preemption_sweep(&mut self) {
+        let gone: Vec<Arc<str>> = self
+            .preempt
+            .victims
+            .keys()
+            .filter(|u| !self.allocations.contains_key(u))
+            .cloned()
+            .collect();
+        for u in gone {
+            self.preempt.forget_victim(&self.queues, &u);
         }
     }
 

@@ -69,7 +69,7 @@ fn a_queue_below_its_guarantee_takes_the_newest_allocation_after_the_delay() {
     h.advance(Duration::from_secs(2));
     let seen = h.schedule();
     assert!(seen.allocated.is_empty());
-    assert_eq!(preempted(&seen), [newest.clone()]);
+    assert_eq!(preempted(&seen), std::slice::from_ref(&newest));
     let r = &seen.released[0];
     assert_eq!(r.application_id, "app-1");
     assert_eq!(

@@ -24,7 +24,7 @@ impl Partition {
             self.nodes.release(s, &a.resource);
         }
         self.queues.sub_allocated(a.queue, &a.resource);
-        self.preemption_released(&a.uuid, &a.resource);
+        self.preemption_released(&a.uuid);
         if let Some(s) = app_slot {
             let app = self.apps.at_mut(s);
             if !a.placeholder {
