@@ -331,3 +331,82 @@ fn a_queue_without_room_in_its_max_preempts_a_sibling() {
     h.release("app-1", &uuid, TerminationType::PreemptedByScheduler);
     assert_eq!(h.schedule().placed(), [("y".to_string(), "n1".to_string())]);
 }
+
+#[test]
+fn a_victim_of_higher_priority_than_the_preemptor_is_never_taken() {
+    // PE10: a's first two allocations have priority 1000, the last two 0;
+    // b (priority 0) takes one of the priority-0 ones only.
+    let mut h = Harness::new(&config(Some(true), "", "", ""));
+    h.node("n1", 1000);
+    h.app("app-1", "root.a");
+    let mut high = ask("app-1", "high", 250, 2);
+    high.priority = 1000;
+    h.ask(high);
+    h.ask(ask("app-1", "low", 250, 2));
+    assert_eq!(h.schedule().allocated.len(), 4);
+    h.app("app-2", "root.b");
+    h.ask(ask("app-2", "b", 250, 1));
+    h.advance(Duration::from_secs(31));
+    let seen = h.schedule();
+    assert_eq!(preempted(&seen).len(), 1);
+    assert_eq!(
+        seen.events
+            .iter()
+            .find(|e| e.reason == "Preempted")
+            .unwrap()
+            .object_id,
+        "low"
+    );
+
+    // Only priority-1000 allocations: nothing to take.
+    let mut h = Harness::new(&config(Some(true), "", "", ""));
+    h.node("n1", 1000);
+    h.app("app-1", "root.a");
+    let mut high = ask("app-1", "high", 250, 4);
+    high.priority = 1000;
+    h.ask(high);
+    h.schedule();
+    h.app("app-2", "root.b");
+    h.ask(ask("app-2", "b", 250, 1));
+    h.advance(Duration::from_secs(31));
+    assert!(preempted(&h.schedule()).is_empty());
+}
+
+#[test]
+fn a_full_parent_on_the_preemptor_path_is_the_fence_root() {
+    // PE12: p1 (max 500) holds x (protected by `disabled`) and the
+    // preemptor's leaf y; p1 is exactly at its max, so victims are looked
+    // for only below p1: none. Leaf q outside p1 is above its guarantee
+    // but out of reach (taking from it would not make room in p1).
+    let yaml = "partitions:
+  - name: default
+    preemption: {enabled: true}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: p1
+            resources: {max: {memory: 500}}
+            queues:
+              - name: y
+                resources: {guaranteed: {memory: 250}}
+                properties: {application.sort.policy: fifo}
+              - name: x
+                resources: {guaranteed: {memory: 250}}
+                properties: {application.sort.policy: fifo, preemption.policy: disabled}
+          - name: q
+            resources: {guaranteed: {memory: 100}}
+            properties: {application.sort.policy: fifo}
+";
+    let mut h = Harness::new(yaml);
+    h.node("n1", 1000);
+    h.app("app-x", "root.p1.x");
+    h.ask(ask("app-x", "x", 250, 2));
+    h.app("app-q", "root.q");
+    h.ask(ask("app-q", "q", 250, 2));
+    assert_eq!(h.schedule().allocated.len(), 4);
+    h.app("app-y", "root.p1.y");
+    h.ask(ask("app-y", "y", 250, 1));
+    h.advance(Duration::from_secs(31));
+    assert!(preempted(&h.schedule()).is_empty());
+}
