@@ -178,3 +178,120 @@ fn without_the_switch_a_v012_partition_never_preempts() {
         assert_eq!(s.allocations.len(), 4);
     });
 }
+
+/// The books across victim release, confirmation and the preemptors'
+/// allocations: three preemptors of two queues in one pass take three
+/// distinct victims on three distinct nodes, each is allocated on the node
+/// its victim left, and every queue's allocated equals what the RM holds.
+#[test]
+fn three_preemptors_in_one_pass_balance_the_books() {
+    let yaml = "partitions:
+  - name: default
+    preemption: {enabled: true}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            resources: {guaranteed: {memory: 1000}}
+            properties: {application.sort.policy: fifo}
+          - name: b
+            resources: {guaranteed: {memory: 1000}}
+            properties: {application.sort.policy: fifo, preemption.delay: 1ms}
+          - name: c
+            resources: {guaranteed: {memory: 1000}}
+            properties: {application.sort.policy: fifo, preemption.delay: 1ms}
+";
+    let behaviour = Behaviour {
+        with_predicates: true,
+        ..Default::default()
+    };
+    let h = Harness::with_behaviour(yaml_options(yaml), behaviour);
+    assert_eq!(h.register("rm", "queues").0, sicore_status::SICORE_OK);
+    let nodes = (0..3)
+        .map(|i| node(&format!("node-{i}"), 1000, 10))
+        .collect();
+    assert_eq!(h.nodes(nodes).0, sicore_status::SICORE_OK);
+    h.wait("nodes", |s| s.nodes_accepted.len() == 3);
+    h.submit(app("app-1", "root.a")).unwrap();
+    assert_eq!(
+        h.asks(vec![ask("app-1", "a", 250, 1, 12)]).0,
+        sicore_status::SICORE_OK
+    );
+    h.wait("app-1 fills the nodes", |s| s.allocations.len() == 12);
+    h.submit(app("app-2", "root.b")).unwrap();
+    h.submit(app("app-3", "root.c")).unwrap();
+    let asks = vec![
+        ask("app-2", "b1", 250, 1, 1),
+        ask("app-2", "b2", 250, 1, 1),
+        ask("app-3", "c1", 250, 1, 1),
+    ];
+    assert_eq!(h.asks(asks).0, sicore_status::SICORE_OK);
+    h.wait("three victims", |s| preempted(s).len() >= 3);
+    h.settle();
+    let victims = h.seen(preempted);
+    assert_eq!(victims.len(), 3, "{victims:?}");
+    let node_of: HashMap<String, String> = h.seen(|s| {
+        s.allocations
+            .iter()
+            .map(|a| (a.uuid.clone(), a.node_id.clone()))
+            .collect()
+    });
+    let mut victim_nodes: Vec<&str> = victims.iter().map(|v| node_of[&v.uuid].as_str()).collect();
+    victim_nodes.sort();
+    assert_eq!(victim_nodes, ["node-0", "node-1", "node-2"]);
+    let confirms = victims
+        .iter()
+        .map(|v| si::AllocationRelease {
+            partition_name: "default".into(),
+            application_id: v.application_id.clone(),
+            uuid: v.uuid.clone(),
+            termination_type: si::TerminationType::PreemptedByScheduler as i32,
+            ..Default::default()
+        })
+        .collect();
+    assert_eq!(h.releases(confirms, vec![]).0, sicore_status::SICORE_OK);
+    h.wait("the preemptors' allocations", |s| s.allocations.len() == 15);
+    h.settle();
+    let (live, per_app) = h.seen(|s| {
+        assert_eq!(preempted(s).len(), 3, "no further victim");
+        let gone: std::collections::HashSet<&str> =
+            s.released.iter().map(|r| r.uuid.as_str()).collect();
+        let mut per_app: HashMap<String, i64> = HashMap::new();
+        let mut live = 0;
+        for a in &s.allocations {
+            if !gone.contains(a.uuid.as_str()) {
+                live += 1;
+                *per_app.entry(a.application_id.clone()).or_default() += 250;
+            }
+        }
+        // Each preemptor landed where its victim left.
+        let mut pre_nodes: Vec<&str> = s
+            .allocations
+            .iter()
+            .filter(|a| a.application_id != "app-1")
+            .map(|a| a.node_id.as_str())
+            .collect();
+        pre_nodes.sort();
+        assert_eq!(pre_nodes, ["node-0", "node-1", "node-2"]);
+        (live, per_app)
+    });
+    assert_eq!(live, 12);
+    let d = h.dump();
+    for (q, app) in [
+        ("root.a", "app-1"),
+        ("root.b", "app-2"),
+        ("root.c", "app-3"),
+    ] {
+        assert_eq!(
+            find_queue(&d, "default", q).unwrap()["allocated"]["memory"],
+            per_app[app],
+            "{q}"
+        );
+    }
+    assert_eq!(per_app["app-1"], 2250);
+    assert_eq!(
+        find_queue(&d, "default", "root").unwrap()["allocated"]["memory"],
+        3000
+    );
+}

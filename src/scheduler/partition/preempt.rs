@@ -856,9 +856,7 @@ impl Partition {
     /// Forgets the marks of a request that left.
     pub(crate) fn preemption_ask_gone(&mut self, app: &str, key: &str) {
         if !self.preempt.asks.is_empty() {
-            self.preempt
-                .asks
-                .retain(|(a, k), _| !(&**a == app && &**k == key));
+            self.preempt.asks.remove(&(Arc::from(app), Arc::from(key)));
         }
     }
 }
