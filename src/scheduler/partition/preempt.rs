@@ -612,6 +612,9 @@ impl Partition {
         if ask.resource.fits_in(available) {
             return Some((-1, Vec::new()));
         }
+        if list.is_empty() {
+            return None; // no copy of the snapshot for a node without victims
+        }
         let mut s = base.clone();
         let mut n = available.clone();
         let (mut head, mut tail) = (Vec::new(), Vec::new());

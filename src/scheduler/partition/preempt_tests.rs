@@ -410,3 +410,30 @@ fn a_full_parent_on_the_preemptor_path_is_the_fence_root() {
     h.advance(Duration::from_secs(31));
     assert!(preempted(&h.schedule()).is_empty());
 }
+
+#[test]
+fn a_victim_stopped_by_the_rm_or_a_preemptor_removed_leaves_the_books_clean() {
+    // The RM stops the victim itself (STOPPED_BY_RM) before confirming:
+    // it stops counting as preempting, and the preemptor is allocated.
+    let mut h = full(&config(Some(true), "", "", ""));
+    h.advance(Duration::from_secs(31));
+    let v = preempted(&h.schedule())[0].clone();
+    let seen = h.release("app-1", &v, TerminationType::StoppedByRm);
+    assert_eq!(seen.released.len(), 1, "echoed as any RM release");
+    assert!(h.p.preempt.victims.is_empty() && h.p.preempt.preempting.is_empty());
+    assert_eq!(h.schedule().placed(), [("b".to_string(), "n1".to_string())]);
+
+    // The preemptor's application leaves while its victim is in flight:
+    // its reservation goes, the release stands, the confirmation clears it.
+    let mut h = full(&config(Some(true), "", "", ""));
+    h.advance(Duration::from_secs(31));
+    let v = preempted(&h.schedule())[0].clone();
+    let mut out = crate::scheduler::outcome::Outcomes::default();
+    h.p.remove_application("app-2", &mut out);
+    assert!(h.p.reservations.is_empty());
+    assert_eq!(h.p.preempt.victims.len(), 1);
+    h.release("app-1", &v, TerminationType::PreemptedByScheduler);
+    assert!(h.p.preempt.victims.is_empty() && h.p.preempt.preempting.is_empty());
+    let a = h.p.queues.lookup("root.a").unwrap();
+    assert_eq!(h.p.queues.get(a).allocated, res(&[("memory", 750)]));
+}
