@@ -193,15 +193,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         // Once an hour: see `Flags::outstanding_check`.
         opts.outstanding_check_interval_ms = 3_600_000;
     }
-    let config = if PREEMPTION.load(std::sync::atomic::Ordering::Relaxed) {
-        CONFIG.replace(
-            "  - name: default\n",
-            "  - name: default\n    preemption: {enabled: true}\n",
-        )
-    } else {
-        CONFIG.to_string()
-    };
-    opts.policy_configs.insert("bench".into(), config);
+    opts.policy_configs.insert("bench".into(), CONFIG.into());
     opts.disable_events = true;
     opts.log_level = "warn".into();
     let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
@@ -296,16 +288,8 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     (asks as f64 / secs, secs)
 }
 
-/// `--preemption`: the partition turns guarantee preemption on (nothing
-/// is preempted: the cost of the checks alone).
-static PREEMPTION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
 fn main() {
     let all: Vec<String> = std::env::args().skip(1).collect();
-    PREEMPTION.store(
-        all.iter().any(|a| a == "--preemption"),
-        std::sync::atomic::Ordering::Relaxed,
-    );
     // `--predicates` registers a Predicates callback (the path a Kubernetes
     // RM takes).
     let predicates = all.iter().any(|a| a == "--predicates");
@@ -326,7 +310,7 @@ fn main() {
             continue;
         }
         match a.as_str() {
-            "--bench" | "--predicates" | "--no-outstanding-check" | "--preemption" => {}
+            "--bench" | "--predicates" | "--no-outstanding-check" => {}
             "--shape" => skip = true,
             _ => args.push(a),
         }

@@ -9,7 +9,6 @@
 #
 #   bash scripts/callgrind.sh                       # 500, 5,000 and 50,000 nodes
 #   bash scripts/callgrind.sh --predicates          # with a Predicates callback
-#   bash scripts/callgrind.sh --preemption          # with preemption.enabled (nothing to preempt)
 #   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
 #   bash scripts/callgrind.sh --shape apps          # one ask per application (maxAllocations)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
@@ -56,7 +55,6 @@ bench_args=(--no-outstanding-check)
 while [ $# -gt 0 ]; do
   case "$1" in
     --predicates) bench_args+=(--predicates) ;;
-    --preemption) bench_args+=(--preemption) ;;
     --sizes) sizes="$2"; shift ;;
     --shape) shape="$2"; shift ;;
     --python) python=1 ;;
