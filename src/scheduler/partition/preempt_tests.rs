@@ -437,3 +437,54 @@ fn a_victim_stopped_by_the_rm_or_a_preemptor_removed_leaves_the_books_clean() {
     let a = h.p.queues.lookup("root.a").unwrap();
     assert_eq!(h.p.queues.get(a).allocated, res(&[("memory", 750)]));
 }
+
+/// Records, in order, what the barrier delivers and what is asked.
+#[derive(Default)]
+struct Ordered {
+    log: Mutex<Vec<String>>,
+}
+
+impl ResourceManagerCallback for Ordered {
+    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        self.log.lock().unwrap().push(format!(
+            "predicates {} {} {}",
+            args.allocation_key, args.node_id, args.allocate
+        ));
+        Ok(())
+    }
+
+    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        for a in &args.assumed_allocations {
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("assume {}", a.allocation_key));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn the_rm_hears_of_the_pass_s_allocations_before_the_preemption_check() {
+    let mut h = full(&config(Some(true), "", "", ""));
+    h.node("n2", 250);
+    // b waited past the delay; b1 (higher priority) arrives now and fits n2.
+    h.advance(Duration::from_secs(31));
+    let mut b1 = ask("app-2", "b1", 250, 1);
+    b1.priority = 10;
+    h.ask(b1);
+    let rm = Ordered::default();
+    let seen = h.schedule_with(&rm);
+    assert_eq!(seen.placed(), [("b1".to_string(), "n2".to_string())]);
+    assert_eq!(preempted(&seen).len(), 1);
+    let log = rm.log.lock().unwrap();
+    let assumed = log
+        .iter()
+        .position(|l| l == "assume b1")
+        .expect("b1 assumed");
+    let check = log
+        .iter()
+        .position(|l| l == "predicates b n1 false")
+        .expect("the stand-in check");
+    assert!(assumed < check, "{log:?}");
+}
