@@ -180,8 +180,8 @@ typedef struct sicore_v1_callbacks {
   // SI v1.8 `PredicatesArgs`: return 0 when the allocation may run on the node.
   sicore_status_callback predicates;
   // SI v1.8 `PreemptionPredicatesArgs`; answer with an encoded
-  // `PreemptionPredicatesResponse`. The core does not preempt yet, so it
-  // never calls this.
+  // `PreemptionPredicatesResponse`. Called for guarantee preemption, after
+  // the RM has heard of every earlier decision.
   sicore_answer_callback preemption_predicates;
   // `sicore.si18.EventRecords` (field 1 = repeated SI v1.8 `EventRecord`): one batch per flush.
   sicore_notify_callback send_event;

@@ -116,9 +116,10 @@ pub struct PartitionConfig {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreemptionConfig {
-    /// Whether preemption is enabled.
-    #[serde(default)]
-    pub enabled: bool,
+    /// Whether guarantee preemption is enabled; `None` when the key is
+    /// absent (off in the v0.12 edition, on in the v1.8 edition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
 }
 
 /// Node sort policy settings.

@@ -311,6 +311,7 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
         tags: shared_tags(&tags),
         task_group: shared_str(task_group),
         placeholder,
+        preempt_other: true,
     })
 }
 

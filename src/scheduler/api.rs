@@ -68,6 +68,23 @@ pub trait ResourceManagerCallback: Send + Sync {
         Ok(())
     }
 
+    /// Guarantee preemption's node check (SI v1.8 `PreemptionPredicates`):
+    /// may `ask` run on `node` once the victims `victims[..start_index]`
+    /// are gone and, from `start_index` on, how many more? `Some(Some(i))`:
+    /// it fits once `victims[..=i]` are gone; `Some(None)`: it does not.
+    /// `None` (the default, and every SI v0.12 RM): no such callback; the
+    /// core asks [`Self::predicates`] with `allocate: false` instead.
+    /// Called after the same ReSync barrier as [`Self::predicates`].
+    fn preemption_predicates(
+        &self,
+        _ask: &str,
+        _node: &str,
+        _victims: &[String],
+        _start_index: i32,
+    ) -> Option<Option<i32>> {
+        None
+    }
+
     /// Whether [`Self::predicates`] is implemented. When false the core
     /// never calls it and every node passes.
     fn has_predicates(&self) -> bool {

@@ -75,6 +75,10 @@ pub struct AskRequest {
     pub task_group: Arc<str>,
     /// Gang placeholder.
     pub placeholder: bool,
+    /// May trigger guarantee preemption: SI v1.8
+    /// `preemptionPolicy.allowPreemptOther` (absent = false); SI v0.12
+    /// has no such field and every ask may (policy/summary.md 3.3).
+    pub preempt_other: bool,
 }
 
 impl AskRequest {
@@ -92,6 +96,7 @@ impl AskRequest {
             tags: shared_tags(&a.tags),
             task_group: shared_str(&a.task_group_name),
             placeholder: a.placeholder,
+            preempt_other: true,
         }
     }
 }

@@ -69,6 +69,25 @@ impl<'a> ResyncBarrier<'a> {
         self.rm.predicates(args)
     }
 
+    /// The RM's `PreemptionPredicates` answer (see
+    /// [`ResourceManagerCallback::preemption_predicates`]), asked only after
+    /// everything decided so far has reached the RM. A panicking callback
+    /// counts as a refusal.
+    pub fn preemption_predicates(
+        &self,
+        ask: &str,
+        node: &str,
+        victims: &[String],
+        start_index: i32,
+    ) -> Option<Option<i32>> {
+        self.deliver();
+        catch_unwind(AssertUnwindSafe(|| {
+            self.rm
+                .preemption_predicates(ask, node, victims, start_index)
+        }))
+        .unwrap_or(Some(None))
+    }
+
     /// Sends the pending allocations in one `ReSyncSchedulerCache` call on
     /// this (the core) thread. A failing or panicking callback is logged and
     /// the pass goes on: the decisions stand, and the `UpdateAllocation`

@@ -44,6 +44,7 @@ pub fn ask(app: &str, key: &str, memory: i64, repeat: i32) -> AskRequest {
         required_node: None,
         task_group: Arc::from(""),
         placeholder: false,
+        preempt_other: true,
     }
 }
 
@@ -59,6 +60,7 @@ pub fn group_ask(
     AskRequest {
         task_group: Arc::from(group),
         placeholder,
+        preempt_other: true,
         ..ask(app, key, memory, repeat)
     }
 }
@@ -226,6 +228,14 @@ impl Harness {
     pub fn schedule(&mut self) -> Seen {
         self.step(|p, out| {
             p.schedule(None, BUDGET, out);
+        })
+    }
+
+    /// Runs one scheduling pass with `cb` as the RM's callbacks (its
+    /// `Predicates` go through the pass's ReSync barrier).
+    pub fn schedule_with(&mut self, cb: &dyn crate::api::ResourceManagerCallback) -> Seen {
+        self.step(|p, out| {
+            p.schedule(Some(cb), BUDGET, out);
         })
     }
 

@@ -64,7 +64,7 @@ fn default_config_parses() {
         p.node_sort_policy.resource_weights,
         default_resource_weights()
     );
-    assert!(!p.preemption.enabled);
+    assert_eq!(p.preemption.enabled, None);
     assert_eq!(c.checksum, checksum(DEFAULT_CONFIG));
 }
 
@@ -125,7 +125,7 @@ partitions:
 "#;
     let c = ok(text);
     let p = &c.partitions[0];
-    assert!(p.preemption.enabled);
+    assert_eq!(p.preemption.enabled, Some(true));
     assert_eq!(p.node_sort_policy.policy_type, "binpacking");
     assert_eq!(p.node_sort_policy.resource_weights["vcore"], 2.0);
     assert_eq!(p.node_sort_policy.resource_weights["memory"], 1.0);

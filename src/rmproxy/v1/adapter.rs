@@ -129,6 +129,28 @@ fn same_wire<A: Message, B: Message + Default>(m: &A) -> Result<B, String> {
 }
 
 impl ResourceManagerCallback for V1Callback {
+    fn preemption_predicates(
+        &self,
+        ask: &str,
+        node: &str,
+        victims: &[String],
+        start_index: i32,
+    ) -> Option<Option<i32>> {
+        let answer = self
+            .rm
+            .preemption_predicates(&si18::PreemptionPredicatesArgs {
+                allocation_key: ask.to_string(),
+                node_id: node.to_string(),
+                preempt_allocation_keys: victims.to_vec(),
+                start_index,
+            });
+        // An index outside the list is a refusal (spec 9.3: unfit).
+        let usable = answer.success
+            && answer.index >= start_index.max(0)
+            && (answer.index as usize) < victims.len();
+        Some(usable.then_some(answer.index))
+    }
+
     fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
         let v1 = allocation_response(r);
         if v1.new.is_empty() && v1.released.is_empty() && v1.rejected_allocations.is_empty() {

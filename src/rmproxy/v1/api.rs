@@ -84,8 +84,10 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
         true
     }
 
-    /// Preemption's predicate check. The core does not preempt yet, so it
-    /// never calls this.
+    /// Guarantee preemption's node check: may the request run on the node
+    /// once `preempt_allocation_keys[..start_index]` are gone, and which
+    /// index from `start_index` on is the first at which it fits? The
+    /// default refuses (a refusal preempts nothing on that node).
     fn preemption_predicates(
         &self,
         _args: &si18::PreemptionPredicatesArgs,

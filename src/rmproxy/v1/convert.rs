@@ -144,6 +144,10 @@ pub fn allocation_update(r: si18::AllocationRequest) -> AllocationUpdate {
             tags: shared_tags(&a.allocation_tags),
             task_group: shared_str(&a.task_group_name),
             placeholder: a.placeholder,
+            preempt_other: a
+                .preemption_policy
+                .as_ref()
+                .is_some_and(|p| p.allow_preempt_other),
         };
         if node.is_empty() {
             update.asks.push(ask);

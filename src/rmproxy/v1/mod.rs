@@ -142,3 +142,6 @@ impl RmProxy {
         })
     }
 }
+
+#[cfg(test)]
+mod preempt_tests;

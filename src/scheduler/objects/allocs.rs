@@ -80,6 +80,8 @@ struct Entry {
     /// Whether the UUID index finds it (not so for a swap's real
     /// allocation in flight).
     indexed: bool,
+    /// Insertion order: larger is newer (preemption's victim order).
+    born: u64,
 }
 
 impl Entry {
@@ -96,6 +98,8 @@ impl Entry {
 pub struct AllocTable {
     slab: slab::Slab<Entry>,
     by_uuid: FastMap<Arc<str>, AllocSlot>,
+    /// The next entry's `born`.
+    next_born: u64,
 }
 
 impl AllocTable {
@@ -225,12 +229,19 @@ impl AllocTable {
         e.alloc
     }
 
+    /// When the allocation in `slot` was added: larger is newer.
+    pub fn born(&self, slot: AllocSlot) -> u64 {
+        self.slab[slot as usize].born
+    }
+
     fn add(&mut self, alloc: Allocation, indexed: bool) -> AllocSlot {
+        self.next_born += 1;
         let slot = self.slab.insert(Entry {
             alloc,
             app_pos: NOWHERE,
             node_pos: NOWHERE,
             indexed,
+            born: self.next_born,
         });
         AllocSlot::try_from(slot).expect("fewer than 2^32 live allocations")
     }

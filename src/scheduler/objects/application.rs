@@ -155,6 +155,9 @@ pub struct Ask {
     pub placeholder: bool,
     /// Node the ask is pinned to, if any.
     pub required_node: Option<String>,
+    /// May trigger guarantee preemption (SI v1.8 `allowPreemptOther`;
+    /// always true in the v0.12 edition).
+    pub preempt_other: bool,
 }
 
 impl Ask {

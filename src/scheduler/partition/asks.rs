@@ -84,6 +84,7 @@ impl Partition {
             tags: ask.tags.clone(),
             task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
+            preempt_other: ask.preempt_other,
         };
         let app = self.apps.at_mut(slot);
         let order = new.order_key();
@@ -112,6 +113,7 @@ impl Partition {
             return false;
         };
         self.forget_ask(app_id, old);
+        self.preemption_ask_gone(app_id, key);
         true
     }
 

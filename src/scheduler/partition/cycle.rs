@@ -10,6 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::preempt::Trigger;
 use super::*;
 use crate::scheduler::objects::queue::AppKey;
 use crate::scheduler::resync::ResyncBarrier;
@@ -40,6 +41,8 @@ enum Decision {
         key: Arc<str>,
         node: NodeSlot,
     },
+    /// Release victims and reserve a node for a preemptor (preempt.rs).
+    Preempt(super::preempt::PreemptionPlan),
 }
 
 /// How well an ask uses a node's free resource (spec 8.7); lower is better.
@@ -96,8 +99,12 @@ impl Partition {
                                     // would note the same asks again); without nodes every pass does,
                                     // since passes run there only when the RM sent something.
         let note = track_tried && (self.tried.armed || self.nodes.is_empty());
+        if !self.preempt.victims.is_empty() {
+            self.preemption_sweep();
+        }
         let mut pass = PassState {
             track_tried: note,
+            preempt_on: self.preemption_on(),
             ..Default::default()
         };
         let mut made = 0;
@@ -116,6 +123,7 @@ impl Partition {
                     );
                     self.reservations.reserve(node, ReservedAsk { app, key });
                 }
+                Some(Decision::Preempt(plan)) => self.commit_preemption(plan, out),
                 None => break,
             }
             made += 1;
@@ -132,6 +140,9 @@ impl Partition {
             } else {
                 self.ugm.quota_failed.remove(&(seq, key));
             }
+        }
+        if pass.preempt_on {
+            self.preemption_pass_done(&mut pass, now);
         }
         // The REQUEST events of the pass.
         out.events.append(&mut pass.events);
@@ -410,8 +421,22 @@ impl Partition {
                             node,
                         });
                     }
-                    NodeChoice::Nothing => {}
+                    NodeChoice::Nothing => {
+                        // T2 (preemption.md 2.2): no node took it.
+                        if let Some(plan) =
+                            self.try_preempt(app, ask, Trigger::NodeBound, cb, pass, now)
+                        {
+                            pass.ask_cursor.insert(app.seq, *okey);
+                            return Some(Decision::Preempt(plan));
+                        }
+                    }
                 }
+            } else if let Some(plan) =
+                self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now)
+            {
+                // T1 (preemption.md 2.2): the queue's headroom is the obstacle.
+                pass.ask_cursor.insert(app.seq, *okey);
+                return Some(Decision::Preempt(plan));
             } else {
                 // Skipped for queue headroom: a REQUEST event (spec 13.2).
                 pass.events.push(self.queue_headroom_event(app, ask));
@@ -424,6 +449,24 @@ impl Partition {
             pass.ask_cursor.insert(app.seq, *okey);
         }
         None
+    }
+
+    /// A preemption attempt for an ask the pass could not place: one
+    /// boolean when preemption is off, one cached walk per leaf when no
+    /// guarantee is in reach.
+    fn try_preempt(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        trigger: Trigger,
+        cb: Option<&ResyncBarrier>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> Option<super::preempt::PreemptionPlan> {
+        if !pass.preempt_on || !self.preemption_possible(app.queue, pass) {
+            return None;
+        }
+        self.plan_preemption(app, ask, trigger, cb, pass, now)
     }
 
     /// The first usable node in policy order, else a node to reserve (spec 8.7).

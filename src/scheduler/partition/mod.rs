@@ -10,6 +10,7 @@ mod merge; // SI v1.8: allocations merged by key
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass
+pub mod preempt; // guarantee preemption
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
@@ -115,6 +116,14 @@ struct PassState {
     /// Asks whose "user quota failed" state flips in this pass (limits.md
     /// 4.2), applied when the pass ends: `true` = entered.
     quota_flips: Vec<(u64, Arc<str>, bool)>,
+    /// Whether guarantee preemption runs in this pass.
+    preempt_on: bool,
+    /// Per leaf: whether it or an ancestor has a guarantee (preempt.rs).
+    preempt_leaf: FastMap<QueueId, bool>,
+    /// Per leaf: preemption attempts made in this pass (spec 2.3).
+    preempt_attempts: FastMap<QueueId, u32>,
+    /// Requests whose preconditions passed in this pass (check time).
+    preempt_checked: Vec<(Arc<str>, Arc<str>)>,
 }
 
 /// A partition.
@@ -135,8 +144,8 @@ pub struct Partition {
     pub queues: QueueTree,
     /// Placement rules.
     pub placement: PlacementManager,
-    /// Whether preemption is enabled (stored; inert as in v0.12).
-    pub preemption_enabled: bool,
+    /// Preemption: the switch, victims in flight, per-request marks.
+    pub preempt: preempt::PreemptionBook,
     /// Nodes: by slot, by id and in the order of the node sort policy.
     pub nodes: NodeTable,
     /// Sum of node capacities (root's max).
@@ -214,7 +223,10 @@ impl Partition {
             edition: crate::scheduler::edition::Edition::V012,
             queues,
             placement: PlacementManager::new(&cfg.placement_rules)?,
-            preemption_enabled: cfg.preemption.enabled,
+            preempt: preempt::PreemptionBook {
+                configured: cfg.preemption.enabled,
+                ..Default::default()
+            },
             nodes: NodeTable::new(NodeSortPolicy::new(
                 &cfg.node_sort_policy.policy_type,
                 &cfg.node_sort_policy.resource_weights,
@@ -292,11 +304,14 @@ impl Partition {
         self.ugm.reload(caps, &self.queues, self.apps.values());
         self.placement = placement;
         self.nodes.set_policy(policy);
+        self.preempt.configured = cfg.preemption.enabled;
         // Policies, guarantees and priority properties may have changed.
         self.rebuild_app_orders();
         Ok(())
     }
 }
 
+#[cfg(test)]
+mod preempt_tests;
 #[cfg(test)]
 mod tests;

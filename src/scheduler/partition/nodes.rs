@@ -240,6 +240,7 @@ impl Partition {
                 task_group: a.task_group.clone(),
                 placeholder: a.placeholder,
                 required_node: None,
+                preempt_other: false,
             },
         );
         let uuid = a.uuid;

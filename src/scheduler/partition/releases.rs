@@ -24,6 +24,7 @@ impl Partition {
             self.nodes.release(s, &a.resource);
         }
         self.queues.sub_allocated(a.queue, &a.resource);
+        self.preemption_released(&a.uuid);
         if let Some(s) = app_slot {
             let app = self.apps.at_mut(s);
             if !a.placeholder {
@@ -130,7 +131,7 @@ impl Partition {
             return;
         }
         let confirms = (t == T::Timeout as i32 || t == T::PreemptedByScheduler as i32)
-            && self.gang.releasing.contains(key);
+            && (self.gang.releasing.contains(key) || self.preempt.is_victim(key));
         if !key.is_empty() && confirms {
             self.remove_ask(app_id, key);
             if let Some(a) = self.remove_allocation(key) {

@@ -1,0 +1,905 @@
+//! Guarantee preemption (`shared/spec/policy/preemption.md` 2-11): a
+//! request waiting in a queue below its guaranteed resource takes
+//! resources back from leaves above theirs.
+//!
+//! The search half ([`Partition::plan_preemption`]) reads the partition
+//! and asks the RM through the ReSync barrier, like the rest of the pass;
+//! the commit half ([`Partition::commit_preemption`]) marks the victims,
+//! releases them to the RM with `PREEMPTED_BY_SCHEDULER` and reserves the
+//! chosen node for the preemptor. A commit lands before the next decision
+//! of the same pass, so a later attempt sees the victims in flight (their
+//! queues' `preempting`) and the new reservation.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::scheduler::objects::allocs::AllocSlot;
+use crate::scheduler::objects::queue::PriorityPolicy;
+use crate::scheduler::resync::ResyncBarrier;
+
+/// Queue property: `default`, `fence` or `disabled`.
+pub const PROP_PREEMPTION_POLICY: &str = "preemption.policy";
+/// Leaf queue property: how long a request waits before it may preempt.
+pub const PROP_PREEMPTION_DELAY: &str = "preemption.delay";
+/// `preemption.delay` when absent or invalid (spec 18).
+pub const DEFAULT_DELAY: Duration = Duration::from_secs(30);
+/// Minimum spacing of two attempts of one request (spec 3 step 5).
+pub const ATTEMPT_SPACING: Duration = Duration::from_secs(15);
+/// Attempts per leaf queue per pass (spec 2.3).
+pub const ATTEMPTS_PER_LEAF: u32 = 10;
+/// Solution scores (spec 9.3): below this no last-resort victim is used.
+const SCORE_SATISFACTORY: u64 = 1 << 32;
+
+/// A queue's `preemption.policy` (spec 1.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreemptionPolicy {
+    /// No restriction.
+    Default,
+    /// On the preemptor's path: victims only inside this subtree.
+    Fence,
+    /// On a leaf: its allocations are never victims.
+    Disabled,
+}
+
+impl PreemptionPolicy {
+    /// The policy of a queue's effective properties; bad values are the
+    /// default (nothing is validated).
+    pub fn of(props: &std::collections::BTreeMap<String, String>) -> Self {
+        match props.get(PROP_PREEMPTION_POLICY) {
+            Some(v) if v.eq_ignore_ascii_case("fence") => PreemptionPolicy::Fence,
+            Some(v) if v.eq_ignore_ascii_case("disabled") => PreemptionPolicy::Disabled,
+            _ => PreemptionPolicy::Default,
+        }
+    }
+}
+
+/// A leaf's `preemption.delay`: a Go duration > 0, else 30 s.
+pub fn delay_of(props: &std::collections::BTreeMap<String, String>) -> Duration {
+    props
+        .get(PROP_PREEMPTION_DELAY)
+        .and_then(|v| parse_go_duration(v))
+        .filter(|d| !d.is_zero())
+        .unwrap_or(DEFAULT_DELAY)
+}
+
+/// A Go duration string (`30s`, `1m30s`, `500ms`, `1.5h`); `None` when it
+/// is not one or is negative.
+pub fn parse_go_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s.is_empty() || s.starts_with('-') {
+        return None;
+    }
+    let s = s.strip_prefix('+').unwrap_or(s);
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut rest = s;
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..num_end].parse().ok()?;
+        rest = &rest[num_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let nanos = match &rest[..unit_end] {
+            "ns" => 1.0,
+            "us" | "µs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        total += value * nanos;
+    }
+    (total.is_finite() && total < 1e19).then(|| Duration::from_nanos(total as u64))
+}
+
+/// Per-request preemption state (spec 3 steps 2 and 5).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AskMark {
+    /// A successful attempt happened (permanent, spec 10.5).
+    pub triggered: bool,
+    /// The last time the preconditions passed.
+    pub checked: Option<Instant>,
+}
+
+/// Counters of the partition's preemption (spec: metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PreemptionCounters {
+    /// Attempts that passed the preconditions.
+    pub attempts: u64,
+    /// Attempts that released victims.
+    pub successes: u64,
+    /// Victims released.
+    pub victims: u64,
+}
+
+/// The partition's preemption bookkeeping.
+#[derive(Debug, Default)]
+pub struct PreemptionBook {
+    /// `preemption.enabled` as configured; `None` = absent (off in the
+    /// v0.12 edition, on in the v1.8 edition).
+    pub configured: Option<bool>,
+    /// Requests that preempted or were checked, by (application, key).
+    pub asks: FastMap<(Arc<str>, Arc<str>), AskMark>,
+    /// Victims released and not yet confirmed: UUID -> leaf queue and
+    /// the resources counted in `preempting`.
+    pub victims: FastMap<Arc<str>, (QueueId, Resource)>,
+    /// Resources of the victims in flight, per queue (leaf and ancestors).
+    pub preempting: FastMap<QueueId, Resource>,
+    /// Counters.
+    pub counters: PreemptionCounters,
+}
+
+impl PreemptionBook {
+    /// Whether `uuid` is a victim in flight.
+    pub fn is_victim(&self, uuid: &str) -> bool {
+        !self.victims.is_empty() && self.victims.contains_key(uuid)
+    }
+
+    /// A victim left (the RM confirmed, or it went another way): its
+    /// resources stop counting as preempting.
+    fn forget_victim(&mut self, tree: &QueueTree, uuid: &str) {
+        let Some((q, res)) = self.victims.remove(uuid) else {
+            return;
+        };
+        let mut at = Some(q);
+        while let Some(id) = at {
+            if let Some(p) = self.preempting.get_mut(&id) {
+                p.sub_clamped_assign(&res);
+                if p.is_zero() {
+                    self.preempting.remove(&id);
+                }
+            }
+            at = tree.get(id).parent;
+        }
+    }
+}
+
+/// What one attempt decided, committed by [`Partition::commit_preemption`].
+pub(crate) struct PreemptionPlan {
+    app: Arc<str>,
+    key: Arc<str>,
+    node: NodeSlot,
+    victims: Vec<AllocSlot>,
+}
+
+/// Why an attempt was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trigger {
+    /// T1: the ask does not fit the queue's headroom (nodes not tried).
+    QueueBound,
+    /// T2: the ask fits, no node took it (every node tried).
+    NodeBound,
+}
+
+/// Per-queue used resources (allocated − preempting) for what-if steps.
+#[derive(Clone)]
+struct Snap<'a> {
+    tree: &'a QueueTree,
+    used: FastMap<QueueId, Resource>,
+    ask_queue: QueueId,
+    /// The ask queue has a non-empty guarantee of its own (spec 4.2 rule 5).
+    ask_guaranteed: bool,
+}
+
+fn has_types(r: Option<&Resource>) -> bool {
+    r.is_some_and(|r| r.iter().next().is_some())
+}
+
+impl<'a> Snap<'a> {
+    fn new(p: &'a Partition, ask_queue: QueueId) -> Self {
+        Snap {
+            tree: &p.queues,
+            used: FastMap::default(),
+            ask_queue,
+            ask_guaranteed: has_types(p.queues.get(ask_queue).guaranteed.as_ref()),
+        }
+    }
+
+    /// Seeds every queue on `leaf`'s path with its used resources.
+    fn seed(&mut self, book: &PreemptionBook, leaf: QueueId) {
+        let mut at = Some(leaf);
+        while let Some(id) = at {
+            if self.used.contains_key(&id) {
+                break;
+            }
+            let q = self.tree.get(id);
+            let mut used = q.allocated.clone();
+            if let Some(p) = book.preempting.get(&id) {
+                used.sub_assign(p);
+            }
+            self.used.insert(id, used);
+            at = q.parent;
+        }
+    }
+
+    fn apply(&mut self, leaf: QueueId, res: &Resource, add: bool) {
+        let mut at = Some(leaf);
+        while let Some(id) = at {
+            if let Some(u) = self.used.get_mut(&id) {
+                if add {
+                    u.add_assign(res);
+                } else {
+                    u.sub_assign(res);
+                }
+            }
+            at = self.tree.get(id).parent;
+        }
+    }
+
+    /// Remaining guarantee R(q) (spec 4.2); `None` = unset.
+    fn remaining(&self, q: QueueId) -> Option<Resource> {
+        let queue = self.tree.get(q);
+        let parent = queue.parent.and_then(|p| self.remaining(p));
+        let guaranteed = queue.guaranteed.as_ref().filter(|g| has_types(Some(g)));
+        if guaranteed.is_none() && !has_types(parent.as_ref()) {
+            return None;
+        }
+        let own = guaranteed.map(|g| {
+            let used = self.used.get(&q).cloned().unwrap_or_default();
+            let mut r = Resource::new();
+            for (t, v) in g.iter() {
+                r.set(t, v.saturating_sub(used.get(t)));
+            }
+            r
+        });
+        if q == self.ask_queue {
+            if let Some(mut own) = own {
+                if let Some(p) = &parent {
+                    for (t, v) in p.iter() {
+                        if own.lookup(t).is_none() {
+                            own.set(t, v);
+                        }
+                    }
+                }
+                return Some(own);
+            }
+        }
+        // Ancestry by tree links, not by path prefix (quirk Q6).
+        if own.is_some()
+            && self.ask_guaranteed
+            && q != self.ask_queue
+            && self.tree.is_ancestor_or_self(q, self.ask_queue)
+        {
+            return None;
+        }
+        match (own, parent) {
+            (None, None) => None,
+            (Some(o), None) => Some(o),
+            (None, Some(p)) => Some(p),
+            (Some(mut o), Some(p)) => {
+                for (t, v) in p.iter() {
+                    match o.lookup(t) {
+                        Some(ov) => o.set(t, ov.min(v)),
+                        None => o.set(t, v),
+                    }
+                }
+                Some(o)
+            }
+        }
+    }
+
+    /// U (spec 4.5): the ask queue is within its guarantee for the ask's types.
+    fn ask_queue_within(&self, ask: &Resource) -> bool {
+        self.remaining(self.ask_queue)
+            .is_some_and(|r| ask.iter().all(|(t, _)| r.lookup(t).is_none_or(|v| v >= 0)))
+    }
+
+    /// A(v) (spec 4.4): removes `res` from `leaf` when accepted.
+    fn accept_victim(&mut self, leaf: QueueId, res: &Resource, ask: &Resource) -> bool {
+        let before = self.remaining(leaf);
+        let accepted =
+            before.is_none_or(|b| ask.iter().any(|(t, _)| b.lookup(t).is_some_and(|v| v < 0)));
+        if accepted {
+            self.apply(leaf, res, false);
+        }
+        accepted
+    }
+
+    /// Whether R(ask queue) is set and can absorb `res`.
+    fn absorbs(&self, res: &Resource) -> Option<Resource> {
+        let r = self.remaining(self.ask_queue)?;
+        res.iter()
+            .all(|(t, v)| r.lookup(t).is_none_or(|rv| v <= rv))
+            .then_some(r)
+    }
+}
+
+/// One potential victim.
+#[derive(Clone)]
+struct Victim {
+    slot: AllocSlot,
+    leaf: QueueId,
+    node: Option<NodeSlot>,
+    born: u64,
+}
+
+/// "covers" as spec 10.2 computes it.
+fn covers(total: &Resource, ask: &Resource) -> bool {
+    let mut shared = false;
+    let mut all_equal = true;
+    for (t, want) in ask.iter() {
+        let Some(have) = total.lookup(t) else {
+            continue;
+        };
+        shared = true;
+        if have > want {
+            return true;
+        }
+        if have != want {
+            all_equal = false;
+        }
+    }
+    shared && all_equal
+}
+
+/// Shortfall per type: max(ask − available, 0).
+fn shortfall(ask: &Resource, available: &Resource) -> Resource {
+    let mut r = Resource::new();
+    for (t, v) in ask.iter() {
+        r.set(t, v.saturating_sub(available.get(t)).max(0));
+    }
+    r
+}
+
+fn shares_type(a: &Resource, b: &Resource) -> bool {
+    a.iter().any(|(t, v)| v > 0 && b.get(t) > 0)
+}
+
+impl Partition {
+    /// Whether guarantee preemption runs in this partition (spec 1.1; an
+    /// absent key is off in the v0.12 edition, on in the v1.8 edition).
+    pub fn preemption_on(&self) -> bool {
+        self.preempt
+            .configured
+            .unwrap_or(self.edition == crate::scheduler::edition::Edition::V1)
+    }
+
+    /// Whether leaf `q` or an ancestor has a guarantee: without one, R is
+    /// always unset and no attempt can help (spec 5). One walk per leaf
+    /// per pass, cached in the pass.
+    pub(super) fn preemption_possible(&self, q: QueueId, pass: &mut PassState) -> bool {
+        if let Some(v) = pass.preempt_leaf.get(&q) {
+            return *v;
+        }
+        let mut at = Some(q);
+        let mut found = false;
+        while let Some(id) = at {
+            let queue = self.queues.get(id);
+            if has_types(queue.guaranteed.as_ref()) {
+                found = true;
+                break;
+            }
+            at = queue.parent;
+        }
+        pass.preempt_leaf.insert(q, found);
+        found
+    }
+
+    /// One attempt for `ask` of `app` (spec 3-9). `None` when preemption
+    /// does not help; the search goes on with the next ask.
+    pub(super) fn plan_preemption(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        trigger: Trigger,
+        cb: Option<&ResyncBarrier>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> Option<PreemptionPlan> {
+        // Preconditions (spec 3), in order.
+        if !ask.preempt_other || ask.required_node.is_some() {
+            return None;
+        }
+        let id = (app.id.clone(), ask.key.clone());
+        let mark = self.preempt.asks.get(&id).copied().unwrap_or_default();
+        if mark.triggered {
+            return None;
+        }
+        let leaf = self.queues.get(app.queue);
+        if now.saturating_duration_since(ask.created) < delay_of(&leaf.properties) {
+            return None;
+        }
+        if mark
+            .checked
+            .is_some_and(|c| now.saturating_duration_since(c) < ATTEMPT_SPACING)
+        {
+            return None;
+        }
+        let used = pass.preempt_attempts.entry(app.queue).or_insert(0);
+        if *used >= ATTEMPTS_PER_LEAF {
+            return None; // "Preemption max attempts exhausted"
+        }
+        *used += 1;
+        pass.preempt_checked.push(id);
+
+        let ask_q = app.queue;
+        let victims = self.potential_victims(app, ask);
+        let mut base = Snap::new(self, ask_q);
+        base.seed(&self.preempt, ask_q);
+        for v in &victims {
+            base.seed(&self.preempt, v.leaf);
+        }
+        // Step 1 (spec 5): can preemption help the ask queue at all?
+        let helps = match base.remaining(ask_q) {
+            Some(r0)
+                if ask
+                    .resource
+                    .iter()
+                    .all(|(t, v)| r0.lookup(t).is_none_or(|rv| v <= rv)) =>
+            {
+                true
+            }
+            _ => {
+                let mut s = base.clone();
+                s.apply(ask_q, &ask.resource, true);
+                victims.iter().any(|v| {
+                    s.apply(v.leaf, &self.allocations.at(v.slot).resource, false);
+                    s.ask_queue_within(&ask.resource)
+                })
+            }
+        };
+        if !helps || victims.is_empty() {
+            return None; // "Preemption queue guarantees check failed"
+        }
+
+        // Step 3 (spec 7): candidate nodes and their ordered victims.
+        let me = ReservedAsk {
+            app: app.id.clone(),
+            key: ask.key.clone(),
+        };
+        let mut by_node: FastMap<NodeSlot, Vec<Victim>> = FastMap::default();
+        for v in &victims {
+            if let Some(n) = v.node {
+                by_node.entry(n).or_default().push(v.clone());
+            }
+        }
+        // Step 4 (spec 8): one victim list per usable node.
+        let mut checks: Vec<(i64, Arc<str>, NodeSlot, Vec<Victim>)> = Vec::new();
+        for n in self.nodes.values() {
+            let slot = n.key().slot();
+            if !n.schedulable
+                || self.reservations.on_node(slot).is_some_and(|r| *r != me)
+                || !ask.resource.fits_in(n.capacity())
+            {
+                continue;
+            }
+            let mut list = by_node.remove(&slot).unwrap_or_default();
+            // Newest first (every allocation counts as opted in and not an
+            // originator: see docs/preemption.md).
+            list.sort_by_key(|v| std::cmp::Reverse(v.born));
+            if let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) {
+                if index < 0 && trigger == Trigger::NodeBound {
+                    continue; // already tried by the ordinary walk
+                }
+                checks.push((index, n.id.clone(), slot, list));
+            }
+        }
+        checks.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+
+        // Step 5 (spec 9): ask the RM, in check order; first success wins.
+        let mut chosen = None;
+        for (index, _, slot, list) in checks {
+            let node = &self.nodes[slot];
+            let answer = if list.is_empty() {
+                self.try_node(&app.id, ask, node, cb, true, &mut pass.events)
+                    .then_some(-1)
+            } else {
+                self.preemption_check(&app.id, ask, node, &list, index, cb, &mut pass.events)
+            };
+            // An index beyond the list is unfit (spec 9.3).
+            let keep = match answer {
+                Some(i) if i < 0 => Some(0),
+                Some(i) if (i as usize) < list.len() => Some(i as usize + 1),
+                _ => None,
+            };
+            if let Some(keep) = keep {
+                // Every victim counts as opted in and not an originator,
+                // so any success scores below 2^32: the first one wins.
+                debug_assert!((keep as u64) < SCORE_SATISFACTORY);
+                chosen = Some((slot, list.into_iter().take(keep).collect::<Vec<_>>()));
+                break;
+            }
+        }
+        let (node, node_victims) = chosen?; // "Preemption does not help"
+
+        // Step 6 (spec 10.1): extra victims for the queue's guarantee.
+        let mut s = base.clone();
+        for v in &node_victims {
+            s.apply(v.leaf, &self.allocations.at(v.slot).resource, false);
+        }
+        let taken: FastSet<AllocSlot> = node_victims.iter().map(|v| v.slot).collect();
+        let mut others: Vec<&Victim> = victims
+            .iter()
+            .filter(|v| !taken.contains(&v.slot))
+            .collect();
+        others.sort_by_key(|v| std::cmp::Reverse(v.born));
+        let mut extra = Vec::new();
+        for v in others {
+            let res = &self.allocations.at(v.slot).resource;
+            if !s.accept_victim(v.leaf, res, &ask.resource) {
+                continue;
+            }
+            match s.absorbs(res) {
+                Some(before) => {
+                    s.apply(ask_q, res, true);
+                    if s.remaining(ask_q).as_ref() != Some(&before) {
+                        extra.push(v.clone());
+                    } else {
+                        s.apply(ask_q, res, false);
+                        s.apply(v.leaf, res, true);
+                    }
+                }
+                None => {
+                    s.apply(v.leaf, res, true);
+                    break;
+                }
+            }
+        }
+        if !extra.is_empty() && !s.ask_queue_within(&ask.resource) {
+            return None;
+        }
+        // Final list (spec 10.2).
+        let fits = ask.resource.fits_in(self.nodes[node].available());
+        let mut total = Resource::new();
+        let mut last = Vec::new();
+        for v in node_victims.into_iter().chain(extra) {
+            if !fits && v.node != Some(node) {
+                continue;
+            }
+            if !covers(&total, &ask.resource) {
+                total.add_assign(&self.allocations.at(v.slot).resource);
+                last.push(v.slot);
+            }
+        }
+        if last.is_empty() || !covers(&total, &ask.resource) {
+            return None; // "Preemption helped but short of resources"
+        }
+        Some(PreemptionPlan {
+            app: app.id.clone(),
+            key: ask.key.clone(),
+            node,
+            victims: last,
+        })
+    }
+
+    /// The RM's check of one node with victims (spec 9.2, 14.2): the v1.8
+    /// edition's `PreemptionPredicates` when the RM has it, else
+    /// `Predicates{allocate: false}` with the core's own start index.
+    /// Returns the index of the last victim needed.
+    #[allow(clippy::too_many_arguments)]
+    fn preemption_check(
+        &self,
+        app: &str,
+        ask: &Ask,
+        node: &Node,
+        list: &[Victim],
+        index: i64,
+        cb: Option<&ResyncBarrier>,
+        events: &mut Vec<si::EventRecord>,
+    ) -> Option<i64> {
+        let Some(b) = cb else {
+            return Some(index); // no RM check: the first check succeeds
+        };
+        let keys: Vec<String> = list
+            .iter()
+            .map(|v| self.allocations.at(v.slot).uuid.to_string())
+            .collect();
+        match b.preemption_predicates(&ask.key, &node.id, &keys, index as i32) {
+            Some(answer) => answer.map(i64::from),
+            None => self
+                .try_node(app, ask, node, cb, false, events)
+                .then_some(index),
+        }
+    }
+
+    /// Spec 8: the victims of one node and the index of the last one the
+    /// ask needs; (−1, []) when the node needs none; `None`: unusable.
+    fn victims_for_node(
+        &self,
+        base: &Snap<'_>,
+        ask: &Ask,
+        available: &Resource,
+        list: Vec<Victim>,
+    ) -> Option<(i64, Vec<Victim>)> {
+        if ask.resource.fits_in(available) {
+            return Some((-1, Vec::new()));
+        }
+        if list.is_empty() {
+            return None; // no copy of the snapshot for a node without victims
+        }
+        let mut s = base.clone();
+        let mut n = available.clone();
+        let (mut head, mut tail) = (Vec::new(), Vec::new());
+        for v in list {
+            let res = &self.allocations.at(v.slot).resource;
+            if !s.accept_victim(v.leaf, res, &ask.resource) {
+                continue;
+            }
+            if s.absorbs(res).is_some() {
+                s.apply(s.ask_queue, res, true);
+            } else {
+                s.apply(v.leaf, res, true);
+                break;
+            }
+            let before = shortfall(&ask.resource, &n);
+            let after = shortfall(&ask.resource, &n.add(res));
+            if before == after {
+                s.apply(s.ask_queue, res, false);
+                s.apply(v.leaf, res, true);
+                tail.push(v);
+            } else {
+                n.add_assign(res);
+                head.push(v);
+            }
+        }
+        head.append(&mut tail);
+        if head.is_empty() {
+            return None;
+        }
+        let mut s = base.clone();
+        let mut n = available.clone();
+        let mut result = Vec::new();
+        let mut index = None;
+        for v in head {
+            let res = &self.allocations.at(v.slot).resource;
+            if s.accept_victim(v.leaf, res, &ask.resource) {
+                n.add_assign(res);
+                result.push(v);
+                if index.is_none() && ask.resource.fits_in(&n) {
+                    index = Some(result.len() as i64 - 1);
+                }
+            }
+        }
+        index.map(|i| (i, result))
+    }
+
+    /// Spec 6: the fence root and the eligible allocations below it.
+    fn potential_victims(&self, app: &Application, ask: &Ask) -> Vec<Victim> {
+        // 6.1: walk up, recording the ask's priority in each queue's frame.
+        let mut path: Vec<(QueueId, i64)> = Vec::new();
+        let mut value = i64::from(ask.priority);
+        let mut at = app.queue;
+        let root = loop {
+            let q = self.queues.get(at);
+            path.push((at, value));
+            let fence = PreemptionPolicy::of(&q.properties) == PreemptionPolicy::Fence
+                && !self.inherited_policy(at);
+            let full = q.max.as_ref().is_some_and(|m| {
+                m.iter().all(|(t, v)| q.allocated.get(t) == v)
+                    && q.allocated.iter().all(|(t, v)| m.get(t) == v)
+            });
+            if q.parent.is_none() || fence || full {
+                break at;
+            }
+            value = match q.priority.policy {
+                PriorityPolicy::Fence => i64::from(q.priority.offset),
+                PriorityPolicy::Default => value + i64::from(q.priority.offset),
+            };
+            at = q.parent.expect("checked above");
+        };
+        let recorded = |q: QueueId| path.iter().find(|(id, _)| *id == q).map(|(_, v)| *v);
+        let mut out = Vec::new();
+        let root_value = recorded(root).unwrap_or(value);
+        let mut stack = vec![(root, root_value, false)];
+        let releasing = &self.gang.releasing;
+        while let Some((q, value, fenced)) = stack.pop() {
+            let queue = self.queues.get(q);
+            if !queue.leaf {
+                for child in queue.children.values() {
+                    let c = self.queues.get(*child);
+                    if let Some(v) = recorded(*child) {
+                        stack.push((*child, v, fenced));
+                    } else if c.priority.policy == PriorityPolicy::Fence {
+                        if i64::from(c.priority.offset) <= value {
+                            stack.push((*child, value, true));
+                        }
+                    } else {
+                        stack.push((*child, value - i64::from(c.priority.offset), fenced));
+                    }
+                }
+                continue;
+            }
+            // 6.3: leaves.
+            if q == app.queue
+                || PreemptionPolicy::of(&queue.properties) == PreemptionPolicy::Disabled
+            {
+                continue;
+            }
+            let mut s = Snap::new(self, app.queue);
+            s.seed(&self.preempt, q);
+            if s.remaining(q)
+                .is_some_and(|r| r.iter().all(|(_, v)| v >= 0))
+            {
+                continue; // within guarantee
+            }
+            for a_slot in queue.apps.values() {
+                let Some(victim_app) = self.apps.at(*a_slot) else {
+                    continue;
+                };
+                for slot in victim_app.allocations.slots() {
+                    let a = self.allocations.at(slot);
+                    if !shares_type(&a.resource, &ask.resource)
+                        || a.tags
+                            .contains_key(crate::scheduler::objects::application::TAG_REQUIRED_NODE)
+                        || (a.placeholder && releasing.contains(&*a.uuid))
+                        || self.preempt.is_victim(&a.uuid)
+                        || !(fenced || i64::from(a.priority) <= value)
+                    {
+                        continue;
+                    }
+                    out.push(Victim {
+                        slot,
+                        leaf: q,
+                        node: self.nodes.slot_of(&a.node),
+                        born: self.allocations.born(slot),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether a queue's `preemption.policy` came from its parent (only
+    /// `disabled` is inherited, spec 1.2; the tree copies every property).
+    fn inherited_policy(&self, q: QueueId) -> bool {
+        let queue = self.queues.get(q);
+        let Some(p) = queue.parent else {
+            return false;
+        };
+        let own = queue.properties.get(PROP_PREEMPTION_POLICY);
+        own.is_some() && own == self.queues.get(p).properties.get(PROP_PREEMPTION_POLICY)
+    }
+
+    /// Spec 10.3-10.6: marks the victims, releases them to the RM with
+    /// `PREEMPTED_BY_SCHEDULER`, flags the ask and reserves the node.
+    pub(crate) fn commit_preemption(&mut self, plan: PreemptionPlan, out: &mut Outcomes) {
+        let ask_queue = self
+            .apps
+            .get(&plan.app)
+            .map(|a| self.queues.get(a.queue).path.to_string())
+            .unwrap_or_default();
+        let mut released = Vec::with_capacity(plan.victims.len());
+        for slot in &plan.victims {
+            let a = self.allocations.at(*slot).clone();
+            self.preempt
+                .victims
+                .insert(a.uuid.clone(), (a.queue, a.resource.clone()));
+            let mut at = Some(a.queue);
+            while let Some(id) = at {
+                self.preempt
+                    .preempting
+                    .entry(id)
+                    .or_default()
+                    .add_assign(&a.resource);
+                at = self.queues.get(id).parent;
+            }
+            out.event(crate::events::record(
+                si::event_record::Type::Request,
+                &a.key,
+                &a.app,
+                "Preempted",
+                format!(
+                    "Preempted by {} from application {} in {ask_queue}",
+                    plan.key, plan.app
+                ),
+            ));
+            released.push(si::AllocationRelease {
+                partition_name: self.name.clone(),
+                application_id: a.app.to_string(),
+                uuid: a.uuid.to_string(),
+                termination_type: si::TerminationType::PreemptedByScheduler as i32,
+                message: format!(
+                    "preempting allocations to free up resources to run ask: {}",
+                    plan.key
+                ),
+            });
+        }
+        self.preempt.counters.successes += 1;
+        self.preempt.counters.victims += plan.victims.len() as u64;
+        self.preempt
+            .asks
+            .entry((plan.app.clone(), plan.key.clone()))
+            .or_default()
+            .triggered = true;
+        out.new_allocation_message(si::AllocationResponse {
+            released,
+            ..Default::default()
+        });
+        let me = ReservedAsk {
+            app: plan.app,
+            key: plan.key,
+        };
+        self.reservations.cancel_ask(&me);
+        if self.reservations.on_node(plan.node).is_none() {
+            self.reservations.reserve(plan.node, me);
+        }
+    }
+
+    /// Applies what the pass's attempts changed: the check times.
+    pub(super) fn preemption_pass_done(&mut self, pass: &mut PassState, now: Instant) {
+        let attempts: u64 = pass.preempt_attempts.values().map(|v| u64::from(*v)).sum();
+        self.preempt.counters.attempts += attempts;
+        for id in pass.preempt_checked.drain(..) {
+            self.preempt.asks.entry(id).or_default().checked = Some(now);
+        }
+    }
+
+    /// A victim's allocation is gone: it stops counting as preempting.
+    pub(crate) fn preemption_released(&mut self, uuid: &str) {
+        if self.preempt.is_victim(uuid) {
+            self.preempt.forget_victim(&self.queues, uuid);
+        }
+    }
+
+    /// Forgets victims whose allocation left by a path that bypasses
+    /// [`Self::preemption_released`] (a gang swap of a placeholder victim):
+    /// their resources stop counting as preempting. Only runs while
+    /// victims are in flight.
+    pub(crate) fn preemption_sweep(&mut self) {
+        let gone: Vec<Arc<str>> = self
+            .preempt
+            .victims
+            .keys()
+            .filter(|u| !self.allocations.contains_key(u))
+            .cloned()
+            .collect();
+        for u in gone {
+            self.preempt.forget_victim(&self.queues, &u);
+        }
+    }
+
+    /// Forgets the marks of a request that left.
+    pub(crate) fn preemption_ask_gone(&mut self, app: &str, key: &str) {
+        if !self.preempt.asks.is_empty() {
+            self.preempt.asks.remove(&(Arc::from(app), Arc::from(key)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_parse() {
+        assert_eq!(parse_go_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_go_duration("1ms"), Some(Duration::from_millis(1)));
+        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("-1s"), None);
+        assert_eq!(parse_go_duration("10"), None);
+        assert_eq!(parse_go_duration("abc"), None);
+    }
+
+    #[test]
+    fn bad_or_zero_delay_is_the_default() {
+        let mut p = std::collections::BTreeMap::new();
+        assert_eq!(delay_of(&p), DEFAULT_DELAY);
+        p.insert(PROP_PREEMPTION_DELAY.to_string(), "0s".to_string());
+        assert_eq!(delay_of(&p), DEFAULT_DELAY);
+        p.insert(PROP_PREEMPTION_DELAY.to_string(), "2s".to_string());
+        assert_eq!(delay_of(&p), Duration::from_secs(2));
+    }
+
+    #[test]
+    fn covers_follows_the_reference() {
+        let r = |pairs: &[(&str, i64)]| Resource::from_pairs(pairs.iter().copied()).unwrap();
+        assert!(covers(&r(&[("vcore", 5)]), &r(&[("vcore", 5)])));
+        assert!(!covers(&r(&[("vcore", 4)]), &r(&[("vcore", 5)])));
+        assert!(!covers(&Resource::new(), &r(&[("vcore", 5)])));
+        // Quirk Q5: one over-covered type is enough.
+        assert!(covers(
+            &r(&[("vcore", 6), ("memory", 1)]),
+            &r(&[("vcore", 5), ("memory", 5)])
+        ));
+    }
+}
