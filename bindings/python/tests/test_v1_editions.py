@@ -6,6 +6,7 @@ import time
 
 import pytest
 from conftest import RecordingRM
+from google.protobuf.internal import api_implementation
 from v1rm import CONFIG, V1RM, Driver, ask, node, register_request
 
 import sicore
@@ -22,10 +23,14 @@ def test_the_editions_have_distinct_pools_and_classes() -> None:
     assert si012.DESCRIPTOR.pool is descriptor_pool.Default()
     assert si18.DESCRIPTOR.pool is sicore.v1._pool.POOL
     assert sicore.v1.sicore_pb2.DESCRIPTOR.pool is sicore.v1._pool.POOL
-    # The default pool still resolves si.v1 names to v0.12, whose Allocation has a UUID.
-    found = descriptor_pool.Default().FindMessageTypeByName("si.v1.Allocation")
-    assert "UUID" in found.fields_by_name
+    assert "UUID" in si012.Allocation.DESCRIPTOR.fields_by_name
     assert "UUID" not in si18.Allocation.DESCRIPTOR.fields_by_name
+    if api_implementation.Type() != "python":
+        # The default pool still resolves si.v1 names to v0.12. (The pure-Python
+        # backend's symbol database indexes every generated class in the default
+        # pool, whatever its pool: there the later import wins the name.)
+        found = descriptor_pool.Default().FindMessageTypeByName("si.v1.Allocation")
+        assert found is si012.Allocation.DESCRIPTOR
     assert si18.NodeInfo.CREATE_DRAIN == 6
     # Messages round-trip through their own edition.
     m = si18.Allocation(allocationKey="k", nodeID="n1", priority=-3)
@@ -33,6 +38,8 @@ def test_the_editions_have_distinct_pools_and_classes() -> None:
     assert type(m).__module__ == "sicore.v1.si_pb2"
 
 
+@pytest.mark.skipif(api_implementation.Type() == "python",
+                    reason="the pure-Python backend does not refuse the duplicate")
 def test_the_default_pool_refuses_a_second_si_proto() -> None:
     # Why the v1.8 modules need the private pool.
     from google.protobuf import descriptor_pool
