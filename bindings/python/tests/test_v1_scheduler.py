@@ -264,8 +264,9 @@ def test_answer_callbacks_are_installed_and_the_rm_is_released_on_stop() -> None
     handle, table = _callbacks.add_registration(rm, sicore.load_library(), owner=0)
     try:
         # Eleven pointer-sized fields, as include/sicore.h declares them.
-        assert table.struct_size == ctypes.sizeof(sicore._native.sicore_v1_callbacks) == 11 * 8
-        assert sicore._native.sicore_v1_callbacks.release.offset == 10 * 8
+        word = ctypes.sizeof(ctypes.c_void_p)
+        assert table.struct_size == ctypes.sizeof(sicore._native.sicore_v1_callbacks) == 11 * word
+        assert sicore._native.sicore_v1_callbacks.release.offset == 10 * word
         assert table.preemption_predicates and table.get_state_dump and table.update_node
         assert not table.predicates, "not overridden: NULL, every node fits"
     finally:
