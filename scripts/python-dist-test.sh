@@ -31,6 +31,11 @@ echo "built $(basename "$sdist") and $(basename "$wheel")"
 tar tzf "$sdist" > "$work/sdist.txt"
 grep -q '/rust/Cargo.lock$' "$work/sdist.txt"
 grep -q '/rust/src/lib.rs$' "$work/sdist.txt"
+# Both editions' protos (the crate's build and tests/test_protos_fresh.py).
+grep -q '/rust/proto/si.proto$' "$work/sdist.txt"
+grep -q '/rust/proto/si18/si.proto$' "$work/sdist.txt"
+grep -q '/rust/proto/si18/sicore.proto$' "$work/sdist.txt"
+grep -q '/src/sicore/v1/si_pb2.py$' "$work/sdist.txt"
 if grep -q '/rust/target/' "$work/sdist.txt"; then echo "the sdist carries a target directory" >&2; exit 1; fi
 case "$(basename "$wheel")" in
   *-py3-none-linux_*.whl) ;;
@@ -38,6 +43,10 @@ case "$(basename "$wheel")" in
 esac
 python3 -m zipfile -l "$wheel" > "$work/wheel.txt"
 grep -q '^sicore/libsicore.so ' "$work/wheel.txt"
+for f in sicore/v1/__init__.py sicore/v1/_pool.py sicore/v1/si_pb2.py sicore/v1/si_pb2.pyi \
+         sicore/v1/sicore_pb2.py sicore/v1/sicore_pb2.pyi; do
+  grep -q "^$f " "$work/wheel.txt" || { echo "the wheel lacks $f" >&2; exit 1; }
+done
 
 step "python: the installed wheel's test suite on every Python in requires-python"
 spec=$("$buildenv/bin/python" - bindings/python/pyproject.toml <<'EOF'
@@ -64,12 +73,13 @@ for py in "${candidates[@]}"; do
   "$venv/bin/pip" install -q --disable-pip-version-check "$wheel" "pytest>=7" "pytest-timeout>=2"
   # From outside the checkout: the installed package, its bundled library.
   (cd "$work" && env -u SICORE_LIBRARY "$venv/bin/python" -c '
-import sicore, sys
+import sicore, sicore.v1, sys
 lib = sicore.find_library()
 assert "site-packages" in sicore.__file__, sicore.__file__
 assert lib.parent.samefile(__import__("pathlib").Path(sicore.__file__).parent), lib
 assert sicore.library_version() == sicore.__version__, (sicore.library_version(), sicore.__version__)
 sicore.Scheduler().close()
+sicore.v1.Scheduler().stop()
 print(f"python {sys.version.split()[0]}: sicore {sicore.library_version()} from {lib}")
 ')
   (cd "$work" && env -u SICORE_LIBRARY "$venv/bin/python" -m pytest -q -p no:cacheprovider \

@@ -138,7 +138,7 @@ if [ -d bindings/python ]; then
   # pip builds the Rust library itself (setuptools-rust, in the checkout's
   # target/) and bundles it: the tests run against the installed package.
   "$venv/bin/pip" install -q "$root/bindings/python[test]"
-  (cd "$venv" && env -u SICORE_LIBRARY "$venv/bin/python" -c "import sicore; sicore.Scheduler().close()")
+  (cd "$venv" && env -u SICORE_LIBRARY "$venv/bin/python" -c "import sicore, sicore.v1; sicore.Scheduler().close(); sicore.v1.Scheduler().stop()")
   (cd bindings/python && "$venv/bin/ruff" check . && env -u SICORE_LIBRARY "$venv/bin/pytest" -q tests)
   # A seconds-long smoke run of the benchmark, so that it keeps working
   # with the binding it measures (it times the trampoline's body).

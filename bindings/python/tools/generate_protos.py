@@ -1,4 +1,13 @@
-"""Regenerate ``src/sicore/si_pb2.py`` and ``src/sicore/sicore_pb2.py`` (and stubs).
+"""Regenerate the protobuf modules of both SI editions (and their stubs).
+
+SI v0.12 (``proto/*.proto``) becomes ``src/sicore/si_pb2.py`` and
+``src/sicore/sicore_pb2.py``, in protobuf's default descriptor pool. SI v1.8
+(``proto/si18/*.proto``) becomes ``src/sicore/v1/si_pb2.py`` and
+``src/sicore/v1/sicore_pb2.py``, in the private pool of
+``sicore.v1._pool``: both ``si.proto`` files declare package ``si.v1``
+with the same file name and many of the same message names, and the default
+pool refuses a second file of that name or symbol ("duplicate file name
+si.proto"), so one process could not import both editions otherwise.
 
 Run from anywhere, with ``grpcio-tools`` installed::
 
@@ -12,7 +21,7 @@ version works for regeneration, but then raise the ``protobuf`` lower bound in
 ``pyproject.toml`` to the version printed in the generated header.
 
 ``tests/test_protos_fresh.py`` fails when the committed modules no longer
-describe ``proto/*.proto``.
+describe ``proto/*.proto`` and ``proto/si18/*.proto``.
 """
 
 from __future__ import annotations
@@ -26,10 +35,26 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent / "src" / "sicore"
 PROTO_DIR = HERE.parents[2] / "proto"
 PROTOS = ("si.proto", "sicore.proto")
+# (proto include dir, package dir, module path prefix, private pool or None)
+EDITIONS = (
+    (PROTO_DIR, PACKAGE, "sicore", False),
+    (PROTO_DIR / "si18", PACKAGE / "v1", "sicore.v1", True),
+)
+
+_DEFAULT_POOL = "_descriptor_pool.Default().AddSerializedFile("
 
 
 def main() -> int:
-    """Compile the protos into the package, making the imports package-relative."""
+    """Compile both editions into the package."""
+    for proto_dir, package, prefix, private in EDITIONS:
+        rc = _generate(proto_dir, package, prefix, private)
+        if rc != 0:
+            return rc
+    return 0
+
+
+def _generate(proto_dir: Path, package: Path, prefix: str, private: bool) -> int:
+    """Compile one edition's protos, making the imports package-relative."""
     import importlib.resources
 
     from grpc_tools import protoc  # type: ignore[import-untyped]
@@ -38,7 +63,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         args = [
             "protoc",
-            f"-I{PROTO_DIR}",
+            f"-I{proto_dir}",
             f"-I{well_known}",
             f"--python_out={tmp}",
             f"--pyi_out={tmp}",
@@ -56,9 +81,18 @@ def main() -> int:
             # Messages report the module they live in (pickling relies on it).
             module = generated.name.split(".")[0]
             text = text.replace(f"DESCRIPTOR, '{module}', _globals",
-                                f"DESCRIPTOR, 'sicore.{module}', _globals")
-            (PACKAGE / generated.name).write_text(text)
-            print(f"wrote {PACKAGE / generated.name}")
+                                f"DESCRIPTOR, '{prefix}.{module}', _globals")
+            if private and generated.suffix == ".py":
+                if _DEFAULT_POOL not in text:
+                    print(f"{generated.name}: no default-pool registration to redirect",
+                          file=sys.stderr)
+                    return 1
+                text = text.replace(_DEFAULT_POOL, "_pool.POOL.AddSerializedFile(")
+                text = text.replace("# @@protoc_insertion_point(imports)\n",
+                                    "# @@protoc_insertion_point(imports)\n"
+                                    "from . import _pool\n", 1)
+            (package / generated.name).write_text(text)
+            print(f"wrote {package / generated.name}")
     return 0
 
 

@@ -99,7 +99,8 @@ class ResourceManagerCallback:
 class _Registration:
     """What a ``user_data`` handle stands for while the library holds it."""
 
-    callback: ResourceManagerCallback
+    callback: Any
+    """A :class:`ResourceManagerCallback` or a ``sicore.v1.ResourceManagerCallback``."""
     library: Library
     owner: int
     """Serial number of the Scheduler that registered it (to detect re-entrant close)."""
@@ -377,10 +378,7 @@ def add_registration(callback: ResourceManagerCallback, library: Library,
     if not isinstance(callback, ResourceManagerCallback):
         raise TypeError("callback must be an instance of sicore.ResourceManagerCallback, "
                         f"not {type(callback).__name__}")
-    handle = next(_handles)
-    reg = _Registration(callback=callback, library=library, owner=owner)
-    with _registrations_lock:
-        _registrations[handle] = reg
+    handle, reg = new_registration(callback, library, owner)
     table = sicore_callbacks()
     table.struct_size = ctypes.sizeof(sicore_callbacks)
     table.user_data = handle
@@ -388,6 +386,15 @@ def add_registration(callback: ResourceManagerCallback, library: Library,
         if name in _ALWAYS_INSTALLED or overrides(callback, name):
             setattr(table, name, trampoline)
     return handle, table, reg
+
+
+def new_registration(callback: Any, library: Library, owner: int) -> tuple[int, _Registration]:
+    """Create the ``user_data`` handle of one callback object of either edition."""
+    handle = next(_handles)
+    reg = _Registration(callback=callback, library=library, owner=owner)
+    with _registrations_lock:
+        _registrations[handle] = reg
+    return handle, reg
 
 
 def drop_registration(handle: int) -> None:

@@ -121,6 +121,7 @@ NOTIFY_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctype
 ANSWER_CALLBACK = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 RELEASE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+DUMP_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 LOG_CALLBACK = ctypes.CFUNCTYPE(
     None, ctypes.c_void_p, ctypes.c_int32,
     ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t)
@@ -144,6 +145,24 @@ class sicore_callbacks(ctypes.Structure):  # noqa: N801 - the C name
         ("send_event", NOTIFY_CALLBACK),
         ("update_container_scheduling_state", NOTIFY_CALLBACK),
         ("update_configuration", ANSWER_CALLBACK),
+        ("release", RELEASE_CALLBACK),
+    ]
+
+
+class sicore_v1_callbacks(ctypes.Structure):  # noqa: N801 - the C name
+    """``struct sicore_v1_callbacks``: an SI v1.8 RM's callback table (NULL = not implemented)."""
+
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("user_data", ctypes.c_void_p),
+        ("update_allocation", STATUS_CALLBACK),
+        ("update_application", STATUS_CALLBACK),
+        ("update_node", STATUS_CALLBACK),
+        ("predicates", STATUS_CALLBACK),
+        ("preemption_predicates", ANSWER_CALLBACK),
+        ("send_event", NOTIFY_CALLBACK),
+        ("update_container_scheduling_state", NOTIFY_CALLBACK),
+        ("get_state_dump", DUMP_CALLBACK),
         ("release", RELEASE_CALLBACK),
     ]
 
@@ -172,6 +191,12 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sicore_state_dump": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
     "sicore_metrics": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
     "sicore_rest_address": (ctypes.c_int, [_P, _BUF_P, _BUF_P]),
+    "sicore_v1_register_resource_manager": (
+        ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, ctypes.POINTER(sicore_v1_callbacks), _BUF_P, _BUF_P]),
+    "sicore_v1_update_allocation": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
+    "sicore_v1_update_application": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
+    "sicore_v1_update_node": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
+    "sicore_v1_update_configuration": (ctypes.c_int, [_P, _BYTES, ctypes.c_size_t, _BUF_P]),
 }
 
 def borrowed_bytes(ptr: int | None, length: int) -> bytes:
@@ -264,6 +289,11 @@ class Library:
     sicore_state_dump: Callable[..., int]
     sicore_metrics: Callable[..., int]
     sicore_rest_address: Callable[..., int]
+    sicore_v1_register_resource_manager: Callable[..., int]
+    sicore_v1_update_allocation: Callable[..., int]
+    sicore_v1_update_application: Callable[..., int]
+    sicore_v1_update_node: Callable[..., int]
+    sicore_v1_update_configuration: Callable[..., int]
 
     def take_buffer(self, buf: sicore_buffer) -> bytes:
         """Copy the bytes out of a library-owned buffer and free it."""

@@ -279,12 +279,16 @@ class Scheduler:
 
     def _register(self, request: bytes, callback: ResourceManagerCallback) -> bytes:
         handle_id, table, _reg = add_registration(callback, self._lib, self._serial)
+        return self._register_table("sicore_register_resource_manager", request, handle_id, table)
+
+    def _register_table(self, fn_name: str, request: bytes, handle_id: int, table: Any) -> bytes:
+        """Register through ``fn_name`` with a callback table whose registration is ``handle_id``."""
         ok = False
         try:
             with self._call() as handle:
                 resp = sicore_buffer()
                 err = sicore_buffer()
-                status = self._lib.sicore_register_resource_manager(
+                status = getattr(self._lib, fn_name)(
                     handle, request, len(request), ctypes.byref(table),
                     ctypes.byref(resp), ctypes.byref(err))
                 try:
@@ -324,11 +328,14 @@ class Scheduler:
                     self._cond.notify_all()
 
     def _update_configuration(self, cluster_id: bytes) -> None:
+        self._sync_call("sicore_update_configuration", cluster_id)
+
+    def _sync_call(self, fn_name: str, request: bytes) -> None:
+        """Call a synchronous ``(s, bytes, len, error_out)`` function."""
         with self._call() as handle:
             err = sicore_buffer()
-            status = self._lib.sicore_update_configuration(
-                handle, cluster_id, len(cluster_id), ctypes.byref(err))
-            self._lib.check(status, err, "update_configuration")
+            status = getattr(self._lib, fn_name)(handle, request, len(request), ctypes.byref(err))
+            self._lib.check(status, err, fn_name.removeprefix("sicore_"))
 
     def _set_policy_config(self, policy_group: bytes, yaml: bytes) -> None:
         with self._call() as handle:
