@@ -232,6 +232,67 @@ fn max_applications_keeps_the_next_application_accepted() {
 }
 
 #[test]
+fn a_reservation_under_max_applications_is_skipped() {
+    // L11: both applications of one user reserve a node while neither runs
+    // yet; when the nodes free up, the first allocated from its
+    // reservation takes the user's only slot and the reserved step skips
+    // the other (Accepted, no allocation, its reservation kept).
+    let queues = "- name: default\n  limits:\n    - {users: [testuser], maxapplications: 1}\n";
+    let mut o = options(&yaml("", queues));
+    o.reservation_delay_ms = Some(0);
+    let h = Harness::configured(o, 0);
+    let two = vec![node("n0", 1000, 10), node("n1", 1000, 10)];
+    assert_eq!(h.nodes(two).0, SICORE_OK);
+    h.wait("nodes accepted", |s| s.nodes_accepted.len() == 2);
+    h.submit(app_by("filler", "root.default", "other", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("filler", "f", 600, 1, 2)]).0, SICORE_OK);
+    h.wait("filler allocated", |s| s.allocations.len() == 2);
+    h.submit(app_by("app-1", "root.default", "testuser", &[]))
+        .unwrap();
+    h.submit(app_by("app-2", "root.default", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "k1", 500, 1, 1)]).0, SICORE_OK);
+    assert_eq!(h.asks(vec![ask("app-2", "k2", 500, 1, 1)]).0, SICORE_OK);
+    h.wait_dump("both reserved", |d| {
+        d["partitions"][0]["reservations"]
+            .as_array()
+            .is_some_and(|r| r.len() == 2)
+    });
+    let fillers: Vec<si::AllocationRelease> = h.seen(|s| {
+        s.allocations
+            .iter()
+            .map(|a| si::AllocationRelease {
+                partition_name: "default".into(),
+                application_id: "filler".into(),
+                uuid: a.uuid.clone(),
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                message: String::new(),
+            })
+            .collect()
+    });
+    assert_eq!(h.releases(fillers, vec![]).0, SICORE_OK);
+    h.wait("one reservation allocated", |s| {
+        s.allocations
+            .iter()
+            .any(|a| a.application_id == "app-1" || a.application_id == "app-2")
+    });
+    h.settle();
+    let (one, two) = (h.allocs_of("app-1"), h.allocs_of("app-2"));
+    assert_eq!(one + two, 1, "one slot for testuser: {one} + {two}");
+    let held = if one == 0 { "app-1" } else { "app-2" };
+    assert!(!started(&h, held), "{held} stays Accepted");
+    let d = h.dump();
+    let user = user(&d, "testuser").unwrap();
+    assert_eq!(
+        level(user, "root.default").unwrap()["runningApplications"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
 fn ten_thousand_asks_in_one_pass_never_pass_the_user_cap() {
     // A batched pass counts every allocation at once (issue 22 item 3):
     // 10,000 one-unit asks against a cap of 100, enough nodes for all.
@@ -253,6 +314,34 @@ fn ten_thousand_asks_in_one_pass_never_pass_the_user_cap() {
     assert_eq!(h.asks(vec![ask("app-2", "k2", 1, 0, 50)]).0, SICORE_OK);
     h.settle();
     assert_eq!(h.allocs_of("app-2"), 0);
+}
+
+#[test]
+fn two_applications_of_one_user_share_the_cap_within_one_pass() {
+    // Both applications' asks wait for one pass (no nodes yet): each
+    // allocation of one must shrink the other's headroom at once, at the
+    // root cap (shared by both) and the leaf cap (each leaf its own).
+    let queues =
+        "- name: a\n  limits:\n    - {users: [alice], maxresources: {memory: 70}}\n- name: b\n";
+    let limits = "- {users: [alice], maxresources: {memory: 100}}\n";
+    let h = Harness::configured(options(&yaml(limits, queues)), 0);
+    h.submit(app_by("app-1", "root.a", "alice", &[])).unwrap();
+    h.submit(app_by("app-2", "root.b", "alice", &[])).unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "k1", 1, 0, 5_000)]).0, SICORE_OK);
+    assert_eq!(h.asks(vec![ask("app-2", "k2", 1, 0, 5_000)]).0, SICORE_OK);
+    let list = (0..20)
+        .map(|i| node(&format!("node-{i}"), 1000, 10))
+        .collect();
+    assert_eq!(h.nodes(list).0, SICORE_OK);
+    h.wait("the cap", |s| s.allocations.len() >= 100);
+    h.settle();
+    let (one, two) = (h.allocs_of("app-1"), h.allocs_of("app-2"));
+    assert_eq!(one + two, 100, "root cap: {one} + {two}");
+    assert!(one <= 70, "leaf cap: {one}");
+    let d = h.dump();
+    let alice = user(&d, "alice").unwrap();
+    assert_eq!(mem(level(alice, "root").unwrap()), 100);
+    assert_eq!(mem(level(alice, "root.a").unwrap()), one as i64);
 }
 
 #[test]

@@ -546,6 +546,14 @@ impl Partition {
         self.queues.pending_to_allocated(queue, &record.resource);
         self.nodes.allocate(node_slot, &record.resource);
         self.allocation_count += 1;
+        // The user's and the group's headroom shrink now, before the next
+        // decision of this pass (no overshoot within a batch). Charged from
+        // the record before it moves: no copy of the resource.
+        if !self.ugm.apps.is_empty() {
+            if let Some(app) = self.apps.at(app_slot) {
+                self.ugm.charge(app, &record.resource);
+            }
+        }
 
         if !self.reservations.is_empty() {
             let me = ReservedAsk {
@@ -574,7 +582,6 @@ impl Partition {
                 record.resource.clone(),
             )
         });
-        let charged = (!self.ugm.apps.is_empty()).then(|| record.resource.clone());
         self.allocations.insert(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
@@ -583,11 +590,6 @@ impl Partition {
         // After the insert: whether it counts as running depends on it.
         let app = self.apps.at_mut(app_slot);
         apps::sync_queue_active(app, &mut self.queues);
-        // The user's and the group's headroom shrink now, before the next
-        // decision of this pass (no overshoot within a batch).
-        if let (Some(r), Some(app)) = (charged, self.apps.at(app_slot)) {
-            self.ugm.charge(app, &r);
-        }
         if let Some((uuid, group, resource)) = gang {
             self.placeholder_added(app_id, &uuid, &group, &resource, out);
             // Placeholders count against the user and group too (3.2).

@@ -229,6 +229,7 @@ impl Resource {
 
     /// Applies `f` per type in place. When `other` has no type `self`
     /// lacks (the usual case on the hot path) nothing is reallocated.
+    #[inline]
     fn merge_assign(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
         // Same types in the same order (an ask against the usage it adds
         // to, nearly always): one zipped walk.
@@ -244,6 +245,13 @@ impl Resource {
             }
             return;
         }
+        self.merge_assign_slow(other, f);
+    }
+
+    /// [`Self::merge_assign`] when the types differ: kept out of line so
+    /// that the common case inlines small.
+    #[inline(never)]
+    fn merge_assign_slow(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
         let covered = other
             .entries
             .iter()
@@ -262,6 +270,7 @@ impl Resource {
     }
 
     /// In-place `self += other`.
+    #[inline]
     pub fn add_assign(&mut self, other: &Resource) {
         self.merge_assign(other, i64::saturating_add);
     }

@@ -25,7 +25,7 @@ pub use snap::UsageSnap;
 
 use super::objects::application::{AppState, Application};
 use super::objects::queue::{QueueId, QueueTree};
-use super::resource::Resource;
+use super::resource::{ResId, Resource};
 use super::{FastMap, FastSet};
 
 /// Usage of one tracker at one queue level.
@@ -52,6 +52,10 @@ pub struct Tracker {
     free: Vec<u32>,
     by_queue: FastMap<QueueId, u32>,
     links: usize,
+    /// Everything ever added to any level of this tracker, per type
+    /// (positive parts only, never decreased): no level's room can have
+    /// shrunk by more since a link cached its slack.
+    spent: Resource,
 }
 
 impl Tracker {
@@ -200,6 +204,20 @@ type AppCaps = SmallVec<[(usize, Cap); 2]>;
 /// Level slots of one tracker along a path, root first.
 type PathLevels = SmallVec<[u32; 6]>;
 
+/// A link's cached room for one capped type: the smallest `max - usage`
+/// over its capped levels (user and group) when cached, and its trackers'
+/// `spent` then. Room now is at least `room` minus what both trackers spent
+/// since, so an ask within that fits with no walk over the levels.
+#[derive(Debug, Clone, Copy)]
+struct Slack {
+    ty: ResId,
+    room: i64,
+    user_spent: i64,
+    group_spent: i64,
+}
+
+type Slacks = SmallVec<[Slack; 2]>;
+
 /// One application's link to its trackers.
 #[derive(Debug, Clone)]
 pub struct AppLink {
@@ -219,6 +237,7 @@ pub struct AppLink {
     pub running: bool,
     user_caps: AppCaps,
     group_caps: AppCaps,
+    slack: Slacks,
 }
 
 /// The user/group limits of one partition.
@@ -330,9 +349,46 @@ impl Ugm {
                 running: false,
                 user_caps,
                 group_caps,
+                slack: Slacks::new(),
             },
         );
         self.sync(app);
+        self.refresh(app.seq);
+    }
+
+    /// Recomputes the cached slack of one link from its capped levels.
+    fn refresh(&mut self, seq: u64) {
+        let Some(link) = self.apps.get(&seq) else {
+            return;
+        };
+        let user = self.users.at(link.user);
+        let group = link.group.map(|g| self.groups.at(g));
+        let mut slack = Slacks::new();
+        let mut fold = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
+            for (pos, cap) in caps {
+                let Some(max) = &cap.max else { continue };
+                let usage = &t.at(levels[*pos]).usage;
+                for (ty, c) in max.iter() {
+                    let room = c.saturating_sub(usage.get(ty));
+                    match slack.iter_mut().find(|s| s.ty == ty) {
+                        Some(s) => s.room = s.room.min(room),
+                        None => slack.push(Slack {
+                            ty,
+                            room,
+                            user_spent: user.spent.get(ty),
+                            group_spent: group.map_or(0, |g| g.spent.get(ty)),
+                        }),
+                    }
+                }
+            }
+        };
+        fold(user, &link.user_levels, &link.user_caps);
+        if let Some(g) = group {
+            fold(g, &link.group_levels, &link.group_caps);
+        }
+        if let Some(link) = self.apps.get_mut(&seq) {
+            link.slack = slack;
+        }
     }
 
     /// Brings the trackers in line with the application's allocations and
@@ -378,6 +434,9 @@ impl Ugm {
         if let Some(g) = link.group {
             apply(self.groups.at_mut(g), &link.group_levels, &delta, runs);
         }
+        if !link.slack.is_empty() {
+            self.refresh(app.seq);
+        }
     }
 
     /// A new allocation of `res` for an application (the pass's commit):
@@ -391,9 +450,27 @@ impl Ugm {
         let runs = i64::from(!link.running);
         link.running = true;
         link.usage.add_assign(res);
-        apply(self.users.at_mut(link.user), &link.user_levels, res, runs);
-        if let Some(g) = link.group {
-            apply(self.groups.at_mut(g), &link.group_levels, res, runs);
+        if res.has_negative() {
+            apply(self.users.at_mut(link.user), &link.user_levels, res, runs);
+            if let Some(g) = link.group {
+                apply(self.groups.at_mut(g), &link.group_levels, res, runs);
+            }
+        } else {
+            add_levels(self.users.at_mut(link.user), &link.user_levels, res, runs);
+            if let Some(g) = link.group {
+                add_levels(self.groups.at_mut(g), &link.group_levels, res, runs);
+            }
+        }
+        if link.slack.is_empty() {
+            return;
+        }
+        // Re-cache once half of the cached room is gone, so that far from
+        // the caps nothing is walked and near them the bound stays tight.
+        let stale = !slack_all(&self.users, &self.groups, link, |_, room, bound| {
+            bound > room / 2
+        });
+        if stale {
+            self.refresh(app.seq);
         }
     }
 
@@ -431,6 +508,13 @@ impl Ugm {
         let Some(link) = self.apps.get(&seq) else {
             return Fit::Fits;
         };
+        // Far from every cap: the cached slack answers.
+        if slack_all(&self.users, &self.groups, link, |ty, _, bound| {
+            let want = ask.get(ty);
+            want <= 0 || want <= bound
+        }) {
+            return Fit::Fits;
+        }
         let ok = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
             caps.iter().all(|(pos, cap)| match &cap.max {
                 None => true,
@@ -563,15 +647,60 @@ impl Ugm {
     }
 }
 
+/// Calls `f(type, cached room, lower bound on the room now)` for each type
+/// the link caches, until it returns `false`.
+#[inline]
+fn slack_all(
+    users: &Trackers,
+    groups: &Trackers,
+    link: &AppLink,
+    mut f: impl FnMut(ResId, i64, i64) -> bool,
+) -> bool {
+    let user = &users.at(link.user).spent;
+    let group = link.group.map(|g| &groups.at(g).spent);
+    link.slack.iter().all(|s| {
+        let mut used = user.get(s.ty).saturating_sub(s.user_spent);
+        if let Some(g) = group {
+            used = used.saturating_add(g.get(s.ty).saturating_sub(s.group_spent));
+        }
+        f(s.ty, s.room, s.room.saturating_sub(used))
+    })
+}
+
 /// Holds the levels of `path` in `t` for a new link.
 fn hold(t: &mut Tracker, path: &[QueueId]) -> PathLevels {
     path.iter().map(|q| t.acquire(*q)).collect()
 }
 
+/// [`apply`] for an allocation (nothing negative): adds with no checks.
+#[inline]
+fn add_levels(t: &mut Tracker, levels: &[u32], res: &Resource, runs: i64) {
+    t.spent.add_assign(res);
+    for &i in levels {
+        let Some(Some(level)) = t.slots.get_mut(i as usize) else {
+            continue;
+        };
+        level.usage.add_assign(res);
+        if runs > 0 {
+            level.running = level.running.saturating_add(1);
+        }
+    }
+}
+
 fn apply(t: &mut Tracker, levels: &[u32], delta: &Resource, runs: i64) {
+    let zero = delta.is_zero();
+    if !zero {
+        if delta.has_negative() {
+            for (ty, v) in delta.iter().filter(|&(_, v)| v > 0) {
+                t.spent.set(ty, t.spent.get(ty).saturating_add(v));
+            }
+        } else {
+            t.spent.add_assign(delta);
+        }
+    }
     for &i in levels {
         let level = t.at_mut(i);
-        if !delta.is_zero() {
+        if !zero {
             level.usage.add_assign(delta);
         }
         if runs > 0 {
