@@ -38,10 +38,7 @@ impl V1Callback {
         if allocations.is_empty() {
             return Ok(());
         }
-        self.rm.update_allocation(&si18::AllocationResponse {
-            new: allocations.iter().map(|a| new_allocation(a)).collect(),
-            ..Default::default()
-        })
+        self.rm.new_allocations(allocations)
     }
 }
 

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use crate::api::NewAllocation;
 use crate::error::Error;
 use crate::proto::si18::v1 as si18;
 
@@ -62,6 +63,19 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
     /// answers from a current cache.
     fn update_allocation(&self, _response: &si18::AllocationResponse) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Decided allocations, as one `update_allocation` with only `new`. The
+    /// default builds the message; an adapter may encode straight from the
+    /// records instead (the C ABI does).
+    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+        self.update_allocation(&si18::AllocationResponse {
+            new: allocations
+                .iter()
+                .map(|a| super::adapter::new_allocation(a))
+                .collect(),
+            ..Default::default()
+        })
     }
 
     /// Accepted, rejected and updated applications.
