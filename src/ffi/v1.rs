@@ -68,7 +68,9 @@ pub struct sicore_v1_callbacks {
     /// SI v1.8 `UpdateContainerSchedulingStateRequest`.
     pub update_container_scheduling_state: sicore_notify_callback,
     /// Nullable: the RM's own state as UTF-8 JSON, set through
-    /// `sicore_reply_set`. Not called yet: the state dump does not include it.
+    /// `sicore_reply_set`; called (on the core thread) for every full
+    /// state dump, which includes it under `resourceManagerDumps.<rmID>`
+    /// (a reply left unset adds nothing).
     pub get_state_dump: sicore_dump_callback,
     /// Called once when the library is done with `user_data`. Nullable.
     pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
@@ -286,10 +288,10 @@ impl ResourceManagerCallbackV1 for V1Table {
         // SAFETY: a non-null function pointer registered by the RM, called
         // with its own user_data and a reply slot valid for the call.
         unsafe { f(self.0.user_data, &mut reply) };
-        Some(match reply.data {
-            None => Err("the resource manager gave no state dump".into()),
-            Some(d) => String::from_utf8(d).map_err(|e| format!("state dump is not UTF-8: {e}")),
-        })
+        // An unset reply is "nothing to add" (the Go binding's RM without
+        // a StateDumpPlugin).
+        let d = reply.data?;
+        Some(String::from_utf8(d).map_err(|e| format!("state dump is not UTF-8: {e}")))
     }
 }
 

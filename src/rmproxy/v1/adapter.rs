@@ -195,6 +195,10 @@ impl ResourceManagerCallback for V1Callback {
         self.rm.has_container_scheduling_state()
     }
 
+    fn rm_state_dump(&self) -> Option<Result<String, String>> {
+        self.rm.get_state_dump()
+    }
+
     /// v1.8 has no core→RM configuration callback.
     fn update_configuration(
         &self,

@@ -127,7 +127,8 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
     }
 
     /// The optional `StateDumpPlugin`: the RM's own state as JSON. `None`:
-    /// not implemented. The core does not call it yet.
+    /// not implemented. Called for every full state dump, which includes it
+    /// under `resourceManagerDumps.<rmID>`.
     fn get_state_dump(&self) -> Option<Result<String, String>> {
         None
     }
