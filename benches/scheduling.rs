@@ -24,6 +24,10 @@
 //! group caps, `--limits users-uncapped` the same without limits
 //! (docs/limits.md has the figures).
 //!
+//! `--edition v1` runs the same nodes, applications and one-allocation
+//! requests through the SI v1.8 family (`sicore_v1_*`; nodes `CREATE`,
+//! the queues in the registration); the default is `--edition v0.12`.
+//!
 //! Then the gang case (`support/gang.rs`): 1,000 applications with one task
 //! group of 10 members on 5,000 nodes, placeholders first, then the real
 //! members; replacements per second until the RM holds every real
@@ -38,6 +42,7 @@ use std::time::{Duration, Instant};
 use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
+use sicore::proto::si18::v1 as si18;
 use sicore::proto::sicore::v1::SchedulerOptions;
 use sicore_c_rm::{get, new_scheduler, register, table, wait_until, Counters, Installed, UpdateFn};
 
@@ -242,8 +247,63 @@ fn app_asks(allocations: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// The SI edition the RM registers through (`--edition v0.12|v1`).
+#[derive(Clone, Copy, PartialEq)]
+enum Edition {
+    /// `sicore_register_resource_manager` and the v0.12 messages.
+    V012,
+    /// `sicore_v1_register_resource_manager` and the v1.8 messages: the
+    /// same nodes, applications and requests (a v1 request is one
+    /// allocation: there is no `maxAllocations`).
+    V1,
+}
+
+impl Edition {
+    fn parse(v: Option<&str>) -> Edition {
+        match v {
+            None | Some("v0.12") => Edition::V012,
+            Some("v1") => Edition::V1,
+            Some(other) => panic!("--edition takes v0.12 or v1, not {other:?}"),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Edition::V012 => "SI v0.12",
+            Edition::V1 => "SI v1.8",
+        }
+    }
+}
+
+/// The v1 form of [`single_asks_over`]: the same requests, encoded as SI
+/// v1.8 `AllocationRequest`s.
+fn single_asks_v1(asks: usize, apps: usize) -> Vec<Vec<u8>> {
+    (0..asks)
+        .collect::<Vec<_>>()
+        .chunks(5_000)
+        .map(|chunk| {
+            si18::AllocationRequest {
+                allocations: chunk
+                    .iter()
+                    .map(|i| si18::Allocation {
+                        allocation_key: format!("ask-{i}"),
+                        application_id: format!("app-{}", i % apps),
+                        partition_name: "default".into(),
+                        resource_per_alloc: sicore_c_rm::v1::res(&[("memory", 10), ("vcore", 1)]),
+                        ..Default::default()
+                    })
+                    .collect(),
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
+
 #[derive(Clone, Copy)]
 struct Flags {
+    edition: Edition,
     predicates: bool,
     limits: Limits,
     shape: Shape,
@@ -257,6 +317,7 @@ struct Flags {
 /// Runs one size; returns (allocations per second, seconds).
 fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     let Flags {
+        edition,
         predicates,
         limits,
         shape,
@@ -277,19 +338,69 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     // ReSync that must reach the RM before each call).
     let state = Arc::new(Counters::default());
     state.set_waiter(std::thread::current());
-    let cb = table(
-        &state,
-        Installed {
-            predicates,
-            resync_scheduler_cache: true,
-            ..Default::default()
-        },
-    );
-    let (st, msg) = register(s, "rm", "bench", "bench", &cb);
-    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+    let (update_node, update_application, update_allocation): (UpdateFn, UpdateFn, UpdateFn) =
+        if edition == Edition::V1 {
+            // The v1 RM sends its queues in the registration.
+            let cb = sicore_c_rm::v1::table(&state, predicates);
+            let (st, msg) = sicore_c_rm::v1::register(
+                s,
+                &si18::RegisterResourceManagerRequest {
+                    rm_id: "rm".into(),
+                    version: "bench".into(),
+                    policy_group: "bench".into(),
+                    config: limits.config(),
+                    ..Default::default()
+                },
+                &cb,
+            );
+            assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+            (
+                sicore_v1_update_node,
+                sicore_v1_update_application,
+                sicore_v1_update_allocation,
+            )
+        } else {
+            let cb = table(
+                &state,
+                Installed {
+                    predicates,
+                    resync_scheduler_cache: true,
+                    ..Default::default()
+                },
+            );
+            let (st, msg) = register(s, "rm", "bench", "bench", &cb);
+            assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+            (
+                sicore_update_node,
+                sicore_update_application,
+                sicore_update_allocation,
+            )
+        };
 
     let k = (asks / nodes + 1) as i64;
     for chunk in (0..nodes).collect::<Vec<_>>().chunks(10_000) {
+        if edition == Edition::V1 {
+            // CREATE (schedulable at once), where the k8shim sends
+            // CREATE_DRAIN and a DRAIN_TO_SCHEDULABLE later.
+            let list = chunk
+                .iter()
+                .map(|i| si18::NodeInfo {
+                    node_id: format!("node-{i:06}"),
+                    action: si18::node_info::ActionFromRm::Create as i32,
+                    schedulable_resource: sicore_c_rm::v1::res(&[("memory", 10 * k), ("vcore", k)]),
+                    ..Default::default()
+                })
+                .collect();
+            call(
+                s,
+                update_node,
+                &si18::NodeRequest {
+                    nodes: list,
+                    rm_id: "rm".into(),
+                },
+            );
+            continue;
+        }
         let list = chunk
             .iter()
             .map(|i| si::NodeInfo {
@@ -301,7 +412,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             .collect();
         call(
             s,
-            sicore_update_node,
+            update_node,
             &si::NodeRequest {
                 nodes: list,
                 rm_id: "rm".into(),
@@ -330,9 +441,10 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             ..Default::default()
         })
         .collect();
+    // The same ApplicationRequest wire in both editions.
     call(
         s,
-        sicore_update_application,
+        update_application,
         &si::ApplicationRequest {
             new: apps,
             rm_id: "rm".into(),
@@ -342,6 +454,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     wait("apps", || get(&state.apps_accepted) == napps);
 
     let requests = match shape {
+        _ if edition == Edition::V1 => single_asks_v1(asks, napps),
         Shape::Asks if napps != 2 => single_asks_over(asks, napps),
         Shape::Asks => single_asks(asks),
         Shape::Apps => app_asks(asks),
@@ -350,7 +463,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     let start = Instant::now();
     for r in &requests {
         assert_eq!(
-            sicore_update_allocation(s, r.as_ptr(), r.len(), std::ptr::null_mut()),
+            update_allocation(s, r.as_ptr(), r.len(), std::ptr::null_mut()),
             sicore_status::SICORE_OK
         );
     }
@@ -377,6 +490,13 @@ fn main() {
     let predicates = all.iter().any(|a| a == "--predicates");
     let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
     // `--limits none|loose|users`: user/group limits in the configuration.
+    // `--edition v0.12|v1`: the SI edition the RM registers through.
+    let edition = Edition::parse(
+        all.iter()
+            .position(|a| a == "--edition")
+            .and_then(|i| all.get(i + 1))
+            .map(String::as_str),
+    );
     let limits = Limits::parse(
         all.iter()
             .position(|a| a == "--limits")
@@ -400,7 +520,7 @@ fn main() {
         }
         match a.as_str() {
             "--bench" | "--predicates" | "--no-outstanding-check" => {}
-            "--shape" | "--limits" => skip = true,
+            "--shape" | "--limits" | "--edition" => skip = true,
             _ => args.push(a),
         }
     }
@@ -428,6 +548,8 @@ fn main() {
     let gang_only = args.iter().any(|x| x == "--gang");
     let sizes = if gang_only { Vec::new() } else { sizes };
     let shapes = match shape_arg {
+        // v1 has no maxAllocations: one request per allocation only.
+        _ if edition == Edition::V1 => vec![Shape::Asks],
         Some(s) => vec![s],
         // A custom size measures one shape: the single asks unless told.
         None if custom => vec![Shape::Asks],
@@ -438,7 +560,8 @@ fn main() {
             break;
         }
         println!(
-            "BenchmarkScheduling through the C ABI (callbacks decode every message){}{}",
+            "BenchmarkScheduling through the C ABI, {} (callbacks decode every message){}{}",
+            edition.label(),
             if predicates {
                 ", with a Predicates callback"
             } else {
@@ -462,6 +585,7 @@ fn main() {
             let mut results: Vec<(f64, f64)> = (0..runs)
                 .map(|_| {
                     let flags = Flags {
+                        edition,
                         predicates,
                         limits,
                         shape,
@@ -483,7 +607,8 @@ fn main() {
         }
         println!();
     }
-    if custom {
+    if custom || edition == Edition::V1 {
+        // The gang case speaks v0.12 (support/gang.rs).
         return;
     }
     // Gang: 5,000 nodes, 1,000 applications x 10 members, five runs.

@@ -188,7 +188,9 @@ typedef struct sicore_v1_callbacks {
   // SI v1.8 `UpdateContainerSchedulingStateRequest`.
   sicore_notify_callback update_container_scheduling_state;
   // Nullable: the RM's own state as UTF-8 JSON, set through
-  // `sicore_reply_set`. Not called yet: the state dump does not include it.
+  // `sicore_reply_set`; called (on the core thread) for every full
+  // state dump, which includes it under `resourceManagerDumps.<rmID>`
+  // (a reply left unset adds nothing).
   sicore_dump_callback get_state_dump;
   // Called once when the library is done with `user_data`. Nullable.
   void (*release)(void *user_data);

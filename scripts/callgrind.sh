@@ -12,6 +12,7 @@
 #   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
 #   bash scripts/callgrind.sh --shape apps          # one ask per application (maxAllocations)
 #   bash scripts/callgrind.sh --limits loose        # user caps that never bind (none|loose|users|users-uncapped)
+#   bash scripts/callgrind.sh --edition v1          # the RM on the SI v1.8 family (default v0.12)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
 #
 # --python runs bindings/python/benchmarks/bench_scheduling.py (the binding
@@ -59,6 +60,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes="$2"; shift ;;
     --shape) shape="$2"; shift ;;
     --limits) bench_args+=(--limits "$2"); shift ;;
+    --edition) bench_args+=(--edition "$2"); shift ;;
     --python) python=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -138,7 +140,7 @@ out, args, runs = sys.argv[1], sys.argv[2], sys.argv[3:]
 # line is the largest of them.
 LINE = re.compile(r"^\s*([\d,]+) \([^)]*\)\s+\S.*?:(\S.*?)(?: \[[^\]]*\])?$")
 # The bench's callbacks, or everything under ctypes' entry into Python.
-RM_CALLBACK = re.compile(r"^(sicore_c_rm::on_\w+|scheduling::on_\w+|_CallPythonObject)$")
+RM_CALLBACK = re.compile(r"^(sicore_c_rm::(?:v1::)?on_\w+|scheduling::on_\w+|_CallPythonObject)$")
 # The library's C entry points, or (where the shared library reaches the
 # Rust method they forward to by a tail call, so no sicore_* frame exists)
 # the Scheduler methods; the larger of the two sums.

@@ -146,3 +146,45 @@ fn a_rust_v1_rm_registers_allocates_by_key_and_stops() {
     // Stopped: the scheduler no longer holds the RM's callbacks.
     assert_eq!(Arc::strong_count(&rm), 1);
 }
+
+/// An RM with the v1.8 `StateDumpPlugin`: its JSON (or its error) is part
+/// of the full state dump, by rmID; an RM without one adds nothing.
+struct DumpRm(Result<String, String>);
+
+impl ResourceManagerCallbackV1 for DumpRm {
+    fn has_predicates(&self) -> bool {
+        false
+    }
+    fn get_state_dump(&self) -> Option<Result<String, String>> {
+        Some(self.0.clone())
+    }
+}
+
+#[test]
+fn the_state_dump_includes_each_v1_rms_own_dump() {
+    let sched = Scheduler::new(Options::default()).unwrap();
+    let before: serde_json::Value = serde_json::from_str(&sched.state_dump().unwrap()).unwrap();
+    assert!(before.get("resourceManagerDumps").is_none());
+    for (id, dump) in [
+        ("good", Ok(r#"{"shim":"test","pods":3}"#.to_string())),
+        ("bad", Err("cache locked".to_string())),
+    ] {
+        sched
+            .register_resource_manager_v1(
+                si18::RegisterResourceManagerRequest {
+                    rm_id: id.into(),
+                    policy_group: format!("q-{id}"),
+                    ..Default::default()
+                },
+                Arc::new(DumpRm(dump)),
+            )
+            .unwrap();
+    }
+    let dump: serde_json::Value = serde_json::from_str(&sched.state_dump().unwrap()).unwrap();
+    let rms = &dump["resourceManagerDumps"];
+    assert_eq!(rms["good"]["shim"], "test");
+    assert_eq!(rms["good"]["pods"], 3);
+    assert_eq!(rms["bad"]["error"], "cache locked");
+    // The core's own fields are still there.
+    assert!(dump.get("partitions").is_some());
+}

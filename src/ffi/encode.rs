@@ -81,8 +81,9 @@ fn priority_len(p: i32) -> usize {
     key_len(1) + encoded_len_varint(p as i64 as u64)
 }
 
-/// The encoded length of one `si.v1.Allocation`.
-fn allocation_len(a: &NewAllocation, res_len: usize) -> usize {
+/// The encoded length of one `si.v1.Allocation`; with `v1`, of the SI
+/// v1.8 `Allocation` (no uuid or queue, `priority` a plain int32).
+fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
     let tags: usize = a
         .tags
         .iter()
@@ -91,17 +92,29 @@ fn allocation_len(a: &NewAllocation, res_len: usize) -> usize {
             key_len(2) + encoded_len_varint(e as u64) + e
         })
         .sum();
-    let pr = priority_len(a.priority);
+    let (uuid, priority, queue) = if v1 {
+        let p = if a.priority == 0 {
+            0
+        } else {
+            key_len(6) + encoded_len_varint(a.priority as i64 as u64)
+        };
+        (0, p, 0)
+    } else {
+        let pr = priority_len(a.priority);
+        (
+            string_len(3, &a.uuid),
+            key_len(6) + encoded_len_varint(pr as u64) + pr,
+            string_len(7, &a.queue),
+        )
+    };
     string_len(1, &a.key)
         + tags
-        + string_len(3, &a.uuid)
+        + uuid
         + key_len(5)
         + encoded_len_varint(res_len as u64)
         + res_len
-        + key_len(6)
-        + encoded_len_varint(pr as u64)
-        + pr
-        + string_len(7, &a.queue)
+        + priority
+        + queue
         + string_len(8, &a.node)
         + string_len(9, &a.app)
         + string_len(10, &a.partition)
@@ -109,7 +122,7 @@ fn allocation_len(a: &NewAllocation, res_len: usize) -> usize {
         + if a.placeholder { key_len(12) + 1 } else { 0 }
 }
 
-fn put_allocation(a: &NewAllocation, res_len: usize, buf: &mut Vec<u8>) {
+fn put_allocation(a: &NewAllocation, res_len: usize, v1: bool, buf: &mut Vec<u8>) {
     put_string(1, &a.key, buf);
     // Map entries in key order, so the bytes do not depend on hashing.
     let mut tags: Vec<(&String, &String)> = a.tags.iter().collect();
@@ -119,13 +132,20 @@ fn put_allocation(a: &NewAllocation, res_len: usize, buf: &mut Vec<u8>) {
         put_string(1, k, buf);
         put_string(2, v, buf);
     }
-    put_string(3, &a.uuid, buf);
+    if !v1 {
+        put_string(3, &a.uuid, buf);
+    }
     put_len(5, res_len, buf);
     put_resource(&a.resource, buf);
-    put_len(6, priority_len(a.priority), buf);
-    encode_key(1, WireType::Varint, buf);
-    encode_varint(a.priority as i64 as u64, buf);
-    put_string(7, &a.queue, buf);
+    if !v1 {
+        put_len(6, priority_len(a.priority), buf);
+        encode_key(1, WireType::Varint, buf);
+        encode_varint(a.priority as i64 as u64, buf);
+        put_string(7, &a.queue, buf);
+    } else if a.priority != 0 {
+        encode_key(6, WireType::Varint, buf);
+        encode_varint(a.priority as i64 as u64, buf);
+    }
     put_string(8, &a.node, buf);
     put_string(9, &a.app, buf);
     put_string(10, &a.partition, buf);
@@ -138,23 +158,33 @@ fn put_allocation(a: &NewAllocation, res_len: usize, buf: &mut Vec<u8>) {
 
 /// `si.v1.AllocationResponse { repeated Allocation new = 1 }`.
 pub fn allocation_response(new: &[Arc<NewAllocation>]) -> Vec<u8> {
-    let lens: Vec<(usize, usize)> = new
+    let mut buf = Vec::new();
+    response_into(new, false, &mut buf);
+    buf
+}
+
+/// Appends the SI v1.8 `AllocationResponse { repeated Allocation new = 1 }`
+/// to `buf` (the same field numbers as v0.12's, less uuid and queue).
+pub fn allocation_response_v1_into(new: &[Arc<NewAllocation>], buf: &mut Vec<u8>) {
+    response_into(new, true, buf);
+}
+
+fn response_into(new: &[Arc<NewAllocation>], v1: bool, buf: &mut Vec<u8>) {
+    // Two passes over the records (lengths, then bytes) rather than a
+    // vector of lengths: one allocation less per batch.
+    let total: usize = new
         .iter()
         .map(|a| {
-            let r = resource_len(&a.resource);
-            (r, allocation_len(a, r))
+            let l = allocation_len(a, resource_len(&a.resource), v1);
+            key_len(1) + encoded_len_varint(l as u64) + l
         })
-        .collect();
-    let total: usize = lens
-        .iter()
-        .map(|(_, l)| key_len(1) + encoded_len_varint(*l as u64) + l)
         .sum();
-    let mut buf = Vec::with_capacity(total);
-    for (a, (r, l)) in new.iter().zip(lens) {
-        put_len(1, l, &mut buf);
-        put_allocation(a, r, &mut buf);
+    buf.reserve(total);
+    for a in new {
+        let r = resource_len(&a.resource);
+        put_len(1, allocation_len(a, r, v1), buf);
+        put_allocation(a, r, v1, buf);
     }
-    buf
 }
 
 /// Appends `si.v1.ReSyncSchedulerCacheArgs { repeated AssumedAllocation
@@ -217,6 +247,29 @@ mod tests {
         let got = si::AllocationResponse::decode(allocation_response(&v).as_slice()).unwrap();
         let want = si::AllocationResponse {
             new: v.iter().map(|a| a.to_proto()).collect(),
+            ..Default::default()
+        };
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn v1_allocation_response_decodes_to_the_adapters_message() {
+        use crate::proto::si18::v1 as si18;
+        let mut v = vec![
+            sample(0, &[], false),
+            sample(1, &[("k", "v"), ("", "empty-key"), ("z", "")], true),
+            sample(-300, &[("a", "b")], false),
+        ];
+        // Priority 0 is left out of the v1 encoding; 2 - 2 = 0.
+        v.push(sample(2, &[], false));
+        let mut buf = vec![];
+        allocation_response_v1_into(&v, &mut buf);
+        let got = si18::AllocationResponse::decode(buf.as_slice()).unwrap();
+        let want = si18::AllocationResponse {
+            new: v
+                .iter()
+                .map(|a| crate::rmproxy::v1::adapter::new_allocation(a))
+                .collect(),
             ..Default::default()
         };
         assert_eq!(got, want);

@@ -16,6 +16,7 @@ use super::callbacks::{
 };
 use super::scheduler::scheduler;
 use super::{boundary, sicore_status};
+use crate::api::NewAllocation;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::sicore::si18 as sicore18;
@@ -67,7 +68,9 @@ pub struct sicore_v1_callbacks {
     /// SI v1.8 `UpdateContainerSchedulingStateRequest`.
     pub update_container_scheduling_state: sicore_notify_callback,
     /// Nullable: the RM's own state as UTF-8 JSON, set through
-    /// `sicore_reply_set`. Not called yet: the state dump does not include it.
+    /// `sicore_reply_set`; called (on the core thread) for every full
+    /// state dump, which includes it under `resourceManagerDumps.<rmID>`
+    /// (a reply left unset adds nothing).
     pub get_state_dump: sicore_dump_callback,
     /// Called once when the library is done with `user_data`. Nullable.
     pub release: Option<unsafe extern "C" fn(user_data: *mut c_void)>,
@@ -177,20 +180,29 @@ impl V1Table {
         };
         with_scratch(|buf| {
             msg.encode_raw(buf);
-            let mut reply = sicore_reply { data: None };
-            // SAFETY: a non-null function pointer registered by the RM,
-            // called with its own user_data, a message valid for the call
-            // and a reply slot valid for the call, as the header documents.
-            let rc = unsafe { f(self.0.user_data, buf.as_ptr(), buf.len(), &mut reply) };
-            if rc == 0 {
-                Ok(())
-            } else {
-                Err(match reply.data {
-                    Some(d) if !d.is_empty() => String::from_utf8_lossy(&d).into_owned(),
-                    _ => format!("{what} callback returned {rc}"),
-                })
-            }
+            self.call_bytes(f, buf, what)
         })
+    }
+
+    fn call_bytes(
+        &self,
+        f: unsafe extern "C" fn(*mut c_void, *const u8, usize, *mut sicore_reply) -> i32,
+        bytes: &[u8],
+        what: &str,
+    ) -> Result<(), String> {
+        let mut reply = sicore_reply { data: None };
+        // SAFETY: a non-null function pointer registered by the RM,
+        // called with its own user_data, a message valid for the call
+        // and a reply slot valid for the call, as the header documents.
+        let rc = unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len(), &mut reply) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(match reply.data {
+                Some(d) if !d.is_empty() => String::from_utf8_lossy(&d).into_owned(),
+                _ => format!("{what} callback returned {rc}"),
+            })
+        }
     }
 
     fn notify_call(&self, f: sicore_notify_callback, msg: &impl Message) {
@@ -205,6 +217,17 @@ impl V1Table {
 impl ResourceManagerCallbackV1 for V1Table {
     fn update_allocation(&self, r: &si18::AllocationResponse) -> Result<(), String> {
         self.status_call(self.0.update_allocation, r, "update_allocation")
+    }
+
+    /// `new` encoded straight from the records, as the v0.12 family does.
+    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+        let Some(f) = self.0.update_allocation else {
+            return Ok(());
+        };
+        with_scratch(|buf| {
+            super::encode::allocation_response_v1_into(allocations, buf);
+            self.call_bytes(f, buf, "update_allocation")
+        })
     }
 
     fn update_application(&self, r: &si18::ApplicationResponse) -> Result<(), String> {
@@ -265,10 +288,10 @@ impl ResourceManagerCallbackV1 for V1Table {
         // SAFETY: a non-null function pointer registered by the RM, called
         // with its own user_data and a reply slot valid for the call.
         unsafe { f(self.0.user_data, &mut reply) };
-        Some(match reply.data {
-            None => Err("the resource manager gave no state dump".into()),
-            Some(d) => String::from_utf8(d).map_err(|e| format!("state dump is not UTF-8: {e}")),
-        })
+        // An unset reply is "nothing to add" (the Go binding's RM without
+        // a StateDumpPlugin).
+        let d = reply.data?;
+        Some(String::from_utf8(d).map_err(|e| format!("state dump is not UTF-8: {e}")))
     }
 }
 

@@ -156,6 +156,12 @@ pub trait ResourceManagerCallback: Send + Sync {
         true
     }
 
+    /// The RM's own state as JSON for the full state dump (the v1.8
+    /// `StateDumpPlugin`); `None` when it has none. Called on the core thread.
+    fn rm_state_dump(&self) -> Option<Result<String, String>> {
+        None
+    }
+
     /// Asks the RM to persist a new configuration text.
     fn update_configuration(
         &self,

@@ -422,7 +422,7 @@ impl Counters {
         let _ = self.waiter.set(t);
     }
 
-    fn wake(&self) {
+    pub(crate) fn wake(&self) {
         if let Some(t) = self.waiter.get() {
             t.unpark();
         }

@@ -234,3 +234,55 @@ pub fn release(app: &str, key: &str) -> si18::AllocationRelease {
         ..Default::default()
     }
 }
+
+/// The same counters as the v0.12 side, told through the v1 family (the
+/// bench's and the simulator's `--edition v1`).
+impl super::Counters {
+    /// Counts the new allocations (placeholders apart) and the rejected requests.
+    pub fn allocation_v1(&self, m: &si18::AllocationResponse) {
+        use std::sync::atomic::Ordering::AcqRel;
+        let placeholders = m.new.iter().filter(|a| a.placeholder).count();
+        self.placeholders.fetch_add(placeholders, AcqRel);
+        self.real.fetch_add(m.new.len() - placeholders, AcqRel);
+        self.allocations.fetch_add(m.new.len(), AcqRel);
+        self.asks_rejected
+            .fetch_add(m.rejected_allocations.len(), AcqRel);
+        self.wake();
+    }
+
+    /// Counts accepted and rejected applications.
+    pub fn application_v1(&self, m: &si18::ApplicationResponse) {
+        use std::sync::atomic::Ordering::AcqRel;
+        self.apps_accepted.fetch_add(m.accepted.len(), AcqRel);
+        self.apps_rejected.fetch_add(m.rejected.len(), AcqRel);
+        self.wake();
+    }
+
+    /// Counts accepted and rejected nodes.
+    pub fn node_v1(&self, m: &si18::NodeResponse) {
+        use std::sync::atomic::Ordering::AcqRel;
+        self.nodes_accepted.fetch_add(m.accepted.len(), AcqRel);
+        self.nodes_rejected.fetch_add(m.rejected.len(), AcqRel);
+        self.wake();
+    }
+}
+
+/// An RM that only counts, deciding nothing (every node fits).
+impl RmV1 for super::Counters {
+    fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
+        self.allocation_v1(&m);
+        Ok(())
+    }
+    fn update_application(&self, m: si18::ApplicationResponse) -> Result<(), String> {
+        self.application_v1(&m);
+        Ok(())
+    }
+    fn update_node(&self, m: si18::NodeResponse) -> Result<(), String> {
+        self.node_v1(&m);
+        Ok(())
+    }
+    fn predicates(&self, _m: si18::PredicatesArgs) -> Result<(), String> {
+        self.predicate();
+        Ok(())
+    }
+}

@@ -38,10 +38,7 @@ impl V1Callback {
         if allocations.is_empty() {
             return Ok(());
         }
-        self.rm.update_allocation(&si18::AllocationResponse {
-            new: allocations.iter().map(|a| new_allocation(a)).collect(),
-            ..Default::default()
-        })
+        self.rm.new_allocations(allocations)
     }
 }
 
@@ -218,6 +215,10 @@ impl ResourceManagerCallback for V1Callback {
 
     fn has_container_scheduling_state(&self) -> bool {
         self.rm.has_container_scheduling_state()
+    }
+
+    fn rm_state_dump(&self) -> Option<Result<String, String>> {
+        self.rm.get_state_dump()
     }
 
     /// v1.8 has no core→RM configuration callback.

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use crate::api::NewAllocation;
 use crate::error::Error;
 use crate::proto::si18::v1 as si18;
 
@@ -64,6 +65,19 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
         Ok(())
     }
 
+    /// Decided allocations, as one `update_allocation` with only `new`. The
+    /// default builds the message; an adapter may encode straight from the
+    /// records instead (the C ABI does).
+    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+        self.update_allocation(&si18::AllocationResponse {
+            new: allocations
+                .iter()
+                .map(|a| super::adapter::new_allocation(a))
+                .collect(),
+            ..Default::default()
+        })
+    }
+
     /// Accepted, rejected and updated applications.
     fn update_application(&self, _response: &si18::ApplicationResponse) -> Result<(), String> {
         Ok(())
@@ -115,7 +129,8 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
     }
 
     /// The optional `StateDumpPlugin`: the RM's own state as JSON. `None`:
-    /// not implemented. The core does not call it yet.
+    /// not implemented. Called for every full state dump, which includes it
+    /// under `resourceManagerDumps.<rmID>`.
     fn get_state_dump(&self) -> Option<Result<String, String>> {
         None
     }

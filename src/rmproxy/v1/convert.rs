@@ -49,10 +49,24 @@ pub fn resource_to_v1(r: si::Resource) -> si18::Resource {
     }
 }
 
-fn resource_of(r: Option<si18::Resource>) -> Result<Resource, String> {
+/// Interns the names straight from the v1 map (no v0.12 copy of it).
+fn resource_of(r: Option<&si18::Resource>) -> Result<Resource, String> {
     match r {
         None => Ok(Resource::default()),
-        Some(r) => Resource::from_proto(&resource_to_v0(r)),
+        Some(r) => Resource::from_pairs(r.resources.iter().map(|(k, q)| (k.as_str(), q.value))),
+    }
+}
+
+/// The last string handed out again when the next one is equal: the
+/// allocations of one request mostly share their application and partition.
+fn share(slot: &mut Option<Arc<str>>, s: String) -> Arc<str> {
+    match slot {
+        Some(a) if **a == *s => a.clone(),
+        _ => {
+            let a: Arc<str> = Arc::from(s);
+            *slot = Some(a.clone());
+            a
+        }
     }
 }
 
@@ -113,14 +127,15 @@ pub fn allocation_update(r: si18::AllocationRequest) -> AllocationUpdate {
         foreign: Vec::new(),
         releases: r.releases.map(releases),
     };
+    let (mut app, mut partition) = (None, None);
     for a in r.allocations {
         if let Some(kind) = a.allocation_tags.get(TAG_FOREIGN) {
             update.foreign.push(ForeignAllocation {
                 preemptable: kind == FOREIGN_DEFAULT,
                 key: Arc::from(a.allocation_key),
-                partition: Arc::from(a.partition_name),
+                partition: share(&mut partition, a.partition_name),
                 node: Arc::from(a.node_id),
-                resource: resource_of(a.resource_per_alloc),
+                resource: resource_of(a.resource_per_alloc.as_ref()),
             });
             continue;
         }
@@ -135,9 +150,9 @@ pub fn allocation_update(r: si18::AllocationRequest) -> AllocationUpdate {
         let node = a.node_id;
         let ask = AskRequest {
             key: Arc::from(a.allocation_key),
-            app: Arc::from(a.application_id),
-            partition: Arc::from(a.partition_name),
-            resource: resource_of(a.resource_per_alloc),
+            app: share(&mut app, a.application_id),
+            partition: share(&mut partition, a.partition_name),
+            resource: resource_of(a.resource_per_alloc.as_ref()),
             max_allocations: 1,
             priority: a.priority,
             required_node: a.allocation_tags.get(TAG_REQUIRED_NODE).cloned(),

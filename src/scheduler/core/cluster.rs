@@ -459,7 +459,41 @@ impl Core {
 
     /// The state dump.
     pub fn dump_json(&self) -> String {
-        crate::scheduler::dump::render(&self.snapshot())
+        let mut json = crate::scheduler::dump::render(&self.snapshot());
+        // The RMs' own dumps (v1.8 StateDumpPlugin) under
+        // `resourceManagerDumps`, by rmID: the JSON an RM gave, as it gave
+        // it, or an error object.
+        let mut rms = String::new();
+        for (id, rm) in &self.rms {
+            let Some(dump) = rm.callback.rm_state_dump() else {
+                continue;
+            };
+            let value = match dump {
+                Ok(text) => match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
+                    Ok(_) => text,
+                    Err(e) => serde_json::json!({ "error": format!("not JSON: {e}") }).to_string(),
+                },
+                Err(e) => serde_json::json!({ "error": e }).to_string(),
+            };
+            if !rms.is_empty() {
+                rms.push_str(", ");
+            }
+            rms.push_str(&serde_json::Value::from(id.as_str()).to_string());
+            rms.push_str(": ");
+            rms.push_str(value.trim());
+        }
+        let body = json.trim_end();
+        if rms.is_empty() || !body.ends_with('}') {
+            return json;
+        }
+        let open = body.len() - 1;
+        let empty = body[..open].trim_end().ends_with('{');
+        json.truncate(open);
+        let json = json.trim_end().to_string();
+        format!(
+            "{json}{}\n  \"resourceManagerDumps\": {{{rms}}}\n}}",
+            if empty { "" } else { "," }
+        )
     }
 }
 
