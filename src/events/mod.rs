@@ -156,12 +156,26 @@ pub struct EventStore {
     /// share an id without hiding each other.
     /// Each record with the order it arrived in (records of one step
     /// share a timestamp, and keep their creation order by this).
-    latest: HashMap<(i32, String), (u64, si::EventRecord)>,
+    /// SI v1.8: the reason is part of the key as well, so one object's
+    /// records of different kinds in one flush all go out (a node's ADD is
+    /// not hidden by its DRAIN_TO_SCHEDULABLE that follows at once; the
+    /// v1 RM reads NODE ADD), while repeats of one kind still coalesce.
+    latest: HashMap<(i32, String, String), (u64, si::EventRecord)>,
     next_seq: u64,
     stats: EventStats,
+    by_kind: bool,
 }
 
 impl EventStore {
+    /// A store that keeps the latest record per object and kind (reason):
+    /// the SI v1.8 edition's.
+    pub fn by_kind() -> Self {
+        EventStore {
+            by_kind: true,
+            ..Default::default()
+        }
+    }
+
     /// Takes the records of one core step.
     pub fn add_all(&mut self, records: Vec<si::EventRecord>) {
         let n = records.len();
@@ -179,7 +193,12 @@ impl EventStore {
             log::debug!("event record without object id or reason dropped: {r:?}");
             return;
         }
-        let key = (r.r#type, r.object_id.clone());
+        let kind = if self.by_kind {
+            r.reason.clone()
+        } else {
+            String::new()
+        };
+        let key = (r.r#type, r.object_id.clone(), kind);
         self.next_seq += 1;
         let seq = self.next_seq;
         if let Some(slot) = self.latest.get_mut(&key) {

@@ -33,6 +33,7 @@ use si::node_info::ActionFromRm;
 /// action there.
 pub const CREATE_DRAIN: i32 = 6;
 
+use crate::events::EventStore;
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 
 /// What the core keeps per registered RM.
@@ -415,9 +416,19 @@ impl Core {
                     r.timestamp_nano = now;
                 }
             }
+            let v1 = self
+                .rms
+                .get(rm_id)
+                .is_some_and(|rm| rm.edition == Edition::V1);
             self.events
                 .entry(rm_id.to_string())
-                .or_default()
+                .or_insert_with(|| {
+                    if v1 {
+                        EventStore::by_kind()
+                    } else {
+                        EventStore::default()
+                    }
+                })
                 .add_all(records);
         }
     }
