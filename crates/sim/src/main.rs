@@ -6,6 +6,8 @@
 //! configuration: 100 nodes, 4 applications in 3 queues, 10,000 asks.
 //! `--html FILE` also writes a visual report of the run (see `report.rs`);
 //! `--serve ADDR` keeps the scheduler and its REST service up afterwards.
+//! `--edition v1` runs the same workload through the SI v1.8 family
+//! (`sicore_v1_*`) instead of v0.12 (see docs/simulator.md).
 
 mod html;
 mod report;
@@ -25,8 +27,32 @@ use clap::Parser;
 use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
+use sicore::proto::si18::v1 as si18;
 use sicore::proto::sicore::v1::SchedulerOptions;
+use sicore_c_rm::v1::RmV1;
 use sicore_c_rm::{table, take_string, Installed, Rm, UpdateFn};
+
+/// The SI edition the simulated RM registers through.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Edition {
+    /// SI v0.12: `sicore_*`, queues from the scheduler's options.
+    #[value(name = "v0.12")]
+    V012,
+    /// SI v1.8: `sicore_v1_*`, queues in the registration's `config`, one
+    /// request per allocation (v1 has no repeat count).
+    #[value(name = "v1")]
+    V1,
+}
+
+impl Edition {
+    /// How the reports name the edition.
+    fn label(self) -> &'static str {
+        match self {
+            Edition::V012 => "SI v0.12",
+            Edition::V1 => "SI v1.8",
+        }
+    }
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -84,6 +110,10 @@ struct Args {
     /// carry; needed to serve beyond loopback (see docs/rest-access.md).
     #[arg(long, value_name = "TOKEN", requires = "serve")]
     rest_token: Option<String>,
+    /// The SI edition the RM speaks: v0.12 (`sicore_*`) or v1 (SI v1.8,
+    /// `sicore_v1_*`). The gang workload needs v0.12.
+    #[arg(long, value_enum, default_value = "v0.12")]
+    edition: Edition,
 }
 
 /// What the simulated RM has been told: the shared counters, and the
@@ -97,6 +127,9 @@ struct Counters {
     rejections: Mutex<Vec<String>>,
     /// Samples for `--html`; unset (and free) otherwise.
     report: OnceLock<report::Recorder>,
+    /// `--edition v1 --html`: each application's queue, since a v1
+    /// allocation does not name its queue and the report charts by queue.
+    queue_of: OnceLock<foldhash::HashMap<String, String>>,
 }
 
 impl std::ops::Deref for Counters {
@@ -107,6 +140,19 @@ impl std::ops::Deref for Counters {
 }
 
 impl Counters {
+    /// Notes the time of the latest (and the first) allocation.
+    fn note_allocation_time(&self) {
+        let since = self
+            .start
+            .lock()
+            .unwrap()
+            .map_or(0, |s| s.elapsed().as_nanos() as u64);
+        let _ = self
+            .first_alloc_ns
+            .compare_exchange(0, since, Ordering::SeqCst, Ordering::SeqCst);
+        self.last_alloc_ns.store(since, Ordering::SeqCst);
+    }
+
     /// Keeps the first few rejection reasons for the report.
     fn keep_rejections(&self, reasons: impl Iterator<Item = String>) {
         let mut kept = self.rejections.lock().unwrap();
@@ -121,15 +167,7 @@ impl Rm for Counters {
             r.on_allocation(&m);
         }
         if !m.new.is_empty() {
-            let since = self
-                .start
-                .lock()
-                .unwrap()
-                .map_or(0, |s| s.elapsed().as_nanos() as u64);
-            let _ =
-                self.first_alloc_ns
-                    .compare_exchange(0, since, Ordering::SeqCst, Ordering::SeqCst);
-            self.last_alloc_ns.store(since, Ordering::SeqCst);
+            self.note_allocation_time();
         }
         self.base.allocation(&m);
         self.keep_rejections(
@@ -174,6 +212,111 @@ impl Rm for Counters {
     }
 }
 
+/// The v0.12 form of a v1 allocation response, for the `--html` recorder:
+/// the key stands for the UUID, and the queue is the application's.
+fn v012_allocations(
+    m: &si18::AllocationResponse,
+    queue_of: Option<&foldhash::HashMap<String, String>>,
+) -> si::AllocationResponse {
+    let resource = |r: &Option<si18::Resource>| {
+        r.as_ref().map(|r| si::Resource {
+            resources: r
+                .resources
+                .iter()
+                .map(|(k, q)| (k.clone(), si::Quantity { value: q.value }))
+                .collect(),
+        })
+    };
+    si::AllocationResponse {
+        new: m
+            .new
+            .iter()
+            .map(|a| si::Allocation {
+                uuid: a.allocation_key.clone(),
+                allocation_key: a.allocation_key.clone(),
+                node_id: a.node_id.clone(),
+                application_id: a.application_id.clone(),
+                queue_name: queue_of
+                    .and_then(|q| q.get(&a.application_id))
+                    .cloned()
+                    .unwrap_or_default(),
+                resource_per_alloc: resource(&a.resource_per_alloc),
+                ..Default::default()
+            })
+            .collect(),
+        released: m
+            .released
+            .iter()
+            .map(|r| si::AllocationRelease {
+                uuid: r.allocation_key.clone(),
+                application_id: r.application_id.clone(),
+                ..Default::default()
+            })
+            .collect(),
+        rejected: m
+            .rejected_allocations
+            .iter()
+            .map(|r| si::RejectedAllocationAsk {
+                allocation_key: r.allocation_key.clone(),
+                application_id: r.application_id.clone(),
+                reason: r.reason.clone(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The same counting and recording over the SI v1.8 family.
+impl RmV1 for Counters {
+    fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
+        if let Some(r) = self.report.get() {
+            r.on_allocation(&v012_allocations(&m, self.queue_of.get()));
+        }
+        if !m.new.is_empty() {
+            self.note_allocation_time();
+        }
+        self.base.allocation_v1(&m);
+        self.keep_rejections(
+            m.rejected_allocations
+                .iter()
+                .map(|x| format!("ask {}: {}", x.allocation_key, x.reason)),
+        );
+        Ok(())
+    }
+
+    fn update_application(&self, m: si18::ApplicationResponse) -> Result<(), String> {
+        if let Some(r) = self.report.get() {
+            // The application messages are field for field the same wire in
+            // both editions.
+            if let Ok(old) = si::ApplicationResponse::decode(m.encode_to_vec().as_slice()) {
+                r.on_application(&old);
+            }
+        }
+        self.base.application_v1(&m);
+        self.keep_rejections(
+            m.rejected
+                .iter()
+                .map(|x| format!("application {}: {}", x.application_id, x.reason)),
+        );
+        Ok(())
+    }
+
+    fn update_node(&self, m: si18::NodeResponse) -> Result<(), String> {
+        self.base.node_v1(&m);
+        self.keep_rejections(
+            m.rejected
+                .iter()
+                .map(|x| format!("node {}: {}", x.node_id, x.reason)),
+        );
+        Ok(())
+    }
+
+    fn predicates(&self, _m: si18::PredicatesArgs) -> Result<(), String> {
+        self.base.predicate();
+        Ok(())
+    }
+}
+
 /// The version of the library the simulator runs on (`sicore_version()`).
 fn library_version() -> String {
     // SAFETY: sicore_version returns a static NUL-terminated string.
@@ -189,6 +332,38 @@ fn register_sim(sched: *mut sicore_scheduler, table: &sicore_callbacks) -> Resul
         "RegisterResourceManager",
         sicore_c_rm::register(sched, "sim", "queues", &version, table),
     )
+}
+
+/// A v0.12 node of the workload as the v1 RM sends it.
+fn v1_node(n: si::NodeInfo) -> si18::NodeInfo {
+    si18::NodeInfo {
+        node_id: n.node_id,
+        attributes: n.attributes,
+        action: si18::node_info::ActionFromRm::Create as i32,
+        schedulable_resource: n.schedulable_resource.map(v1_resource),
+    }
+}
+
+fn v1_resource(r: si::Resource) -> si18::Resource {
+    si18::Resource {
+        resources: r
+            .resources
+            .into_iter()
+            .map(|(k, q)| (k, si18::Quantity { value: q.value }))
+            .collect(),
+    }
+}
+
+/// A one-allocation ask of the workload as a v1 request.
+fn v1_request(a: &si::AllocationAsk) -> si18::Allocation {
+    si18::Allocation {
+        allocation_key: a.allocation_key.clone(),
+        application_id: a.application_id.clone(),
+        allocation_tags: a.tags.clone(),
+        partition_name: a.partition_name.clone(),
+        resource_per_alloc: a.resource_ask.clone().map(v1_resource),
+        ..Default::default()
+    }
 }
 
 fn check(what: &str, st: sicore_status, err: sicore_buffer) -> Result<(), String> {
@@ -296,15 +471,26 @@ fn print_queue(q: &serde_json::Value, depth: usize) {
 fn run(args: Args) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(args.seed);
     let mut options = SchedulerOptions::default();
-    let config_name = match &args.config {
+    let edition = args.edition;
+    // v0.12 takes the queues from the scheduler's options, v1 from the
+    // registration; v1 gets the v0.12 default (a `provided` rule) when no
+    // file is given, so both editions run the same workload.
+    let (config_name, config_text) = match &args.config {
         Some(path) => {
             let text =
                 std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            options.policy_configs.insert("queues".into(), text);
-            path.display().to_string()
+            (path.display().to_string(), text)
         }
-        None => "embedded default".to_string(),
+        None => (
+            "embedded default".to_string(),
+            sicore::config::DEFAULT_CONFIG.to_string(),
+        ),
     };
+    if edition == Edition::V012 && args.config.is_some() {
+        options
+            .policy_configs
+            .insert("queues".into(), config_text.clone());
+    }
     if let Some(addr) = &args.serve {
         options.rest_address = addr.clone();
         if let Some(token) = &args.rest_token {
@@ -327,15 +513,44 @@ fn run(args: Args) -> Result<(), String> {
         }
     };
 
-    let table = table(
-        &sim.counters,
-        Installed {
-            predicates: args.predicates,
-            resync_scheduler_cache: true,
-            ..Default::default()
-        },
-    );
-    register_sim(sim.sched, &table)?;
+    let (update_node, update_application, update_allocation): (UpdateFn, UpdateFn, UpdateFn) =
+        match edition {
+            Edition::V012 => {
+                let table = table(
+                    &sim.counters,
+                    Installed {
+                        predicates: args.predicates,
+                        resync_scheduler_cache: true,
+                        ..Default::default()
+                    },
+                );
+                register_sim(sim.sched, &table)?;
+                (
+                    sicore_update_node,
+                    sicore_update_application,
+                    sicore_update_allocation,
+                )
+            }
+            Edition::V1 => {
+                let table = sicore_c_rm::v1::table(&sim.counters, args.predicates);
+                let req = si18::RegisterResourceManagerRequest {
+                    rm_id: "sim".into(),
+                    policy_group: "queues".into(),
+                    version: library_version(),
+                    config: config_text.clone(),
+                    ..Default::default()
+                };
+                sicore_c_rm::check(
+                    "RegisterResourceManager (v1)",
+                    sicore_c_rm::v1::register(sim.sched, &req, &table),
+                )?;
+                (
+                    sicore_v1_update_node,
+                    sicore_v1_update_application,
+                    sicore_v1_update_allocation,
+                )
+            }
+        };
 
     // Nodes: memory around 400,000 and 250 vcores, so the default workload
     // (about 32M memory and 20k vcores in all) fits with room to spare.
@@ -352,14 +567,26 @@ fn run(args: Args) -> Result<(), String> {
         })
         .collect();
     mark("nodes submitted");
-    sim.call(
-        "UpdateNode",
-        sicore_update_node,
-        &si::NodeRequest {
-            nodes,
-            rm_id: "sim".into(),
-        },
-    )?;
+    match edition {
+        Edition::V012 => sim.call(
+            "UpdateNode",
+            update_node,
+            &si::NodeRequest {
+                nodes,
+                rm_id: "sim".into(),
+            },
+        )?,
+        // CREATE, schedulable at once (the k8shim's CREATE_DRAIN and later
+        // DRAIN_TO_SCHEDULABLE would only add a round trip).
+        Edition::V1 => sim.call(
+            "UpdateNode",
+            update_node,
+            &si18::NodeRequest {
+                nodes: nodes.into_iter().map(v1_node).collect(),
+                rm_id: "sim".into(),
+            },
+        )?,
+    }
     sim.wait_for("nodes", Duration::from_secs(30), |c| {
         c.nodes_accepted.load(Ordering::SeqCst) + c.nodes_rejected.load(Ordering::SeqCst)
             == args.nodes
@@ -386,10 +613,18 @@ fn run(args: Args) -> Result<(), String> {
             ..Default::default()
         })
         .collect();
+    if edition == Edition::V1 && args.html.is_some() {
+        let _ = sim.counters.queue_of.set(
+            apps.iter()
+                .map(|a| (a.application_id.clone(), a.queue_name.clone()))
+                .collect(),
+        );
+    }
     mark("applications submitted");
+    // The application messages are the same wire in both editions.
     sim.call(
         "UpdateApplication",
-        sicore_update_application,
+        update_application,
         &si::ApplicationRequest {
             new: apps,
             rm_id: "sim".into(),
@@ -428,15 +663,27 @@ fn run(args: Args) -> Result<(), String> {
     *sim.counters.start.lock().unwrap() = Some(Instant::now());
     let started = Instant::now();
     for chunk in asks.chunks(1000) {
-        sim.call(
-            "UpdateAllocation",
-            sicore_update_allocation,
-            &si::AllocationRequest {
-                asks: chunk.to_vec(),
-                rm_id: "sim".into(),
-                ..Default::default()
-            },
-        )?;
+        match edition {
+            Edition::V012 => sim.call(
+                "UpdateAllocation",
+                update_allocation,
+                &si::AllocationRequest {
+                    asks: chunk.to_vec(),
+                    rm_id: "sim".into(),
+                    ..Default::default()
+                },
+            )?,
+            // Each ask is for one allocation, so it maps to one v1 request.
+            Edition::V1 => sim.call(
+                "UpdateAllocation",
+                update_allocation,
+                &si18::AllocationRequest {
+                    allocations: chunk.iter().map(v1_request).collect(),
+                    rm_id: "sim".into(),
+                    ..Default::default()
+                },
+            )?,
+        }
     }
 
     let tty = std::io::stderr().is_terminal();
@@ -480,6 +727,7 @@ fn run(args: Args) -> Result<(), String> {
     let dump = sim.dump()?;
     println!("sicore-sim report");
     println!("  library            sicore {}", library_version());
+    println!("  edition            {}", edition.label());
     println!("  configuration      {config_name}");
     println!("  seed               {}", args.seed);
     println!(
@@ -520,7 +768,9 @@ fn run(args: Args) -> Result<(), String> {
             c.predicate_calls.load(Ordering::Relaxed)
         );
     }
-    println!("  assumed (ReSync)   {}", c.assumed.load(Ordering::Relaxed));
+    if edition == Edition::V012 {
+        println!("  assumed (ReSync)   {}", c.assumed.load(Ordering::Relaxed));
+    }
     for r in c.rejections.lock().unwrap().iter().take(10) {
         println!("  rejection          {r}");
     }
@@ -571,6 +821,7 @@ fn run(args: Args) -> Result<(), String> {
     if let (Some(path), Some(rec)) = (&args.html, c.report.get()) {
         let meta = vec![
             ("library".into(), format!("sicore {}", library_version())),
+            ("edition".into(), edition.label().to_string()),
             ("configuration".into(), config_name.clone()),
             ("seed".into(), args.seed.to_string()),
             ("nodes".into(), args.nodes.to_string()),
@@ -603,6 +854,18 @@ fn main() {
     let args = Args::parse();
     if args.gang && args.html.is_some() {
         eprintln!("sicore-sim: --html does not apply to --gang");
+        std::process::exit(2);
+    }
+    if args.gang && args.edition != Edition::V012 {
+        // gang.rs builds v0.12 task groups and placeholder replacement
+        // through the v0.12 family; running it here would not be v1.
+        eprintln!(
+            "sicore-sim: --gang runs over SI v0.12 only; --edition {} is not supported for it",
+            match args.edition {
+                Edition::V012 => "v0.12",
+                Edition::V1 => "v1",
+            }
+        );
         std::process::exit(2);
     }
     let result = if args.gang {
