@@ -15,11 +15,13 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
 use crate::events::EventStats;
@@ -153,18 +155,57 @@ pub struct StateSample {
     pub containers: u64,
 }
 
-/// Families created on first sight of a queue or resource type.
+/// Families created on first sight of a resource type.
 #[derive(Default)]
 struct Dynamic {
-    queue_used: HashMap<String, Family<ResourceLabel, Gauge>>,
-    queue_pending: HashMap<String, Family<ResourceLabel, Gauge>>,
     node_usage: HashMap<String, Family<RangeLabel, Gauge>>,
+}
+
+/// The per-queue gauges (one metric name per leaf queue, as the reference
+/// names them), written out at scrape time from the last sample. A
+/// registered family could never be unregistered, so every dynamic queue
+/// ever seen would stay in the registry for the life of the process.
+#[derive(Debug, Default)]
+struct QueueGauges {
+    sample: Mutex<QueueSample>,
+}
+
+#[derive(Debug, Default)]
+struct QueueSample {
+    used: Vec<(String, Vec<(String, i64)>)>,
+    pending: Vec<(String, Vec<(String, i64)>)>,
+}
+
+impl Collector for QueueGauges {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let sample = self.sample.lock();
+        let kinds = [
+            (&sample.used, "used_resource", "Allocated resources"),
+            (&sample.pending, "pending_resource", "Pending resources"),
+        ];
+        for (queues, suffix, help) in kinds {
+            for (path, values) in queues {
+                let name = format!("{}_{suffix}", queue_metric_name(path));
+                let help = format!("{help} of queue {path}");
+                let mut metric =
+                    encoder.encode_descriptor(&name, &help, None, MetricType::Gauge)?;
+                for (resource, v) in values {
+                    let label = ResourceLabel {
+                        resource: resource.clone(),
+                    };
+                    ConstGauge::new(*v).encode(metric.encode_family(&label)?)?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Every metric of one scheduler instance.
 pub struct Metrics {
     registry: Mutex<Registry>,
     dynamic: Mutex<Dynamic>,
+    queues: std::sync::Arc<QueueGauges>,
     history: Mutex<VecDeque<HistorySample>>,
     allocated: Counter,
     rejected: Counter,
@@ -294,9 +335,15 @@ impl Metrics {
             "Event records collected for the next flush",
         );
 
+        let queues = std::sync::Arc::new(QueueGauges::default());
+        registry
+            .sub_registry_with_prefix("queue")
+            .register_collector(Box::new(queues.clone()));
+
         Metrics {
             registry: Mutex::new(registry),
             dynamic: Mutex::new(Dynamic::default()),
+            queues,
             history: Mutex::new(VecDeque::with_capacity(HISTORY_LEN)),
             allocated,
             rejected,
@@ -389,13 +436,8 @@ impl Metrics {
         self.event_collected.set(clamp(e.stored));
 
         let mut dynamic = self.dynamic.lock();
-        let Dynamic {
-            queue_used,
-            queue_pending,
-            node_usage,
-        } = &mut *dynamic;
         for (res, buckets) in &s.node_usage {
-            let family = node_usage.entry(res.clone()).or_insert_with(|| {
+            let family = dynamic.node_usage.entry(res.clone()).or_insert_with(|| {
                 let f = Family::<RangeLabel, Gauge>::default();
                 self.registry
                     .lock()
@@ -415,56 +457,12 @@ impl Metrics {
                     .set(*n);
             }
         }
-        let queue_family = |map: &mut HashMap<String, Family<ResourceLabel, Gauge>>,
-                            path: &str,
-                            suffix: &str,
-                            help: &str| {
-            map.entry(path.to_string())
-                .or_insert_with(|| {
-                    let f = Family::<ResourceLabel, Gauge>::default();
-                    self.registry
-                        .lock()
-                        .sub_registry_with_prefix("queue")
-                        .register(
-                            format!("{}_{suffix}", queue_metric_name(path)),
-                            format!("{help} of queue {path}"),
-                            f.clone(),
-                        );
-                    f
-                })
-                .clone()
-        };
-        // A queue that is gone (removed, or its partition) shows no stale
-        // values; its family stays registered for when it comes back.
-        let present: std::collections::HashSet<&str> =
-            s.queue_usage.iter().map(|(p, _)| p.as_str()).collect();
-        for map in [&*queue_used, &*queue_pending] {
-            for (path, family) in map {
-                if !present.contains(path.as_str()) {
-                    family.clear();
-                }
-            }
-        }
-        for (path, usage) in &s.queue_usage {
-            let family = queue_family(queue_used, path, "used_resource", "Allocated resources");
-            for (res, v) in usage {
-                family
-                    .get_or_create(&ResourceLabel {
-                        resource: res.clone(),
-                    })
-                    .set(*v);
-            }
-        }
-        for (path, pending) in &s.queue_pending {
-            let family = queue_family(queue_pending, path, "pending_resource", "Pending resources");
-            for (res, v) in pending {
-                family
-                    .get_or_create(&ResourceLabel {
-                        resource: res.clone(),
-                    })
-                    .set(*v);
-            }
-        }
+        drop(dynamic);
+        // A queue that is gone (removed, or its partition) is simply not in
+        // the next sample.
+        let mut queues = self.queues.sample.lock();
+        queues.used.clone_from(&s.queue_usage);
+        queues.pending.clone_from(&s.queue_pending);
     }
 
     /// Appends a history sample, dropping the oldest beyond 24 hours.

@@ -5,6 +5,10 @@
 //! a bound on RSS growth fails on one machine and passes on the next. Live
 //! bytes change only when something is allocated and kept.
 
+// With the default features (mimalloc) the tests that use this are
+// ignored and `Counting` is not installed.
+#![cfg_attr(feature = "mimalloc", allow(dead_code))]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

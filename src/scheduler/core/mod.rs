@@ -46,6 +46,9 @@ pub use run::run;
 /// the RM and looks at new requests again.
 pub const PASS_BUDGET: usize = 2048;
 
+/// Fewest pending timers at which [`Core::sweep_timers`] runs.
+const TIMER_SWEEP_MIN: usize = 1024;
+
 /// The core's state. Only its owner (the core thread, or a test) touches it.
 pub struct Core {
     options: Options,
@@ -55,6 +58,9 @@ pub struct Core {
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
     timer_data: HashMap<u64, AppTimer>,
     timer_seq: u64,
+    /// Size of `timer_data` at which dead timers are swept (see
+    /// [`Core::sweep_timers`]).
+    timer_sweep_at: usize,
     outcomes: HashMap<String, Outcomes>,
     /// What the last steps produced for the RMs, in order, until the host
     /// takes it.
@@ -98,6 +104,7 @@ impl Core {
             timers: BinaryHeap::new(),
             timer_data: HashMap::new(),
             timer_seq: 0,
+            timer_sweep_at: TIMER_SWEEP_MIN,
             outcomes: HashMap::new(),
             outbox: Vec::new(),
             started: now,
@@ -310,6 +317,25 @@ impl Core {
         }
     }
 
+    /// Drops the timers that can no longer do anything: their application
+    /// left the state they were set for, or is gone. Timers are not
+    /// cancelled when that happens (a state change is the hot path), so a
+    /// busy cluster would hold every start timer until it fires, minutes
+    /// later. Sweeping when the pending set has doubled since the last sweep
+    /// keeps it at most twice the live timers, at amortised O(1) a timer.
+    fn sweep_timers(&mut self) {
+        let partitions = &self.partitions;
+        self.timer_data.retain(|_, t| {
+            partitions
+                .get(&t.partition)
+                .is_some_and(|p| p.timer_is_live(t))
+        });
+        let live = &self.timer_data;
+        self.timers
+            .retain(|Reverse((_, seq))| live.contains_key(seq));
+        self.timer_sweep_at = (2 * self.timer_data.len()).max(TIMER_SWEEP_MIN);
+    }
+
     /// Hands what the last step produced to the outbox, in order. The
     /// dispatcher announces new allocations through `ReSyncSchedulerCache`
     /// right before the `UpdateAllocation` that carries them, so the core
@@ -320,6 +346,9 @@ impl Core {
                 self.timer_seq += 1;
                 self.timers.push(Reverse((t.at, self.timer_seq)));
                 self.timer_data.insert(self.timer_seq, t);
+            }
+            if self.timer_data.len() >= self.timer_sweep_at {
+                self.sweep_timers();
             }
             let Some(rm) = self.rms.get(&rm_id) else {
                 continue;

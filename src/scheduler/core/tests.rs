@@ -369,3 +369,45 @@ fn the_rest_update_steps_dry_run_then_apply_only_for_the_registration_asked() {
     assert_eq!(after.1, three);
     assert_ne!(after.0, before.0);
 }
+
+#[test]
+fn timers_of_applications_that_moved_on_are_swept_and_live_ones_kept() {
+    let mut o = options(TWO_QUEUES);
+    o.app_start_timeout = Duration::from_secs(300);
+    let (mut core, clock) = core_with_node(o);
+    // One application stays Starting for the whole run: its start timer
+    // must survive every sweep and still fire.
+    add_app(&mut core, "keeper", "root.a");
+    ask(&mut core, "keeper", "k", 1);
+    core.schedule_pass();
+    core.take_outbound();
+    // Thousands of short-lived ones: each sets a start timer, then goes.
+    for i in 0..5_000 {
+        let app = format!("app-{i}");
+        add_app(&mut core, &app, "root.b");
+        ask(&mut core, &app, "k", 1);
+        core.schedule_pass();
+        core.step(Command::Application(si::ApplicationRequest {
+            rm_id: RM.into(),
+            remove: vec![si::RemoveApplicationRequest {
+                application_id: app,
+                partition_name: "default".into(),
+            }],
+            ..Default::default()
+        }));
+        core.take_outbound();
+        assert!(
+            core.timer_data.len() <= 2 * TIMER_SWEEP_MIN,
+            "{} timers pending after {i} applications came and went",
+            core.timer_data.len()
+        );
+    }
+    assert!(core.timers.len() <= 2 * TIMER_SWEEP_MIN);
+    clock.advance(Duration::from_secs(300));
+    core.tick();
+    let states = app_states(&core.take_outbound());
+    assert!(
+        states.contains(&("keeper".into(), "Running".into())),
+        "the kept start timer fired: {states:?}"
+    );
+}

@@ -130,6 +130,26 @@ impl Partition {
         ));
     }
 
+    /// Whether `t` would still act when it fires (the same checks as
+    /// [`Partition::on_timer`] and the placeholder timeout make).
+    pub fn timer_is_live(&self, t: &AppTimer) -> bool {
+        match t.kind {
+            TimerKind::Expire(finished_ns) => self.finished.iter().any(|f| {
+                *f.id == *t.app
+                    && f.finished_ns == finished_ns
+                    && matches!(f.state, AppState::Completed | AppState::Failed)
+            }),
+            TimerKind::Placeholder => self
+                .apps
+                .get(&t.app)
+                .is_some_and(|a| a.gang.timer_epoch == t.epoch && a.gang.placeholders > 0),
+            TimerKind::State => self.apps.get(&t.app).is_some_and(|a| {
+                a.state_epoch == t.epoch
+                    && matches!(a.state, AppState::Starting | AppState::Completing)
+            }),
+        }
+    }
+
     /// An application timer fired. A state timer acts only if the
     /// application is still in the state it was set for.
     pub fn on_timer(&mut self, t: &AppTimer, out: &mut Outcomes) {
