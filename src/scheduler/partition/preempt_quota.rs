@@ -85,9 +85,8 @@ pub(crate) fn rearm(
     if new_delay.is_zero() {
         return armed;
     }
-    let Some(new_max) = new_max.filter(|m| !m.is_zero()) else {
-        return None;
-    };
+    // No max any more: disarmed.
+    let new_max = new_max.filter(|m| !m.is_zero())?;
     let shifted = |at: Instant| {
         if new_delay >= old_delay {
             at + (new_delay - old_delay)
