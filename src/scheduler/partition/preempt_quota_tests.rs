@@ -346,3 +346,44 @@ fn a_raised_max_or_an_unchanged_one_does_not_arm() {
     assert!(preempted(&h.schedule()).is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
 }
+
+#[test]
+fn an_armed_parent_runs_first_and_its_armed_leaf_in_the_next_pass() {
+    let p_max = |m: i64| {
+        format!(
+            "resources: {{max: {{memory: {m}}}}}\n            properties: {{preemption.quota.delay: 5s}}"
+        )
+    };
+    let a_max = |m: i64| format!("resources: {{max: {{memory: {m}}}}}");
+    let mut h = Harness::new(&config(ON, &p_max(40), &a_max(30), ""));
+    h.node("n1", 1000);
+    h.app("app-1", "root.p.a");
+    h.app("app-2", "root.p.b");
+    h.ask(ask("app-1", "a", 5, 6));
+    h.ask(ask("app-2", "b", 5, 2));
+    assert_eq!(h.schedule().allocated.len(), 8);
+    // p: 40 -> 20 (excess 20, shares 15 and 5); a: 30 -> 10.
+    reload(&mut h, &config(ON, &p_max(20), &a_max(10), ""));
+    assert_eq!(h.p.preempt.quota.armed.len(), 2);
+    h.advance(Duration::from_secs(5));
+    let first = h.schedule();
+    let of = |seen: &Seen, app: &str| {
+        seen.released_as(TerminationType::PreemptedByScheduler)
+            .iter()
+            .filter(|r| r.application_id == app)
+            .count()
+    };
+    assert_eq!((of(&first, "app-1"), of(&first, "app-2")), (3, 1));
+    // a still uses 15 (counting its victims as gone) over its max of 10.
+    let second = h.schedule();
+    assert_eq!((of(&second, "app-1"), of(&second, "app-2")), (1, 0));
+    for r in second.released_as(TerminationType::PreemptedByScheduler) {
+        assert_eq!(
+            r.message,
+            "preempting allocations to enforce new max quota for queue : root.p.a"
+        );
+    }
+    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.p.preempt.quota.armed.is_empty());
+    assert_eq!(h.p.preempt.quota.counters.victims, 5);
+}
