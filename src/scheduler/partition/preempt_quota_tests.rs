@@ -387,3 +387,31 @@ fn an_armed_parent_runs_first_and_its_armed_leaf_in_the_next_pass() {
     assert!(h.p.preempt.quota.armed.is_empty());
     assert_eq!(h.p.preempt.quota.counters.victims, 5);
 }
+
+#[test]
+fn shares_round_half_to_even_and_may_leave_a_parent_over_its_max() {
+    // a and b use 10 each; p 20 -> 15: the excess of 5 splits 2.5 / 2.5,
+    // rounded to 2 and 2 (spec 13.5).
+    let p_max = |m: i64| {
+        format!(
+            "resources: {{max: {{memory: {m}}}}}\n            properties: {{preemption.quota.delay: 5s}}"
+        )
+    };
+    let mut h = Harness::new(&config(ON, &p_max(20), "", ""));
+    h.node("n1", 1000);
+    h.app("app-1", "root.p.a");
+    h.app("app-2", "root.p.b");
+    h.ask(ask("app-1", "a", 1, 10));
+    h.ask(ask("app-2", "b", 1, 10));
+    assert_eq!(h.schedule().allocated.len(), 20);
+    reload(&mut h, &config(ON, &p_max(15), "", ""));
+    h.advance(Duration::from_secs(5));
+    let seen = h.schedule();
+    let released = seen.released_as(TerminationType::PreemptedByScheduler);
+    let of = |app: &str| released.iter().filter(|r| r.application_id == app).count();
+    assert_eq!((of("app-1"), of("app-2")), (2, 2));
+    // One over: 0.5 / 0.5 rounds to nothing, the run takes nothing and
+    // the parent is disarmed.
+    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.p.preempt.quota.armed.is_empty());
+}
