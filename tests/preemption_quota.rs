@@ -281,20 +281,23 @@ impl V1Rm {
         });
         let ready = node(Some(si18::node_info::ActionFromRm::DrainToSchedulable));
         assert_eq!(rm.nodes(vec![ready]).0, SICORE_OK);
+        rm.app("app-1", "root.a");
+        rm
+    }
+
+    fn app(&self, id: &str, queue: &str) {
         let (st, msg) = call(
-            rm.sched,
+            self.sched,
             sicore_v1_update_application,
             &si18::ApplicationRequest {
-                new: vec![rmv1::app("app-1", "root.a", "alice")],
+                new: vec![rmv1::app(id, queue, "alice")],
                 rm_id: "rm1".into(),
                 ..Default::default()
             },
         );
         assert_eq!(st, SICORE_OK, "{msg}");
-        rm.rec.wait("app accepted", |s| {
-            s.apps_accepted.iter().any(|a| a == "app-1")
-        });
-        rm
+        self.rec
+            .wait("app accepted", |s| s.apps_accepted.iter().any(|a| a == id));
     }
 
     fn nodes(&self, nodes: Vec<si18::NodeInfo>) -> (sicore_status, String) {
@@ -468,4 +471,68 @@ fn v1_an_idle_queue_is_enforced_when_its_delay_ends() {
     rm.rec.wait("three victims", |s| v1_preempted(s).len() >= 3);
     rm.settle();
     assert_eq!(v1_preempted(&rm.rec.copy()).len(), 3);
+}
+
+/// A parent's excess is split over its leaves by usage (spec 13.5):
+/// `root.p` 1000 -> 600 with `a` using 600 and `b` 400 gives shares of 240
+/// and 160; `a` gives two pods of 200 (the second while 200 < 240), `b`
+/// none (a pod of 200 does not fit its 160).
+#[test]
+fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
+    let tree = |max: i64| {
+        format!(
+            "partitions:
+  - name: default
+{ON}    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: p
+            resources: {{max: {{memory: {max}}}}}
+            properties: {{preemption.quota.delay: 1ms}}
+            queues:
+              - name: a
+              - name: b
+          - name: a
+"
+        )
+    };
+    let rm = V1Rm::new(&tree(1000));
+    rm.app("app-2", "root.p.a");
+    rm.app("app-3", "root.p.b");
+    let mut pods: Vec<si18::Allocation> = (0..3)
+        .map(|i| rmv1::ask("app-2", &format!("a-{i}"), 200, 1))
+        .collect();
+    pods.extend((0..2).map(|i| rmv1::ask("app-3", &format!("b-{i}"), 200, 1)));
+    assert_eq!(rm.allocate(pods, vec![]).0, SICORE_OK);
+    rm.rec.wait("five pods placed", |s| s.new.len() == 5);
+    assert_eq!(rm.update_config(&tree(600)).0, SICORE_OK);
+    rm.rec.wait("two victims", |s| v1_preempted(s).len() >= 2);
+    rm.settle();
+    let victims = v1_preempted(&rm.rec.copy());
+    assert_eq!(victims.len(), 2, "{victims:?}");
+    for v in &victims {
+        assert_eq!(v.application_id, "app-2");
+        assert_eq!(
+            v.message,
+            "preempting allocations to enforce new max quota for queue : root.p"
+        );
+    }
+    let confirms = victims
+        .iter()
+        .map(|v| si18::AllocationRelease {
+            application_id: v.application_id.clone(),
+            allocation_key: v.allocation_key.clone(),
+            termination_type: si18::TerminationType::PreemptedByScheduler as i32,
+            ..Default::default()
+        })
+        .collect();
+    assert_eq!(rm.allocate(vec![], confirms).0, SICORE_OK);
+    rm.settle();
+    let d = rm.dump();
+    assert_eq!(memory_of(&d, "root.p"), 600);
+    assert_eq!(memory_of(&d, "root.p.a"), 200);
+    assert_eq!(memory_of(&d, "root.p.b"), 400);
+    books::check_books(&d).unwrap();
+    assert_eq!(rm.rec.copy().released.len(), 2);
 }
