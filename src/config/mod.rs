@@ -120,6 +120,14 @@ pub struct PreemptionConfig {
     /// absent (off in the v0.12 edition, on in the v1.8 edition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
+    /// Whether quota-change preemption is enabled (SI v1.8's
+    /// `quotapreemptionenabled`; absent = off in both editions).
+    #[serde(
+        default,
+        rename = "quotapreemptionenabled",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub quota_enabled: Option<bool>,
 }
 
 /// Node sort policy settings.

@@ -65,6 +65,7 @@ fn default_config_parses() {
         default_resource_weights()
     );
     assert_eq!(p.preemption.enabled, None);
+    assert_eq!(p.preemption.quota_enabled, None);
     assert_eq!(c.checksum, checksum(DEFAULT_CONFIG));
 }
 
@@ -78,6 +79,7 @@ partitions:
       resourceweights: {vcore: 2.0, memory: 1}
     preemption:
       enabled: true
+      quotapreemptionenabled: true
     placementrules:
       - name: tag
         value: namespace
@@ -126,6 +128,7 @@ partitions:
     let c = ok(text);
     let p = &c.partitions[0];
     assert_eq!(p.preemption.enabled, Some(true));
+    assert_eq!(p.preemption.quota_enabled, Some(true));
     assert_eq!(p.node_sort_policy.policy_type, "binpacking");
     assert_eq!(p.node_sort_policy.resource_weights["vcore"], 2.0);
     assert_eq!(p.node_sort_policy.resource_weights["memory"], 1.0);
@@ -205,6 +208,7 @@ fn wrong_types_rejected() {
         with_root("- name: a\n  submitacl: [a]"),
         with_root("- name: a\n  properties: {x: [1]}"),
         with_partition("preemption: {enabled: 3}"),
+        with_partition("preemption: {quotapreemptionenabled: yes please}"),
         with_partition("nodesortpolicy: {type: fair, resourceweights: {vcore: x}}"),
     ] {
         let e = err(&text);

@@ -52,7 +52,7 @@ pub fn run(mut core: Core, inbox: Receiver<Command>, outbox: Sender<Outbound>) {
         core.tick();
         send(&mut core);
         let mut made = 0;
-        if had_requests || work || core.has_pending() {
+        if had_requests || work || core.has_pending() || core.quota_due() {
             made = core.schedule_pass();
             send(&mut core);
         }
@@ -75,7 +75,28 @@ impl Core {
             Duration::from_secs(3600)
         };
         let periodic = self.next_periodic().saturating_duration_since(now);
-        next_timer.map_or(idle, |t| t.min(idle)).min(periodic)
+        let quota = self
+            .quota_wake()
+            .map_or(idle, |at| at.saturating_duration_since(now));
+        next_timer
+            .map_or(idle, |t| t.min(idle))
+            .min(periodic)
+            .min(quota)
+    }
+
+    /// The earliest start of a quota-change preemption (preempt_quota.rs)
+    /// over the partitions: the loop wakes up for it even when nothing is
+    /// pending.
+    fn quota_wake(&self) -> Option<std::time::Instant> {
+        self.partitions
+            .values()
+            .filter_map(|p| p.quota_wake())
+            .min()
+    }
+
+    /// Whether a quota-change preemption is due now.
+    pub fn quota_due(&self) -> bool {
+        self.quota_wake().is_some_and(|at| at <= self.clock.now())
     }
 
     /// When the next periodic job (event flush, outstanding check, queue

@@ -82,6 +82,13 @@ impl Partition {
                 b.deliver();
             }
         }
+        // Quota-change preemption first, pending work or not (preempt_quota.rs).
+        let quota_runs = if self.preempt.quota.armed.is_empty() {
+            0
+        } else {
+            let now = self.clock.now();
+            self.quota_pass(now, out)
+        };
         let root = self.queues.get(ROOT);
         let track_tried = cb.is_some_and(|c| c.has_container_scheduling_state());
         // No max on root means no nodes, or an unlimited node (spec 11.6;
@@ -91,7 +98,7 @@ impl Partition {
         if (root.max.is_none() && !self.has_unlimited_node() && !track_tried)
             || !root.pending.is_strictly_positive()
         {
-            return 0;
+            return quota_runs;
         }
         let cb = barrier.as_ref();
         let now = self.clock.now(); // one read per pass
@@ -107,7 +114,7 @@ impl Partition {
             preempt_on: self.preemption_on(),
             ..Default::default()
         };
-        let mut made = 0;
+        let mut made = quota_runs;
         if !self.reservations.is_empty() {
             made += self.reserved_pass(cb, budget, out);
         }

@@ -11,6 +11,7 @@ mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass
 pub mod preempt; // guarantee preemption
+pub mod preempt_quota; // quota-change preemption
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
@@ -225,6 +226,10 @@ impl Partition {
             placement: PlacementManager::new(&cfg.placement_rules)?,
             preempt: preempt::PreemptionBook {
                 configured: cfg.preemption.enabled,
+                quota: preempt_quota::QuotaBook {
+                    enabled: cfg.preemption.quota_enabled.unwrap_or(false),
+                    ..Default::default()
+                },
                 ..Default::default()
             },
             nodes: NodeTable::new(NodeSortPolicy::new(
@@ -297,7 +302,10 @@ impl Partition {
         // Every check comes before the first change (nothing half-applied).
         // Queues that left the configuration drain until the queue
         // cleaner removes them (spec 3.7).
+        let quota_before = self.quota_before_reload();
         self.queues.reconfigure(root)?;
+        // Lowered maxes arm quota-change preemption (preempt_quota.rs).
+        self.quota_after_reload(quota_before);
         // Headroom is recomputed from the new caps; links are rebuilt
         // (limits.md 5, docs/limits.md for where sicore differs).
         let caps = super::ugm::Caps::build(cfg, &self.queues)?;
@@ -305,6 +313,7 @@ impl Partition {
         self.placement = placement;
         self.nodes.set_policy(policy);
         self.preempt.configured = cfg.preemption.enabled;
+        self.preempt.quota.enabled = cfg.preemption.quota_enabled.unwrap_or(false);
         // Policies, guarantees and priority properties may have changed.
         self.rebuild_app_orders();
         Ok(())

@@ -135,6 +135,8 @@ pub struct PreemptionBook {
     pub preempting: FastMap<QueueId, Resource>,
     /// Counters.
     pub counters: PreemptionCounters,
+    /// Quota-change preemption (preempt_quota.rs).
+    pub quota: super::preempt_quota::QuotaBook,
 }
 
 impl PreemptionBook {
