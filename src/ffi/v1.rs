@@ -246,6 +246,10 @@ impl ResourceManagerCallbackV1 for V1Table {
         self.0.predicates.is_some()
     }
 
+    fn has_preemption_predicates(&self) -> bool {
+        self.0.preemption_predicates.is_some()
+    }
+
     fn preemption_predicates(
         &self,
         args: &si18::PreemptionPredicatesArgs,
