@@ -103,8 +103,7 @@ fn v012_a_daemonset_pod_evicts_one_pod_on_its_node_and_runs_there() {
         let newest = s
             .allocations
             .iter()
-            .filter(|a| a.node_id == "node-0")
-            .last()
+            .rfind(|a| a.node_id == "node-0")
             .unwrap();
         assert_eq!(v.uuid, newest.uuid, "the newest pod on node-0");
         // The stand-in check, on the pinned node only.
@@ -440,7 +439,10 @@ fn v1_a_daemonset_pod_asks_preemption_predicates_evicts_and_runs_on_its_node() {
     let c = &s.checks[0];
     assert_eq!(c.allocation_key, "ds");
     assert_eq!(c.node_id, "node-0");
-    assert_eq!(c.preempt_allocation_keys, [v.allocation_key.clone()]);
+    assert_eq!(
+        c.preempt_allocation_keys,
+        std::slice::from_ref(&v.allocation_key)
+    );
     assert_eq!(c.start_index, 0);
     assert!(s.new.iter().all(|a| a.allocation_key != "ds"));
     // The RM confirms (no echo in v1.8); the pod runs on node-0.
