@@ -290,6 +290,16 @@ struct V1 {
 
 impl V1 {
     fn new(config: &str, predicates: bool, refuse: &[&str]) -> Self {
+        Self::with_table(config, predicates, refuse, |_| {})
+    }
+
+    /// As [`V1::new`], the callback table changed by `tweak` first.
+    fn with_table(
+        config: &str,
+        predicates: bool,
+        refuse: &[&str],
+        tweak: impl FnOnce(&mut sicore_v1_callbacks),
+    ) -> Self {
         let options = sicore_pb::SchedulerOptions {
             event_flush_interval_ms: 50,
             scheduling_interval_ms: 10,
@@ -302,7 +312,8 @@ impl V1 {
             .lock()
             .unwrap()
             .extend(refuse.iter().map(|n| n.to_string()));
-        let table = rmv1::table(&rec, predicates);
+        let mut table = rmv1::table(&rec, predicates);
+        tweak(&mut table);
         let req = si18::RegisterResourceManagerRequest {
             rm_id: "rm1".into(),
             version: "v1.8.0".into(),
@@ -405,7 +416,10 @@ fn v1_preempted(s: &V1Seen) -> Vec<si18::AllocationRelease> {
 /// DaemonSet pod pinned to node-0. The v1 edition: preemption is on
 /// when the key is absent.
 fn v1_pinned(predicates: bool, refuse: &[&str]) -> V1 {
-    let rm = V1::new(&config(""), predicates, refuse);
+    v1_pinned_on(V1::new(&config(""), predicates, refuse))
+}
+
+fn v1_pinned_on(rm: V1) -> V1 {
     rm.node("node-0");
     rm.app("app-1", "root.a");
     let pods = (0..4)
@@ -535,4 +549,18 @@ fn v1_an_rm_without_predicates_is_still_asked_preemption_predicates() {
         ["node-0", "node-1"],
         "checks in order, node-0 refused"
     );
+}
+
+#[test]
+fn v1_an_rm_without_preemption_predicates_is_not_asked_and_the_check_succeeds() {
+    // The header: a NULL callback is "not implemented", the core acts as
+    // if it succeeded.
+    let rm = v1_pinned_on(V1::with_table(&config(""), true, &["node-0"], |t| {
+        t.preemption_predicates = None
+    }));
+    rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+    rm.settle();
+    let s = rm.rec.copy();
+    assert_eq!(v1_preempted(&s).len(), 1);
+    assert!(s.checks.is_empty(), "{:?}", s.checks);
 }
