@@ -180,8 +180,9 @@ typedef struct sicore_v1_callbacks {
   // SI v1.8 `PredicatesArgs`: return 0 when the allocation may run on the node.
   sicore_status_callback predicates;
   // SI v1.8 `PreemptionPredicatesArgs`; answer with an encoded
-  // `PreemptionPredicatesResponse`. Called for guarantee preemption, after
-  // the RM has heard of every earlier decision.
+  // `PreemptionPredicatesResponse`. Called for guarantee and
+  // required-node preemption while preemption is on, whether or not
+  // `predicates` is set, after the RM has heard of every earlier decision.
   sicore_answer_callback preemption_predicates;
   // `sicore.si18.EventRecords` (field 1 = repeated SI v1.8 `EventRecord`): one batch per flush.
   sicore_notify_callback send_event;

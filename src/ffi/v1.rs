@@ -60,8 +60,9 @@ pub struct sicore_v1_callbacks {
     /// SI v1.8 `PredicatesArgs`: return 0 when the allocation may run on the node.
     pub predicates: sicore_status_callback,
     /// SI v1.8 `PreemptionPredicatesArgs`; answer with an encoded
-    /// `PreemptionPredicatesResponse`. Called for guarantee preemption, after
-    /// the RM has heard of every earlier decision.
+    /// `PreemptionPredicatesResponse`. Called for guarantee and
+    /// required-node preemption while preemption is on, whether or not
+    /// `predicates` is set, after the RM has heard of every earlier decision.
     pub preemption_predicates: sicore_answer_callback,
     /// `sicore.si18.EventRecords` (field 1 = repeated SI v1.8 `EventRecord`): one batch per flush.
     pub send_event: sicore_notify_callback,
@@ -244,6 +245,10 @@ impl ResourceManagerCallbackV1 for V1Table {
 
     fn has_predicates(&self) -> bool {
         self.0.predicates.is_some()
+    }
+
+    fn has_preemption_predicates(&self) -> bool {
+        self.0.preemption_predicates.is_some()
     }
 
     fn preemption_predicates(

@@ -91,6 +91,14 @@ pub trait ResourceManagerCallback: Send + Sync {
         true
     }
 
+    /// Whether [`Self::preemption_predicates`] is implemented (an SI v1.8
+    /// RM that installed it). When true and preemption is on, the RM is
+    /// asked it, through the ReSync barrier, whether or not it has
+    /// [`Self::predicates`]; when false the core never asks it.
+    fn has_preemption_predicates(&self) -> bool {
+        false
+    }
+
     /// New allocations of one batch: first announced as assumed through
     /// [`Self::assume_allocations`], then delivered through
     /// [`Self::announce_allocations`] (spec 8.11). Used when the RM has no

@@ -16,7 +16,9 @@
 //!
 //! Without a `Predicates` callback there is no barrier: the dispatcher
 //! sends the ReSync right before the `UpdateAllocation`, off the core
-//! thread, as before.
+//! thread, as before. The exception is an SI v1.8 RM with
+//! `PreemptionPredicates` while preemption is on: its checks need the same
+//! ordering, so its passes get a barrier that asks no `Predicates`.
 //!
 //! Whatever else places an allocation during a pass (a placeholder
 //! replacement, say) must go through [`ResyncBarrier::record`] too.
@@ -35,16 +37,21 @@ use crate::proto::si::v1 as si;
 /// an RM only ever hears of its own allocations.
 pub struct ResyncBarrier<'a> {
     rm: &'a dyn ResourceManagerCallback,
+    /// Whether the RM has `Predicates` (a barrier may exist for
+    /// `PreemptionPredicates` alone: then every node passes unasked).
+    asks_predicates: bool,
     /// Decided, not yet announced through `ReSyncSchedulerCache`. The
     /// search reads the partition through shared references, hence a cell.
     pending: RefCell<Vec<Arc<NewAllocation>>>,
 }
 
 impl<'a> ResyncBarrier<'a> {
-    /// A barrier for a pass of the RM `rm`, which has a `Predicates` callback.
+    /// A barrier for a pass of the RM `rm`, which has a `Predicates`
+    /// callback, or a `PreemptionPredicates` one while preemption is on.
     pub fn new(rm: &'a dyn ResourceManagerCallback) -> Self {
         ResyncBarrier {
             rm,
+            asks_predicates: rm.has_predicates(),
             pending: RefCell::new(Vec::new()),
         }
     }
@@ -62,9 +69,17 @@ impl<'a> ResyncBarrier<'a> {
         }
     }
 
+    /// Whether the RM has a `Predicates` callback to ask.
+    pub fn asks_predicates(&self) -> bool {
+        self.asks_predicates
+    }
+
     /// The RM's `Predicates` answer, asked only after everything decided
-    /// so far has reached the RM.
+    /// so far has reached the RM; success, unasked, when the RM has none.
     pub fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        if !self.asks_predicates {
+            return Ok(());
+        }
         self.deliver();
         self.rm.predicates(args)
     }

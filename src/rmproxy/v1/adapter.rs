@@ -133,6 +133,10 @@ impl ResourceManagerCallback for V1Callback {
         victims: &[String],
         start_index: i32,
     ) -> Option<Option<i32>> {
+        if !self.rm.has_preemption_predicates() {
+            // Not implemented: the check succeeds with the core's index.
+            return Some(Some(start_index));
+        }
         let answer = self
             .rm
             .preemption_predicates(&si18::PreemptionPredicatesArgs {
@@ -174,6 +178,10 @@ impl ResourceManagerCallback for V1Callback {
 
     fn has_predicates(&self) -> bool {
         self.rm.has_predicates()
+    }
+
+    fn has_preemption_predicates(&self) -> bool {
+        self.rm.has_preemption_predicates()
     }
 
     /// Without predicates: the one delivery of `new`.

@@ -112,6 +112,13 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
         }
     }
 
+    /// Whether [`Self::preemption_predicates`] is implemented; when false
+    /// the core takes every preemption check as a success (as for an RM
+    /// without a callback) and never calls it.
+    fn has_preemption_predicates(&self) -> bool {
+        true
+    }
+
     /// One batch of event records per flush.
     fn send_event(&self, _events: &[si18::EventRecord]) {}
 

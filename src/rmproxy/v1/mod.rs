@@ -144,4 +144,6 @@ impl RmProxy {
 }
 
 #[cfg(test)]
+mod preempt_required_tests;
+#[cfg(test)]
 mod preempt_tests;

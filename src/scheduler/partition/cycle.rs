@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::preempt::Trigger;
+use super::preempt_required::ReservedRequired;
 use super::*;
 use crate::scheduler::objects::queue::AppKey;
 use crate::scheduler::resync::ResyncBarrier;
@@ -43,6 +44,8 @@ enum Decision {
     },
     /// Release victims and reserve a node for a preemptor (preempt.rs).
     Preempt(super::preempt::PreemptionPlan),
+    /// A required-node ask takes its node (preempt_required.rs).
+    Required(super::preempt_required::RequiredStep),
 }
 
 /// How well an ask uses a node's free resource (spec 8.7); lower is better.
@@ -75,7 +78,12 @@ impl Partition {
         // With a Predicates callback, decisions reach the RM's cache before
         // each predicate call (see `ResyncBarrier`); without one, nothing
         // is asked and the dispatcher sends the ReSync as before.
-        let barrier = cb.filter(|c| c.has_predicates()).map(ResyncBarrier::new);
+        // An SI v1.8 RM's PreemptionPredicates needs the same ordering
+        // (preemption.md 9.2): a barrier then, even without Predicates.
+        let preempt_on = self.preemption_on();
+        let barrier = cb
+            .filter(|c| c.has_predicates() || (preempt_on && c.has_preemption_predicates()))
+            .map(ResyncBarrier::new);
         // Gang swaps confirmed since the last pass land first (gang/swap.rs).
         if self.emit_confirmed(barrier.as_ref(), out) {
             if let Some(b) = &barrier {
@@ -111,12 +119,12 @@ impl Partition {
         }
         let mut pass = PassState {
             track_tried: note,
-            preempt_on: self.preemption_on(),
+            preempt_on,
             ..Default::default()
         };
         let mut made = quota_runs;
         if !self.reservations.is_empty() {
-            made += self.reserved_pass(cb, budget, out);
+            made += self.reserved_pass(cb, budget, preempt_on, now, out);
         }
         // Step b: gang placeholder replacement (spec 8.2, 9.3).
         made += self.replacement_pass(cb, budget.saturating_sub(made), out);
@@ -130,7 +138,11 @@ impl Partition {
                     );
                     self.reservations.reserve(node, ReservedAsk { app, key });
                 }
-                Some(Decision::Preempt(plan)) => self.commit_preemption(plan, out),
+                Some(Decision::Preempt(plan)) => {
+                    self.cancel_stale_reservations(&mut pass.preempt_stale);
+                    self.commit_preemption(plan, out)
+                }
+                Some(Decision::Required(step)) => self.commit_required_step(step, cb, out),
                 None => break,
             }
             made += 1;
@@ -149,6 +161,7 @@ impl Partition {
             }
         }
         if pass.preempt_on {
+            self.cancel_stale_reservations(&mut pass.preempt_stale);
             self.preemption_pass_done(&mut pass, now);
         }
         // The REQUEST events of the pass.
@@ -218,6 +231,8 @@ impl Partition {
         &mut self,
         cb: Option<&ResyncBarrier>,
         budget: usize,
+        preempt_on: bool,
+        now: Instant,
         out: &mut Outcomes,
     ) -> usize {
         let mut made = 0;
@@ -242,6 +257,17 @@ impl Partition {
                 if !fits_queue {
                     continue;
                 }
+                // Required-node preemption (preempt_required.rs).
+                if preempt_on {
+                    match self.reserved_required_node(slot, &r, cb, now, out) {
+                        ReservedRequired::Ordinary => {}
+                        ReservedRequired::Waits => continue,
+                        ReservedRequired::Preempted => {
+                            made += 1;
+                            continue;
+                        }
+                    }
+                }
                 let ask = &self.apps[&r.app].asks[&r.key];
                 let node = &self.nodes[slot];
                 if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
@@ -264,6 +290,9 @@ impl Partition {
                     continue;
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
+                if ask.required_node.is_some() {
+                    continue; // its own node only (spec 8.7 step 1)
+                }
                 let target = self
                     .nodes
                     .ordered()
@@ -407,7 +436,20 @@ impl Partition {
             // An allocated ask keeps its place (its order key does not
             // change); a failed or reserving one moves the cursor past it.
             let fits_queue = headroom.is_none_or(|h| ask.resource.fits_in_max_undef(h));
-            if fits_queue {
+            if fits_queue && pass.preempt_on && ask.required_node.is_some() {
+                // Required-node preemption's path (preempt_required.rs).
+                let step =
+                    self.required_node_step(app_slot, app, *ask_slot, ask, cb, &mut pass.events);
+                if let Some(step) = step {
+                    if !step.allocates() {
+                        pass.ask_cursor.insert(app.seq, *okey);
+                        if pass.track_tried {
+                            pass.tried.push((app.id.clone(), ask.key.clone()));
+                        }
+                    }
+                    return Some(Decision::Required(step));
+                }
+            } else if fits_queue {
                 match self.find_node(app, ask, cb, pass, now) {
                     NodeChoice::Allocate(node) => {
                         return Some(Decision::Allocate {
@@ -497,7 +539,7 @@ impl Partition {
             .reservation_delay
             .is_some_and(|d| now.saturating_duration_since(ask.created) >= d)
             && held < ask.pending_repeat.max(0) as usize;
-        let cacheable = cb.is_none() && held == 0;
+        let cacheable = cb.is_none_or(|b| !b.asks_predicates()) && held == 0;
         if cacheable && pass.unfit_shapes[may_reserve as usize].contains(&ask.resource) {
             return NodeChoice::Nothing;
         }

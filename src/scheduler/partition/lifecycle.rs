@@ -260,6 +260,7 @@ impl Partition {
             self.remove_allocation(&u);
         }
         let app = self.apps.remove(app_id).expect("looked up above");
+        self.preemption_app_gone(&app);
         self.ugm.unlink(app.seq);
         self.waiting_asks = self.waiting_asks.saturating_sub(app.ask_order.len());
         if app.counted_active {

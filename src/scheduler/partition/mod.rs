@@ -12,6 +12,7 @@ mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass
 pub mod preempt; // guarantee preemption
 pub mod preempt_quota; // quota-change preemption
+mod preempt_required; // required-node preemption, stale reservations
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
@@ -125,6 +126,9 @@ struct PassState {
     preempt_attempts: FastMap<QueueId, u32>,
     /// Requests whose preconditions passed in this pass (check time).
     preempt_checked: Vec<(Arc<str>, Arc<str>)>,
+    /// Stale reservations attempts found (spec 7.1), cancelled before the
+    /// next commit and when the pass ends.
+    preempt_stale: Vec<(NodeSlot, ReservedAsk)>,
 }
 
 /// A partition.
@@ -320,6 +324,8 @@ impl Partition {
     }
 }
 
+#[cfg(test)]
+mod preempt_required_tests;
 #[cfg(test)]
 mod preempt_tests;
 #[cfg(test)]

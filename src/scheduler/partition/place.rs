@@ -91,7 +91,7 @@ impl Partition {
             return false;
         }
         // Predicates are not asked for an unlimited node (spec 8.7).
-        let Some(cb) = cb.filter(|_| !n.unlimited) else {
+        let Some(cb) = cb.filter(|b| b.asks_predicates() && !n.unlimited) else {
             return true;
         };
         let args = si::PredicatesArgs {

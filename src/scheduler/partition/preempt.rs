@@ -107,6 +107,12 @@ pub struct AskMark {
     pub triggered: bool,
     /// The last time the preconditions passed.
     pub checked: Option<Instant>,
+    /// Required-node preemption: the last failure event (at most one per
+    /// 15 s, spec 15).
+    pub required_failed: Option<Instant>,
+    /// Required-node preemption: the last time the RM refused the node
+    /// (the next check waits 15 s).
+    pub required_refused: Option<Instant>,
 }
 
 /// Counters of the partition's preemption (spec: metrics).
@@ -351,7 +357,7 @@ fn shortfall(ask: &Resource, available: &Resource) -> Resource {
     r
 }
 
-fn shares_type(a: &Resource, b: &Resource) -> bool {
+pub(super) fn shares_type(a: &Resource, b: &Resource) -> bool {
     a.iter().any(|(t, v)| v > 0 && b.get(t) > 0)
 }
 
@@ -467,10 +473,17 @@ impl Partition {
         let mut checks: Vec<(i64, Arc<str>, NodeSlot, Vec<Victim>)> = Vec::new();
         for n in self.nodes.values() {
             let slot = n.key().slot();
-            if !n.schedulable
-                || self.reservations.on_node(slot).is_some_and(|r| *r != me)
-                || !ask.resource.fits_in(n.capacity())
-            {
+            // 7.1: a stale lower-priority reservation is cancelled
+            // (preempt_required.rs), whatever becomes of this attempt.
+            let held = self.reservations.on_node(slot).filter(|r| **r != me);
+            let blocked = held.is_some_and(|r| {
+                let stale = self.stale_for_preemptor(r, ask, now);
+                if stale {
+                    pass.preempt_stale.push((slot, r.clone()));
+                }
+                !stale
+            });
+            if !n.schedulable || blocked || !ask.resource.fits_in(n.capacity()) {
                 continue;
             }
             let mut list = by_node.remove(&slot).unwrap_or_default();
@@ -862,6 +875,17 @@ impl Partition {
     pub(crate) fn preemption_ask_gone(&mut self, app: &str, key: &str) {
         if !self.preempt.asks.is_empty() {
             self.preempt.asks.remove(&(Arc::from(app), Arc::from(key)));
+        }
+    }
+
+    /// Forgets the marks of every request of an application that leaves
+    /// with its asks (termination does not remove them one by one).
+    pub(crate) fn preemption_app_gone(&mut self, app: &Application) {
+        if self.preempt.asks.is_empty() {
+            return;
+        }
+        for key in app.asks.keys() {
+            self.preempt.asks.remove(&(app.id.clone(), key.clone()));
         }
     }
 }
