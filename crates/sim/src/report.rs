@@ -61,6 +61,9 @@ struct Inner {
     queues: Names,
     resources: Names,
     apps: Names,
+    /// Applications named by allocations (apart from `apps`, which are
+    /// those with state changes, the timelines' rows).
+    owners: Names,
     allocs: Vec<AllocEvent>,
     /// Allocations held now, by UUID: index into `allocs`, for releases.
     live: FastMap<String, usize>,
@@ -179,7 +182,7 @@ impl Recorder {
                 t_ns: t,
                 node: g.nodes.id(&a.node_id),
                 queue: g.queues.id(&a.queue_name),
-                app: g.apps.id(&a.application_id),
+                app: g.owners.id(&a.application_id),
                 resource: a
                     .resource_per_alloc
                     .iter()

@@ -31,11 +31,11 @@ fn limit_chart(
     y_label: &str,
     series: &[f64],
     limit: (f64, &str, &str),
-    preemptions: bool,
+    (width, preemptions): (f64, bool),
 ) {
     let (limit, limit_name, colour) = limit;
     let peak = series.iter().copied().fold(0.0, f64::max);
-    let p = Plot::new(440.0, 170.0, r.end_ns, peak.max(limit).max(1.0));
+    let p = Plot::new(width, 170.0, r.end_ns, peak.max(limit).max(1.0));
     p.open(out, label);
     p.axes(out, unit, y_label, &fmt_num);
     p.marks(out, r, false);
@@ -160,7 +160,7 @@ pub(super) fn preemptions(out: &mut String, r: &Report, unit: &TimeUnit) {
                 res,
                 &values,
                 (want as f64, "guaranteed", "#1a7f37"),
-                true,
+                (440.0, true),
             );
             out.push_str("</td>");
         }
@@ -199,6 +199,9 @@ pub(super) fn preemptions(out: &mut String, r: &Report, unit: &TimeUnit) {
         );
     }
 }
+
+/// Three tenant charts (two resource types and applications) fit the page.
+const TENANT_CHART_W: f64 = 310.0;
 
 pub(super) fn tenants(out: &mut String, r: &Report, unit: &TimeUnit) {
     let Some(tenants) = &r.tenants else {
@@ -276,7 +279,7 @@ pub(super) fn tenants(out: &mut String, r: &Report, unit: &TimeUnit) {
                 res,
                 &values,
                 (cap as f64, "cap", "#cf222e"),
-                false,
+                (TENANT_CHART_W, false),
             );
             out.push_str("</td>");
         }
@@ -298,7 +301,7 @@ pub(super) fn tenants(out: &mut String, r: &Report, unit: &TimeUnit) {
                 "applications",
                 &values,
                 (t.max_apps as f64, "maxapplications", "#cf222e"),
-                false,
+                (TENANT_CHART_W, false),
             );
             out.push_str("</td>");
         }

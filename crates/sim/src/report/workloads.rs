@@ -184,6 +184,9 @@ fn trackers(usage: &Value) -> BTreeMap<(&'static str, String), Vec<Level>> {
     out
 }
 
+/// A level's resource cap and running-application cap.
+type Caps = (BTreeMap<String, i64>, u64);
+
 pub(super) fn tenants(g: &Inner, input: &TenantInput, r: &mut Report) {
     // Application -> group, from every dump (an application removed before
     // the last one is still linked in an earlier one).
@@ -198,8 +201,7 @@ pub(super) fn tenants(g: &Inner, input: &TenantInput, r: &mut Report) {
         }
     }
     // Every capped level any dump listed; the latest dump's caps win.
-    let mut capped: BTreeMap<(&'static str, String, String), (BTreeMap<String, i64>, u64)> =
-        BTreeMap::new();
+    let mut capped: BTreeMap<(&'static str, String, String), Caps> = BTreeMap::new();
     for u in &input.usage {
         for ((kind, name), ls) in trackers(u) {
             for l in ls {
@@ -227,7 +229,7 @@ pub(super) fn tenants(g: &Inner, input: &TenantInput, r: &mut Report) {
             .map(|k| g.resources.index.get(k).copied())
             .collect();
         let mine: Vec<bool> = g
-            .apps
+            .owners
             .names
             .iter()
             .map(|a| owner(kind, a).as_deref() == Some(name.as_str()))
@@ -245,8 +247,10 @@ pub(super) fn tenants(g: &Inner, input: &TenantInput, r: &mut Report) {
             .apps
             .names
             .iter()
-            .zip(&mine)
-            .map(|(a, &m)| m && input.queues.get(a).is_some_and(|q| under(q, &level)))
+            .map(|a| {
+                owner(kind, a).as_deref() == Some(name.as_str())
+                    && input.queues.get(a).is_some_and(|q| under(q, &level))
+            })
             .collect();
         let mut state_running = vec![false; g.apps.names.len()];
         let (mut now, mut peak_running) = (0u32, 0u32);
@@ -331,7 +335,7 @@ pub(super) fn preemptions(g: &Inner, dump: &Value, r: &mut Report) {
         r.preemptions.push(PreemptionMark {
             t_ns: p.t_ns,
             victim: p.victim.clone(),
-            app: name(&g.apps, a.app),
+            app: name(&g.owners, a.app),
             queue: name(&g.queues, a.queue),
             node: name(&g.nodes, a.node),
             resource: a
