@@ -169,7 +169,12 @@ pub(super) fn preemptions(out: &mut String, r: &Report, unit: &TimeUnit) {
     out.push_str("</table>");
 
     const ROWS: usize = 40;
-    out.push_str(r#"<table class="meta" id="victims"><tr><td>released at</td><td>victim</td><td>application</td><td>queue</td><td>node</td><td>resource</td><td>for ask</td><td>freed after</td></tr>"#);
+    let _ = write!(
+        out,
+        r#"<table class="meta" id="victims" data-victims="{}">"#,
+        r.preemptions.len()
+    );
+    out.push_str(r#"<tr><td>released at</td><td>victim</td><td>application</td><td>queue</td><td>node</td><td>resource</td><td>for ask</td><td>freed after</td></tr>"#);
     for p in r.preemptions.iter().take(ROWS) {
         let _ = write!(
             out,
