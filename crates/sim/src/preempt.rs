@@ -48,7 +48,7 @@ const PROD: (i64, i64) = (40_000, 40);
 
 pub fn run(args: &Args) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(args.seed);
-    let d = Driver::start(args, CONFIG, true, true)?;
+    let d = Driver::start(args, CONFIG, true)?;
     d.rm().confirm_victims.store(true, Ordering::SeqCst);
 
     d.mark("nodes submitted");

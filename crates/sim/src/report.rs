@@ -50,6 +50,7 @@ struct AllocEvent {
     t_ns: u64,
     node: u32,
     queue: u32,
+    /// Index in `owners` (0 unless detailed).
     app: u32,
     resource: Vec<(u32, i64)>,
     release: bool,
@@ -76,8 +77,11 @@ struct Inner {
     /// keeps its resources until its release is confirmed (v0.12: the
     /// core's `STOPPED_BY_RM` echo; v1: the RM's own confirmation).
     preemptions: Vec<PreemptEvent>,
-    /// Allocation key -> queue, kept only when asked for (`keep_keys`), to
-    /// place a preemptor named by its ask key.
+    /// Allocation key -> queue, and each allocation's application in
+    /// `owners`, kept only for the policy workloads ([`Recorder::detailed`]):
+    /// the per-tenant replay needs the application, the preemption view
+    /// places a preemptor named by its ask key. The default workload pays
+    /// neither lookup.
     keys: Option<FastMap<String, u32>>,
     /// Time spent recording inside callbacks: the report's own cost.
     busy_ns: u64,
@@ -86,6 +90,7 @@ struct Inner {
 struct PreemptEvent {
     t_ns: u64,
     victim: String,
+    app: String,
     alloc: usize,
     /// The ask the victim made room for, from the release's message.
     preemptor: String,
@@ -105,14 +110,18 @@ impl Recorder {
     /// `expected` allocations are reserved room for, so the recording
     /// path does not grow (and copy) its tables while the run is measured.
     pub fn new(expected: usize) -> Self {
-        Self::with_keys(expected, false)
+        Self::with_details(expected, false)
     }
 
-    /// As [`Recorder::new`]; `keep_keys` also remembers each allocation's
-    /// key (the preemption workload names preemptors by key).
-    pub fn with_keys(expected: usize, keep_keys: bool) -> Self {
+    /// As [`Recorder::new`], also remembering each allocation's
+    /// application and key (the policy workloads).
+    pub fn detailed(expected: usize) -> Self {
+        Self::with_details(expected, true)
+    }
+
+    fn with_details(expected: usize, detailed: bool) -> Self {
         let mut inner = Inner::default();
-        if keep_keys {
+        if detailed {
             inner.keys = Some(FastMap::default());
         }
         inner.allocs.reserve(expected);
@@ -157,6 +166,7 @@ impl Recorder {
                         g.preemptions.push(PreemptEvent {
                             t_ns: t,
                             victim: r.uuid.clone(),
+                            app: r.application_id.clone(),
                             alloc: i,
                             preemptor: r
                                 .message
@@ -178,11 +188,15 @@ impl Recorder {
             Self::free(g, t, &r.uuid);
         }
         for a in &m.new {
+            let app = match g.keys {
+                Some(_) => g.owners.id(&a.application_id),
+                None => 0,
+            };
             let event = AllocEvent {
                 t_ns: t,
                 node: g.nodes.id(&a.node_id),
                 queue: g.queues.id(&a.queue_name),
-                app: g.owners.id(&a.application_id),
+                app,
                 resource: a
                     .resource_per_alloc
                     .iter()

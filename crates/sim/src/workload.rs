@@ -210,12 +210,7 @@ impl Driver {
     /// `Predicates` callback (accepting every node) is installed when
     /// `predicates`. The recorder always runs: the text report's checks
     /// are made from it too.
-    pub fn start(
-        args: &Args,
-        config: &str,
-        predicates: bool,
-        keep_keys: bool,
-    ) -> Result<Driver, String> {
+    pub fn start(args: &Args, config: &str, predicates: bool) -> Result<Driver, String> {
         let mut options = SchedulerOptions::default();
         let edition = args.edition;
         if edition == Edition::V012 {
@@ -240,10 +235,7 @@ impl Driver {
         if let Some(path) = &args.html {
             std::fs::write(path, "").map_err(|e| format!("--html {}: {e}", path.display()))?;
         }
-        let _ = sim
-            .counters
-            .report
-            .set(report::Recorder::with_keys(1024, keep_keys));
+        let _ = sim.counters.report.set(report::Recorder::detailed(1024));
         let fns: (UpdateFn, UpdateFn, UpdateFn) = match edition {
             Edition::V012 => {
                 let t = table(

@@ -335,7 +335,7 @@ pub(super) fn preemptions(g: &Inner, dump: &Value, r: &mut Report) {
         r.preemptions.push(PreemptionMark {
             t_ns: p.t_ns,
             victim: p.victim.clone(),
-            app: name(&g.owners, a.app),
+            app: p.app.clone(),
             queue: name(&g.queues, a.queue),
             node: name(&g.nodes, a.node),
             resource: a
@@ -442,7 +442,7 @@ mod tests {
 
     #[test]
     fn a_victim_holds_its_resources_until_freed_and_the_guarantee_is_reached() {
-        let r = Recorder::with_keys(8, true);
+        let r = Recorder::detailed(8);
         r.on_allocation(&si::AllocationResponse {
             new: vec![
                 alloc("v1", "a-1", "app-a", "root.a", 10),
@@ -510,7 +510,7 @@ mod tests {
 
     #[test]
     fn tenant_usage_and_running_applications_are_checked_against_caps() {
-        let r = Recorder::new(8);
+        let r = Recorder::detailed(8);
         let running = |app: &str| si::ApplicationResponse {
             updated: vec![si::UpdatedApplication {
                 application_id: app.into(),
