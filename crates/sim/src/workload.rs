@@ -367,9 +367,10 @@ impl Driver {
         }
     }
 
-    /// Submits one-allocation asks, with their priorities; in SI v1.8 each
-    /// may preempt others when `preempt_other` (v0.12 has no such field:
-    /// every ask may).
+    /// Submits one-allocation asks, with their priorities. In SI v1.8 each
+    /// carries `preemptionPolicy` with `allowPreemptSelf: true` and
+    /// `allowPreemptOther: preempt_other`; v0.12 has no such field (every
+    /// ask may preempt and be preempted).
     pub fn asks(&self, asks: &[si::AllocationAsk], preempt_other: bool) -> Result<(), String> {
         match self.edition {
             Edition::V012 => self.sim.call(
@@ -392,9 +393,11 @@ impl Driver {
                                 Some(si::priority::Priority::PriorityValue(v)) => *v,
                                 _ => 0,
                             },
-                            preemption_policy: preempt_other.then_some(si18::PreemptionPolicy {
+                            // As a k8shim sends it: every pod may be a
+                            // victim, only some may preempt.
+                            preemption_policy: Some(si18::PreemptionPolicy {
                                 allow_preempt_self: true,
-                                allow_preempt_other: true,
+                                allow_preempt_other: preempt_other,
                             }),
                             ..v1_request(a)
                         })
