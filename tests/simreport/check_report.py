@@ -10,6 +10,13 @@ checks what a person opening the file would get:
   sections, and says the recorded usage matches the state dump;
 - a full-page PNG screenshot is written (for a person to look at).
 
+Then the two policy workloads (`--workload tenants` over SI v0.12,
+`--workload preemption` over SI v1.8) get the same checks, plus what their
+charts must show as drawn: in every tenant chart the usage line stays on
+or below the dashed cap line, and reaches it in some; the preemption
+section has one marker per victim listed and the guaranteed queue's line
+ends on its guarantee line.
+
 First, the same checks run on a deliberately broken page (a throwing
 script, an external image), which they must catch; so a checker that went
 blind would fail here rather than pass everything.
@@ -54,6 +61,49 @@ SECTIONS = [
     "Application states",
 ]
 TIMEOUT = 60.0
+
+# The page's own checks, by element id, that must say "ok" per workload.
+VERDICTS = {
+    "tenants": ["consistency", "limits-check"],
+    "preemption": ["consistency", "guarantee-check"],
+}
+WORKLOAD_SECTIONS = {
+    "tenants": ["Tenant usage against limits", "group datasci", "user alice", "root.tenants.research"],
+    "preemption": ["Preemptions", "root.prod", "root.batch", "PREEMPTED_BY_SCHEDULER"],
+}
+
+# In the browser: for each chart of a tenant (aria-label "... against its
+# cap"), the lowest (in SVG, highest y) the usage line gets to, against the
+# cap line's y. A point above the cap line is a larger value than the cap.
+TENANT_CHARTS_JS = """
+Array.from(document.querySelectorAll('#tenants ~ table svg.chart')).
+  filter(s => s.getAttribute('aria-label').endsWith('against its cap')).
+  map(s => {
+    const cap = s.querySelector('line.limit');
+    const line = s.querySelector('polyline');
+    const ys = line ? line.getAttribute('points').trim().split(' ')
+      .map(p => parseFloat(p.split(',')[1])) : [];
+    return {label: s.getAttribute('aria-label'),
+            cap: cap ? parseFloat(cap.getAttribute('y1')) : null,
+            top: ys.length ? Math.min(...ys) : null};
+  })
+"""
+
+# In the browser: the guarantee charts (markers, the guarantee line, the
+# usage line's end) and the victims table's rows.
+PREEMPTION_JS = """
+({charts: Array.from(document.querySelectorAll('#preemptions ~ table svg.chart')).
+   filter(s => s.getAttribute('aria-label').endsWith('against its guarantee')).
+   map(s => {
+     const pts = s.querySelector('polyline').getAttribute('points').trim().split(' ');
+     return {label: s.getAttribute('aria-label'),
+             markers: s.querySelectorAll('path.preempt').length,
+             guarantee: parseFloat(s.querySelector('line.limit').getAttribute('y1')),
+             end: parseFloat(pts[pts.length - 1].split(',')[1])};
+   }),
+  victims: parseInt(document.getElementById('victims')?.dataset.victims ?? '0', 10),
+  throughputMarkers: document.querySelectorAll('#throughput ~ svg.chart path.preempt').length})
+"""
 
 
 class Browser:
@@ -210,6 +260,68 @@ def png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+def check_workload(browser: Browser, sim: Path, out: Path, workload: str, edition: str) -> list[str]:
+    """Runs one policy workload with --html and checks its page; returns the failures."""
+    page = out / f"{workload}.html"
+    page.unlink(missing_ok=True)
+    subprocess.run(
+        [str(sim), "--workload", workload, "--edition", edition, "--html", str(page)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=120,
+    )
+    failures = []
+    # The previous screenshot grew the window to its page; start at desktop size again.
+    browser.call(
+        "Emulation.setDeviceMetricsOverride", width=1240, height=900, deviceScaleFactor=1, mobile=False
+    )
+    browser.open(page.as_uri())
+    failures += [f"{workload}: {p}" for p in browser.problems(page.as_uri())]
+    text = browser.eval("document.body.innerText")
+    for name in SECTIONS + WORKLOAD_SECTIONS[workload]:
+        if name not in text:
+            failures.append(f"{workload}: page text lacks {name!r}")
+    for verdict in VERDICTS[workload]:
+        cls = browser.eval(f"document.getElementById('{verdict}')?.className")
+        if cls != "ok":
+            said = browser.eval(f"document.getElementById('{verdict}')?.innerText")
+            failures.append(f"{workload}: #{verdict} is {cls!r}: {said}")
+    if workload == "tenants":
+        charts = browser.eval(TENANT_CHARTS_JS) or []
+        if len(charts) < 10:
+            failures.append(f"tenants: {len(charts)} tenant charts, expected at least 10")
+        for c in charts:
+            if c["cap"] is None or c["top"] is None:
+                failures.append(f"tenants: {c['label']} lacks its cap or usage line")
+            elif c["top"] < c["cap"] - 0.5:
+                failures.append(f"tenants: {c['label']} is drawn above its cap")
+        at_cap = [c for c in charts if None not in (c["top"], c["cap"]) and abs(c["top"] - c["cap"]) <= 0.5]
+        if not at_cap:
+            failures.append("tenants: no tenant chart reaches its cap")
+    else:
+        got = browser.eval(PREEMPTION_JS)
+        victims = got["victims"]
+        if victims < 1:
+            failures.append("preemption: no victim listed")
+        if got["throughputMarkers"] != victims:
+            failures.append(
+                f"preemption: {got['throughputMarkers']} markers on the throughput chart, {victims} victims"
+            )
+        if not got["charts"]:
+            failures.append("preemption: no guarantee chart")
+        for c in got["charts"]:
+            if c["markers"] != victims:
+                failures.append(f"preemption: {c['label']} has {c['markers']} markers, {victims} victims")
+            if abs(c["end"] - c["guarantee"]) > 0.5:
+                failures.append(f"preemption: {c['label']} does not end on its guarantee")
+    width, height = browser.screenshot(out / f"{workload}.png")
+    png = png_size(out / f"{workload}.png")
+    if png != (width, height) or height < 1500:
+        failures.append(f"{workload}: screenshot is {png}, page is {(width, height)}")
+    print(f"{workload} ({edition}): {page} ({page.stat().st_size // 1024} KiB), screenshot {png[0]}x{png[1]}")
+    return failures
+
+
 def main() -> int:
     sim, out = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -270,6 +382,9 @@ def main() -> int:
         if charts != 14:
             failures.append(f"expected 14 charts, found {charts}")
         width, height = browser.screenshot(out / "report.png")
+        # The policy workloads, one per edition.
+        failures += check_workload(browser, sim, out, "tenants", "v0.12")
+        failures += check_workload(browser, sim, out, "preemption", "v1")
     finally:
         browser.close()
     png = png_size(out / "report.png")

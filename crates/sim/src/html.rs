@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::report::{Recorder, Report};
 
 mod charts;
+mod policy;
 use charts::{app_states, heat_map, queues, throughput};
 
 /// Escapes text for HTML and SVG content and attribute values.
@@ -118,6 +119,7 @@ svg text{fill:#1d2329}
 .legend span{margin-right:16px;white-space:nowrap}
 .sw{display:inline-block;width:14px;height:10px;margin-right:5px;vertical-align:middle;border-radius:2px}
 .sw.alloc{background:#0969da}.sw.release{background:#bf8700}.sw.reject{background:#cf222e}
+.sw.preempt{background:#e16f24}.sw.run{background:#8250df}
 .sw.used{background:#0969da}.sw.guar{background:#1a7f37}.sw.max{background:#cf222e}.sw.markk{background:#8250df}
 table.queues{border-collapse:collapse}
 table.queues td{vertical-align:top;padding:6px 10px 6px 0;border-top:1px solid #eaeef2}
@@ -137,6 +139,19 @@ pub fn write(
 ) -> Result<String, String> {
     let started = Instant::now();
     let page = render(&rec.finish(dump, meta));
+    std::fs::write(path, &page).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(format!(
+        "{} ({} KiB, built in {:.0} ms)",
+        path.display(),
+        page.len() / 1024,
+        started.elapsed().as_secs_f64() * 1e3
+    ))
+}
+
+/// Writes an already built report to `path`; returns the same line.
+pub fn write_report(path: &Path, r: &Report) -> Result<String, String> {
+    let started = Instant::now();
+    let page = render(r);
     std::fs::write(path, &page).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(format!(
         "{} ({} KiB, built in {:.0} ms)",
@@ -195,6 +210,8 @@ pub fn render(r: &Report) -> String {
     }
 
     throughput(&mut out, r, &unit);
+    policy::preemptions(&mut out, r, &unit);
+    policy::tenants(&mut out, r, &unit);
     queues(&mut out, r, &unit);
     heat_map(&mut out, r, &unit);
     app_states(&mut out, r, &unit);

@@ -10,8 +10,11 @@
 //! (`sicore_v1_*`) instead of v0.12 (see docs/simulator.md).
 
 mod html;
+mod preempt;
 mod report;
 mod serve;
+mod tenants;
+mod workload;
 
 use std::collections::BTreeMap;
 
@@ -52,6 +55,19 @@ impl Edition {
             Edition::V1 => "SI v1.8",
         }
     }
+}
+
+/// The workload a run drives.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Workload {
+    /// `--nodes` nodes, `--apps` applications over `--queues`, `--asks` asks.
+    Default,
+    /// Users and groups under `limits` at several queue levels, with mixed
+    /// priorities; the reports check every tenant against its caps.
+    Tenants,
+    /// One queue fills the cluster, then a queue below its guarantee
+    /// submits work and gets its share back by preemption.
+    Preemption,
 }
 
 #[derive(Parser, Debug)]
@@ -114,6 +130,11 @@ struct Args {
     /// `sicore_v1_*`). The gang workload needs v0.12.
     #[arg(long, value_enum, default_value = "v0.12")]
     edition: Edition,
+    /// The workload: default (the flags above), tenants (user and group
+    /// limits, mixed priorities) or preemption (a guaranteed queue takes
+    /// its share back); see docs/simulator.md.
+    #[arg(long, value_enum, default_value = "default")]
+    workload: Workload,
 }
 
 /// What the simulated RM has been told: the shared counters, and the
@@ -130,6 +151,9 @@ struct Counters {
     /// `--edition v1 --html`: each application's queue, since a v1
     /// allocation does not name its queue and the report charts by queue.
     queue_of: OnceLock<foldhash::HashMap<String, String>>,
+    /// The policy workloads (workload.rs): what the RM holds and how it
+    /// answers a preemption; unset for the default workload.
+    policy: OnceLock<workload::RmState>,
 }
 
 impl std::ops::Deref for Counters {
@@ -166,6 +190,9 @@ impl Rm for Counters {
         if let Some(r) = self.report.get() {
             r.on_allocation(&m);
         }
+        if let Some(p) = self.policy.get() {
+            p.on_allocation(&m, self.report.get());
+        }
         if !m.new.is_empty() {
             self.note_allocation_time();
         }
@@ -201,8 +228,11 @@ impl Rm for Counters {
         Ok(())
     }
 
-    fn predicates(&self, _m: si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, m: si::PredicatesArgs) -> Result<(), String> {
         self.base.predicate();
+        if let Some(p) = self.policy.get() {
+            p.on_predicates(m.allocate);
+        }
         Ok(())
     }
 
@@ -250,7 +280,9 @@ fn v012_allocations(
             .map(|r| si::AllocationRelease {
                 uuid: r.allocation_key.clone(),
                 application_id: r.application_id.clone(),
-                ..Default::default()
+                partition_name: r.partition_name.clone(),
+                termination_type: r.termination_type,
+                message: r.message.clone(),
             })
             .collect(),
         rejected: m
@@ -271,6 +303,9 @@ impl RmV1 for Counters {
     fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
         if let Some(r) = self.report.get() {
             r.on_allocation(&v012_allocations(&m, self.queue_of.get()));
+        }
+        if let Some(p) = self.policy.get() {
+            p.on_allocation_v1(&m, self.report.get());
         }
         if !m.new.is_empty() {
             self.note_allocation_time();
@@ -314,6 +349,19 @@ impl RmV1 for Counters {
     fn predicates(&self, _m: si18::PredicatesArgs) -> Result<(), String> {
         self.base.predicate();
         Ok(())
+    }
+
+    fn preemption_predicates(
+        &self,
+        m: si18::PreemptionPredicatesArgs,
+    ) -> si18::PreemptionPredicatesResponse {
+        match self.policy.get() {
+            Some(p) => p.preemption_predicates(&m),
+            None => si18::PreemptionPredicatesResponse {
+                success: false,
+                index: -1,
+            },
+        }
     }
 }
 
@@ -868,7 +916,17 @@ fn main() {
         );
         std::process::exit(2);
     }
-    let result = if args.gang {
+    if args.workload != Workload::Default && args.gang {
+        eprintln!(
+            "sicore-sim: --gang is a workload of its own; it does not combine with --workload"
+        );
+        std::process::exit(2);
+    }
+    let result = if args.workload == Workload::Tenants {
+        tenants::run(&args)
+    } else if args.workload == Workload::Preemption {
+        preempt::run(&args)
+    } else if args.gang {
         gang::run(gang::GangArgs {
             apps: args.gang_apps,
             members: args.gang_members,

@@ -19,7 +19,9 @@ use serde_json::Value;
 use sicore::proto::si::v1 as si;
 
 mod series;
+mod workloads;
 use series::build;
+pub use workloads::{GuaranteeView, PreemptionMark, TenantInput, TenantSeries};
 
 /// The hash map of the recording path: foldhash, as the scheduler's hot
 /// maps (std's SipHash would be most of the recorder's cost).
@@ -48,6 +50,8 @@ struct AllocEvent {
     t_ns: u64,
     node: u32,
     queue: u32,
+    /// Index in `owners` (0 unless detailed).
+    app: u32,
     resource: Vec<(u32, i64)>,
     release: bool,
 }
@@ -58,6 +62,9 @@ struct Inner {
     queues: Names,
     resources: Names,
     apps: Names,
+    /// Applications named by allocations (apart from `apps`, which are
+    /// those with state changes, the timelines' rows).
+    owners: Names,
     allocs: Vec<AllocEvent>,
     /// Allocations held now, by UUID: index into `allocs`, for releases.
     live: FastMap<String, usize>,
@@ -66,9 +73,32 @@ struct Inner {
     app_events: Vec<(u64, u32, String)>,
     rejected_asks: Vec<u64>,
     marks: Vec<(u64, String)>,
+    /// Victims the core released with `PREEMPTED_BY_SCHEDULER`. A victim
+    /// keeps its resources until its release is confirmed (v0.12: the
+    /// core's `STOPPED_BY_RM` echo; v1: the RM's own confirmation).
+    preemptions: Vec<PreemptEvent>,
+    /// Allocation key -> queue, and each allocation's application in
+    /// `owners`, kept only for the policy workloads ([`Recorder::detailed`]):
+    /// the per-tenant replay needs the application, the preemption view
+    /// places a preemptor named by its ask key. The default workload pays
+    /// neither lookup.
+    keys: Option<FastMap<String, u32>>,
     /// Time spent recording inside callbacks: the report's own cost.
     busy_ns: u64,
 }
+
+struct PreemptEvent {
+    t_ns: u64,
+    victim: String,
+    app: String,
+    alloc: usize,
+    /// The ask the victim made room for, from the release's message.
+    preemptor: String,
+    freed_ns: Option<u64>,
+}
+
+/// The message of a victim's release names its preemptor after this.
+const PREEMPTOR_PREFIX: &str = "to run ask: ";
 
 /// Collects time-stamped samples while the simulation runs.
 pub struct Recorder {
@@ -80,7 +110,20 @@ impl Recorder {
     /// `expected` allocations are reserved room for, so the recording
     /// path does not grow (and copy) its tables while the run is measured.
     pub fn new(expected: usize) -> Self {
+        Self::with_details(expected, false)
+    }
+
+    /// As [`Recorder::new`], also remembering each allocation's
+    /// application and key (the policy workloads).
+    pub fn detailed(expected: usize) -> Self {
+        Self::with_details(expected, true)
+    }
+
+    fn with_details(expected: usize, detailed: bool) -> Self {
         let mut inner = Inner::default();
+        if detailed {
+            inner.keys = Some(FastMap::default());
+        }
         inner.allocs.reserve(expected);
         inner.live.reserve(expected);
         Recorder {
@@ -113,11 +156,47 @@ impl Recorder {
     }
 
     fn record_allocations(g: &mut Inner, t: u64, m: &si::AllocationResponse) {
+        // Releases first: a message that frees and allocates is replayed
+        // without a transient overshoot the core never had.
+        for r in &m.released {
+            if r.termination_type == si::TerminationType::PreemptedByScheduler as i32 {
+                match g.live.get(&r.uuid) {
+                    // The victim holds its resources until confirmed.
+                    Some(&i) if !g.preemptions.iter().any(|p| p.victim == r.uuid) => {
+                        g.preemptions.push(PreemptEvent {
+                            t_ns: t,
+                            victim: r.uuid.clone(),
+                            app: r.application_id.clone(),
+                            alloc: i,
+                            preemptor: r
+                                .message
+                                .split_once(PREEMPTOR_PREFIX)
+                                .map(|(_, k)| k.to_string())
+                                .unwrap_or_default(),
+                            freed_ns: None,
+                        });
+                        continue;
+                    }
+                    // Told twice: still the one victim.
+                    Some(_) => continue,
+                    None => {
+                        g.unknown_releases += 1;
+                        continue;
+                    }
+                }
+            }
+            Self::free(g, t, &r.uuid);
+        }
         for a in &m.new {
+            let app = match g.keys {
+                Some(_) => g.owners.id(&a.application_id),
+                None => 0,
+            };
             let event = AllocEvent {
                 t_ns: t,
                 node: g.nodes.id(&a.node_id),
                 queue: g.queues.id(&a.queue_name),
+                app,
                 resource: a
                     .resource_per_alloc
                     .iter()
@@ -126,27 +205,46 @@ impl Recorder {
                     .collect(),
                 release: false,
             };
+            if let Some(keys) = &mut g.keys {
+                keys.insert(a.allocation_key.clone(), event.queue);
+            }
             g.live.insert(a.uuid.clone(), g.allocs.len());
             g.allocs.push(event);
         }
-        for r in &m.released {
-            match g.live.remove(&r.uuid) {
-                Some(i) => {
-                    let a = &g.allocs[i];
-                    let event = AllocEvent {
-                        t_ns: t,
-                        node: a.node,
-                        queue: a.queue,
-                        resource: a.resource.clone(),
-                        release: true,
-                    };
-                    g.allocs.push(event);
-                }
-                None => g.unknown_releases += 1,
-            }
-        }
         g.rejected_asks
             .extend(std::iter::repeat_n(t, m.rejected.len()));
+    }
+
+    /// The allocation `uuid` is gone at `t`.
+    fn free(g: &mut Inner, t: u64, uuid: &str) {
+        match g.live.remove(uuid) {
+            Some(i) => {
+                let a = &g.allocs[i];
+                let event = AllocEvent {
+                    t_ns: t,
+                    node: a.node,
+                    queue: a.queue,
+                    app: a.app,
+                    resource: a.resource.clone(),
+                    release: true,
+                };
+                g.allocs.push(event);
+                if let Some(p) = g.preemptions.iter_mut().rev().find(|p| p.victim == uuid) {
+                    p.freed_ns.get_or_insert(t);
+                }
+            }
+            None => g.unknown_releases += 1,
+        }
+    }
+
+    /// The RM confirmed a victim's release (SI v1.8, where the core sends
+    /// no echo): its resources are free from now.
+    pub fn on_confirmed(&self, uuid: &str) {
+        let t = self.now();
+        let mut g = self.lock();
+        let g = &mut *g;
+        Self::free(g, t, uuid);
+        g.busy_ns += self.now().saturating_sub(t);
     }
 
     pub fn on_application(&self, m: &si::ApplicationResponse) {
@@ -177,6 +275,18 @@ impl Recorder {
     /// taken afterwards (the final state dump of a large run can take
     /// seconds) does not stretch it.
     pub fn finish(&self, dump: &Value, meta: Vec<(String, String)>) -> Report {
+        self.finish_with(dump, meta, None)
+    }
+
+    /// As [`Recorder::finish`], plus the per-tenant usage against caps
+    /// when `tenants` is given, and the preemptions and guaranteed queues
+    /// whenever a victim was released.
+    pub fn finish_with(
+        &self,
+        dump: &Value,
+        meta: Vec<(String, String)>,
+        tenants: Option<&TenantInput>,
+    ) -> Report {
         let g = self.lock();
         let end = g
             .allocs
@@ -188,7 +298,12 @@ impl Recorder {
             .max()
             .unwrap_or(0)
             .max(1);
-        build(&g, dump, meta, end)
+        let mut report = build(&g, dump, meta, end);
+        if let Some(t) = tenants {
+            workloads::tenants(&g, t, &mut report);
+        }
+        workloads::preemptions(&g, dump, &mut report);
+        report
     }
 }
 
@@ -247,6 +362,14 @@ pub struct Report {
     pub app_timelines: Vec<AppTimeline>,
     /// Differences between the recorded usage and the final state dump.
     pub mismatches: Vec<String>,
+    /// `--workload tenants`: each capped (tracker, level), in name order.
+    pub tenants: Option<Vec<TenantSeries>>,
+    /// Times a tenant's recorded usage went over a cap.
+    pub cap_violations: Vec<String>,
+    /// Each victim the core released with `PREEMPTED_BY_SCHEDULER`.
+    pub preemptions: Vec<PreemptionMark>,
+    /// The preemptors' queues, against their guarantees.
+    pub guarantees: Vec<GuaranteeView>,
 }
 #[cfg(test)]
 mod tests {

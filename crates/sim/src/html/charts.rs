@@ -8,20 +8,20 @@ use super::{duration, esc, fmt_num, nice_step, TimeUnit};
 use crate::report::Report;
 
 /// The drawing area of one chart: time on x, a quantity on y.
-struct Plot {
-    w: f64,
-    h: f64,
-    left: f64,
-    right: f64,
-    top: f64,
-    bottom: f64,
+pub(super) struct Plot {
+    pub(super) w: f64,
+    pub(super) h: f64,
+    pub(super) left: f64,
+    pub(super) right: f64,
+    pub(super) top: f64,
+    pub(super) bottom: f64,
     end_ns: f64,
     y_max: f64,
     y_step: f64,
 }
 
 impl Plot {
-    fn new(w: f64, h: f64, end_ns: u64, data_max: f64) -> Self {
+    pub(super) fn new(w: f64, h: f64, end_ns: u64, data_max: f64) -> Self {
         let y_step = nice_step(data_max, 4.0);
         let y_max = ((data_max / y_step).ceil() * y_step).max(y_step);
         Plot {
@@ -37,15 +37,15 @@ impl Plot {
         }
     }
 
-    fn x(&self, t_ns: f64) -> f64 {
+    pub(super) fn x(&self, t_ns: f64) -> f64 {
         self.left + (self.w - self.left - self.right) * (t_ns / self.end_ns).clamp(0.0, 1.0)
     }
 
-    fn y(&self, v: f64) -> f64 {
+    pub(super) fn y(&self, v: f64) -> f64 {
         self.h - self.bottom - (self.h - self.top - self.bottom) * (v / self.y_max).clamp(0.0, 1.05)
     }
 
-    fn open(&self, out: &mut String, label: &str) {
+    pub(super) fn open(&self, out: &mut String, label: &str) {
         let _ = write!(
             out,
             r#"<svg class="chart" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" aria-label="{l}">"#,
@@ -56,7 +56,7 @@ impl Plot {
     }
 
     /// Grid, tick labels and axis titles.
-    fn axes(
+    pub(super) fn axes(
         &self,
         out: &mut String,
         unit: &TimeUnit,
@@ -102,7 +102,7 @@ impl Plot {
     }
 
     /// Vertical lines at the run's milestones, labelled when `labels`.
-    fn marks(&self, out: &mut String, r: &Report, labels: bool) {
+    pub(super) fn marks(&self, out: &mut String, r: &Report, labels: bool) {
         for (i, (t, label)) in r.marks.iter().enumerate() {
             let x = self.x(*t as f64);
             let _ = write!(
@@ -131,7 +131,7 @@ impl Plot {
     }
 
     /// A polyline through the value at the end of each bucket, from 0 at t=0.
-    fn level_points(&self, r: &Report, values: impl Iterator<Item = f64>) -> String {
+    pub(super) fn level_points(&self, r: &Report, values: impl Iterator<Item = f64>) -> String {
         let mut pts = format!("{:.1},{:.1}", self.x(0.0), self.y(0.0));
         for (i, v) in values.enumerate() {
             let t = ((i as u64 + 1) * r.bucket_ns).min(r.end_ns) as f64;
@@ -139,9 +139,28 @@ impl Plot {
         }
         pts
     }
+
+    /// A small triangle at the top of the plot for each preemption.
+    pub(super) fn preemption_marks(&self, out: &mut String, r: &Report) {
+        for p in &r.preemptions {
+            let x = self.x(p.t_ns as f64);
+            let y = self.top;
+            let _ = write!(
+                out,
+                r##"<path class="preempt" d="M{:.1},{y:.1} l4,-7 h-8 z" transform="translate(0 7)" fill="#e16f24"><title>preemption at {}: {} of {} in {} on {}, for ask {}</title></path>"##,
+                x,
+                esc(&duration(p.t_ns as f64)),
+                esc(&p.victim),
+                esc(&p.app),
+                esc(&p.queue),
+                esc(&p.node),
+                esc(&p.preemptor)
+            );
+        }
+    }
 }
 
-fn legend(out: &mut String, items: &[(&str, String)]) {
+pub(super) fn legend(out: &mut String, items: &[(&str, String)]) {
     out.push_str(r#"<div class="legend">"#);
     for (class, text) in items {
         let _ = write!(
@@ -200,6 +219,9 @@ pub(super) fn throughput(out: &mut String, r: &Report, unit: &TimeUnit) {
         items.push(("reject", "rejected asks/s".into()));
     }
     items.push(("markk", "milestone".into()));
+    if !r.preemptions.is_empty() {
+        items.push(("preempt", format!("preemption ({})", r.preemptions.len())));
+    }
     legend(out, &items);
     let max = r
         .allocs_per_s
@@ -242,6 +264,7 @@ pub(super) fn throughput(out: &mut String, r: &Report, unit: &TimeUnit) {
         }
     }
     p.marks(out, r, true);
+    p.preemption_marks(out, r);
     out.push_str("</svg>");
 }
 

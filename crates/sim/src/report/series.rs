@@ -37,7 +37,7 @@ fn bucket_width(end_ns: u64) -> u64 {
 /// Resource name to quantity, as the state dump writes resources.
 type Quantities = BTreeMap<String, i64>;
 
-fn resource_map(v: &Value) -> Quantities {
+pub(super) fn resource_map(v: &Value) -> Quantities {
     v.as_object()
         .into_iter()
         .flatten()
@@ -46,7 +46,7 @@ fn resource_map(v: &Value) -> Quantities {
 }
 
 /// Lifecycle order for the state chart; unknown states go after these.
-const STATE_ORDER: [&str; 12] = [
+pub(super) const STATE_ORDER: [&str; 12] = [
     "New",
     "Accepted",
     "Starting",
@@ -413,6 +413,10 @@ pub(super) fn build(g: &Inner, dump: &Value, meta: Vec<(String, String)>, end: u
         app_count: g.apps.names.len(),
         app_timelines,
         mismatches,
+        tenants: None,
+        cap_violations: Vec::new(),
+        preemptions: Vec::new(),
+        guarantees: Vec::new(),
     }
 }
 
