@@ -47,6 +47,8 @@ partitions:
 struct Recorder {
     seen: Mutex<(Vec<si18::EventRecord>, Vec<String>, Vec<String>)>,
     cv: Condvar,
+    /// Its predicates refuse every node (registered with predicates then).
+    refuse_all: bool,
 }
 
 impl Recorder {
@@ -80,6 +82,14 @@ impl RmV1 for Recorder {
         Ok(())
     }
 
+    fn predicates(&self, m: si18::PredicatesArgs) -> Result<(), String> {
+        if self.refuse_all {
+            Err(format!("node {} is cordoned by the test RM", m.node_id))
+        } else {
+            Ok(())
+        }
+    }
+
     fn send_event(&self, m: sicore18::EventRecords) {
         let mut s = self.seen.lock().unwrap();
         s.0.extend(m.events);
@@ -94,7 +104,16 @@ fn extra(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Held while a scheduler is made (`sicore_new` sets the process-wide log
+/// level) and by the test of that level throughout.
+static LOG_LEVEL: Mutex<()> = Mutex::new(());
+
 fn scheduler(rest: bool) -> Handle {
+    let _level = LOG_LEVEL.lock().unwrap_or_else(|e| e.into_inner());
+    new_scheduler(rest)
+}
+
+fn new_scheduler(rest: bool) -> Handle {
     let o = sicore_pb::SchedulerOptions {
         event_flush_interval_ms: 50,
         scheduling_interval_ms: 10,
@@ -118,8 +137,12 @@ struct Rm {
 
 impl Rm {
     fn register(sched: &Handle, id: &str, extra_config: &[(&str, &str)]) -> Rm {
-        let rec = Arc::new(Recorder::default());
-        let table = rmv1::table(&rec, false);
+        Rm::register_as(sched, id, extra_config, Recorder::default())
+    }
+
+    fn register_as(sched: &Handle, id: &str, extra_config: &[(&str, &str)], rec: Recorder) -> Rm {
+        let rec = Arc::new(rec);
+        let table = rmv1::table(&rec, rec.refuse_all);
         let req = si18::RegisterResourceManagerRequest {
             rm_id: id.into(),
             version: "v1.8.0".into(),
@@ -180,13 +203,17 @@ impl Rm {
         ids
     }
 
-    /// Adds a node and waits for its NODE ADD record: every record of an
-    /// earlier flush, to any RM, has been delivered by then (one
-    /// dispatcher delivers everything in order).
-    fn sync(&self) -> String {
-        let id = self.add_nodes(1).remove(0);
-        self.rec.wait("the node's ADD", |ev, _| has_add(ev, &id));
-        id
+    /// Returns once every record stored before the call, for any RM, has
+    /// been delivered: a node added now has its ADD in a flush at or after
+    /// the one holding those records (maybe the same one, whose batches
+    /// for other RMs may come later), and a second node added after that
+    /// ADD arrived is in a strictly later flush. One dispatcher delivers
+    /// everything in order.
+    fn sync(&self) {
+        for _ in 0..2 {
+            let id = self.add_nodes(1).remove(0);
+            self.rec.wait("the node's ADD", |ev, _| has_add(ev, &id));
+        }
     }
 
     fn node_records(&self) -> Vec<si18::EventRecord> {
@@ -232,7 +259,6 @@ fn event_tracking_is_each_rms_own_and_follows_its_updates() {
     // The quiet RM's nodes make no records; the other RM's still do.
     let silent = quiet.add_nodes(2);
     loud.sync();
-    loud.sync();
     assert!(quiet.rec.events().is_empty(), "{:?}", quiet.rec.events());
 
     // Its update turns them on (for its later records only)...
@@ -247,7 +273,6 @@ fn event_tracking_is_each_rms_own_and_follows_its_updates() {
     quiet.update(&[("event.trackingEnabled", "0")]);
     let before = quiet.rec.events().len();
     quiet.add_nodes(1);
-    loud.sync();
     loud.sync();
     assert_eq!(quiet.rec.events().len(), before);
     assert_eq!(loud.settings()["enabled"], true);
@@ -282,7 +307,7 @@ fn the_request_capacity_bounds_the_rms_records_per_flush() {
         .iter()
         .filter(|e| e.event_change_type == ChangeType::Add as i32)
         .count();
-    assert_eq!(other_adds, 6, "the other RM's store is its own");
+    assert_eq!(other_adds, 7, "the other RM's store is its own");
 
     // Reloadable: back to the default when the key goes, and bad values
     // (negative, not a number, zero, absurd) fall back to it as well.
@@ -299,7 +324,7 @@ fn the_request_capacity_bounds_the_rms_records_per_flush() {
     let before = small.node_records().len();
     small.add_nodes(5);
     small.sync();
-    assert_eq!(small.node_records().len(), before + 12);
+    assert_eq!(small.node_records().len(), before + 14);
 }
 
 #[test]
@@ -321,7 +346,9 @@ fn extra_config_applies_even_when_the_update_text_is_refused() {
 
 #[test]
 fn log_level_is_process_wide_whichever_rm_sets_it() {
-    let sched = scheduler(true);
+    // No other test's scheduler resets the level meanwhile.
+    let _level = LOG_LEVEL.lock().unwrap_or_else(|e| e.into_inner());
+    let sched = new_scheduler(true);
     let mut out = sicore_buffer::empty();
     let mut err = sicore_buffer::empty();
     assert_eq!(sicore_rest_address(sched.0, &mut out, &mut err), SICORE_OK);
@@ -344,16 +371,31 @@ fn log_level_is_process_wide_whichever_rm_sets_it() {
     assert_eq!(level(), "info");
 }
 
-#[test]
-fn an_unplaced_asks_request_record_is_not_repeated_every_flush() {
+/// Sends one pod to `queue` that never gets placed and shows that its
+/// REQUEST record, with `reason_text` in the message, reaches the RM once
+/// over many flushes.
+fn unplaced_pod_is_reported_once(rec: Recorder, queue: &str, reason_text: &str) {
     let sched = scheduler(false);
-    let rm = Rm::register(&sched, "rm1", &[]);
-    rm.add_nodes(1);
+    let rm = Rm::register_as(&sched, "rm1", &[], rec);
+    let nodes = rm.add_nodes(3);
+    let schedulable = nodes
+        .iter()
+        .map(|n| rmv1::node_action(n, si18::node_info::ActionFromRm::DrainToSchedulable))
+        .collect();
+    let (st, msg) = call(
+        rm.sched,
+        sicore_v1_update_node,
+        &si18::NodeRequest {
+            nodes: schedulable,
+            rm_id: "rm1".into(),
+        },
+    );
+    assert_eq!(st, SICORE_OK, "{msg}");
     let (st, msg) = call(
         rm.sched,
         sicore_v1_update_application,
         &si18::ApplicationRequest {
-            new: vec![rmv1::app("app-1", "root.small", "alice")],
+            new: vec![rmv1::app("app-1", queue, "alice")],
             rm_id: "rm1".into(),
             ..Default::default()
         },
@@ -386,13 +428,27 @@ fn an_unplaced_asks_request_record_is_not_repeated_every_flush() {
     assert_eq!(records.len(), 1, "{records:?}");
     let r = &records[0];
     assert_eq!(r.reference_id, "app-1");
-    assert!(r.message.contains("does not fit"), "{r:?}");
+    assert!(r.message.contains(reason_text), "{r:?}");
     let dump = sicore_c_rm::dump(rm.sched).unwrap();
     assert!(
         dump["events"]["rate_limited"].as_u64().unwrap() > 0,
         "{}",
         dump["events"]
     );
+}
+
+#[test]
+fn an_unplaced_asks_queue_record_is_not_repeated_every_flush() {
+    unplaced_pod_is_reported_once(Recorder::default(), "root.small", "does not fit");
+}
+
+#[test]
+fn an_unplaced_asks_predicate_record_is_not_repeated_every_flush() {
+    let rec = Recorder {
+        refuse_all: true,
+        ..Default::default()
+    };
+    unplaced_pod_is_reported_once(rec, "root.a", "cordoned by the test RM");
 }
 
 #[test]
