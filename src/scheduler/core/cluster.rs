@@ -52,8 +52,6 @@ pub struct RmState {
     pub config_text: String,
     /// Keys of its partitions.
     pub partitions: Vec<PartitionKey>,
-    /// Its own event settings (SI v1.8 `extraConfig`), over the options.
-    pub events: RmEventSettings,
 }
 
 /// The rmIDs the core holds, with the edition each registered through,
@@ -103,10 +101,9 @@ impl Core {
     /// comes or changes its bound, and its partitions build the record
     /// types it now takes. Only this RM's records are affected.
     pub(super) fn set_rm_events(&mut self, rm_id: &str, settings: RmEventSettings) {
-        let Some(rm) = self.rms.get_mut(rm_id) else {
+        let Some(rm) = self.rms.get(rm_id) else {
             return;
         };
-        rm.events = settings;
         let by_kind = rm.edition == Edition::V1;
         match self.store_capacity(&settings) {
             None => self.retire_events(rm_id),
@@ -206,7 +203,6 @@ impl Core {
                 checksum: loaded.config.checksum,
                 config_text: loaded.text,
                 partitions: names,
-                events,
             },
         );
         if let Some(capacity) = capacity {
