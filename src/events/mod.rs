@@ -7,6 +7,7 @@
 //! `Outcomes.events` and asks it for a batch when the flush period is up.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -15,8 +16,47 @@ use crate::proto::si::v1 as si;
 /// Most records accepted from one step of the core before the rest are
 /// dropped (the reference's event channel capacity).
 pub const INPUT_CAPACITY: usize = 100_000;
-/// Most distinct objects kept between two flushes.
+/// Most distinct objects kept between two flushes, unless the RM sets
+/// its own (SI v1.8 `event.requestCapacity`; the reference's default).
 pub const STORE_CAPACITY: usize = 1_000;
+/// The largest store capacity an RM may set: as many records as one core
+/// step may hand in. A larger value is refused (logged and ignored).
+pub const MAX_STORE_CAPACITY: usize = INPUT_CAPACITY;
+
+/// Reason of the `REQUEST` record of an ask skipped for its queue's
+/// headroom (spec 13.2).
+pub const REASON_QUEUE_HEADROOM: &str = "InsufficientQueueResources";
+/// Reason of the `REQUEST` record of an ask a node's predicates refused.
+pub const REASON_PREDICATE_REFUSED: &str = "PredicateRefused";
+/// Shortest time between two records of one of the "not placed yet"
+/// reasons ([`REASON_QUEUE_HEADROOM`], [`REASON_PREDICATE_REFUSED`]) for
+/// the same ask: the reference v1.8 limits its predicate-failure records
+/// to one per 15 seconds per ask. Every pass that tries an unplaceable ask
+/// makes such a record, and the RM turns each into a pod event.
+pub const REQUEST_EVENT_INTERVAL: Duration = Duration::from_secs(15);
+
+/// Which of the reasons that repeat while an ask waits (and so are
+/// limited to one per [`REQUEST_EVENT_INTERVAL`] per ask) a record has.
+fn repeating(kind: i32, reason: &str) -> Option<usize> {
+    if kind != si::event_record::Type::Request as i32 {
+        return None;
+    }
+    match reason {
+        REASON_QUEUE_HEADROOM => Some(0),
+        REASON_PREDICATE_REFUSED => Some(1),
+        _ => None,
+    }
+}
+
+/// The event settings one RM chose (SI v1.8 `extraConfig`); `None` is the
+/// default: the scheduler's options, [`STORE_CAPACITY`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RmEventSettings {
+    /// `event.trackingEnabled`: records for this RM at all.
+    pub tracking: Option<bool>,
+    /// `event.requestCapacity`: most distinct objects between two flushes.
+    pub request_capacity: Option<usize>,
+}
 
 /// Builds one record. It is stamped when the core stores it, from the
 /// core's clock (one read per step), so this layer reads no time itself.
@@ -128,6 +168,9 @@ pub struct EventStats {
     pub dropped_input: u64,
     /// Records dropped because the store already held the most objects.
     pub dropped_store_full: u64,
+    /// "Not placed yet" records dropped because the same ask had one less
+    /// than [`REQUEST_EVENT_INTERVAL`] before.
+    pub rate_limited: u64,
     /// Records handed to `SendEvent`.
     pub published: u64,
     /// `SendEvent` batches.
@@ -143,6 +186,7 @@ impl EventStats {
         self.superseded += o.superseded;
         self.dropped_input += o.dropped_input;
         self.dropped_store_full += o.dropped_store_full;
+        self.rate_limited += o.rate_limited;
         self.published += o.published;
         self.batches += o.batches;
         self.stored += o.stored;
@@ -150,7 +194,7 @@ impl EventStats {
 }
 
 /// Latest record per object, bounded, for one RM.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EventStore {
     /// Keyed by record type and object id: an application and an ask may
     /// share an id without hiding each other.
@@ -158,40 +202,83 @@ pub struct EventStore {
     /// share a timestamp, and keep their creation order by this).
     /// SI v1.8: the reason is part of the key as well, so one object's
     /// records of different kinds in one flush all go out (a node's ADD is
-    /// not hidden by its DRAIN_TO_SCHEDULABLE that follows at once; the
-    /// v1 RM reads NODE ADD), while repeats of one kind still coalesce.
+    /// not hidden by the drain record of its CREATE_DRAIN; the v1 RM reads
+    /// NODE ADD), while repeats of one kind still coalesce.
     latest: HashMap<(i32, String, String), (u64, si::EventRecord)>,
+    /// When each ask (object id) last had a record of each repeating
+    /// reason stored; entries older than the interval are pruned at every
+    /// flush, so this holds at most the asks of one interval.
+    last_repeat: HashMap<String, [Option<Instant>; 2]>,
     next_seq: u64,
     stats: EventStats,
     by_kind: bool,
+    capacity: usize,
+}
+
+impl Default for EventStore {
+    /// The SI v0.12 edition's store: the latest record per object.
+    fn default() -> Self {
+        EventStore::new(false, STORE_CAPACITY)
+    }
 }
 
 impl EventStore {
-    /// A store that keeps the latest record per object and kind (reason):
-    /// the SI v1.8 edition's.
-    pub fn by_kind() -> Self {
+    /// A store of at most `capacity` records between flushes; `by_kind`
+    /// keeps the latest record per object and kind (reason), the SI v1.8
+    /// edition's rule, instead of per object.
+    pub fn new(by_kind: bool, capacity: usize) -> Self {
         EventStore {
-            by_kind: true,
-            ..Default::default()
+            latest: HashMap::new(),
+            last_repeat: HashMap::new(),
+            next_seq: 0,
+            stats: EventStats::default(),
+            by_kind,
+            capacity,
         }
     }
 
-    /// Takes the records of one core step.
-    pub fn add_all(&mut self, records: Vec<si::EventRecord>) {
+    /// The SI v1.8 edition's store with the default capacity.
+    pub fn by_kind() -> Self {
+        EventStore::new(true, STORE_CAPACITY)
+    }
+
+    /// Changes the bound on distinct objects. Records already held stay
+    /// until the next flush even when there are more than the new bound.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+    }
+
+    /// The bound on distinct objects between flushes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Takes the records of one core step, made at `now`.
+    pub fn add_all(&mut self, records: Vec<si::EventRecord>, now: Instant) {
         let n = records.len();
         if n > INPUT_CAPACITY {
             self.stats.dropped_input += (n - INPUT_CAPACITY) as u64;
         }
         for r in records.into_iter().take(INPUT_CAPACITY) {
-            self.add(r);
+            self.add(r, now);
         }
     }
 
-    /// Stores one record, replacing an older one for the same object.
-    pub fn add(&mut self, r: si::EventRecord) {
+    /// Stores one record made at `now`, replacing an older one for the
+    /// same object (and kind), unless it repeats a "not placed yet" record
+    /// of its ask within [`REQUEST_EVENT_INTERVAL`].
+    pub fn add(&mut self, r: si::EventRecord, now: Instant) {
         if r.object_id.is_empty() || r.reason.is_empty() {
             log::debug!("event record without object id or reason dropped: {r:?}");
             return;
+        }
+        let repeat = repeating(r.r#type, &r.reason);
+        if let Some(i) = repeat {
+            let recent = self.last_repeat.get(&r.object_id).and_then(|at| at[i]);
+            if recent.is_some_and(|at| now.saturating_duration_since(at) < REQUEST_EVENT_INTERVAL) {
+                self.stats.rate_limited += 1;
+                return;
+            }
         }
         let kind = if self.by_kind {
             r.reason.clone()
@@ -201,22 +288,36 @@ impl EventStore {
         let key = (r.r#type, r.object_id.clone(), kind);
         self.next_seq += 1;
         let seq = self.next_seq;
+        let stamp = repeat.map(|i| (r.object_id.clone(), i));
         if let Some(slot) = self.latest.get_mut(&key) {
             *slot = (seq, r);
             self.stats.superseded += 1;
             self.stats.received += 1;
-            return;
-        }
-        if self.latest.len() >= STORE_CAPACITY {
+        } else if self.latest.len() >= self.capacity {
+            // Not stored, so not limited: the ask's next record may go in.
             self.stats.dropped_store_full += 1;
             return;
+        } else {
+            self.latest.insert(key, (seq, r));
+            self.stats.received += 1;
         }
-        self.latest.insert(key, (seq, r));
-        self.stats.received += 1;
+        if let Some((object, i)) = stamp {
+            self.last_repeat.entry(object).or_default()[i] = Some(now);
+        }
     }
 
-    /// Empties the store; the records in creation order.
-    pub fn take_batch(&mut self) -> Vec<si::EventRecord> {
+    /// Empties the store at `now`; the records in creation order.
+    pub fn take_batch(&mut self, now: Instant) -> Vec<si::EventRecord> {
+        if !self.last_repeat.is_empty() {
+            let live = |at: &mut Option<Instant>| {
+                if at.is_some_and(|t| now.saturating_duration_since(t) >= REQUEST_EVENT_INTERVAL) {
+                    *at = None;
+                }
+                at.is_some()
+            };
+            self.last_repeat
+                .retain(|_, at| at.iter_mut().fold(false, |any, t| live(t) | any));
+        }
         let mut batch: Vec<(u64, si::EventRecord)> = self.latest.drain().map(|(_, r)| r).collect();
         batch.sort_by(|(sa, a), (sb, b)| a.timestamp_nano.cmp(&b.timestamp_nano).then(sa.cmp(sb)));
         let batch: Vec<si::EventRecord> = batch.into_iter().map(|(_, r)| r).collect();
@@ -241,23 +342,24 @@ mod tests {
     use super::*;
     use si::event_record::Type;
 
+    fn now() -> Instant {
+        Instant::now()
+    }
+
     #[test]
     fn keeps_the_latest_record_per_object() {
         let mut s = EventStore::default();
-        s.add(record(Type::App, "a", "", "first", String::new()));
-        s.add(record(Type::App, "a", "", "second", String::new()));
-        s.add(record(
-            Type::Request,
-            "a",
-            "app",
-            "other kind",
-            String::new(),
-        ));
-        let b = s.take_batch();
+        s.add(record(Type::App, "a", "", "first", String::new()), now());
+        s.add(record(Type::App, "a", "", "second", String::new()), now());
+        s.add(
+            record(Type::Request, "a", "app", "other kind", String::new()),
+            now(),
+        );
+        let b = s.take_batch(now());
         assert_eq!(b.len(), 2);
         assert!(b.iter().any(|r| r.reason == "second"));
         assert!(!b.iter().any(|r| r.reason == "first"));
-        assert!(s.take_batch().is_empty());
+        assert!(s.take_batch(now()).is_empty());
         let st = s.stats();
         assert_eq!(
             (st.received, st.superseded, st.published, st.batches),
@@ -287,13 +389,81 @@ mod tests {
         let many = (0..STORE_CAPACITY + 5)
             .map(|i| record(Type::Node, &format!("n{i}"), "", "r", String::new()))
             .collect();
-        s.add_all(many);
+        s.add_all(many, now());
         assert_eq!(s.stats().stored, STORE_CAPACITY as u64);
         assert_eq!(s.stats().dropped_store_full, 5);
         // An object already stored is still updated when the store is full.
-        s.add(record(Type::Node, "n0", "", "again", String::new()));
+        s.add(record(Type::Node, "n0", "", "again", String::new()), now());
         assert_eq!(s.stats().dropped_store_full, 5);
-        s.add(record(Type::Node, "", "", "r", String::new()));
-        assert_eq!(s.take_batch().len(), STORE_CAPACITY);
+        s.add(record(Type::Node, "", "", "r", String::new()), now());
+        assert_eq!(s.take_batch(now()).len(), STORE_CAPACITY);
+    }
+
+    #[test]
+    fn not_placed_records_repeat_once_per_interval_per_ask() {
+        let t0 = Instant::now();
+        let unfit = |key: &str, reason: &str| {
+            record(Type::Request, key, "app", reason, format!("{key} waits"))
+        };
+        let mut s = EventStore::by_kind();
+        s.add(unfit("k1", REASON_QUEUE_HEADROOM), t0);
+        s.add(unfit("k1", REASON_PREDICATE_REFUSED), t0);
+        s.add(unfit("k2", REASON_QUEUE_HEADROOM), t0);
+        assert_eq!(s.take_batch(t0).len(), 3);
+        // Every later flush inside the interval: nothing new for either ask.
+        let mut at = t0;
+        while at < t0 + REQUEST_EVENT_INTERVAL - Duration::from_secs(2) {
+            at += Duration::from_secs(2);
+            s.add(unfit("k1", REASON_QUEUE_HEADROOM), at);
+            s.add(unfit("k1", REASON_PREDICATE_REFUSED), at);
+            s.add(unfit("k2", REASON_QUEUE_HEADROOM), at);
+            assert!(s.take_batch(at).is_empty(), "repeat inside the interval");
+        }
+        assert_eq!(s.stats().rate_limited, 3 * 7);
+        // Other records of the ask are not limited.
+        s.add(unfit("k1", "UserQuotaExceeded"), at);
+        s.add(unfit("k1", "UserQuotaExceeded"), at);
+        assert_eq!(s.take_batch(at).len(), 1);
+        // Once the interval is over, one record per ask and reason again.
+        let later = t0 + REQUEST_EVENT_INTERVAL;
+        s.add(unfit("k1", REASON_QUEUE_HEADROOM), later);
+        s.add(unfit("k1", REASON_QUEUE_HEADROOM), later);
+        assert_eq!(s.take_batch(later).len(), 1);
+        // The stamps of asks that went quiet are pruned at the flush.
+        let quiet = later + REQUEST_EVENT_INTERVAL;
+        assert!(s.take_batch(quiet).is_empty());
+        assert!(s.last_repeat.is_empty(), "{:?}", s.last_repeat);
+    }
+
+    #[test]
+    fn a_record_dropped_for_a_full_store_does_not_start_the_interval() {
+        let t0 = Instant::now();
+        let mut s = EventStore::new(true, 1);
+        s.add(record(Type::Node, "n1", "", "NodeAdded", String::new()), t0);
+        let unfit = record(
+            Type::Request,
+            "k1",
+            "app",
+            REASON_QUEUE_HEADROOM,
+            String::new(),
+        );
+        s.add(unfit.clone(), t0);
+        assert_eq!(s.stats().dropped_store_full, 1);
+        assert_eq!(s.take_batch(t0).len(), 1);
+        s.add(unfit, t0 + Duration::from_secs(2));
+        assert_eq!(
+            s.take_batch(t0 + Duration::from_secs(2)).len(),
+            1,
+            "the ask's record goes in"
+        );
+        // A smaller capacity bounds the next flush.
+        s.set_capacity(2);
+        for i in 0..5 {
+            s.add(
+                record(Type::Node, &format!("n{i}"), "", "r", String::new()),
+                t0,
+            );
+        }
+        assert_eq!(s.take_batch(t0).len(), 2);
     }
 }

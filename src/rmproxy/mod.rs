@@ -247,6 +247,7 @@ impl RmProxy {
         policy_group: String,
         edition: Edition,
         config: ConfigOrigin,
+        events: crate::events::RmEventSettings,
         callback: Arc<dyn ResourceManagerCallback>,
     ) -> Result<(), Error> {
         let _config = self.config_lock.lock();
@@ -258,6 +259,7 @@ impl RmProxy {
                 policy_group,
                 edition,
                 config,
+                events,
                 callback: callback.clone(),
                 reply: reply.into(),
             })?;
@@ -334,6 +336,7 @@ impl SchedulerApi for RmProxy {
             request.policy_group,
             Edition::V012,
             ConfigOrigin::PolicyGroup,
+            Default::default(),
             callback,
         )?;
         Ok(si::RegisterResourceManagerResponse {})

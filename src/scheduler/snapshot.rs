@@ -76,6 +76,18 @@ pub struct RmSnap {
     /// replaced registration's table alive.)
     #[serde(skip)]
     pub config_text: String,
+    /// Its event settings in force.
+    pub events: RmEventsSnap,
+}
+
+/// One RM's event settings in force (its own, SI v1.8 `extraConfig`, or
+/// the scheduler's options).
+#[derive(Serialize, Default, Clone, Debug, PartialEq, Eq)]
+pub struct RmEventsSnap {
+    /// Records are collected and sent for this RM.
+    pub enabled: bool,
+    /// Most distinct objects between two flushes (0 while disabled).
+    pub request_capacity: u64,
 }
 
 /// One partition.
@@ -372,6 +384,8 @@ pub struct RmView<'a> {
     pub checksum: &'a str,
     /// Text in force.
     pub config_text: &'a str,
+    /// Its event store's bound; `None` while its events are off.
+    pub event_capacity: Option<usize>,
 }
 
 /// Converts a monotonic instant in the past to Unix ns.
@@ -645,6 +659,10 @@ pub fn build<'a>(
                 config_source: rm.config_source.to_string(),
                 checksum: rm.checksum.to_string(),
                 config_text: rm.config_text.to_string(),
+                events: RmEventsSnap {
+                    enabled: rm.event_capacity.is_some(),
+                    request_capacity: rm.event_capacity.unwrap_or(0) as u64,
+                },
             })
             .collect(),
         partitions: partitions

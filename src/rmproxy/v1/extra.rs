@@ -1,12 +1,39 @@
 //! The `extraConfig` keys of a v1.8 registration or configuration update
-//! that sicore has a knob for; every other key is ignored (logged at debug
-//! level), as the v1.8 core ignores keys it does not know. The list is in
-//! `docs/si-v1.md`.
+//! that sicore has a knob for; every other key is ignored (logged), as the
+//! v1.8 core ignores keys it does not know. The list is in `docs/si-v1.md`.
+//!
+//! Each map is the RM's whole set, as the v1.8 core's config map is: a key
+//! left out of an update returns to its default. A value that cannot be
+//! read is logged with its key and treated as left out (the reference
+//! logs and uses the default too); the call goes on.
+//!
+//! Scope: the `event.*` keys are the RM's own (they set its event store
+//! only, so two RMs in one scheduler each keep their own); `log.level` is
+//! process-wide, as the library log level is, and each change is logged
+//! with the rmID that made it.
 
 use std::collections::BTreeMap;
 
+use crate::events::{RmEventSettings, MAX_STORE_CAPACITY};
+
 /// The key of the library log level.
 pub const LOG_LEVEL: &str = "log.level";
+/// The key that turns the RM's event records on or off.
+pub const EVENT_TRACKING: &str = "event.trackingEnabled";
+/// The key of the RM's event store bound (distinct objects per flush).
+pub const EVENT_REQUEST_CAPACITY: &str = "event.requestCapacity";
+
+/// Keys the v1.8 core reads that have no sicore counterpart, with why.
+const NOT_READ: [(&str, &str); 5] = [
+    ("event.ringBufferCapacity", "sicore keeps no event history"),
+    ("event.maxStreams", "sicore has no REST event stream"),
+    ("event.maxStreamsPerHost", "sicore has no REST event stream"),
+    ("event.RESTResponseSize", "sicore keeps no event history"),
+    (
+        "health.checkInterval",
+        "sicore runs the health checks on each REST request, with no periodic checker",
+    ),
+];
 
 /// A log level as the v1.8 configuration spells it: zap's names or
 /// numbers (-1 debug, 0 info, 1 warn, 2 and above error), or the names
@@ -22,18 +49,70 @@ pub fn parse_level(v: &str) -> Option<log::LevelFilter> {
     }
 }
 
-/// Applies the keys sicore reads. A value it cannot read is logged and
-/// ignored (the rest of the update goes on).
-pub fn apply(extra: &BTreeMap<String, String>) {
+/// A boolean as Go's `strconv.ParseBool` reads it (the reference's parser).
+pub fn parse_bool(v: &str) -> Option<bool> {
+    match v {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// A store capacity: a decimal count from 1 to [`MAX_STORE_CAPACITY`].
+pub fn parse_capacity(v: &str) -> Result<usize, String> {
+    let n: u64 = v
+        .parse()
+        .map_err(|_| "not a non-negative decimal count".to_string())?;
+    if n == 0 {
+        return Err("must be positive".to_string());
+    }
+    usize::try_from(n)
+        .ok()
+        .filter(|n| *n <= MAX_STORE_CAPACITY)
+        .ok_or_else(|| format!("above the most sicore allows ({MAX_STORE_CAPACITY})"))
+}
+
+/// Applies the process-wide keys of RM `rm_id`'s `extraConfig` and returns
+/// its own event settings, for the core to apply.
+pub fn apply(rm_id: &str, extra: &BTreeMap<String, String>) -> RmEventSettings {
+    let mut events = RmEventSettings::default();
     for (key, value) in extra {
         match key.as_str() {
             LOG_LEVEL => match parse_level(value) {
-                Some(level) => crate::loglevel::set(level),
-                None => log::warn!("extraConfig {LOG_LEVEL}: unknown level '{value}', ignored"),
+                Some(level) => {
+                    if level != crate::loglevel::get() {
+                        // Process-wide: say which RM changed it.
+                        log::info!(
+                            "extraConfig {LOG_LEVEL} of RM {rm_id}: library log level now {level} (process-wide)"
+                        );
+                    }
+                    crate::loglevel::set(level);
+                }
+                None => log::warn!(
+                    "extraConfig {LOG_LEVEL} of RM {rm_id}: unknown level '{value}', ignored"
+                ),
             },
-            _ => log::debug!("extraConfig key '{key}' is not read by sicore"),
+            EVENT_TRACKING => match parse_bool(value) {
+                Some(on) => events.tracking = Some(on),
+                None => log::warn!(
+                    "extraConfig {EVENT_TRACKING} of RM {rm_id}: '{value}' is not a boolean, ignored (the default applies)"
+                ),
+            },
+            EVENT_REQUEST_CAPACITY => match parse_capacity(value) {
+                Ok(n) => events.request_capacity = Some(n),
+                Err(why) => log::warn!(
+                    "extraConfig {EVENT_REQUEST_CAPACITY} of RM {rm_id}: '{value}' {why}, ignored (the default applies)"
+                ),
+            },
+            _ => match NOT_READ.iter().find(|(k, _)| k == key) {
+                Some((_, why)) => {
+                    log::info!("extraConfig {key} of RM {rm_id} is not read: {why}")
+                }
+                None => log::debug!("extraConfig key '{key}' of RM {rm_id} is not read by sicore"),
+            },
         }
     }
+    events
 }
 
 #[cfg(test)]
@@ -46,5 +125,55 @@ mod tests {
         assert_eq!(parse_level("WARN"), Some(log::LevelFilter::Warn));
         assert_eq!(parse_level("fatal"), Some(log::LevelFilter::Error));
         assert_eq!(parse_level("loud"), None);
+    }
+
+    #[test]
+    fn event_values_parse_as_the_reference_reads_them() {
+        assert_eq!(parse_bool("t"), Some(true));
+        assert_eq!(parse_bool("False"), Some(false));
+        assert_eq!(parse_bool("yes"), None);
+        assert_eq!(parse_bool(" true"), None);
+        assert_eq!(parse_capacity("5000"), Ok(5000));
+        for bad in [
+            "-1",
+            "abc",
+            "1.5",
+            "",
+            "0",
+            "100001",
+            "99999999999999999999999",
+        ] {
+            assert!(parse_capacity(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_readable_event_keys_are_taken() {
+        let extra = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let got = apply(
+            "rm1",
+            &extra(&[
+                (EVENT_TRACKING, "false"),
+                (EVENT_REQUEST_CAPACITY, "10"),
+                ("event.ringBufferCapacity", "7"),
+            ]),
+        );
+        assert_eq!(
+            got,
+            RmEventSettings {
+                tracking: Some(false),
+                request_capacity: Some(10)
+            }
+        );
+        let bad = apply(
+            "rm1",
+            &extra(&[(EVENT_TRACKING, "off"), (EVENT_REQUEST_CAPACITY, "-3")]),
+        );
+        assert_eq!(bad, RmEventSettings::default());
     }
 }

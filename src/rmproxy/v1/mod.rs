@@ -43,7 +43,7 @@ impl RmProxy {
             &request.policy_group,
             "RegisterResourceManagerRequest.policyGroup",
         )?;
-        extra::apply(&request.extra_config);
+        let events = extra::apply(&request.rm_id, &request.extra_config);
         let adapter: Arc<dyn ResourceManagerCallback> =
             Arc::new(adapter::V1Callback::new(callback));
         self.register_as(
@@ -51,6 +51,7 @@ impl RmProxy {
             request.policy_group,
             Edition::V1,
             ConfigOrigin::Text(request.config),
+            events,
             adapter,
         )?;
         Ok(si18::RegisterResourceManagerResponse {})
@@ -105,7 +106,7 @@ impl RmProxy {
         require(&request.rm_id, "UpdateConfigurationRequest.rmID")?;
         let rm_id = request.rm_id;
         self.check_registered(&rm_id, "UpdateConfigurationRequest", Edition::V1)?;
-        extra::apply(&request.extra_config);
+        let events = extra::apply(&rm_id, &request.extra_config);
         let text = if request.config.trim().is_empty() {
             crate::config::DEFAULT_CONFIG_V1.to_string()
         } else {
@@ -124,6 +125,13 @@ impl RmProxy {
                     "received UpdateConfigurationRequest, but RmID=\"{rm_id}\" not registered"
                 ))
             })?;
+        // The extraConfig first, whatever becomes of the text (as the
+        // reference): in order before the text on the core's inbox, and
+        // under the configuration lock, so no re-registration comes between.
+        self.send(Command::RmEvents {
+            rm_id: rm_id.clone(),
+            events,
+        })?;
         let applied = self.call(|reply| Command::ApplyConfigText {
             rm_id: rm_id.clone(),
             text,

@@ -33,7 +33,7 @@ use si::node_info::ActionFromRm;
 /// action there.
 pub const CREATE_DRAIN: i32 = 6;
 
-use crate::events::EventStore;
+use crate::events::{EventStore, EventTypes, RmEventSettings, STORE_CAPACITY};
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 
 /// What the core keeps per registered RM.
@@ -64,6 +64,66 @@ impl Core {
         AppTimeouts::from_options(&self.options)
     }
 
+    /// The timers of a partition of `rm_id`, with the record types its
+    /// store takes (none when the RM's events are off).
+    pub(super) fn timeouts_for(&self, rm_id: &str) -> AppTimeouts {
+        let mut t = self.timeouts();
+        t.events = self.event_types_for(self.events.contains_key(rm_id));
+        t
+    }
+
+    fn event_types_for(&self, on: bool) -> EventTypes {
+        if on {
+            self.options.event_types
+        } else {
+            EventTypes::of(&[])
+        }
+    }
+
+    /// The store bound an RM with `settings` gets, or `None` when its
+    /// events are off: its own settings, else the scheduler's options.
+    fn store_capacity(&self, settings: &RmEventSettings) -> Option<usize> {
+        let on = settings.tracking.unwrap_or(!self.options.disable_events);
+        on.then(|| settings.request_capacity.unwrap_or(STORE_CAPACITY))
+    }
+
+    /// Drops the RM's store; its records are not delivered, its counters
+    /// stay in the totals.
+    fn retire_events(&mut self, rm_id: &str) {
+        if let Some(store) = self.events.remove(rm_id) {
+            let stats = store.stats();
+            self.events_retired
+                .merge(&EventStats { stored: 0, ..stats });
+        }
+    }
+
+    /// Applies new event settings of a registered RM: its store goes,
+    /// comes or changes its bound, and its partitions build the record
+    /// types it now takes. Only this RM's records are affected.
+    pub(super) fn set_rm_events(&mut self, rm_id: &str, settings: RmEventSettings) {
+        let Some(rm) = self.rms.get(rm_id) else {
+            return;
+        };
+        let by_kind = rm.edition == Edition::V1;
+        match self.store_capacity(&settings) {
+            None => self.retire_events(rm_id),
+            Some(capacity) => match self.events.get_mut(rm_id) {
+                Some(store) => store.set_capacity(capacity),
+                None => {
+                    self.events
+                        .insert(rm_id.to_string(), EventStore::new(by_kind, capacity));
+                }
+            },
+        }
+        let types = self.event_types_for(self.events.contains_key(rm_id));
+        let rm = &self.rms[rm_id];
+        for key in &rm.partitions {
+            if let Some(p) = self.partitions.get_mut(key) {
+                p.timeouts.events = types;
+            }
+        }
+    }
+
     pub(super) fn remove_rm(&mut self, rm_id: &str) {
         self.registry.write().remove(rm_id);
         if let Some(rm) = self.rms.remove(rm_id) {
@@ -73,11 +133,7 @@ impl Core {
         }
         self.outcomes.remove(rm_id);
         // Records meant for the old registration are not delivered to the new one.
-        if let Some(store) = self.events.remove(rm_id) {
-            let stats = store.stats();
-            self.events_retired
-                .merge(&EventStats { stored: 0, ..stats });
-        }
+        self.retire_events(rm_id);
     }
 
     pub(super) fn register(
@@ -86,6 +142,7 @@ impl Core {
         policy_group: &str,
         edition: Edition,
         origin: ConfigOrigin,
+        events: RmEventSettings,
         callback: Arc<dyn ResourceManagerCallback>,
     ) -> Result<(), Error> {
         // Re-registration starts afresh (spec 1.4): the RM's old state goes
@@ -110,7 +167,9 @@ impl Core {
             })?;
         // The configuration's new resource names are charged to the policy
         // group only once every partition of it is built.
-        let timeouts = self.timeouts();
+        let capacity = self.store_capacity(&events);
+        let mut timeouts = self.timeouts();
+        timeouts.events = self.event_types_for(capacity.is_some());
         let created = resource::configuration(policy_group, || {
             let mut created = Vec::new();
             for pc in &loaded.config.partitions {
@@ -146,6 +205,13 @@ impl Core {
                 partitions: names,
             },
         );
+        if let Some(capacity) = capacity {
+            // The store knows the edition's keying from here on.
+            self.events.insert(
+                rm_id.to_string(),
+                EventStore::new(edition == Edition::V1, capacity),
+            );
+        }
         self.registry.write().insert(rm_id.to_string(), edition);
         Ok(())
     }
@@ -323,12 +389,9 @@ impl Core {
                     )),
                     (Some(p), Ok(_)) => p.add_node(n, &mut out).map(|()| {
                         if create_drain {
-                            // One NODE record per CREATE_DRAIN, the ADD: the
-                            // event store keeps the latest record per node
-                            // between flushes, and the k8shim reads the ADD.
-                            let records = out.events.len();
+                            // The ADD and the drain record both go out: a v1
+                            // RM's store keeps one record per node and kind.
                             p.drain_node(&n.node_id, &mut out);
-                            out.events.truncate(records);
                         }
                     }),
                 }
@@ -404,32 +467,23 @@ impl Core {
     /// Stores the records of the types the RM asked for, stamping those
     /// not stamped yet with the core's clock (one read per batch).
     pub(super) fn add_events(&mut self, rm_id: &str, mut records: Vec<si::EventRecord>) {
-        if self.options.disable_events || records.is_empty() {
+        if records.is_empty() {
             return;
         }
+        // No store: the RM's events are off (or it is gone).
+        let Some(store) = self.events.get_mut(rm_id) else {
+            return;
+        };
         let types = self.options.event_types;
         records.retain(|r| types.allows(r.r#type));
         if !records.is_empty() {
-            let now = self.clock.unix_nanos();
+            let unix = self.clock.unix_nanos();
             for r in &mut records {
                 if r.timestamp_nano == 0 {
-                    r.timestamp_nano = now;
+                    r.timestamp_nano = unix;
                 }
             }
-            let v1 = self
-                .rms
-                .get(rm_id)
-                .is_some_and(|rm| rm.edition == Edition::V1);
-            self.events
-                .entry(rm_id.to_string())
-                .or_insert_with(|| {
-                    if v1 {
-                        EventStore::by_kind()
-                    } else {
-                        EventStore::default()
-                    }
-                })
-                .add_all(records);
+            store.add_all(records, self.clock.now());
         }
     }
 
@@ -457,6 +511,7 @@ impl Core {
                 config_source: &rm.config_source,
                 checksum: &rm.checksum,
                 config_text: &rm.config_text,
+                event_capacity: self.events.get(id.as_str()).map(EventStore::capacity),
             }),
             self.partitions.values(),
             self.event_stats(),

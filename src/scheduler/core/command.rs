@@ -50,10 +50,21 @@ pub enum Command {
         edition: crate::scheduler::edition::Edition,
         /// Where its configuration comes from.
         config: crate::scheduler::edition::ConfigOrigin,
+        /// Its own event settings (SI v1.8 `extraConfig`; none for v0.12).
+        events: crate::events::RmEventSettings,
         /// The RM's callbacks.
         callback: Arc<dyn ResourceManagerCallback>,
         /// Where the outcome goes.
         reply: Reply<Result<(), Error>>,
+    },
+    /// New event settings of a registered RM (the `extraConfig` of an SI
+    /// v1.8 `UpdateConfiguration`, applied before its configuration text).
+    /// An unknown RM is ignored.
+    RmEvents {
+        /// RM id.
+        rm_id: String,
+        /// The settings; a setting left unset returns to its default.
+        events: crate::events::RmEventSettings,
     },
     /// UpdateAllocation, converted on the caller's thread.
     Allocation(AllocationUpdate),

@@ -282,7 +282,7 @@ impl Core {
         rm_id: &str,
         loaded: &'a LoadedConfig,
     ) -> Result<Vec<(&'a PartitionConfig, Partition)>, Error> {
-        let timeouts = self.timeouts();
+        let timeouts = self.timeouts_for(rm_id);
         let failed = |name: &str, e: String| {
             Error::rejected(format!(
                 "configuration reload for RM {rm_id} failed: partition {name}: {e}"

@@ -66,7 +66,9 @@ pub struct Core {
     /// takes it.
     outbox: Vec<Outbound>,
     started: Instant,
-    /// Event stores per RM (spec 13); empty while events are disabled.
+    /// Event stores per RM (spec 13), made at registration; an RM whose
+    /// events are off (the `disable_events` option, or its own
+    /// `event.trackingEnabled`) has none.
     events: HashMap<String, EventStore>,
     /// Counters of stores that went with their RM.
     events_retired: EventStats,
@@ -212,7 +214,8 @@ impl Core {
             Command::Register { rm_id, .. }
             | Command::Reload { rm_id, .. }
             | Command::ApplyConfigText { rm_id, .. }
-            | Command::WatchApply { rm_id, .. } => self.touch(rm_id),
+            | Command::WatchApply { rm_id, .. }
+            | Command::RmEvents { rm_id, .. } => self.touch(rm_id),
             // Observers and dry runs only read.
             Command::Dump { .. }
             | Command::Snapshot(_)
@@ -231,11 +234,13 @@ impl Core {
                 policy_group,
                 edition,
                 config,
+                events,
                 callback,
                 reply,
             } => reply.send(self.answer("RegisterResourceManager", |core| {
-                core.register(&rm_id, &policy_group, edition, config, callback)
+                core.register(&rm_id, &policy_group, edition, config, events, callback)
             })),
+            Command::RmEvents { rm_id, events } => self.set_rm_events(&rm_id, events),
             Command::Reload { rm_id, reply } => {
                 reply.send(self.answer("UpdateConfiguration", |core| core.reload(&rm_id)))
             }

@@ -106,7 +106,7 @@ impl Core {
             .next_outstanding_check
             .min(self.next_metrics_refresh)
             .min(self.next_queue_clean);
-        if self.options.disable_events {
+        if self.events.is_empty() {
             next
         } else {
             next.min(self.next_event_flush)
@@ -176,11 +176,12 @@ impl Core {
 
     /// Hands each RM everything its store collected, as one batch.
     fn flush_events(&mut self) {
+        let now = self.clock.now();
         for (rm_id, store) in &mut self.events {
             let Some(rm) = self.rms.get(rm_id) else {
                 continue;
             };
-            let batch = store.take_batch();
+            let batch = store.take_batch(now);
             if !batch.is_empty() {
                 self.outbox
                     .push(Outbound::Events(rm.callback.clone(), batch));

@@ -44,6 +44,7 @@ fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
         policy_group: GROUP.into(),
         edition: crate::scheduler::edition::Edition::V012,
         config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
+        events: Default::default(),
         callback: Arc::new(Rm),
         reply: tx.into(),
     });
@@ -236,6 +237,49 @@ fn the_event_flush_waits_for_its_interval() {
     );
     core.tick();
     assert!(events(&core.take_outbound()).is_empty(), "flushed once");
+}
+
+#[test]
+fn a_does_not_fit_record_repeats_once_per_interval_per_ask() {
+    // Queue `a` holds 50 memory: the 100-memory ask never fits it, and
+    // every pass tries it again.
+    let yaml = TWO_QUEUES.replace(
+        "          - name: a\n",
+        "          - name: a\n            resources:\n              max:\n                memory: 50\n",
+    );
+    let mut o = options(&yaml);
+    o.event_flush_interval = Duration::from_secs(1);
+    let (mut core, clock) = core_with_node(o);
+    add_app(&mut core, "app", "root.a");
+    ask(&mut core, "app", "k", 1);
+    let unfit = |out: &[Outbound]| -> usize {
+        out.iter()
+            .flat_map(|o| match o {
+                Outbound::Events(_, v) => v.clone(),
+                _ => Vec::new(),
+            })
+            .filter(|r| r.object_id == "k" && r.reason == crate::events::REASON_QUEUE_HEADROOM)
+            .count()
+    };
+    // One pass and one flush per second: the first flush carries the
+    // record, the next 14 nothing, the one at 15 s the next record.
+    let mut seen = Vec::new();
+    for _ in 0..=15 {
+        core.schedule_pass();
+        clock.advance(Duration::from_secs(1));
+        core.tick();
+        seen.push(unfit(&core.take_outbound()));
+    }
+    let mut expected = vec![0; 16];
+    expected[0] = 1;
+    expected[15] = 1;
+    assert_eq!(seen, expected);
+    let dump: serde_json::Value = serde_json::from_str(&core.dump_json()).unwrap();
+    assert!(
+        dump["events"]["rate_limited"].as_u64().unwrap() >= 14,
+        "{}",
+        dump["events"]
+    );
 }
 
 #[test]

@@ -61,6 +61,7 @@ fn register(core: &mut Core, edition: Edition) {
         policy_group: "queues".into(),
         edition,
         config: o_config,
+        events: Default::default(),
         callback: Arc::new(Rm),
         reply: tx.into(),
     });

@@ -160,7 +160,7 @@ impl Partition {
             si::event_record::Type::Request,
             &ask.key,
             &app.id,
-            "InsufficientQueueResources",
+            events::REASON_QUEUE_HEADROOM,
             format!(
                 "Application {} does not fit into {} queue",
                 app.id,

@@ -107,7 +107,7 @@ impl Partition {
                     si::event_record::Type::Request,
                     &ask.key,
                     app,
-                    "PredicateRefused",
+                    crate::events::REASON_PREDICATE_REFUSED,
                     format!("node {} refused ask {}: {reason}", n.id, ask.key),
                 ));
                 false
