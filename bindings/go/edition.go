@@ -4,13 +4,14 @@ package sicore
 #include <stdint.h>
 void sicore_go_set_logger(int32_t max_level);
 void sicore_go_set_current_handle(uintptr_t h);
+uintptr_t sicore_go_current_handle(void);
 */
 import "C"
 
 import "github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
 
 // What the files this binding shares with the other edition's (errors.go,
-// handles.go, logger.go and wire.go, written once in bindings/go and
+// handles.go, lifecycle.go, logger.go and wire.go, written once in bindings/go and
 // copied into bindings/go-v1 by go generate) take from this edition: the
 // SI module's callback interface and the C names of shim.c, which differ
 // between the editions so that neither's symbols can clash with the
@@ -18,6 +19,10 @@ import "github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
 
 // rmCallback is the RM's callback interface of this edition's SI module.
 type rmCallback = api.ResourceManagerCallback
+
+// currentHandle is the handle of the callback running on this thread, 0
+// outside callbacks; see shim.c.
+func currentHandle() uintptr { return uintptr(C.sicore_go_current_handle()) }
 
 // setCurrentHandle marks the calling thread as running a callback of h
 // (0: none); see shim.c.

@@ -91,7 +91,7 @@
 //     at run time through an rpath.
 package sicore
 
-// errors.go, handles.go, logger.go and wire.go are copies of the files of
-// the same names in bindings/go (the v0.12 binding); edit those, then run
-// go generate here. TestSharedFilesFresh checks the copies.
+// errors.go, handles.go, lifecycle.go, logger.go and wire.go are copies
+// of the files of the same names in bindings/go (the v0.12 binding); edit
+// those, then run go generate here. TestSharedFilesFresh checks the copies.
 //go:generate go run ../../internal/shared/gen
