@@ -1,6 +1,7 @@
 // The protobuf wire helpers of the hand-written decoders (decode.go) and
 // encoder (encode.go), and the decoder of si.PredicatesArgs, whose fields
-// are the same in both editions. The message types come from edition.go.
+// are the same in both editions (siPredicatesArgs: the edition's
+// decode.go).
 
 package sicore
 

@@ -11,11 +11,12 @@ import "C"
 import "github.com/apache/yunikorn-scheduler-interface/lib/go/api"
 
 // What the files this binding shares with the other edition's (errors.go,
-// handles.go, lifecycle.go, logger.go and wire.go, written once in bindings/go and
-// copied into bindings/go-v1 by go generate) take from this edition: the
-// SI module's callback interface and the C names of shim.c, which differ
-// between the editions so that neither's symbols can clash with the
-// other's. (decode.go has the edition's si.PredicatesArgs for wire.go.)
+// handles.go, lifecycle.go, logger.go, options.go and wire.go: written
+// once in bindings/go, copied into bindings/go-v1 by go generate) take
+// from this edition: the SI module's callback interface, and the C names
+// of shim.c, which differ between the editions so that their symbols
+// cannot clash. decode.go has the edition's si.PredicatesArgs for wire.go,
+// edition_options.go the options only this edition has.
 
 // rmCallback is the RM's callback interface of this edition's SI module.
 type rmCallback = api.ResourceManagerCallback
