@@ -8,6 +8,10 @@
 #   - the Go binding as an ordinary module (a local module proxy, no
 #     `replace`) from a module outside the checkout: the simplerm example
 #     with `go run`, and tests/install/gorm linked dynamically and fully
+#     static;
+#   - the yunikorn-core drop-in (bindings/go-v1) in its default link mode,
+#     pkg-config: tests/install/gorm-v1, an RM written for yunikorn-core
+#     v1.8, switched with one replace line, linked dynamically and fully
 #     static.
 # Needs cargo-c (`cargo install --locked cargo-c`; scripts/test.sh installs
 # it when missing), pkg-config, a C and C++ compiler, cmake, Go.
@@ -142,6 +146,42 @@ export CGO_CFLAGS="-O2 -g -I$prefix/include/sicore"
     echo "gorm-static needs the shared libraries above" >&2; exit 1
   fi
   ./gorm-static
+)
+
+step "install: the yunikorn-core drop-in (bindings/go-v1), one replace line, pkg-config"
+# An RM written for yunikorn-core v1.8 switches to sicore with one line in
+# its go.mod (the drop-in's module path is github.com/apache/yunikorn-core,
+# so no proxy can serve it as that); with no build tag the binding links the
+# installed libsicore through pkg-config, as bindings/go does above.
+appv1=$work/gorm-v1
+mkdir -p "$appv1"
+cp tests/install/gorm-v1/main.go "$appv1/"
+cat > "$appv1/go.mod" <<EOF
+module example.com/gorm-v1
+
+go 1.24.0
+
+require github.com/apache/yunikorn-core v1.8.0
+
+replace github.com/apache/yunikorn-core => $root/bindings/go-v1
+EOF
+(
+  cd "$appv1"
+  go mod tidy
+  if [ "$(grep -c '^replace' go.mod)" != 1 ]; then echo "go.mod has more than the one replace line:" >&2; cat go.mod >&2; exit 1; fi
+  go build -mod=readonly -o gorm-v1-dynamic .
+  deps=$(LD_LIBRARY_PATH=$lib ldd gorm-v1-dynamic)
+  case "$deps" in
+    *"libsicore.so.$sover => $lib/"*) ;;
+    *) echo "gorm-v1-dynamic does not load libsicore.so.$sover from the prefix:" >&2; echo "$deps" >&2; exit 1 ;;
+  esac
+  LD_LIBRARY_PATH=$lib SICORE_REST_ADDRESS=127.0.0.1:0 ./gorm-v1-dynamic
+  go build -mod=readonly -ldflags '-linkmode external -extldflags -static' -o gorm-v1-static . 2> link.log \
+    || { cat link.log >&2; exit 1; }
+  if readelf -d gorm-v1-static | grep NEEDED; then
+    echo "gorm-v1-static needs the shared libraries above" >&2; exit 1
+  fi
+  SICORE_REST_ADDRESS=127.0.0.1:0 ./gorm-v1-static
 )
 
 # musl (Alpine images): the static library built for the musl target, a C

@@ -1,10 +1,6 @@
 package sicore
 
 import (
-	"errors"
-	"sync"
-	"unicode/utf8"
-
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
 	"github.com/golang/protobuf/proto"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -22,9 +18,6 @@ import (
 // through proto.Marshal instead. encode_test.go compares the two on
 // random requests.
 
-// errFallback stops the encoder; the request then goes through proto.Marshal.
-var errFallback = errors.New("not for the fast encoder")
-
 // encodeAllocationRequest encodes an si.AllocationRequest into buf (which
 // it may grow) or a new slice.
 func encodeAllocationRequest(buf []byte, m *si.AllocationRequest) ([]byte, error) {
@@ -32,66 +25,6 @@ func encodeAllocationRequest(buf []byte, m *si.AllocationRequest) ([]byte, error
 		return b, nil
 	}
 	return proto.Marshal(m)
-}
-
-// requestBuffers recycles the buffers UpdateAllocation encodes into: the
-// library decodes a request before sicore_update_allocation returns and
-// keeps no reference to it, so the buffer is free again right after. A
-// request of a few thousand asks is hundreds of KiB, which a fresh slice
-// would take from the OS (page faults) and leave to the collector.
-var requestBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledRequest is the largest buffer kept for reuse.
-const maxPooledRequest = 4 << 20
-
-// openField starts a nested message field: its tag and a one-byte length to be
-// set by closeField.
-func openField(b []byte, num protowire.Number) ([]byte, int) {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	b = append(b, 0)
-	return b, len(b)
-}
-
-// closeField sets the length of the message opened at start (the offset after
-// its length byte), moving its bytes when the length needs more than one.
-func closeField(b []byte, start int) []byte {
-	n := len(b) - start
-	if n < 0x80 {
-		b[start-1] = byte(n)
-		return b
-	}
-	extra := protowire.SizeVarint(uint64(n)) - 1
-	for i := 0; i < extra; i++ {
-		b = append(b, 0)
-	}
-	copy(b[start+extra:], b[start:start+n])
-	protowire.AppendVarint(b[:start-1], uint64(n))
-	return b
-}
-
-func appendString(b []byte, num protowire.Number, s string) ([]byte, error) {
-	if s == "" {
-		return b, nil
-	}
-	return appendStringAlways(b, num, s)
-}
-
-// appendStringAlways writes s even when empty, as proto does for the key
-// and value of a map entry.
-func appendStringAlways(b []byte, num protowire.Number, s string) ([]byte, error) {
-	if !utf8.ValidString(s) {
-		return b, errFallback
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s), nil
-}
-
-func appendVarint(b []byte, num protowire.Number, v uint64) []byte {
-	if v == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
 }
 
 func appendAllocationRequest(b []byte, m *si.AllocationRequest) ([]byte, error) {
@@ -116,21 +49,6 @@ func appendAllocationRequest(b []byte, m *si.AllocationRequest) ([]byte, error) 
 		b = closeField(b, start)
 	}
 	return appendString(b, 3, m.RmID)
-}
-
-// sortedKeys returns the keys of a small map in order (proto.Marshal's
-// deterministic order), without allocating for up to eight keys.
-func sortedKeys[V any](m map[string]V, buf *[8]string) []string {
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
-	}
-	for i := 1; i < len(keys); i++ { // insertion sort: these maps are tiny
-		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
-			keys[j], keys[j-1] = keys[j-1], keys[j]
-		}
-	}
-	return keys
 }
 
 func appendAsk(b []byte, a *si.AllocationAsk) ([]byte, error) {

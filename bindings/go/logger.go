@@ -2,8 +2,6 @@ package sicore
 
 /*
 #include <stdint.h>
-void sicore_go_set_logger(int32_t max_level);
-void sicore_go_set_current_handle(uintptr_t h);
 */
 import "C"
 
@@ -50,7 +48,7 @@ func SetLogger(l *slog.Logger, level slog.Level) {
 	defer loggerMu.Unlock()
 	libLogger.Store(l)
 	routed = true
-	C.sicore_go_set_logger(C.int32_t(libraryLevel(level)))
+	setLibraryLogger(libraryLevel(level))
 }
 
 // routeLogsByDefault installs the default routing (every level, to
@@ -61,7 +59,7 @@ func routeLogsByDefault() {
 	defer loggerMu.Unlock()
 	if !routed {
 		routed = true
-		C.sicore_go_set_logger(C.int32_t(libraryLevel(LevelTrace)))
+		setLibraryLogger(libraryLevel(LevelTrace))
 	}
 }
 
@@ -105,8 +103,9 @@ var guardLogs = testing.Testing()
 // registration has it (a handle's low 32 bits are a slot number).
 const logHandle = ^uintptr(0)
 
-//export sicoreGoLog
-func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.uint8_t, msgLen C.size_t) {
+// deliverLog hands one library record to the Go logger; the edition's
+// exported log function (edition.go) calls it.
+func deliverLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.uint8_t, msgLen C.size_t) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(os.Stderr, "sicore: the slog handler panicked: %v\n", p)
@@ -131,10 +130,10 @@ func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
-		C.sicore_go_set_current_handle(C.uintptr_t(logHandle))
+		setCurrentHandle(logHandle)
 		returned := false
 		defer func() {
-			C.sicore_go_set_current_handle(0)
+			setCurrentHandle(0)
 			runtime.UnlockOSThread()
 			if !returned {
 				if p := recover(); p != nil {

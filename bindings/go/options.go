@@ -1,14 +1,15 @@
 //go:build cgo
 
+// The options both editions take; edition_options.go has the others and
+// those whose documentation differs between the editions.
+
 package sicore
 
 import (
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
-	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -21,16 +22,15 @@ const LevelTrace = slog.LevelDebug - 4
 // option left out keeps the library default.
 type Option func(*config) error
 
-// config collects the options before they are encoded.
+// config collects the options before they are encoded; editionConfig
+// (edition_options.go) holds the options only one edition has.
 type config struct {
-	configDir                  string
-	policyConfigs              map[string]string
+	editionConfig
 	schedulingIntervalMs       uint64
 	eventFlushIntervalMs       uint64
 	logLevel                   string
 	reservationDelayMs         *uint64
 	disableReservation         bool
-	appStartTimeoutMs          *uint64
 	appCompletingTimeoutMs     *uint64
 	appTerminatedTimeoutMs     *uint64
 	disableEvents              bool
@@ -43,48 +43,6 @@ type config struct {
 	goexitGuard                *bool // nil: testing.Testing()
 }
 
-// WithConfigDir sets the directory of the policy group files: policy group
-// P reads <dir>/P.yaml. Without it the library searches /etc/yunikorn, then
-// the current directory; a policy group with no file and no in-memory
-// configuration gets the embedded default (partition "default", queue
-// "root" open to everyone, a "provided" placement rule that creates queues).
-func WithConfigDir(dir string) Option {
-	return func(c *config) error {
-		c.configDir = dir
-		return nil
-	}
-}
-
-// WithRESTAddress starts the scheduler's REST service (the YuniKorn v0.12
-// /ws/v1 endpoints and /metrics) on addr, a host:port such as
-// "127.0.0.1:9080"; port 0 picks a free port (see Scheduler.RESTAddress).
-// Without it no port is opened.
-func WithRESTAddress(addr string) Option {
-	return func(c *config) error {
-		if addr == "" {
-			return fmt.Errorf("WithRESTAddress: empty address")
-		}
-		c.restAddress = addr
-		return nil
-	}
-}
-
-// WithPolicyConfig gives the queues.yaml text of one policy group in
-// memory; it wins over a file. Repeat the option for several groups; a
-// later call for the same group replaces the earlier text.
-func WithPolicyConfig(policyGroup, queuesYAML string) Option {
-	return func(c *config) error {
-		if policyGroup == "" {
-			return fmt.Errorf("WithPolicyConfig: empty policy group")
-		}
-		if c.policyConfigs == nil {
-			c.policyConfigs = make(map[string]string)
-		}
-		c.policyConfigs[policyGroup] = queuesYAML
-		return nil
-	}
-}
-
 // WithSchedulingInterval sets the longest sleep of an idle scheduling
 // loop (library default 100ms).
 func WithSchedulingInterval(d time.Duration) Option {
@@ -95,12 +53,6 @@ func WithSchedulingInterval(d time.Duration) Option {
 // ResourceManagerCallback.SendEvent (library default 2s).
 func WithEventFlushInterval(d time.Duration) Option {
 	return durationOption("WithEventFlushInterval", d, func(c *config, ms uint64) { c.eventFlushIntervalMs = ms })
-}
-
-// WithOutstandingCheckInterval sets the period of the check that reports
-// asks the scheduler cannot place (library default 1s).
-func WithOutstandingCheckInterval(d time.Duration) Option {
-	return durationOption("WithOutstandingCheckInterval", d, func(c *config, ms uint64) { c.outstandingCheckIntervalMs = ms })
 }
 
 // WithReservationDelay sets the age an ask must reach before it may
@@ -124,40 +76,6 @@ func WithoutEvents() Option {
 		c.disableEvents = true
 		return nil
 	}
-}
-
-// WithEventTypes chooses the event record types handed to
-// ResourceManagerCallback.SendEvent. By default the library sends REQUEST
-// and NODE records, the types a YuniKorn v0.12 RM handles (it logs a
-// warning for any other type); APP records (application state changes)
-// and QUEUE records (a configuration the reload watcher refused) are
-// opt-in:
-//
-//	WithEventTypes(si.EventRecord_REQUEST, si.EventRecord_NODE, si.EventRecord_APP)
-//
-// The types given replace the default set. WithoutEvents still turns
-// events off altogether.
-func WithEventTypes(types ...si.EventRecord_Type) Option {
-	return func(c *config) error {
-		if len(types) == 0 {
-			return fmt.Errorf("WithEventTypes: no event type given (use WithoutEvents to send none)")
-		}
-		c.eventTypes = c.eventTypes[:0]
-		for _, t := range types {
-			name, known := si.EventRecord_Type_name[int32(t)]
-			if !known || t == si.EventRecord_UNKNOWN_EVENTRECORD_TYPE {
-				return fmt.Errorf("WithEventTypes: unknown event type %d", int32(t))
-			}
-			c.eventTypes = append(c.eventTypes, name)
-		}
-		return nil
-	}
-}
-
-// WithAppStartTimeout sets how long an application stays Starting before
-// it moves to Running (library default 5 minutes).
-func WithAppStartTimeout(d time.Duration) Option {
-	return durationOption("WithAppStartTimeout", d, func(c *config, ms uint64) { c.appStartTimeoutMs = &ms })
 }
 
 // WithAppCompletingTimeout sets how long an application stays Completing
@@ -195,23 +113,6 @@ func WithPlaceholderTimeout(d time.Duration) Option {
 func WithLogLevel(level slog.Level) Option {
 	return func(c *config) error {
 		c.logLevel = libraryLevelName(level)
-		return nil
-	}
-}
-
-// WithoutPredicates registers every resource manager without a
-// Predicates callback: the library never calls
-// ResourceManagerCallback.Predicates, every node with room for an ask
-// fits, and the ReSyncSchedulerCache that announces new allocations comes
-// from the delivery thread right before their UpdateAllocation, one per
-// batch, instead of from the core thread before each predicate call
-// (the project's docs/c-api.md, "ReSync before Predicates"). Use it when the RM's Predicates
-// accepts every node (no node filters to run): it removes two calls into
-// Go per allocation on the core thread. An RM whose Predicates can refuse
-// a node must not use it, since its answers would never be asked.
-func WithoutPredicates() Option {
-	return func(c *config) error {
-		c.withoutPredicates = true
 		return nil
 	}
 }
@@ -262,16 +163,14 @@ func libraryLevelName(level slog.Level) string {
 	return [...]string{"", "error", "warn", "info", "debug", "trace"}[libraryLevel(level)]
 }
 
-// Field numbers of sicore.v1.SchedulerOptions (proto/sicore.proto).
+// Field numbers of sicore.v1.SchedulerOptions (proto/sicore.proto) that
+// both editions set.
 const (
-	fieldConfigDir                  = 1
-	fieldPolicyConfigs              = 2
 	fieldSchedulingIntervalMs       = 3
 	fieldEventFlushIntervalMs       = 4
 	fieldLogLevel                   = 5
 	fieldReservationDelayMs         = 6
 	fieldDisableReservation         = 7
-	fieldAppStartTimeoutMs          = 8
 	fieldAppCompletingTimeoutMs     = 9
 	fieldAppTerminatedTimeoutMs     = 10
 	fieldDisableEvents              = 11
@@ -286,7 +185,7 @@ const (
 // protowire instead of through generated code; fields at their proto3
 // default are left out, optional fields are written whenever set.
 func (c *config) encode() []byte {
-	var b []byte
+	b := c.editionConfig.appendTo(nil)
 	str := func(num protowire.Number, v string) {
 		if v != "" {
 			b = protowire.AppendTag(b, num, protowire.BytesType)
@@ -311,28 +210,11 @@ func (c *config) encode() []byte {
 			b = protowire.AppendVarint(b, 1)
 		}
 	}
-	str(fieldConfigDir, c.configDir)
-	groups := make([]string, 0, len(c.policyConfigs))
-	for g := range c.policyConfigs {
-		groups = append(groups, g)
-	}
-	sort.Strings(groups)
-	for _, g := range groups {
-		// A map entry is a nested message {key = 1; value = 2}.
-		var entry []byte
-		entry = protowire.AppendTag(entry, 1, protowire.BytesType)
-		entry = protowire.AppendString(entry, g)
-		entry = protowire.AppendTag(entry, 2, protowire.BytesType)
-		entry = protowire.AppendString(entry, c.policyConfigs[g])
-		b = protowire.AppendTag(b, fieldPolicyConfigs, protowire.BytesType)
-		b = protowire.AppendBytes(b, entry)
-	}
 	u64(fieldSchedulingIntervalMs, c.schedulingIntervalMs)
 	u64(fieldEventFlushIntervalMs, c.eventFlushIntervalMs)
 	str(fieldLogLevel, c.logLevel)
 	opt(fieldReservationDelayMs, c.reservationDelayMs)
 	flag(fieldDisableReservation, c.disableReservation)
-	opt(fieldAppStartTimeoutMs, c.appStartTimeoutMs)
 	opt(fieldAppCompletingTimeoutMs, c.appCompletingTimeoutMs)
 	opt(fieldAppTerminatedTimeoutMs, c.appTerminatedTimeoutMs)
 	flag(fieldDisableEvents, c.disableEvents)

@@ -332,33 +332,37 @@ func FuzzDecodeAllocationResponse(f *testing.F) {
 }
 
 // BenchmarkDecodeAllocationResponse compares the decoder with
-// proto.Unmarshal on a batch of 100 allocations shaped like the library's.
+// proto.Unmarshal on responses shaped like the library's: a batch of 100
+// allocations (no Predicates callback) and the one allocation of each
+// decision (with one).
 func BenchmarkDecodeAllocationResponse(b *testing.B) {
-	m := &si.AllocationResponse{}
-	for i := 0; i < 100; i++ {
-		m.New = append(m.New, &si.Allocation{
-			AllocationKey:    fmt.Sprintf("app-a-%d", i),
-			ResourcePerAlloc: &si.Resource{Resources: map[string]*si.Quantity{"memory": {Value: 10}, "vcore": {Value: 1}}},
-			NodeID:           fmt.Sprintf("node-%04d", i), ApplicationID: "app-a", PartitionName: "[rm-bench]default",
+	for _, n := range []int{100, 1} {
+		m := &si.AllocationResponse{}
+		for i := 0; i < n; i++ {
+			m.New = append(m.New, &si.Allocation{
+				AllocationKey:    fmt.Sprintf("app-a-%d", i),
+				ResourcePerAlloc: &si.Resource{Resources: map[string]*si.Quantity{"memory": {Value: 10}, "vcore": {Value: 1}}},
+				NodeID:           fmt.Sprintf("node-%04d", i), ApplicationID: "app-a", PartitionName: "[rm-bench]default",
+			})
+		}
+		data, _ := proto.Marshal(m)
+		b.Run(fmt.Sprintf("new=%d/decoder", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := decodeAllocationResponse(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("new=%d/proto.Unmarshal", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := proto.Unmarshal(data, new(si.AllocationResponse)); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
-	data, _ := proto.Marshal(m)
-	b.Run("decoder", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if _, err := decodeAllocationResponse(data); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("proto.Unmarshal", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			if err := proto.Unmarshal(data, new(si.AllocationResponse)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 // BenchmarkDecodePredicatesArgs compares the decoder of the core thread's

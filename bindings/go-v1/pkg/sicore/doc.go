@@ -90,3 +90,8 @@
 //   - sicore_dynamic: target/release/libsicore.so of that checkout, found
 //     at run time through an rpath.
 package sicore
+
+// errors.go, handles.go, lifecycle.go, logger.go and wire.go are copies
+// of the files of the same names in bindings/go (the v0.12 binding); edit
+// those, then run go generate here. TestSharedFilesFresh checks the copies.
+//go:generate go run ../../internal/shared/gen

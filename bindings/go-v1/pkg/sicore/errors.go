@@ -1,3 +1,5 @@
+// Code generated from bindings/go/errors.go by go generate (internal/shared/gen); DO NOT EDIT.
+
 //go:build cgo
 
 package sicore

@@ -1,4 +1,9 @@
+// Code generated from bindings/go/options.go by go generate (internal/shared/gen); DO NOT EDIT.
+
 //go:build cgo
+
+// The options both editions take; edition_options.go has the others and
+// those whose documentation differs between the editions.
 
 package sicore
 
@@ -7,7 +12,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -20,8 +24,10 @@ const LevelTrace = slog.LevelDebug - 4
 // option left out keeps the library default.
 type Option func(*config) error
 
-// config collects the options before they are encoded.
+// config collects the options before they are encoded; editionConfig
+// (edition_options.go) holds the options only one edition has.
 type config struct {
+	editionConfig
 	schedulingIntervalMs       uint64
 	eventFlushIntervalMs       uint64
 	logLevel                   string
@@ -39,20 +45,6 @@ type config struct {
 	goexitGuard                *bool // nil: testing.Testing()
 }
 
-// WithRESTAddress starts the scheduler's REST service (the /ws/v1 endpoints and
-// /metrics of the project's docs/rest-and-metrics.md) on addr, a host:port such as
-// "127.0.0.1:9080"; port 0 picks a free port (see Scheduler.RESTAddress).
-// Without it no port is opened.
-func WithRESTAddress(addr string) Option {
-	return func(c *config) error {
-		if addr == "" {
-			return fmt.Errorf("WithRESTAddress: empty address")
-		}
-		c.restAddress = addr
-		return nil
-	}
-}
-
 // WithSchedulingInterval sets the longest sleep of an idle scheduling
 // loop (library default 100ms).
 func WithSchedulingInterval(d time.Duration) Option {
@@ -63,12 +55,6 @@ func WithSchedulingInterval(d time.Duration) Option {
 // ResourceManagerCallback.SendEvent (library default 2s).
 func WithEventFlushInterval(d time.Duration) Option {
 	return durationOption("WithEventFlushInterval", d, func(c *config, ms uint64) { c.eventFlushIntervalMs = ms })
-}
-
-// WithOutstandingCheckInterval sets the period of the check that reports
-// requests the scheduler cannot place (library default 1s).
-func WithOutstandingCheckInterval(d time.Duration) Option {
-	return durationOption("WithOutstandingCheckInterval", d, func(c *config, ms uint64) { c.outstandingCheckIntervalMs = ms })
 }
 
 // WithReservationDelay sets the age an ask must reach before it may
@@ -90,32 +76,6 @@ func WithoutReservation() Option {
 func WithoutEvents() Option {
 	return func(c *config) error {
 		c.disableEvents = true
-		return nil
-	}
-}
-
-// WithEventTypes chooses the event record types handed to
-// ResourceManagerCallback.SendEvent (the library's default set applies
-// otherwise). The k8shim v1.8 publishes REQUEST records as pod events and
-// reads NODE records; it ignores the others:
-//
-//	WithEventTypes(si.EventRecord_REQUEST, si.EventRecord_NODE, si.EventRecord_APP)
-//
-// The types given replace the default set. WithoutEvents still turns
-// events off altogether.
-func WithEventTypes(types ...si.EventRecord_Type) Option {
-	return func(c *config) error {
-		if len(types) == 0 {
-			return fmt.Errorf("WithEventTypes: no event type given (use WithoutEvents to send none)")
-		}
-		c.eventTypes = c.eventTypes[:0]
-		for _, t := range types {
-			name, known := si.EventRecord_Type_name[int32(t)]
-			if !known || t == si.EventRecord_UNKNOWN_EVENTRECORD_TYPE {
-				return fmt.Errorf("WithEventTypes: unknown event type %d", int32(t))
-			}
-			c.eventTypes = append(c.eventTypes, name)
-		}
 		return nil
 	}
 }
@@ -155,19 +115,6 @@ func WithPlaceholderTimeout(d time.Duration) Option {
 func WithLogLevel(level slog.Level) Option {
 	return func(c *config) error {
 		c.logLevel = libraryLevelName(level)
-		return nil
-	}
-}
-
-// WithoutPredicates registers every resource manager without a
-// Predicates callback: the library never calls
-// ResourceManagerCallback.Predicates and every node with room for a
-// request fits. Use it only when the RM's Predicates accepts every node:
-// it removes a call into Go per node tried on the scheduling path. An RM
-// whose Predicates can refuse a node (the k8shim's does) must not use it.
-func WithoutPredicates() Option {
-	return func(c *config) error {
-		c.withoutPredicates = true
 		return nil
 	}
 }
@@ -218,7 +165,8 @@ func libraryLevelName(level slog.Level) string {
 	return [...]string{"", "error", "warn", "info", "debug", "trace"}[libraryLevel(level)]
 }
 
-// Field numbers of sicore.v1.SchedulerOptions (proto/sicore.proto).
+// Field numbers of sicore.v1.SchedulerOptions (proto/sicore.proto) that
+// both editions set.
 const (
 	fieldSchedulingIntervalMs       = 3
 	fieldEventFlushIntervalMs       = 4
@@ -239,7 +187,7 @@ const (
 // protowire instead of through generated code; fields at their proto3
 // default are left out, optional fields are written whenever set.
 func (c *config) encode() []byte {
-	var b []byte
+	b := c.editionConfig.appendTo(nil)
 	str := func(num protowire.Number, v string) {
 		if v != "" {
 			b = protowire.AppendTag(b, num, protowire.BytesType)
