@@ -128,7 +128,11 @@ impl Partition {
                 }
                 Some(Decision::Preempt(plan)) => self.commit_preemption(plan, out),
                 Some(Decision::FlushLimits) => {
-                    // Not a decision; the next search sees exact levels.
+                    // Not a decision; the next search sees exact levels
+                    // (and so cannot ask again).
+                    if !self.ugm.is_dirty() {
+                        break;
+                    }
                     self.flush_limits();
                     continue;
                 }

@@ -475,7 +475,9 @@ impl Ugm {
     }
 
     /// Re-makes the cache of a link now if the levels are exact, or else
-    /// at the next flush.
+    /// at the next flush. Until then the old cache stays a valid bound:
+    /// every increase since counts in `spent`, and a decrease only leaves
+    /// more room than it says.
     fn settle(&mut self, id: u32) {
         let clean = self.dirty.is_empty();
         let Some(link) = self.links[id as usize].as_mut() else {
@@ -486,12 +488,9 @@ impl Ugm {
         }
         if clean {
             self.refresh(id);
-        } else {
-            link.slack_ok = false;
-            if !link.dirty {
-                link.dirty = true;
-                self.dirty.push(id);
-            }
+        } else if !link.dirty {
+            link.dirty = true;
+            self.dirty.push(id);
         }
     }
 
