@@ -366,15 +366,14 @@ impl Partition {
         // maxapplications (apps.rs); the user and group ones are checked
         // here, where their transitions are recorded (limits.md 4.1).
         let apps = self.leaf_apps(q);
-        let admission = self.ugm.admission_active();
-        let mut flips = if admission {
-            std::mem::take(&mut pass.held_flips)
-        } else {
-            FastMap::default()
-        };
+        let mut flips = self
+            .ugm
+            .admission_active()
+            .then(|| std::mem::take(&mut pass.held_flips));
         let mut app_events = Vec::new();
-        let mut admit = |a: &Application| {
-            !admission || self.admitted_by_limits(a, &mut flips, &mut app_events)
+        let mut admit = |a: &Application| match flips.as_mut() {
+            None => true,
+            Some(flips) => self.admitted_by_limits(a, flips, &mut app_events),
         };
         let found = match queue.sort_policy {
             // Both orders are kept by the leaf: no list to build or sort.
@@ -399,7 +398,7 @@ impl Partition {
                     .find_map(|a| try_app(a, pass))
             }
         };
-        if admission {
+        if let Some(flips) = flips {
             pass.held_flips = flips;
             pass.events.append(&mut app_events);
         }

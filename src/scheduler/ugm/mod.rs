@@ -191,10 +191,12 @@ impl Trackers {
         }
     }
 
+    #[inline]
     fn at(&self, i: usize) -> &Tracker {
         self.slots[i].as_ref().expect("linked tracker")
     }
 
+    #[inline]
     fn at_mut(&mut self, i: usize) -> &mut Tracker {
         self.slots[i].as_mut().expect("linked tracker")
     }
@@ -298,6 +300,8 @@ pub struct Ugm {
     /// `maxapplications` (limits.md 4.1), by sequence number: an APP
     /// record went out when they entered, one goes when they leave.
     pub held: FastSet<u64>,
+    /// Whether some cap limits running applications.
+    apps_capped: bool,
 }
 
 /// What [`Ugm::fits`] found for an ask.
@@ -371,7 +375,7 @@ impl Ugm {
     /// some application still waits for its "runnable" record.
     #[inline]
     pub fn admission_active(&self) -> bool {
-        self.enabled() || !self.held.is_empty()
+        self.apps_capped || !self.held.is_empty()
     }
 
     /// Whether any application is linked.
@@ -525,10 +529,23 @@ impl Ugm {
         if let Some(g) = group {
             fold(g, &link.group_levels, &link.group_caps);
         }
-        if let Some(link) = self.links[id as usize].as_mut() {
-            link.slack = slack;
-            link.slack_ok = true;
+        // Charges index `spent` by these types with no growth check.
+        let need = slack.iter().map(|s| s.ty as usize + 1).max().unwrap_or(0);
+        let Some(link) = self.links[id as usize].as_mut() else {
+            return;
+        };
+        let spent = &mut self.users.at_mut(link.user).spent;
+        if spent.len() < need {
+            spent.resize(need, 0);
         }
+        if let Some(g) = link.group {
+            let spent = &mut self.groups.at_mut(g).spent;
+            if spent.len() < need {
+                spent.resize(need, 0);
+            }
+        }
+        link.slack = slack;
+        link.slack_ok = true;
     }
 
     /// Brings the trackers in line with the application's allocations and
@@ -601,6 +618,13 @@ impl Ugm {
     /// the next decision's bound sees it; the running slot is taken at
     /// the first. The levels get it when the link is flushed. No copy of
     /// the resource, no hashing.
+    ///
+    /// Only the link's capped types are spent: a level that caps a type
+    /// for a user (or group) caps it for every link of that user (group)
+    /// through it, so a charge that reaches a capped level has that type
+    /// in its own slack. Nor is the cache re-made here: its bound only
+    /// shrinks with what is spent, and once an ask passes it the check
+    /// walks the exact levels (after a flush) and the flush re-makes it.
     #[inline]
     pub fn charge(&mut self, app: &Application, res: &Resource) {
         let Some(id) = app.ugm_link else {
@@ -622,26 +646,37 @@ impl Ugm {
                 apply(self.groups.at_mut(g), &link.group_levels, &none, 1, false);
             }
         }
-        spend(&mut self.users.at_mut(link.user).spent, res);
-        if let Some(g) = link.group {
-            spend(&mut self.groups.at_mut(g).spent, res);
+        if link.res_capped && !link.slack_ok {
+            // No cache made yet (linked during a pass): every type counts.
+            spend(&mut self.users.at_mut(link.user).spent, res);
+            if let Some(g) = link.group {
+                spend(&mut self.groups.at_mut(g).spent, res);
+            }
+        } else if !link.slack.is_empty() {
+            let user = &mut self.users.at_mut(link.user).spent;
+            for s in &link.slack {
+                let v = res.get(s.ty);
+                if v > 0 {
+                    if let Some(x) = user.get_mut(s.ty as usize) {
+                        *x = x.saturating_add(v);
+                    }
+                }
+            }
+            if let Some(g) = link.group {
+                let group = &mut self.groups.at_mut(g).spent;
+                for s in &link.slack {
+                    let v = res.get(s.ty);
+                    if v > 0 {
+                        if let Some(x) = group.get_mut(s.ty as usize) {
+                            *x = x.saturating_add(v);
+                        }
+                    }
+                }
+            }
         }
         if !link.dirty {
             link.dirty = true;
             self.dirty.push(id);
-        }
-        // Once half of the cached room is gone, checks walk the levels
-        // (and the flush re-makes it), so that near a cap the bound is
-        // exact while far from it nothing is walked.
-        if link.slack_ok && !link.slack.is_empty() {
-            let (users, groups) = (&self.users, &self.groups);
-            let link = self.links[id as usize].as_ref().expect("found above");
-            let stale = !slack_all(users, groups, link, |_, room, bound| bound > room / 2);
-            if stale {
-                if let Some(link) = self.links[id as usize].as_mut() {
-                    link.slack_ok = false;
-                }
-            }
         }
     }
 
@@ -830,10 +865,19 @@ impl Ugm {
         apps: impl Iterator<Item = (u32, &'a mut Application)>,
     ) {
         let old = std::mem::take(self);
+        let apps_capped = caps.levels.values().any(|l| {
+            l.users
+                .values()
+                .chain(l.user_wildcard.iter())
+                .chain(l.groups.iter().map(|(_, c)| c))
+                .chain(l.group_wildcard.iter())
+                .any(|c| c.max_apps > 0)
+        });
         *self = Ugm {
             caps,
             quota_failed: old.quota_failed.clone(),
             held: old.held.clone(),
+            apps_capped,
             ..Ugm::default()
         };
         let enabled = self.enabled();
