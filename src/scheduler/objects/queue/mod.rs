@@ -12,6 +12,7 @@ use crate::security::{Acl, UserGroup};
 
 mod config;
 mod priority;
+pub(crate) use priority::quietly;
 use priority::inherited;
 pub use priority::{PriorityPolicy, PrioritySettings, MIN_PRIORITY};
 
