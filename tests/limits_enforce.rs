@@ -718,7 +718,11 @@ fn app_records_once_per_quota_transition() {
     h.settle();
     let all = h.seen(quota);
     let reasons: Vec<&str> = all.iter().map(|e| e.reason.as_str()).collect();
-    assert_eq!(reasons, ["AppCannotRunQuota", "AppRunnableQuota"], "{all:?}");
+    assert_eq!(
+        reasons,
+        ["AppCannotRunQuota", "AppRunnableQuota"],
+        "{all:?}"
+    );
     assert!(all.iter().all(|e| e.object_id == "app-2"));
     assert_eq!(app_entry(&h.dump(), "app-2")["held_by_limits"], false);
 }
@@ -734,7 +738,9 @@ fn app_records_stay_off_by_default_and_the_dump_still_shows_the_hold() {
     h.wait("app-1 allocated", |s| s.allocations.len() == 1);
     h.submit(app_by("app-2", "root.default", "u", &[])).unwrap();
     assert_eq!(h.asks(vec![ask("app-2", "k2", 10, 1, 1)]).0, SICORE_OK);
-    h.wait_dump("app-2 held", |d| app_entry(d, "app-2")["held_by_limits"] == true);
+    h.wait_dump("app-2 held", |d| {
+        app_entry(d, "app-2")["held_by_limits"] == true
+    });
     h.settle();
     h.seen(|s| {
         assert!(
@@ -767,7 +773,10 @@ fn a_fits_again_record_is_not_hidden_by_the_queue_refusal_of_the_same_pass() {
     std::fs::write(dir.join("queues.yaml"), yaml("", queue)).unwrap();
     assert_eq!(h.reload("rm").0, SICORE_OK);
     h.wait("queue refusal after the reload", |s| {
-        let fits = s.events.iter().position(|e| e.reason == "UserQuotaAvailable");
+        let fits = s
+            .events
+            .iter()
+            .position(|e| e.reason == "UserQuotaAvailable");
         fits.is_some_and(|i| {
             s.events[i..]
                 .iter()

@@ -141,11 +141,7 @@ impl V1Rm {
             .wait("app accepted", |s| s.apps_accepted.iter().any(|a| a == id));
     }
 
-    fn allocate(
-        &self,
-        allocations: Vec<si18::Allocation>,
-        releases: Vec<si18::AllocationRelease>,
-    ) {
+    fn allocate(&self, allocations: Vec<si18::Allocation>, releases: Vec<si18::AllocationRelease>) {
         let (st, msg) = call(
             self.sched,
             sicore_v1_update_allocation,
@@ -170,8 +166,9 @@ impl V1Rm {
             },
         );
         assert_eq!(st, SICORE_OK);
-        self.rec
-            .wait("node answered", |s| s.nodes_accepted.iter().any(|n| n == id));
+        self.rec.wait("node answered", |s| {
+            s.nodes_accepted.iter().any(|n| n == id)
+        });
         let (st, _) = call(
             self.sched,
             sicore_v1_update_node,
@@ -211,7 +208,8 @@ fn an_application_held_by_a_user_cap_gets_app_cannotrun_and_runnable_quota_recor
     });
     rm.app("app-2");
     rm.allocate(vec![rmv1::ask("app-2", "k2", 100, 1)], vec![]);
-    rm.rec.wait("APP_CANNOTRUN_QUOTA", |s| !quota_records(s).is_empty());
+    rm.rec
+        .wait("APP_CANNOTRUN_QUOTA", |s| !quota_records(s).is_empty());
     // Passes go on (a new request of app-1): no second record.
     rm.allocate(vec![rmv1::ask("app-1", "k1b", 100, 1)], vec![]);
     rm.rec.wait("app-1's second allocation", |s| {
@@ -229,13 +227,19 @@ fn an_application_held_by_a_user_cap_gets_app_cannotrun_and_runnable_quota_recor
             ChangeDetail::AppCannotrunQuota as i32
         )
     );
-    assert!(rm.rec.copy().new.iter().all(|a| a.application_id != "app-2"));
+    assert!(rm
+        .rec
+        .copy()
+        .new
+        .iter()
+        .all(|a| a.application_id != "app-2"));
     // app-1 lets go of everything: app-2 may run, one record says so.
     rm.allocate(vec![], vec![rmv1::release("app-1", "")]);
     rm.rec.wait("app-2 allocated", |s| {
         s.new.iter().any(|a| a.allocation_key == "k2")
     });
-    rm.rec.wait("APP_RUNNABLE_QUOTA", |s| quota_records(s).len() == 2);
+    rm.rec
+        .wait("APP_RUNNABLE_QUOTA", |s| quota_records(s).len() == 2);
     std::thread::sleep(Duration::from_millis(100));
     let all = quota_records(&rm.rec.copy());
     let details: Vec<i32> = all.iter().map(|e| e.event_change_detail).collect();
@@ -247,6 +251,7 @@ fn an_application_held_by_a_user_cap_gets_app_cannotrun_and_runnable_quota_recor
         ],
         "{all:?}"
     );
-    assert!(all.iter().all(|e| e.object_id == "app-2"
-        && e.event_change_type == ChangeType::None as i32));
+    assert!(all
+        .iter()
+        .all(|e| e.object_id == "app-2" && e.event_change_type == ChangeType::None as i32));
 }

@@ -58,11 +58,7 @@ fn a_bad_priority_property_is_warned_about_once_per_applied_configuration() {
     assert_eq!(st, SICORE_OK, "{msg}");
     assert_eq!(offset_warnings(), 1, "{:?}", WARNINGS.lock().unwrap());
     // A reload that changes another queue: root.a is applied again.
-    std::fs::write(
-        dir.join("queues.yaml"),
-        config("          - name: b\n"),
-    )
-    .unwrap();
+    std::fs::write(dir.join("queues.yaml"), config("          - name: b\n")).unwrap();
     let (st, msg) = h.reload("rm");
     assert_eq!(st, SICORE_OK, "{msg}");
     assert_eq!(offset_warnings(), 2, "{:?}", WARNINGS.lock().unwrap());

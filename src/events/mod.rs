@@ -280,7 +280,13 @@ mod tests {
     #[test]
     fn transition_records_are_kept_apart_in_both_editions() {
         for mut s in [EventStore::default(), EventStore::by_kind()] {
-            s.add(record(Type::Request, "ask", "app", "UserQuotaAvailable", String::new()));
+            s.add(record(
+                Type::Request,
+                "ask",
+                "app",
+                "UserQuotaAvailable",
+                String::new(),
+            ));
             s.add(record(
                 Type::Request,
                 "ask",
@@ -289,7 +295,13 @@ mod tests {
                 String::new(),
             ));
             s.add(record(Type::App, "app", "", "Accepted", String::new()));
-            s.add(record(Type::App, "app", "", "AppCannotRunQuota", String::new()));
+            s.add(record(
+                Type::App,
+                "app",
+                "",
+                "AppCannotRunQuota",
+                String::new(),
+            ));
             let reasons: Vec<String> = s.take_batch().into_iter().map(|r| r.reason).collect();
             assert_eq!(
                 reasons,
@@ -303,7 +315,13 @@ mod tests {
         }
         // Other records of one object still coalesce in the v0.12 store.
         let mut s = EventStore::default();
-        s.add(record(Type::Request, "ask", "app", "PredicateRefused", String::new()));
+        s.add(record(
+            Type::Request,
+            "ask",
+            "app",
+            "PredicateRefused",
+            String::new(),
+        ));
         s.add(record(
             Type::Request,
             "ask",

@@ -641,7 +641,13 @@ impl Ugm {
         if !link.running {
             link.running = true;
             let none = Resource::new();
-            apply(self.users.at_mut(link.user), &link.user_levels, &none, 1, false);
+            apply(
+                self.users.at_mut(link.user),
+                &link.user_levels,
+                &none,
+                1,
+                false,
+            );
             if let Some(g) = link.group {
                 apply(self.groups.at_mut(g), &link.group_levels, &none, 1, false);
             }

@@ -12,8 +12,8 @@ use crate::security::{Acl, UserGroup};
 
 mod config;
 mod priority;
-pub(crate) use priority::quietly;
 use priority::inherited;
+pub(crate) use priority::quietly;
 pub use priority::{PriorityPolicy, PrioritySettings, MIN_PRIORITY};
 
 /// Index of a queue in its tree's arena.
