@@ -795,3 +795,47 @@ fn a_fits_again_record_is_not_hidden_by_the_queue_refusal_of_the_same_pass() {
     });
     assert_eq!(h.allocs_of("app-1"), 0);
 }
+
+#[test]
+fn users_of_one_group_share_its_cap_within_one_pass_whatever_their_own_caps() {
+    // Three users of one group with work for one pass: the group's vcore
+    // cap binds across them at once, while each user's own memory cap
+    // (another type, at another level) binds each one; bob's leaf has no
+    // user cap at all.
+    let queues =
+        "- name: a\n  limits:\n    - {users: ['*'], maxresources: {memory: 30}}\n- name: b\n";
+    let limits = "- {groups: [dev], maxresources: {vcore: 50}}\n";
+    let h = Harness::configured(options(&yaml(limits, queues)), 0);
+    h.submit(app_by("app-a", "root.a", "alice", &["dev"]))
+        .unwrap();
+    h.submit(app_by("app-c", "root.a", "carol", &["dev"]))
+        .unwrap();
+    h.submit(app_by("app-b", "root.b", "bob", &["dev"]))
+        .unwrap();
+    for (app, key) in [("app-a", "ka"), ("app-c", "kc"), ("app-b", "kb")] {
+        assert_eq!(h.asks(vec![ask(app, key, 1, 1, 1_000)]).0, SICORE_OK);
+    }
+    let list = (0..10)
+        .map(|i| node(&format!("node-{i}"), 1000, 100))
+        .collect();
+    assert_eq!(h.nodes(list).0, SICORE_OK);
+    h.wait("the group cap", |s| s.allocations.len() >= 50);
+    h.settle();
+    let (a, c, b) = (
+        h.allocs_of("app-a"),
+        h.allocs_of("app-c"),
+        h.allocs_of("app-b"),
+    );
+    assert_eq!(a + b + c, 50, "group cap: {a} + {c} + {b}");
+    assert!(a <= 30 && c <= 30, "user caps: {a}, {c}");
+    let d = h.dump();
+    let dev = group(&d, "dev").unwrap();
+    let vcore = level(dev, "root").unwrap()["resourceUsage"]["vcore"].as_i64();
+    assert_eq!(vcore, Some(50));
+    for (name, n) in [("alice", a), ("carol", c), ("bob", b)] {
+        assert_eq!(
+            mem(level(user(&d, name).unwrap(), "root").unwrap()),
+            n as i64
+        );
+    }
+}
