@@ -362,20 +362,43 @@ impl Partition {
             }
             found
         };
-        // Both orders skip applications held back by the queues'
-        // maxapplications (apps.rs); the user and group ones are checked
-        // here, where their transitions are recorded (limits.md 4.1).
-        let apps = self.leaf_apps(q);
-        let mut flips = self
-            .ugm
-            .admission_active()
-            .then(|| std::mem::take(&mut pass.held_flips));
-        let mut app_events = Vec::new();
-        let mut admit = |a: &Application| match flips.as_mut() {
-            None => true,
-            Some(flips) => self.admitted_by_limits(a, flips, &mut app_events),
+        // The user and group maxapplications are checked here, where their
+        // transitions are recorded (limits.md 4.1); without such caps the
+        // search is the plain one.
+        let found = if self.ugm.admission_active() {
+            let mut flips = std::mem::take(&mut pass.held_flips);
+            let mut app_events = Vec::new();
+            let found = self.pick_in_leaf(
+                q,
+                pass,
+                |a| self.admitted_by_limits(a, &mut flips, &mut app_events),
+                try_app,
+            );
+            pass.held_flips = flips;
+            pass.events.append(&mut app_events);
+            found
+        } else {
+            self.pick_in_leaf(q, pass, |_| true, try_app)
         };
-        let found = match queue.sort_policy {
+        if found.is_none() {
+            pass.exhausted_queues.insert(q);
+        }
+        found
+    }
+
+    /// The first decision among the applications of leaf `q` with demand
+    /// that `admit` lets through, in the leaf's order; both orders skip
+    /// applications held back by the queues' maxapplications (apps.rs).
+    fn pick_in_leaf(
+        &self,
+        q: QueueId,
+        pass: &mut PassState,
+        mut admit: impl FnMut(&Application) -> bool,
+        mut try_app: impl FnMut((Slot, &Application), &mut PassState) -> Option<Decision>,
+    ) -> Option<Decision> {
+        let queue = self.queues.get(q);
+        let apps = self.leaf_apps(q);
+        match queue.sort_policy {
             // Both orders are kept by the leaf: no list to build or sort.
             AppSortPolicy::Fifo => apps
                 .filter(|(_, a)| a.has_pending() && admit(a))
@@ -397,15 +420,7 @@ impl Partition {
                     })
                     .find_map(|a| try_app(a, pass))
             }
-        };
-        if let Some(flips) = flips {
-            pass.held_flips = flips;
-            pass.events.append(&mut app_events);
         }
-        if found.is_none() {
-            pass.exhausted_queues.insert(q);
-        }
-        found
     }
 
     /// Tries the asks of one application in order (spec 8.5).
