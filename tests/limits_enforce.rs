@@ -623,3 +623,219 @@ fn recovered_allocations_count_and_are_never_refused() {
     h.settle();
     assert_eq!(h.allocs_of("app-1"), 0);
 }
+
+/// The application's entry in the state dump.
+fn app_entry(d: &Value, id: &str) -> Value {
+    d["partitions"][0]["applications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == id)
+        .unwrap_or_else(|| panic!("{id} in the dump"))
+        .clone()
+}
+
+#[test]
+fn app_records_once_per_quota_transition() {
+    // limits.md 6.2 / L20: an application held in Accepted by a user's
+    // maxapplications gets one APP record when held and one when it may
+    // run again, however many passes see it; the dump shows the state.
+    let queues = "- name: default\n  limits:\n    - {users: [testuser], maxapplications: 1}\n";
+    let mut o = options(&yaml("", queues));
+    o.event_types = vec!["REQUEST".into(), "APP".into()];
+    let h = Harness::configured(o, 1);
+    h.submit(app_by("app-1", "root.default", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "k1", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("app-1 allocated", |s| s.allocations.len() == 1);
+    h.submit(app_by("app-2", "root.default", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-2", "k2", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("held record", |s| {
+        s.events.iter().any(|e| e.reason == "AppCannotRunQuota")
+    });
+    // More passes (another user's work) see app-2 again: no repeat.
+    h.submit(app_by("other", "root.default", "someone", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("other", "o", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("other allocated", |s| {
+        s.allocations.iter().any(|a| a.application_id == "other")
+    });
+    h.settle();
+    let quota = |s: &Seen| -> Vec<si::EventRecord> {
+        s.events
+            .iter()
+            .filter(|e| e.reason.starts_with("App") && e.reason.ends_with("Quota"))
+            .cloned()
+            .collect()
+    };
+    let held = h.seen(quota);
+    assert_eq!(held.len(), 1, "{held:?}");
+    assert_eq!(held[0].r#type, si::event_record::Type::App as i32);
+    assert_eq!(held[0].object_id, "app-2");
+    assert!(
+        held[0].message.contains("app-2") && held[0].message.contains("maxapplications"),
+        "{:?}",
+        held[0]
+    );
+    // Its state record of the same flush is not hidden by it.
+    h.seen(|s| {
+        assert!(s
+            .events
+            .iter()
+            .any(|e| e.object_id == "app-2" && e.reason == "Accepted"));
+    });
+    let d = h.dump();
+    assert_eq!(app_entry(&d, "app-2")["held_by_limits"], true);
+    assert_eq!(app_entry(&d, "app-1")["held_by_limits"], false);
+    // app-1 stops: app-2 is runnable (one record) and allocated.
+    assert_eq!(
+        h.releases(
+            vec![si::AllocationRelease {
+                partition_name: "default".into(),
+                application_id: "app-1".into(),
+                uuid: h.seen(|s| s.allocations[0].uuid.clone()),
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                message: String::new(),
+            }],
+            vec![si::AllocationAskRelease {
+                partition_name: "default".into(),
+                application_id: "app-1".into(),
+                allocationkey: String::new(),
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                message: String::new(),
+            }],
+        )
+        .0,
+        SICORE_OK
+    );
+    h.wait("app-2 allocated", |s| {
+        s.allocations.iter().any(|a| a.application_id == "app-2")
+    });
+    h.wait("runnable record", |s| {
+        s.events.iter().any(|e| e.reason == "AppRunnableQuota")
+    });
+    h.settle();
+    let all = h.seen(quota);
+    let reasons: Vec<&str> = all.iter().map(|e| e.reason.as_str()).collect();
+    assert_eq!(
+        reasons,
+        ["AppCannotRunQuota", "AppRunnableQuota"],
+        "{all:?}"
+    );
+    assert!(all.iter().all(|e| e.object_id == "app-2"));
+    assert_eq!(app_entry(&h.dump(), "app-2")["held_by_limits"], false);
+}
+
+#[test]
+fn app_records_stay_off_by_default_and_the_dump_still_shows_the_hold() {
+    // A v0.12 RM gets REQUEST and NODE records by default: no APP record
+    // reaches it, the dump says which application is held.
+    let queues = "- name: default\n  limits:\n    - {users: ['*'], maxapplications: 1}\n";
+    let h = Harness::configured(options(&yaml("", queues)), 1);
+    h.submit(app_by("app-1", "root.default", "u", &[])).unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "k1", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("app-1 allocated", |s| s.allocations.len() == 1);
+    h.submit(app_by("app-2", "root.default", "u", &[])).unwrap();
+    assert_eq!(h.asks(vec![ask("app-2", "k2", 10, 1, 1)]).0, SICORE_OK);
+    h.wait_dump("app-2 held", |d| {
+        app_entry(d, "app-2")["held_by_limits"] == true
+    });
+    h.settle();
+    h.seen(|s| {
+        assert!(
+            !s.events
+                .iter()
+                .any(|e| e.r#type == si::event_record::Type::App as i32),
+            "{:?}",
+            s.events
+        )
+    });
+}
+
+#[test]
+fn a_fits_again_record_is_not_hidden_by_the_queue_refusal_of_the_same_pass() {
+    // The user cap goes while the queue's max still refuses the ask: the
+    // same pass says "fits in the user quota" and "does not fit the
+    // queue" for one ask. Both reach the RM, the transition once.
+    let dir = temp_config_dir("limits-fits-queue");
+    let queue = "- name: a\n  resources:\n    max: {memory: 50, vcore: 10}\n";
+    let capped = yaml("- {users: [testuser], maxresources: {memory: 1}}\n", queue);
+    let mut o = dir_options(&dir, &capped);
+    o.event_flush_interval_ms = 20;
+    let h = Harness::configured(o, 1);
+    h.submit(app_by("app-1", "root.a", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "big", 100, 1, 1)]).0, SICORE_OK);
+    h.wait("exceeds record", |s| {
+        s.events.iter().any(|e| e.reason == "UserQuotaExceeded")
+    });
+    std::fs::write(dir.join("queues.yaml"), yaml("", queue)).unwrap();
+    assert_eq!(h.reload("rm").0, SICORE_OK);
+    h.wait("queue refusal after the reload", |s| {
+        let fits = s
+            .events
+            .iter()
+            .position(|e| e.reason == "UserQuotaAvailable");
+        fits.is_some_and(|i| {
+            s.events[i..]
+                .iter()
+                .any(|e| e.reason == "InsufficientQueueResources" && e.object_id == "big")
+        })
+    });
+    h.settle();
+    h.seen(|s| {
+        let fits: Vec<&si::EventRecord> = s
+            .events
+            .iter()
+            .filter(|e| e.reason == "UserQuotaAvailable")
+            .collect();
+        assert_eq!(fits.len(), 1, "{fits:?}");
+        assert_eq!(fits[0].object_id, "big");
+    });
+    assert_eq!(h.allocs_of("app-1"), 0);
+}
+
+#[test]
+fn users_of_one_group_share_its_cap_within_one_pass_whatever_their_own_caps() {
+    // Three users of one group with work for one pass: the group's vcore
+    // cap binds across them at once, while each user's own memory cap
+    // (another type, at another level) binds each one; bob's leaf has no
+    // user cap at all.
+    let queues =
+        "- name: a\n  limits:\n    - {users: ['*'], maxresources: {memory: 30}}\n- name: b\n";
+    let limits = "- {groups: [dev], maxresources: {vcore: 50}}\n";
+    let h = Harness::configured(options(&yaml(limits, queues)), 0);
+    h.submit(app_by("app-a", "root.a", "alice", &["dev"]))
+        .unwrap();
+    h.submit(app_by("app-c", "root.a", "carol", &["dev"]))
+        .unwrap();
+    h.submit(app_by("app-b", "root.b", "bob", &["dev"]))
+        .unwrap();
+    for (app, key) in [("app-a", "ka"), ("app-c", "kc"), ("app-b", "kb")] {
+        assert_eq!(h.asks(vec![ask(app, key, 1, 1, 1_000)]).0, SICORE_OK);
+    }
+    let list = (0..10)
+        .map(|i| node(&format!("node-{i}"), 1000, 100))
+        .collect();
+    assert_eq!(h.nodes(list).0, SICORE_OK);
+    h.wait("the group cap", |s| s.allocations.len() >= 50);
+    h.settle();
+    let (a, c, b) = (
+        h.allocs_of("app-a"),
+        h.allocs_of("app-c"),
+        h.allocs_of("app-b"),
+    );
+    assert_eq!(a + b + c, 50, "group cap: {a} + {c} + {b}");
+    assert!(a <= 30 && c <= 30, "user caps: {a}, {c}");
+    let d = h.dump();
+    let dev = group(&d, "dev").unwrap();
+    let vcore = level(dev, "root").unwrap()["resourceUsage"]["vcore"].as_i64();
+    assert_eq!(vcore, Some(50));
+    for (name, n) in [("alice", a), ("carol", c), ("bob", b)] {
+        assert_eq!(
+            mem(level(user(&d, name).unwrap(), "root").unwrap()),
+            n as i64
+        );
+    }
+}

@@ -58,6 +58,18 @@ pub struct RmEventSettings {
     pub request_capacity: Option<usize>,
 }
 
+/// Reasons of records that mark a transition into or out of a state (the
+/// user quota of a request, limits.md 6.1; the user/group application cap
+/// of an application, 6.2). Each is sent once per transition, so none may
+/// hide another record of its object in a flush, nor be hidden by one:
+/// both editions keep them apart by reason.
+pub const TRANSITION_REASONS: [&str; 4] = [
+    "UserQuotaExceeded",
+    "UserQuotaAvailable",
+    "AppCannotRunQuota",
+    "AppRunnableQuota",
+];
+
 /// Builds one record. It is stamped when the core stores it, from the
 /// core's clock (one read per step), so this layer reads no time itself.
 pub fn record(
@@ -280,7 +292,7 @@ impl EventStore {
                 return;
             }
         }
-        let kind = if self.by_kind {
+        let kind = if self.by_kind || TRANSITION_REASONS.contains(&r.reason.as_str()) {
             r.reason.clone()
         } else {
             String::new()
@@ -365,6 +377,61 @@ mod tests {
             (st.received, st.superseded, st.published, st.batches),
             (3, 1, 2, 1)
         );
+    }
+
+    #[test]
+    fn transition_records_are_kept_apart_in_both_editions() {
+        for mut s in [EventStore::default(), EventStore::by_kind()] {
+            s.add(record(
+                Type::Request,
+                "ask",
+                "app",
+                "UserQuotaAvailable",
+                String::new(),
+            ), now());
+            s.add(record(
+                Type::Request,
+                "ask",
+                "app",
+                "InsufficientQueueResources",
+                String::new(),
+            ), now());
+            s.add(record(Type::App, "app", "", "Accepted", String::new()), now());
+            s.add(record(
+                Type::App,
+                "app",
+                "",
+                "AppCannotRunQuota",
+                String::new(),
+            ), now());
+            let reasons: Vec<String> = s.take_batch(now()).into_iter().map(|r| r.reason).collect();
+            assert_eq!(
+                reasons,
+                [
+                    "UserQuotaAvailable",
+                    "InsufficientQueueResources",
+                    "Accepted",
+                    "AppCannotRunQuota"
+                ]
+            );
+        }
+        // Other records of one object still coalesce in the v0.12 store.
+        let mut s = EventStore::default();
+        s.add(record(
+            Type::Request,
+            "ask",
+            "app",
+            "PredicateRefused",
+            String::new(),
+        ), now());
+        s.add(record(
+            Type::Request,
+            "ask",
+            "app",
+            "InsufficientQueueResources",
+            String::new(),
+        ), now());
+        assert_eq!(s.take_batch(now()).len(), 1);
     }
 
     #[test]

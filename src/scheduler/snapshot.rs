@@ -256,6 +256,10 @@ pub struct AppSnap {
     pub allocations: Vec<Arc<str>>,
     /// Whether it has ever held an allocation.
     pub started: bool,
+    /// Whether it is held in Accepted by a user or group
+    /// `maxapplications` (limits.md 4.1: the state the APP records
+    /// `AppCannotRunQuota` / `AppRunnableQuota` announce).
+    pub held_by_limits: bool,
     /// Gang: the placeholder allocations held (not in `allocated`).
     pub placeholder: Named,
     /// Gang: `placeholderAsk` as sent (null when none).
@@ -513,6 +517,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                     .sum(),
                 allocations,
                 started: a.started,
+                held_by_limits: p.ugm.held.contains(&a.seq),
                 placeholder: named(&a.gang.placeholder_allocated),
                 placeholder_ask: a.placeholder_ask.as_ref().map(named),
                 gang_style: a.gang.style.as_str(),

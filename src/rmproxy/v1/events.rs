@@ -8,6 +8,7 @@
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
 use crate::scheduler::core::CONFIG_REJECTED_REASON;
+use crate::scheduler::ugm::{APP_CANNOTRUN_QUOTA, APP_RUNNABLE_QUOTA};
 
 use si18::event_record::{ChangeDetail as D, ChangeType as C, Type as T};
 
@@ -34,6 +35,8 @@ pub fn change_of(kind: i32, reason: &str) -> (C, D) {
             "Resuming" => (C::Set, D::AppResuming),
             "PlaceholderTimeout" => (C::Remove, D::AllocTimeout),
             "PlaceholderReplaced" => (C::Remove, D::AllocReplaced),
+            APP_CANNOTRUN_QUOTA => (C::None, D::AppCannotrunQuota),
+            APP_RUNNABLE_QUOTA => (C::None, D::AppRunnableQuota),
             _ => (C::None, D::DetailsNone),
         },
         (si::event_record::Type::Queue, r) if r == CONFIG_REJECTED_REASON => {

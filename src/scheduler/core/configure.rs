@@ -290,8 +290,11 @@ impl Core {
         };
         let mut fresh = Vec::new();
         for pc in &loaded.config.partitions {
-            let p = Partition::new(rm_id, pc, timeouts, self.clock.clone())
-                .map_err(|e| failed(&pc.name, e))?;
+            // A trial: what goes live warns about bad properties then.
+            let p = crate::scheduler::objects::queue::quietly(|| {
+                Partition::new(rm_id, pc, timeouts, self.clock.clone())
+            })
+            .map_err(|e| failed(&pc.name, e))?;
             if let Some(live) = self.partitions.get(&p.key) {
                 live.check_reconfigure(pc)
                     .map_err(|e| failed(&pc.name, e))?;
@@ -361,6 +364,8 @@ impl Core {
                         p.internal_name
                     );
                     p.edition = edition;
+                    // Built quietly by the dry run: warn once, now.
+                    p.queues.warn_properties();
                     self.partitions.insert(p.key.clone(), p);
                 }
             }

@@ -217,6 +217,9 @@ pub struct Application {
     pub started: bool,
     /// Gang scheduling state (spec 9).
     pub gang: AppGang,
+    /// Its link in the partition's user/group limits (`ugm`), so that a
+    /// check indexes instead of hashing; `None` when not linked.
+    pub(crate) ugm_link: Option<u32>,
 }
 
 impl Application {
@@ -257,6 +260,7 @@ impl Application {
             counted_active: false,
             started: false,
             gang,
+            ugm_link: None,
         }
     }
 

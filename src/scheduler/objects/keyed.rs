@@ -101,6 +101,20 @@ impl<T> KeyedSlab<T> {
         self.slab.iter_mut().map(|(_, v)| v)
     }
 
+    /// Every (slot, record), to change, in no particular order.
+    pub fn slots_mut(&mut self) -> impl Iterator<Item = (Slot, &mut T)> {
+        self.slab
+            .iter_mut()
+            .map(|(i, v)| (Slot::try_from(i).expect("fewer than 2^32 records"), v))
+    }
+
+    /// Every (slot, record), in no particular order.
+    pub fn slots(&self) -> impl Iterator<Item = (Slot, &T)> {
+        self.slab
+            .iter()
+            .map(|(i, v)| (Slot::try_from(i).expect("fewer than 2^32 records"), v))
+    }
+
     /// Every (id, record), in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &T)> {
         self.by_key

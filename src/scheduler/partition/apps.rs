@@ -72,9 +72,7 @@ impl Partition {
         self.apps.at_mut(slot).file_in(leaf);
         // Its group is chosen once, now (limits.md 2.3).
         if self.ugm.enabled() {
-            if let Some(app) = self.apps.at(slot) {
-                self.ugm.link(app, &self.queues);
-            }
+            self.ugm.link(self.apps.at_mut(slot), slot, &self.queues);
         }
         Ok(())
     }
@@ -144,7 +142,7 @@ fn parse_quota(text: &str) -> Option<Resource> {
 pub(crate) fn sync_active(app: &mut Application, queues: &mut QueueTree, ugm: &mut Ugm) {
     sync_queue_active(app, queues);
     // Nothing is linked without limits: one branch.
-    if !ugm.apps.is_empty() {
+    if ugm.has_links() {
         ugm.sync(app);
     }
 }
@@ -195,20 +193,19 @@ impl Partition {
     /// order (priority, then usage share). `maxapplications` (YuniKorn v1.2 semantics): while the leaf or
     /// any ancestor already has as many running applications as its limit,
     /// applications that have not started yet are held back; they stay
-    /// `Accepted` until a running one finishes.
+    /// `Accepted` until a running one finishes. (User and group caps are
+    /// the pass's to check: it records their transitions.)
     pub(crate) fn fair_leaf_apps(
         &self,
         q: QueueId,
     ) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
-        let limits = self.ugm.enabled();
         let queue = self.queues.get(q);
         queue
             .app_order
             .values()
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))
-            .filter(move |(_, a)| !limits || self.runnable_by_limits(a))
     }
 
     /// Rebuilds every leaf's application order and every queue's priority,
@@ -231,21 +228,19 @@ impl Partition {
     /// [`Self::fair_leaf_apps`]).
     pub(crate) fn leaf_apps(&self, q: QueueId) -> impl Iterator<Item = (Slot, &Application)> + '_ {
         let full = self.app_limit_reached(q);
-        let limits = self.ugm.enabled();
         self.queues
             .get(q)
             .app_order
             .values()
             .filter_map(|slot| Some((*slot, self.apps.at(*slot)?)))
             .filter(move |(_, a)| !full || counts_as_running(a))
-            .filter(move |(_, a)| !limits || self.runnable_by_limits(a))
     }
 
     /// User/group `maxapplications` (limits.md 4.1): only an `Accepted`
     /// application that its user or group has no running slot for is held
     /// back; it stays `Accepted`.
     pub(crate) fn runnable_by_limits(&self, a: &Application) -> bool {
-        a.state != AppState::Accepted || self.ugm.can_run(a.seq)
+        a.state != AppState::Accepted || self.ugm.can_run(a)
     }
 
     /// Whether the leaf or an ancestor is at its `maxapplications` limit.

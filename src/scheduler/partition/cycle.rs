@@ -15,7 +15,7 @@ use super::preempt_required::ReservedRequired;
 use super::*;
 use crate::scheduler::objects::queue::AppKey;
 use crate::scheduler::resync::ResyncBarrier;
-use crate::scheduler::ugm::Fit;
+use crate::scheduler::ugm::{Fit, APP_CANNOTRUN_QUOTA, APP_RUNNABLE_QUOTA};
 
 /// Reserved nodes and the asks holding them.
 type HeldNodes = Vec<(NodeSlot, ReservedAsk)>;
@@ -46,6 +46,9 @@ enum Decision {
     Preempt(super::preempt::PreemptionPlan),
     /// A required-node ask takes its node (preempt_required.rs).
     Required(super::preempt_required::RequiredStep),
+    /// A user/group check needs the pass's allocations at the levels
+    /// (`Fit::Unsure`): flush them and search again, from the same place.
+    FlushLimits,
 }
 
 /// How well an ask uses a node's free resource (spec 8.7); lower is better.
@@ -143,10 +146,21 @@ impl Partition {
                     self.commit_preemption(plan, out)
                 }
                 Some(Decision::Required(step)) => self.commit_required_step(step, cb, out),
+                Some(Decision::FlushLimits) => {
+                    // Not a decision; the next search sees exact levels
+                    // (and so cannot ask again).
+                    if !self.ugm.is_dirty() {
+                        break;
+                    }
+                    self.flush_limits();
+                    continue;
+                }
                 None => break,
             }
             made += 1;
         }
+        // The pass's allocations reach the user and group levels.
+        self.flush_limits();
         if note {
             self.tried.armed = false;
             for (app, key) in pass.tried.drain(..) {
@@ -158,6 +172,13 @@ impl Partition {
                 self.ugm.quota_failed.insert((seq, key));
             } else {
                 self.ugm.quota_failed.remove(&(seq, key));
+            }
+        }
+        for (seq, (held, id)) in pass.held_flips.drain() {
+            if !held {
+                self.ugm.held.remove(&seq);
+            } else if self.apps.get(&id).is_some_and(|a| a.seq == seq) {
+                self.ugm.held.insert(seq);
             }
         }
         if pass.preempt_on {
@@ -248,6 +269,8 @@ impl Partition {
                 if self.reservations.on_node(slot) != Some(&r) {
                     continue;
                 }
+                // The user/group check below wants exact levels.
+                self.flush_limits();
                 let Some(fits_queue) = self.reserved_ask_usable(slot, &r) else {
                     // Stale: the ask is gone or satisfied, or the node is
                     // draining (the reference kept those; the spec recommends not).
@@ -284,6 +307,7 @@ impl Partition {
                 if made >= budget {
                     break;
                 }
+                self.flush_limits();
                 if self.reservations.on_node(slot) != Some(&r)
                     || self.reserved_ask_usable(slot, &r) != Some(true)
                 {
@@ -325,7 +349,7 @@ impl Partition {
             || Self::served_by_replacement(app, ask)
             || (self.ugm.enabled()
                 && (!self.runnable_by_limits(app)
-                    || self.ugm.fits(app.seq, &ask.resource) == Fit::Over));
+                    || self.ugm.fits(app, &ask.resource) != Fit::Fits));
         Some(
             !held_back
                 && self
@@ -374,22 +398,56 @@ impl Partition {
             }
             found
         };
-        // Both orders skip applications held back by maxapplications (apps.rs).
+        // The user and group maxapplications are checked here, where their
+        // transitions are recorded (limits.md 4.1); without such caps the
+        // search is the plain one.
+        let found = if self.ugm.admission_active() {
+            let mut flips = std::mem::take(&mut pass.held_flips);
+            let mut app_events = Vec::new();
+            let found = self.pick_in_leaf(
+                q,
+                pass,
+                |a| self.admitted_by_limits(a, &mut flips, &mut app_events),
+                try_app,
+            );
+            pass.held_flips = flips;
+            pass.events.append(&mut app_events);
+            found
+        } else {
+            self.pick_in_leaf(q, pass, |_| true, try_app)
+        };
+        if found.is_none() {
+            pass.exhausted_queues.insert(q);
+        }
+        found
+    }
+
+    /// The first decision among the applications of leaf `q` with demand
+    /// that `admit` lets through, in the leaf's order; both orders skip
+    /// applications held back by the queues' maxapplications (apps.rs).
+    fn pick_in_leaf(
+        &self,
+        q: QueueId,
+        pass: &mut PassState,
+        mut admit: impl FnMut(&Application) -> bool,
+        mut try_app: impl FnMut((Slot, &Application), &mut PassState) -> Option<Decision>,
+    ) -> Option<Decision> {
+        let queue = self.queues.get(q);
         let apps = self.leaf_apps(q);
-        let found = match queue.sort_policy {
+        match queue.sort_policy {
             // Both orders are kept by the leaf: no list to build or sort.
             AppSortPolicy::Fifo => apps
-                .filter(|(_, a)| a.has_pending())
+                .filter(|(_, a)| a.has_pending() && admit(a))
                 .find_map(|a| try_app(a, pass)),
             AppSortPolicy::Fair => self
                 .fair_leaf_apps(q)
-                .filter(|(_, a)| a.has_pending())
+                .filter(|(_, a)| a.has_pending() && admit(a))
                 .find_map(|a| try_app(a, pass)),
             AppSortPolicy::StateAware => {
                 // Only the oldest Accepted application with demand may
                 // start, and only while no application is Starting.
                 let mut accepted_allowed = queue.starting_apps == 0;
-                apps.filter(|(_, a)| a.has_pending())
+                apps.filter(|(_, a)| a.has_pending() && admit(a))
                     .filter(|(_, a)| {
                         if a.state != AppState::Accepted {
                             return true;
@@ -398,11 +456,7 @@ impl Partition {
                     })
                     .find_map(|a| try_app(a, pass))
             }
-        };
-        if found.is_none() {
-            pass.exhausted_queues.insert(q);
         }
-        found
     }
 
     /// Tries the asks of one application in order (spec 8.5).
@@ -429,9 +483,16 @@ impl Partition {
             // User and group headroom first (limits.md 4.2): an ask over it
             // is skipped, not tried (no autoscaler signal, no preemption).
             // Each allocation of the pass already counts in the trackers.
-            if limits && !self.user_quota_check(app, ask, pass) {
-                pass.ask_cursor.insert(app.seq, *okey);
-                continue;
+            if limits {
+                match self.user_quota_check(app, ask, pass) {
+                    Fit::Fits => {}
+                    Fit::Over => {
+                        pass.ask_cursor.insert(app.seq, *okey);
+                        continue;
+                    }
+                    // Back here once the pass's allocations are flushed.
+                    Fit::Unsure => return Some(Decision::FlushLimits),
+                }
             }
             // An allocated ask keeps its place (its order key does not
             // change); a failed or reserving one moves the cursor past it.
@@ -598,7 +659,7 @@ impl Partition {
         // The user's and the group's headroom shrink now, before the next
         // decision of this pass (no overshoot within a batch). Charged from
         // the record before it moves: no copy of the resource.
-        if !self.ugm.apps.is_empty() {
+        if self.ugm.has_links() {
             if let Some(app) = self.apps.at(app_slot) {
                 self.ugm.charge(app, &record.resource);
             }
@@ -651,18 +712,76 @@ impl Partition {
         }
     }
 
-    /// The user/group headroom check of one ask (limits.md 4.2): whether
-    /// it fits. A transition into or out of "user quota failed" gives one
-    /// REQUEST event (6.1) and is applied when the pass ends.
-    fn user_quota_check(&self, app: &Application, ask: &Ask, pass: &mut PassState) -> bool {
-        let fits = self.ugm.fits(app.seq, &ask.resource) == Fit::Fits;
+    /// The pass's allocations reach the levels of the user and group
+    /// trackers, and the touched links' cached slack is made again.
+    pub(crate) fn flush_limits(&mut self) {
+        if !self.ugm.is_dirty() {
+            return;
+        }
+        let dirty = self.ugm.take_dirty();
+        let apps = &self.apps;
+        self.ugm
+            .flush(dirty.into_iter().map(|(id, slot)| (id, apps.at(slot))));
+    }
+
+    /// User/group `maxapplications` admission of an application with
+    /// demand (limits.md 4.1): whether it may be tried. A change of its
+    /// "held" state gives one APP record (6.2), noted in `flips` (applied
+    /// when the pass ends; later visits of the pass read it there).
+    fn admitted_by_limits(
+        &self,
+        a: &Application,
+        flips: &mut FastMap<u64, (bool, Arc<str>)>,
+        events: &mut Vec<si::EventRecord>,
+    ) -> bool {
+        let runnable = self.runnable_by_limits(a);
+        if runnable && self.ugm.held.is_empty() && flips.is_empty() {
+            return true;
+        }
+        let held = match flips.get(&a.seq) {
+            Some((h, _)) => *h,
+            None => self.ugm.held.contains(&a.seq),
+        };
+        if held == runnable {
+            flips.insert(a.seq, (!runnable, a.id.clone()));
+            let (reason, message) = if runnable {
+                (
+                    APP_RUNNABLE_QUOTA,
+                    format!("Application {} is runnable: its user and group are within their maxapplications limits", a.id),
+                )
+            } else {
+                (
+                    APP_CANNOTRUN_QUOTA,
+                    format!("Application {} cannot run: its user or group is at its maxapplications limit", a.id),
+                )
+            };
+            events.push(crate::events::record(
+                si::event_record::Type::App,
+                &a.id,
+                "",
+                reason,
+                message,
+            ));
+        }
+        runnable
+    }
+
+    /// The user/group headroom check of one ask (limits.md 4.2). A
+    /// transition into or out of "user quota failed" gives one REQUEST
+    /// event (6.1) and is applied when the pass ends.
+    fn user_quota_check(&self, app: &Application, ask: &Ask, pass: &mut PassState) -> Fit {
+        let fit = self.ugm.fits(app, &ask.resource);
+        if fit == Fit::Unsure {
+            return fit;
+        }
+        let fits = fit == Fit::Fits;
         let failed = !self.ugm.quota_failed.is_empty()
             && self.ugm.quota_failed.contains(&(app.seq, ask.key.clone()));
         if fits == failed {
             let message = if fits {
                 format!("Request '{}' fits in the available user quota", ask.key)
             } else {
-                let available = self.ugm.headroom(app.seq).unwrap_or_default();
+                let available = self.ugm.headroom(app).unwrap_or_default();
                 format!(
                     "Request '{}' exceeds the available user quota (requested {}, available {available})",
                     ask.key, ask.resource
@@ -682,7 +801,7 @@ impl Partition {
             ));
             pass.quota_flips.push((app.seq, ask.key.clone(), !fits));
         }
-        fits
+        fit
     }
 
     /// Whether any queue in this partition has demand.

@@ -261,7 +261,7 @@ impl Partition {
         }
         let app = self.apps.remove(app_id).expect("looked up above");
         self.preemption_app_gone(&app);
-        self.ugm.unlink(app.seq);
+        self.ugm.unlink(&app);
         self.waiting_asks = self.waiting_asks.saturating_sub(app.ask_order.len());
         if app.counted_active {
             self.queues.adjust_active_apps(app.queue, false);

@@ -118,6 +118,10 @@ struct PassState {
     /// Asks whose "user quota failed" state flips in this pass (limits.md
     /// 4.2), applied when the pass ends: `true` = entered.
     quota_flips: Vec<(u64, Arc<str>, bool)>,
+    /// Applications whose "held by a user/group maxapplications" state
+    /// flips in this pass (limits.md 4.1, 6.2), applied when it ends:
+    /// sequence number -> (held now, id).
+    held_flips: FastMap<u64, (bool, Arc<str>)>,
     /// Whether guarantee preemption runs in this pass.
     preempt_on: bool,
     /// Per leaf: whether it or an ancestor has a guarantee (preempt.rs).
@@ -313,7 +317,7 @@ impl Partition {
         // Headroom is recomputed from the new caps; links are rebuilt
         // (limits.md 5, docs/limits.md for where sicore differs).
         let caps = super::ugm::Caps::build(cfg, &self.queues)?;
-        self.ugm.reload(caps, &self.queues, self.apps.values());
+        self.ugm.reload(caps, &self.queues, self.apps.slots_mut());
         self.placement = placement;
         self.nodes.set_policy(policy);
         self.preempt.configured = cfg.preemption.enabled;

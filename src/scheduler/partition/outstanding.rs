@@ -100,7 +100,7 @@ impl Partition {
             // (limits.md 4.4), no autoscaler signal.
             if self.ugm.enabled()
                 && (!self.runnable_by_limits(app)
-                    || self.ugm.fits(app.seq, &ask.resource) == crate::scheduler::ugm::Fit::Over)
+                    || self.ugm.fits(app, &ask.resource) != crate::scheduler::ugm::Fit::Fits)
             {
                 continue;
             }

@@ -12,6 +12,12 @@
 //! Trackers exist only while an application is linked to them (a headroom
 //! check creates nothing, quirk Q6). With no `limits` configured nothing
 //! is linked or tracked: the pass pays one branch.
+//!
+//! The application object holds the index of its link (no hashing per
+//! decision). An allocation of the pass counts at once against every
+//! tracker's `spent` (so the next decision's bound sees it), and reaches
+//! the levels when the partition flushes the touched links (at the end of
+//! the pass, or when a check needs the exact levels).
 
 pub mod caps;
 pub mod snap;
@@ -27,6 +33,20 @@ use super::objects::application::{AppState, Application};
 use super::objects::queue::{QueueId, QueueTree};
 use super::resource::{ResId, Resource};
 use super::{FastMap, FastSet};
+
+/// Reason of the APP record when an application is held in Accepted by a
+/// user or group `maxapplications` (SI v1.8: APP_CANNOTRUN_QUOTA).
+pub const APP_CANNOTRUN_QUOTA: &str = "AppCannotRunQuota";
+/// Reason of the APP record when it may run again (APP_RUNNABLE_QUOTA).
+pub const APP_RUNNABLE_QUOTA: &str = "AppRunnableQuota";
+
+#[cfg(test)]
+#[test]
+fn quota_reasons_are_transitions_to_the_event_store() {
+    for r in [APP_CANNOTRUN_QUOTA, APP_RUNNABLE_QUOTA] {
+        assert!(crate::events::TRANSITION_REASONS.contains(&r), "{r}");
+    }
+}
 
 /// Usage of one tracker at one queue level.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -53,9 +73,11 @@ pub struct Tracker {
     by_queue: FastMap<QueueId, u32>,
     links: usize,
     /// Everything ever added to any level of this tracker, per type
-    /// (positive parts only, never decreased): no level's room can have
-    /// shrunk by more since a link cached its slack.
-    spent: Resource,
+    /// (positive parts only, never decreased; indexed by type id): no
+    /// level's room can have shrunk by more since a link cached its slack.
+    /// The pass's allocations count here at once, before they reach the
+    /// levels (see [`Ugm::charge`]).
+    spent: Vec<i64>,
 }
 
 impl Tracker {
@@ -169,10 +191,12 @@ impl Trackers {
         }
     }
 
+    #[inline]
     fn at(&self, i: usize) -> &Tracker {
         self.slots[i].as_ref().expect("linked tracker")
     }
 
+    #[inline]
     fn at_mut(&mut self, i: usize) -> &mut Tracker {
         self.slots[i].as_mut().expect("linked tracker")
     }
@@ -223,6 +247,11 @@ type Slacks = SmallVec<[Slack; 2]>;
 pub struct AppLink {
     /// Application id (REST and dump).
     pub app: Arc<str>,
+    /// Its sequence number: an index held by a stale application object
+    /// never reaches another application's link.
+    seq: u64,
+    /// Its slot in the partition's applications (for the flush).
+    slot: u32,
     user: usize,
     group: Option<usize>,
     /// The linked group's name, `None` for "no group".
@@ -231,13 +260,22 @@ pub struct AppLink {
     pub path: SmallVec<[QueueId; 6]>,
     user_levels: PathLevels,
     group_levels: PathLevels,
-    /// What the application has added to its trackers.
+    /// What the application's levels hold (the pass's allocations are
+    /// added when the link is flushed).
     pub usage: Resource,
     /// Whether it is counted as running at every level of its path.
     pub running: bool,
     user_caps: AppCaps,
     group_caps: AppCaps,
+    /// Whether some cap on its path limits resources.
+    res_capped: bool,
     slack: Slacks,
+    /// Whether `slack` may be used; once half of it is gone (or the
+    /// levels moved under it), checks walk the levels until the flush
+    /// makes it again.
+    slack_ok: bool,
+    /// Whether it waits in [`Ugm::dirty`].
+    dirty: bool,
 }
 
 /// The user/group limits of one partition.
@@ -249,11 +287,21 @@ pub struct Ugm {
     pub users: Trackers,
     /// Group trackers.
     pub groups: Trackers,
-    /// Links, by application sequence number.
-    pub apps: FastMap<u64, AppLink>,
+    /// Links by index (`Application::ugm_link`).
+    links: Vec<Option<AppLink>>,
+    free_links: Vec<u32>,
+    linked: usize,
+    /// Links with allocations not yet at their levels, or a cache to make.
+    dirty: Vec<u32>,
     /// Asks in the "user quota failed" state (limits.md 4.2), by
     /// application sequence number and allocation key.
     pub quota_failed: FastSet<(u64, Arc<str>)>,
+    /// Applications held in Accepted by a user or group
+    /// `maxapplications` (limits.md 4.1), by sequence number: an APP
+    /// record went out when they entered, one goes when they leave.
+    pub held: FastSet<u64>,
+    /// Whether some cap limits running applications.
+    apps_capped: bool,
 }
 
 /// What [`Ugm::fits`] found for an ask.
@@ -263,6 +311,9 @@ pub enum Fit {
     Fits,
     /// Over the user's or the group's headroom.
     Over,
+    /// Near a cap while allocations of the pass are still on their way to
+    /// the levels: flush ([`Ugm::take_dirty`]) and ask again.
+    Unsure,
 }
 
 fn path_of(tree: &QueueTree, leaf: QueueId) -> SmallVec<[QueueId; 6]> {
@@ -285,6 +336,27 @@ fn level_fits(usage: &Resource, cap: &Resource, ask: &Resource) -> bool {
     })
 }
 
+/// A tracker's `spent` of one type.
+#[inline]
+fn spent_of(spent: &[i64], ty: ResId) -> i64 {
+    spent.get(ty as usize).copied().unwrap_or(0)
+}
+
+/// Adds the positive parts of `res` to a `spent`.
+#[inline]
+fn spend(spent: &mut Vec<i64>, res: &Resource) {
+    for (ty, v) in res.iter() {
+        if v <= 0 {
+            continue;
+        }
+        let i = ty as usize;
+        if i >= spent.len() {
+            spent.resize(i + 1, 0);
+        }
+        spent[i] = spent[i].saturating_add(v);
+    }
+}
+
 impl Ugm {
     /// Whether limits are enforced at all: some `limits` configured.
     #[inline]
@@ -297,6 +369,31 @@ impl Ugm {
     #[inline]
     pub fn active(&self) -> bool {
         self.enabled() || !self.quota_failed.is_empty()
+    }
+
+    /// Whether the pass must look at application admission: enforced, or
+    /// some application still waits for its "runnable" record.
+    #[inline]
+    pub fn admission_active(&self) -> bool {
+        self.apps_capped || !self.held.is_empty()
+    }
+
+    /// Whether any application is linked.
+    #[inline]
+    pub fn has_links(&self) -> bool {
+        self.linked > 0
+    }
+
+    /// Every link, in no particular order.
+    pub fn links(&self) -> impl Iterator<Item = &AppLink> {
+        self.links.iter().flatten()
+    }
+
+    /// The link of an application, if it is linked.
+    #[inline]
+    pub fn link_of(&self, app: &Application) -> Option<&AppLink> {
+        let link = self.links.get(app.ugm_link? as usize)?.as_ref()?;
+        (link.seq == app.seq).then_some(link)
     }
 
     fn caps_for(&self, path: &[QueueId], user: &str, group: Option<&str>) -> (AppCaps, AppCaps) {
@@ -316,18 +413,25 @@ impl Ugm {
         (uc, gc)
     }
 
-    /// Links an application to its user and (resolved once, 2.3) its
-    /// group, and counts what it already holds. Does nothing when no limits
-    /// are configured or it is linked already.
-    pub fn link(&mut self, app: &Application, tree: &QueueTree) {
-        if !self.enabled() || self.apps.contains_key(&app.seq) {
+    /// Links an application (in partition slot `slot`) to its user and
+    /// (resolved once, 2.3) its group, and counts what it already holds.
+    /// Does nothing when no limits are configured or it is linked already.
+    pub fn link(&mut self, app: &mut Application, slot: u32, tree: &QueueTree) {
+        if !self.enabled() || self.link_of(app).is_some() {
             return;
         }
         let group = self.caps.resolve_group(tree, app.queue, &app.user.groups);
-        self.link_as(app, tree, group);
+        app.ugm_link = Some(self.link_as(app, slot, tree, group));
     }
 
-    fn link_as(&mut self, app: &Application, tree: &QueueTree, group: Option<Arc<str>>) {
+    /// Makes the link; returns its index.
+    fn link_as(
+        &mut self,
+        app: &Application,
+        slot: u32,
+        tree: &QueueTree,
+        group: Option<Arc<str>>,
+    ) -> u32 {
         let path = path_of(tree, app.queue);
         let user_name: Arc<str> = Arc::from(app.user.user.as_str());
         let (user_caps, group_caps) = self.caps_for(&path, &user_name, group.as_deref());
@@ -335,30 +439,69 @@ impl Ugm {
         let gix = group.as_ref().map(|g| self.groups.link(g));
         let user_levels = hold(self.users.at_mut(user), &path);
         let group_levels = gix.map_or_else(PathLevels::new, |g| hold(self.groups.at_mut(g), &path));
-        self.apps.insert(
-            app.seq,
-            AppLink {
-                app: app.id.clone(),
-                user,
-                group: gix,
-                group_name: group,
-                path,
-                user_levels,
-                group_levels,
-                usage: Resource::new(),
-                running: false,
-                user_caps,
-                group_caps,
-                slack: Slacks::new(),
-            },
-        );
-        self.sync(app);
-        self.refresh(app.seq);
+        let res_capped = user_caps
+            .iter()
+            .chain(group_caps.iter())
+            .any(|(_, c)| c.max.is_some());
+        let link = AppLink {
+            app: app.id.clone(),
+            seq: app.seq,
+            slot,
+            user,
+            group: gix,
+            group_name: group,
+            path,
+            user_levels,
+            group_levels,
+            usage: Resource::new(),
+            running: false,
+            user_caps,
+            group_caps,
+            res_capped,
+            slack: Slacks::new(),
+            slack_ok: false,
+            dirty: false,
+        };
+        let id = match self.free_links.pop() {
+            Some(id) => {
+                self.links[id as usize] = Some(link);
+                id
+            }
+            None => {
+                self.links.push(Some(link));
+                u32::try_from(self.links.len() - 1).expect("links fit u32")
+            }
+        };
+        self.linked += 1;
+        self.sync_link(id, app, true);
+        self.settle(id);
+        id
     }
 
-    /// Recomputes the cached slack of one link from its capped levels.
-    fn refresh(&mut self, seq: u64) {
-        let Some(link) = self.apps.get(&seq) else {
+    /// Re-makes the cache of a link now if the levels are exact, or else
+    /// at the next flush. Until then the old cache stays a valid bound:
+    /// every increase since counts in `spent`, and a decrease only leaves
+    /// more room than it says.
+    fn settle(&mut self, id: u32) {
+        let clean = self.dirty.is_empty();
+        let Some(link) = self.links[id as usize].as_mut() else {
+            return;
+        };
+        if !link.res_capped {
+            return;
+        }
+        if clean {
+            self.refresh(id);
+        } else if !link.dirty {
+            link.dirty = true;
+            self.dirty.push(id);
+        }
+    }
+
+    /// Recomputes the cached slack of one link from its capped levels
+    /// (which must be exact: nothing dirty).
+    fn refresh(&mut self, id: u32) {
+        let Some(link) = self.links[id as usize].as_ref() else {
             return;
         };
         let user = self.users.at(link.user);
@@ -375,8 +518,8 @@ impl Ugm {
                         None => slack.push(Slack {
                             ty,
                             room,
-                            user_spent: user.spent.get(ty),
-                            group_spent: group.map_or(0, |g| g.spent.get(ty)),
+                            user_spent: spent_of(&user.spent, ty),
+                            group_spent: group.map_or(0, |g| spent_of(&g.spent, ty)),
                         }),
                     }
                 }
@@ -386,9 +529,23 @@ impl Ugm {
         if let Some(g) = group {
             fold(g, &link.group_levels, &link.group_caps);
         }
-        if let Some(link) = self.apps.get_mut(&seq) {
-            link.slack = slack;
+        // Charges index `spent` by these types with no growth check.
+        let need = slack.iter().map(|s| s.ty as usize + 1).max().unwrap_or(0);
+        let Some(link) = self.links[id as usize].as_mut() else {
+            return;
+        };
+        let spent = &mut self.users.at_mut(link.user).spent;
+        if spent.len() < need {
+            spent.resize(need, 0);
         }
+        if let Some(g) = link.group {
+            let spent = &mut self.groups.at_mut(g).spent;
+            if spent.len() < need {
+                spent.resize(need, 0);
+            }
+        }
+        link.slack = slack;
+        link.slack_ok = true;
     }
 
     /// Brings the trackers in line with the application's allocations and
@@ -396,8 +553,20 @@ impl Ugm {
     /// its allocations or state. Nothing is refused here: recovered
     /// allocations and resizes may go over a cap.
     pub fn sync(&mut self, app: &Application) {
-        let Some(link) = self.apps.get_mut(&app.seq) else {
+        let Some(id) = self.link_of(app).map(|_| app.ugm_link.unwrap_or_default()) else {
             return;
+        };
+        if self.sync_link(id, app, true) {
+            self.settle(id);
+        }
+    }
+
+    /// [`Self::sync`] of link `id`; `spend`: whether an increase counts in
+    /// `spent` (not when it is the pass's allocations, counted already).
+    /// Returns whether anything changed.
+    fn sync_link(&mut self, id: u32, app: &Application, count: bool) -> bool {
+        let Some(link) = self.links[id as usize].as_mut() else {
+            return false;
         };
         let terminal = matches!(
             app.state,
@@ -419,7 +588,7 @@ impl Ugm {
             app.allocated().add(placeholders) == link.usage
         };
         if same && running == link.running {
-            return;
+            return false;
         }
         let delta = app.allocated().add(placeholders).sub(&link.usage);
         let runs = i64::from(running) - i64::from(link.running);
@@ -430,90 +599,194 @@ impl Ugm {
             &link.user_levels,
             &delta,
             runs,
+            count,
         );
         if let Some(g) = link.group {
-            apply(self.groups.at_mut(g), &link.group_levels, &delta, runs);
+            apply(
+                self.groups.at_mut(g),
+                &link.group_levels,
+                &delta,
+                runs,
+                count,
+            );
         }
-        if !link.slack.is_empty() {
-            self.refresh(app.seq);
-        }
+        true
     }
 
     /// A new allocation of `res` for an application (the pass's commit):
-    /// counted at once on every level of its path for the user and the
-    /// group, and the running slot taken at the first. Indexes only.
+    /// it counts at once against the user's and the group's `spent`, so
+    /// the next decision's bound sees it; the running slot is taken at
+    /// the first. The levels get it when the link is flushed. No copy of
+    /// the resource, no hashing.
+    ///
+    /// Only the link's capped types are spent: a level that caps a type
+    /// for a user (or group) caps it for every link of that user (group)
+    /// through it, so a charge that reaches a capped level has that type
+    /// in its own slack. Nor is the cache re-made here: its bound only
+    /// shrinks with what is spent, and once an ask passes it the check
+    /// walks the exact levels (after a flush) and the flush re-makes it.
     #[inline]
     pub fn charge(&mut self, app: &Application, res: &Resource) {
-        let Some(link) = self.apps.get_mut(&app.seq) else {
+        let Some(id) = app.ugm_link else {
             return;
         };
-        let runs = i64::from(!link.running);
-        link.running = true;
-        link.usage.add_assign(res);
-        if res.has_negative() {
-            apply(self.users.at_mut(link.user), &link.user_levels, res, runs);
-            if let Some(g) = link.group {
-                apply(self.groups.at_mut(g), &link.group_levels, res, runs);
-            }
-        } else {
-            add_levels(self.users.at_mut(link.user), &link.user_levels, res, runs);
-            if let Some(g) = link.group {
-                add_levels(self.groups.at_mut(g), &link.group_levels, res, runs);
-            }
-        }
-        if link.slack.is_empty() {
+        let Some(link) = self
+            .links
+            .get_mut(id as usize)
+            .and_then(Option::as_mut)
+            .filter(|l| l.seq == app.seq)
+        else {
             return;
+        };
+        if !link.running {
+            link.running = true;
+            let none = Resource::new();
+            apply(
+                self.users.at_mut(link.user),
+                &link.user_levels,
+                &none,
+                1,
+                false,
+            );
+            if let Some(g) = link.group {
+                apply(self.groups.at_mut(g), &link.group_levels, &none, 1, false);
+            }
         }
-        // Re-cache once half of the cached room is gone, so that far from
-        // the caps nothing is walked and near them the bound stays tight.
-        let stale = !slack_all(&self.users, &self.groups, link, |_, room, bound| {
-            bound > room / 2
-        });
-        if stale {
-            self.refresh(app.seq);
+        if link.res_capped && !link.slack_ok {
+            // No cache made yet (linked during a pass): every type counts.
+            spend(&mut self.users.at_mut(link.user).spent, res);
+            if let Some(g) = link.group {
+                spend(&mut self.groups.at_mut(g).spent, res);
+            }
+        } else if !link.slack.is_empty() {
+            let user = &mut self.users.at_mut(link.user).spent;
+            for s in &link.slack {
+                let v = res.get(s.ty);
+                if v > 0 {
+                    if let Some(x) = user.get_mut(s.ty as usize) {
+                        *x = x.saturating_add(v);
+                    }
+                }
+            }
+            if let Some(g) = link.group {
+                let group = &mut self.groups.at_mut(g).spent;
+                for s in &link.slack {
+                    let v = res.get(s.ty);
+                    if v > 0 {
+                        if let Some(x) = group.get_mut(s.ty as usize) {
+                            *x = x.saturating_add(v);
+                        }
+                    }
+                }
+            }
+        }
+        if !link.dirty {
+            link.dirty = true;
+            self.dirty.push(id);
+        }
+    }
+
+    /// Whether allocations of the pass wait to reach the levels.
+    #[inline]
+    pub fn is_dirty(&self) -> bool {
+        !self.dirty.is_empty()
+    }
+
+    /// The links to flush, as (link, application slot); give the list
+    /// back to [`Self::flush`] with each application.
+    pub fn take_dirty(&mut self) -> Vec<(u32, u32)> {
+        let links = &self.links;
+        self.dirty
+            .drain(..)
+            .filter_map(|id| Some((id, links.get(id as usize)?.as_ref()?.slot)))
+            .collect()
+    }
+
+    /// Flushes the links [`Self::take_dirty`] gave (with their
+    /// applications, `None` when gone): their allocations reach the
+    /// levels, then their caches are made again on the exact levels.
+    pub fn flush<'a>(&mut self, links: impl Iterator<Item = (u32, Option<&'a Application>)>) {
+        let mut touched: SmallVec<[u32; 8]> = SmallVec::new();
+        for (id, app) in links {
+            let Some(link) = self.links[id as usize].as_mut() else {
+                continue;
+            };
+            link.dirty = false;
+            if let Some(app) = app.filter(|a| a.seq == link.seq) {
+                self.sync_link(id, app, false);
+            }
+            touched.push(id);
+        }
+        for id in touched {
+            if self.links[id as usize]
+                .as_ref()
+                .is_some_and(|l| l.res_capped)
+            {
+                self.refresh(id);
+            }
         }
     }
 
     /// The application leaves: everything it still counts is taken off
     /// (quirk Q9's fix: always, pending or not) and its links go.
-    pub fn unlink(&mut self, seq: u64) {
-        let Some(link) = self.apps.remove(&seq) else {
+    pub fn unlink(&mut self, app: &Application) {
+        if self.link_of(app).is_none() {
+            return;
+        }
+        let id = app.ugm_link.unwrap_or_default();
+        let Some(link) = self.links[id as usize].take() else {
             return;
         };
+        self.free_links.push(id);
+        self.linked = self.linked.saturating_sub(1);
+        // The levels hold `usage` (the pass's allocations not flushed yet
+        // never reached them).
         let delta = Resource::new().sub(&link.usage);
         let runs = -i64::from(link.running);
         let user = self.users.at_mut(link.user);
-        apply(user, &link.user_levels, &delta, runs);
+        apply(user, &link.user_levels, &delta, runs, false);
         for &i in &link.user_levels {
             user.release(i);
         }
         self.users.unlink(link.user);
         if let Some(g) = link.group {
             let group = self.groups.at_mut(g);
-            apply(group, &link.group_levels, &delta, runs);
+            apply(group, &link.group_levels, &delta, runs, false);
             for &i in &link.group_levels {
                 group.release(i);
             }
             self.groups.unlink(g);
         }
+        let seq = app.seq;
         if !self.quota_failed.is_empty() {
             self.quota_failed.retain(|(s, _)| *s != seq);
         }
+        self.held.remove(&seq);
     }
 
     /// Whether `ask` fits the application's user and group headroom
     /// (limits.md 2.5, 2.6). An unlinked application has no caps.
+    /// [`Fit::Unsure`] only while some link is dirty.
     #[inline]
-    pub fn fits(&self, seq: u64, ask: &Resource) -> Fit {
-        let Some(link) = self.apps.get(&seq) else {
+    pub fn fits(&self, app: &Application, ask: &Resource) -> Fit {
+        let Some(link) = self.link_of(app) else {
             return Fit::Fits;
         };
-        // Far from every cap: the cached slack answers.
-        if slack_all(&self.users, &self.groups, link, |ty, _, bound| {
-            let want = ask.get(ty);
-            want <= 0 || want <= bound
-        }) {
+        if !link.res_capped {
             return Fit::Fits;
+        }
+        // Far from every cap: the cached slack answers.
+        if link.slack_ok
+            && slack_all(&self.users, &self.groups, link, |ty, _, bound| {
+                let want = ask.get(ty);
+                want <= 0 || want <= bound
+            })
+        {
+            return Fit::Fits;
+        }
+        // The exact walk needs the pass's allocations at the levels.
+        if !self.dirty.is_empty() {
+            return Fit::Unsure;
         }
         let ok = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
             caps.iter().all(|(pos, cap)| match &cap.max {
@@ -534,8 +807,9 @@ impl Ugm {
 
     /// The application's headroom: per type the smallest room left over
     /// every capped level of its user and group; `None` when unlimited.
-    pub fn headroom(&self, seq: u64) -> Option<Resource> {
-        let link = self.apps.get(&seq)?;
+    /// Exact when nothing is dirty.
+    pub fn headroom(&self, app: &Application) -> Option<Resource> {
+        let link = self.link_of(app)?;
         let mut out: Option<Resource> = None;
         let mut fold = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
             for (pos, cap) in caps {
@@ -563,10 +837,10 @@ impl Ugm {
 
     /// Whether the application may become running (limits.md 2.7): it is
     /// counted already, or every capped level has a free slot for its user
-    /// and its group.
+    /// and its group. (Running counts reach the levels at once.)
     #[inline]
-    pub fn can_run(&self, seq: u64) -> bool {
-        let Some(link) = self.apps.get(&seq) else {
+    pub fn can_run(&self, app: &Application) -> bool {
+        let Some(link) = self.link_of(app) else {
             return true;
         };
         if link.running {
@@ -588,57 +862,63 @@ impl Ugm {
     /// holds. A group link is kept while that group still has a cap on the
     /// application's path; otherwise (group limit removed, or "no group")
     /// the group is resolved again and the application's whole usage moves
-    /// with it (quirks Q3-Q5 fixed).
+    /// with it (quirks Q3-Q5 fixed). Every application's link index is
+    /// set again (`None` without limits).
     pub fn reload<'a>(
         &mut self,
         caps: Caps,
         tree: &QueueTree,
-        apps: impl Iterator<Item = &'a Application>,
+        apps: impl Iterator<Item = (u32, &'a mut Application)>,
     ) {
-        let old = std::mem::take(&mut self.apps);
-        let failed = std::mem::take(&mut self.quota_failed);
+        let old = std::mem::take(self);
+        let apps_capped = caps.levels.values().any(|l| {
+            l.users
+                .values()
+                .chain(l.user_wildcard.iter())
+                .chain(l.groups.iter().map(|(_, c)| c))
+                .chain(l.group_wildcard.iter())
+                .any(|c| c.max_apps > 0)
+        });
         *self = Ugm {
             caps,
-            quota_failed: failed,
+            quota_failed: old.quota_failed.clone(),
+            held: old.held.clone(),
+            apps_capped,
             ..Ugm::default()
         };
-        if !self.enabled() {
-            return;
-        }
-        for app in apps {
+        let enabled = self.enabled();
+        for (slot, app) in apps {
+            let prev = old.link_of(app).cloned();
+            app.ugm_link = None;
+            if !enabled {
+                continue;
+            }
             let path = path_of(tree, app.queue);
-            let kept = old
-                .get(&app.seq)
+            let kept = prev
+                .as_ref()
                 .and_then(|l| l.group_name.clone())
                 .filter(|g| self.caps.group_on_path(&path, g));
             let group = match kept {
                 Some(g) => Some(g),
                 None => self.caps.resolve_group(tree, app.queue, &app.user.groups),
             };
-            let was_running = old.get(&app.seq).is_some_and(|l| l.running);
-            self.link_as(app, tree, group);
+            let was_running = prev.as_ref().is_some_and(|l| l.running);
+            let id = self.link_as(app, slot, tree, group);
+            app.ugm_link = Some(id);
             // Keep a slot held only by pending asks (Q2) across the reload.
-            if was_running {
-                if let Some(l) = self.apps.get(&app.seq) {
-                    if !l.running && !app.pending.is_zero() {
-                        let (u, g) = (l.user, l.group);
-                        let (ul, gl) = (l.user_levels.clone(), l.group_levels.clone());
-                        apply(self.users.at_mut(u), &ul, &Resource::new(), 1);
-                        if let Some(g) = g {
-                            apply(self.groups.at_mut(g), &gl, &Resource::new(), 1);
-                        }
-                        if let Some(l) = self.apps.get_mut(&app.seq) {
-                            l.running = true;
+            if was_running && !app.pending.is_zero() {
+                if let Some(l) = self.links[id as usize].as_mut() {
+                    if !l.running {
+                        l.running = true;
+                        let none = Resource::new();
+                        apply(self.users.at_mut(l.user), &l.user_levels, &none, 1, false);
+                        if let Some(g) = l.group {
+                            apply(self.groups.at_mut(g), &l.group_levels, &none, 1, false);
                         }
                     }
                 }
             }
         }
-    }
-
-    /// The user tracker index and group of an application, for reports.
-    pub fn link_of(&self, seq: u64) -> Option<&AppLink> {
-        self.apps.get(&seq)
     }
 
     /// The user name of a link.
@@ -659,9 +939,9 @@ fn slack_all(
     let user = &users.at(link.user).spent;
     let group = link.group.map(|g| &groups.at(g).spent);
     link.slack.iter().all(|s| {
-        let mut used = user.get(s.ty).saturating_sub(s.user_spent);
+        let mut used = spent_of(user, s.ty).saturating_sub(s.user_spent);
         if let Some(g) = group {
-            used = used.saturating_add(g.get(s.ty).saturating_sub(s.group_spent));
+            used = used.saturating_add(spent_of(g, s.ty).saturating_sub(s.group_spent));
         }
         f(s.ty, s.room, s.room.saturating_sub(used))
     })
@@ -672,31 +952,12 @@ fn hold(t: &mut Tracker, path: &[QueueId]) -> PathLevels {
     path.iter().map(|q| t.acquire(*q)).collect()
 }
 
-/// [`apply`] for an allocation (nothing negative): adds with no checks.
-#[inline]
-fn add_levels(t: &mut Tracker, levels: &[u32], res: &Resource, runs: i64) {
-    t.spent.add_assign(res);
-    for &i in levels {
-        let Some(Some(level)) = t.slots.get_mut(i as usize) else {
-            continue;
-        };
-        level.usage.add_assign(res);
-        if runs > 0 {
-            level.running = level.running.saturating_add(1);
-        }
-    }
-}
-
-fn apply(t: &mut Tracker, levels: &[u32], delta: &Resource, runs: i64) {
+/// Adds `delta` and `runs` at the levels; `count`: whether the increase
+/// counts in `spent` too.
+fn apply(t: &mut Tracker, levels: &[u32], delta: &Resource, runs: i64, count: bool) {
     let zero = delta.is_zero();
-    if !zero {
-        if delta.has_negative() {
-            for (ty, v) in delta.iter().filter(|&(_, v)| v > 0) {
-                t.spent.set(ty, t.spent.get(ty).saturating_add(v));
-            }
-        } else {
-            t.spent.add_assign(delta);
-        }
+    if !zero && count {
+        spend(&mut t.spent, delta);
     }
     for &i in levels {
         let level = t.at_mut(i);

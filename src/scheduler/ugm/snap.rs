@@ -127,8 +127,8 @@ impl UsageSnap {
             return Self::from_ugm(&p.ugm, &p.queues, true);
         }
         let mut derived = Ugm::default();
-        for app in p.apps.values() {
-            derived.link_as(app, &p.queues, None);
+        for (slot, app) in p.apps.slots() {
+            derived.link_as(app, slot, &p.queues, None);
         }
         Self::from_ugm(&derived, &p.queues, false)
     }
@@ -138,7 +138,7 @@ impl UsageSnap {
         let mut group_running = Running::default();
         let mut user_groups: FastMap<usize, BTreeMap<String, String>> = FastMap::default();
         let mut group_apps: FastMap<usize, Vec<String>> = FastMap::default();
-        for link in ugm.apps.values() {
+        for link in ugm.links() {
             if let (Some(g), Some(name)) = (link.group, &link.group_name) {
                 user_groups
                     .entry(link.user)

@@ -110,6 +110,14 @@ impl QueueTree {
         Ok(())
     }
 
+    /// Logs the warnings of the queues' priority properties (bad values
+    /// fall back to defaults), for a tree built quietly that goes live.
+    pub fn warn_properties(&self) {
+        for (_, q) in self.iter() {
+            PrioritySettings::from_properties(&q.path, &q.properties);
+        }
+    }
+
     /// Applies a new configuration to the live tree (spec 2.8): existing
     /// queues take their new settings, new ones are created, and managed
     /// queues missing from the config start draining. Usage is kept.
@@ -124,7 +132,8 @@ impl QueueTree {
     /// live tree: beyond what building a fresh tree checks, a leaf that
     /// holds applications cannot turn into a parent.
     pub fn check_reconfigure(&self, root: &QueueConfig) -> Result<(), String> {
-        QueueTree::from_config(root)?;
+        // A trial: the live apply warns about bad properties.
+        super::quietly(|| QueueTree::from_config(root))?;
         self.check_queue(ROOT, root)
     }
 

@@ -13,6 +13,7 @@ use crate::security::{Acl, UserGroup};
 mod config;
 mod priority;
 use priority::inherited;
+pub(crate) use priority::quietly;
 pub use priority::{PriorityPolicy, PrioritySettings, MIN_PRIORITY};
 
 /// Index of a queue in its tree's arena.

@@ -3,9 +3,36 @@
 //! and the per-queue count of priorities below it that keeps the maximum
 //! without a scan.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use super::{Queue, QueueId, QueueTree};
+
+thread_local! {
+    /// Nesting depth of [`quietly`] on this thread.
+    static QUIET: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Runs `f` with the property warnings off: for the trial builds of a
+/// configuration (the checks before a reload), whose queues the live
+/// apply parses, and warns about, once more.
+pub fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    struct Loud;
+    impl Drop for Loud {
+        fn drop(&mut self) {
+            QUIET.with(|q| q.set(q.get().saturating_sub(1)));
+        }
+    }
+    QUIET.with(|q| q.set(q.get().saturating_add(1)));
+    let _loud = Loud;
+    f()
+}
+
+fn warn(msg: std::fmt::Arguments<'_>) {
+    if QUIET.with(Cell::get) == 0 {
+        log::warn!("{msg}");
+    }
+}
 
 /// "No priority": what an application without pending requests and an
 /// idle queue report. Also the lowest request priority.
@@ -80,20 +107,24 @@ impl PrioritySettings {
         if let Some(v) = props.get(PROP_PRIORITY_POLICY) {
             match PriorityPolicy::parse(v) {
                 Ok(p) => s.policy = p,
-                Err(e) => log::warn!("queue {path}: {e}, using default"),
+                Err(e) => warn(format_args!("queue {path}: {e}, using default")),
             }
         }
         if let Some(v) = props.get(PROP_PRIORITY_OFFSET) {
             match v.parse::<i32>() {
                 Ok(o) => s.offset = o,
-                Err(_) => log::warn!("queue {path}: invalid {PROP_PRIORITY_OFFSET} {v:?}, using 0"),
+                Err(_) => warn(format_args!(
+                    "queue {path}: invalid {PROP_PRIORITY_OFFSET} {v:?}, using 0"
+                )),
             }
         }
         if let Some(v) = props.get(PROP_APP_SORT_PRIORITY) {
             if v.eq_ignore_ascii_case("disabled") {
                 s.sort = false;
             } else if !v.eq_ignore_ascii_case("enabled") {
-                log::warn!("queue {path}: unknown {PROP_APP_SORT_PRIORITY} {v:?}, using enabled");
+                warn(format_args!(
+                    "queue {path}: unknown {PROP_APP_SORT_PRIORITY} {v:?}, using enabled"
+                ));
             }
         }
         s
