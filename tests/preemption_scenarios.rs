@@ -1,0 +1,677 @@
+//! The test scenarios of `shared/spec/policy/preemption.md` section 19
+//! that the other preemption tests do not show through the C ABI, as a
+//! v0.12 RM sees them (docs/preemption.md maps every scenario to its
+//! tests). Each test sets a situation up, lets the core run its passes and
+//! checks what the RM was told: the victims' `PREEMPTED_BY_SCHEDULER`
+//! releases, or none. A test that expects no victim has a contrast in it
+//! that does preempt, so that it cannot pass by the core doing nothing.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::*;
+use sicore::ffi::*;
+use sicore::proto::si::v1 as si;
+
+fn preempted(s: &Seen) -> Vec<si::AllocationRelease> {
+    s.released
+        .iter()
+        .filter(|r| r.termination_type == si::TerminationType::PreemptedByScheduler as i32)
+        .cloned()
+        .collect()
+}
+
+/// A partition with preemption on and `queues` (YAML lines below root,
+/// indented by 10).
+fn yaml(queues: &str) -> String {
+    format!(
+        "partitions:
+  - name: default
+    preemption: {{enabled: true}}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+{queues}"
+    )
+}
+
+/// Registers with `yaml` and creates `nodes` (id, memory).
+fn start(yaml: &str, nodes: &[(&str, i64)]) -> Harness {
+    let behaviour = Behaviour {
+        with_predicates: true,
+        ..Default::default()
+    };
+    let h = Harness::with_behaviour(yaml_options(yaml), behaviour);
+    let (st, msg) = h.register("rm", "queues");
+    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+    let list = nodes.iter().map(|(id, m)| node(id, *m, 100)).collect();
+    assert_eq!(h.nodes(list).0, sicore_status::SICORE_OK);
+    h.wait("nodes", |s| s.nodes_accepted.len() == nodes.len());
+    h
+}
+
+/// An ask of `memory` (and 1 vcore) with a priority.
+fn ask_p(app: &str, key: &str, memory: i64, priority: i32) -> si::AllocationAsk {
+    si::AllocationAsk {
+        priority: Some(si::Priority {
+            priority: Some(si::priority::Priority::PriorityValue(priority)),
+        }),
+        ..ask(app, key, memory, 1, 1)
+    }
+}
+
+/// Submits `app` to `queue` and sends `asks`, waiting until the RM has
+/// seen `total` allocations.
+fn run(h: &Harness, app_id: &str, queue: &str, asks: Vec<si::AllocationAsk>, total: usize) {
+    h.submit(app(app_id, queue)).unwrap();
+    assert_eq!(h.asks(asks).0, sicore_status::SICORE_OK);
+    h.wait(app_id, |s| s.allocations.len() == total);
+}
+
+/// Submits `app` to `queue` asking `a`, then lets several passes run.
+fn preemptor(h: &Harness, app_id: &str, queue: &str, a: si::AllocationAsk) {
+    h.submit(app(app_id, queue)).unwrap();
+    assert_eq!(h.asks(vec![a]).0, sicore_status::SICORE_OK);
+    h.settle();
+    h.settle();
+}
+
+/// Allocation key of each allocation uuid the RM was told of.
+fn keys(h: &Harness) -> HashMap<String, String> {
+    h.seen(|s| {
+        s.allocations
+            .iter()
+            .map(|a| (a.uuid.clone(), a.allocation_key.clone()))
+            .collect()
+    })
+}
+
+/// The keys of the victims, sorted.
+fn victim_keys(h: &Harness) -> Vec<String> {
+    let k = keys(h);
+    let mut v: Vec<String> = h
+        .seen(preempted)
+        .iter()
+        .map(|r| k[&r.uuid].clone())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The RM confirms every victim.
+fn confirm(h: &Harness) {
+    let confirms = h
+        .seen(preempted)
+        .into_iter()
+        .map(|v| si::AllocationRelease {
+            partition_name: "default".into(),
+            application_id: v.application_id,
+            uuid: v.uuid,
+            termination_type: si::TerminationType::PreemptedByScheduler as i32,
+            ..Default::default()
+        })
+        .collect();
+    assert_eq!(h.releases(confirms, vec![]).0, sicore_status::SICORE_OK);
+}
+
+fn memory(h: &Harness, path: &str) -> i64 {
+    find_queue(&h.dump(), "default", path).unwrap()["allocated"]["memory"]
+        .as_i64()
+        .unwrap_or(0)
+}
+
+/// `parent` (guarantee 1000, max 2000) with child1 and child2 (guarantee
+/// 500 each), and `other` without a guarantee.
+const PE2: &str = "          - name: parent
+            resources: {guaranteed: {memory: 1000}, max: {memory: 2000}}
+            queues:
+              - name: child1
+                resources: {guaranteed: {memory: 500}}
+                properties: {application.sort.policy: fifo}
+              - name: child2
+                resources: {guaranteed: {memory: 500}}
+                properties: {preemption.delay: 1ms}
+          - name: other
+            properties: {application.sort.policy: fifo}
+";
+
+/// One node of 3000: child1 holds two of 500, `other` four of 500.
+fn pe2_full() -> Harness {
+    let h = start(&yaml(PE2), &[("node-0", 3000)]);
+    run(
+        &h,
+        "app-1",
+        "root.parent.child1",
+        vec![ask("app-1", "c1", 500, 1, 2)],
+        2,
+    );
+    run(
+        &h,
+        "app-o",
+        "root.other",
+        vec![ask("app-o", "o", 500, 1, 4)],
+        6,
+    );
+    h
+}
+
+#[test]
+fn pe2_the_ask_queue_guarantee_decides() {
+    // An ask within child2's guarantee takes one victim.
+    let h = pe2_full();
+    preemptor(
+        &h,
+        "app-2",
+        "root.parent.child2",
+        ask("app-2", "c2", 500, 1, 1),
+    );
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    assert_eq!(h.seen(preempted).len(), 1);
+    // An ask far beyond child2's guarantee: removing every victim never
+    // brings child2 within it, so nothing is preempted (spec 5.3).
+    let h = pe2_full();
+    preemptor(
+        &h,
+        "app-2",
+        "root.parent.child2",
+        ask("app-2", "c2", 2500, 1, 1),
+    );
+    h.seen(|s| {
+        assert!(preempted(s).is_empty(), "{:?}", s.released);
+        assert_eq!(s.allocations.len(), 6);
+    });
+}
+
+/// `parent` with child1 and child2 (no guarantee unless given) and
+/// `other` outside it; one node of 1000 full of child1's three allocations
+/// of 250 and then other's one.
+fn pe3(parent: &str, child2: &str) -> Harness {
+    let queues = format!(
+        "          - name: parent
+            resources: {{{parent}}}
+            queues:
+              - name: child1
+                properties: {{application.sort.policy: fifo}}
+              - name: child2
+                resources: {{{child2}}}
+                properties: {{preemption.delay: 1ms}}
+          - name: other
+"
+    );
+    let h = start(&yaml(&queues), &[("node-0", 1000)]);
+    run(
+        &h,
+        "app-1",
+        "root.parent.child1",
+        vec![ask("app-1", "c1", 250, 1, 3)],
+        3,
+    );
+    run(
+        &h,
+        "app-o",
+        "root.other",
+        vec![ask("app-o", "o", 250, 1, 1)],
+        4,
+    );
+    preemptor(
+        &h,
+        "app-2",
+        "root.parent.child2",
+        ask("app-2", "c2", 250, 1, 1),
+    );
+    h
+}
+
+#[test]
+fn pe3_no_guarantee_no_preemption() {
+    // Neither parent nor child2 guaranteed: never.
+    let h = pe3("", "");
+    h.seen(|s| assert!(preempted(s).is_empty(), "{:?}", s.released));
+    // A guarantee on the parent only, on child2 only, or on both: the
+    // newest allocation goes (other's), then the preemptor runs on the
+    // freed room. With the parent's guarantee only, child1 (within it,
+    // spec 4.2) is protected and the victim must come from outside: a
+    // parent guarantee of 1000 leaves room for child2's 250 once other's
+    // is gone.
+    for (parent, child2) in [
+        ("guaranteed: {memory: 1000}", ""),
+        ("", "guaranteed: {memory: 500}"),
+        ("guaranteed: {memory: 1000}", "guaranteed: {memory: 500}"),
+    ] {
+        let h = pe3(parent, child2);
+        h.wait(&format!("a victim ({parent:?}, {child2:?})"), |s| {
+            !preempted(s).is_empty()
+        });
+        h.settle();
+        assert_eq!(
+            victim_keys(&h),
+            ["o"],
+            "parent {parent:?} child2 {child2:?}"
+        );
+        confirm(&h);
+        h.wait("the preemptor", |s| {
+            s.allocations.iter().any(|a| a.allocation_key == "c2")
+        });
+    }
+}
+
+/// child1 (guarantee 500) full of `victims` allocations of `size` on two
+/// nodes of `node`, child2 (guarantee 500) asking `ask`.
+fn guaranteed_siblings(node_size: i64, size: i64, victims: i32, ask_size: i64) -> Harness {
+    let queues = "          - name: child1
+            resources: {guaranteed: {memory: 500}}
+            properties: {application.sort.policy: fifo}
+          - name: child2
+            resources: {guaranteed: {memory: 500}}
+            properties: {preemption.delay: 1ms}
+";
+    let h = start(
+        &yaml(queues),
+        &[("node-0", node_size), ("node-1", node_size)],
+    );
+    run(
+        &h,
+        "app-1",
+        "root.child1",
+        vec![ask("app-1", "c1", size, 1, victims)],
+        victims as usize,
+    );
+    preemptor(
+        &h,
+        "app-2",
+        "root.child2",
+        ask("app-2", "c2", ask_size, 1, 1),
+    );
+    h
+}
+
+#[test]
+fn pe6_a_node_smaller_than_the_ask_is_no_candidate() {
+    // Nodes of 500, an ask of 600: no node could ever hold it.
+    let h = guaranteed_siblings(500, 250, 4, 600);
+    h.seen(|s| {
+        assert!(preempted(s).is_empty(), "{:?}", s.released);
+        assert_eq!(s.allocations.len(), 4);
+    });
+    // The same with an ask of 500 preempts (two victims of 250).
+    let h = guaranteed_siblings(500, 250, 4, 500);
+    h.wait("victims", |s| preempted(s).len() == 2);
+    h.settle();
+    assert_eq!(h.seen(preempted).len(), 2);
+}
+
+/// One node of 1000: `keep` (within its guarantee) holds 600, child1
+/// (guarantee 100) two of 200; child2 (guarantee 500) asks `ask_size`.
+fn pe8(ask_size: i64) -> Harness {
+    let queues = "          - name: keep
+            resources: {guaranteed: {memory: 600}}
+          - name: child1
+            resources: {guaranteed: {memory: 100}}
+            properties: {application.sort.policy: fifo}
+          - name: child2
+            resources: {guaranteed: {memory: 500}}
+            properties: {preemption.delay: 1ms}
+";
+    let h = start(&yaml(queues), &[("node-0", 1000)]);
+    run(
+        &h,
+        "app-k",
+        "root.keep",
+        vec![ask("app-k", "k", 600, 1, 1)],
+        1,
+    );
+    run(
+        &h,
+        "app-1",
+        "root.child1",
+        vec![ask("app-1", "c1", 200, 1, 2)],
+        3,
+    );
+    preemptor(
+        &h,
+        "app-2",
+        "root.child2",
+        ask("app-2", "c2", ask_size, 1, 1),
+    );
+    h
+}
+
+#[test]
+fn pe8_victims_too_small_preempt_nothing() {
+    // child1's two of 200 free 400 of the 500 asked: nothing is taken.
+    let h = pe8(500);
+    h.seen(|s| {
+        assert!(preempted(s).is_empty(), "{:?}", s.released);
+        assert_eq!(s.allocations.len(), 3);
+    });
+    // An ask of 400 takes both.
+    let h = pe8(400);
+    h.wait("victims", |s| preempted(s).len() == 2);
+    h.settle();
+    assert_eq!(victim_keys(&h), ["c1", "c1"]);
+}
+
+#[test]
+fn pe10_a_higher_priority_allocation_is_protected() {
+    // child3: one of priority 1000 on one node; child1: two of priority 0
+    // on the other; child2 (guarantee 1500) asks 1000 at priority 0.
+    let queues = "          - name: parent
+            queues:
+              - name: child1
+                resources: {guaranteed: {memory: 100}}
+                properties: {application.sort.policy: fifo}
+              - name: child3
+                resources: {guaranteed: {memory: 100}}
+              - name: child2
+                resources: {guaranteed: {memory: 1500}}
+                properties: {preemption.delay: 1ms}
+";
+    let h = start(&yaml(queues), &[("node-0", 1000), ("node-1", 1000)]);
+    run(
+        &h,
+        "app-3",
+        "root.parent.child3",
+        vec![ask_p("app-3", "high", 1000, 1000)],
+        1,
+    );
+    run(
+        &h,
+        "app-1",
+        "root.parent.child1",
+        vec![
+            ask_p("app-1", "low-1", 500, 0),
+            ask_p("app-1", "low-2", 500, 0),
+        ],
+        3,
+    );
+    let node_of: HashMap<String, String> = h.seen(|s| {
+        s.allocations
+            .iter()
+            .map(|a| (a.allocation_key.clone(), a.node_id.clone()))
+            .collect()
+    });
+    assert_eq!(node_of["low-1"], node_of["low-2"]);
+    preemptor(
+        &h,
+        "app-2",
+        "root.parent.child2",
+        ask_p("app-2", "c2", 1000, 0),
+    );
+    h.wait("victims", |s| preempted(s).len() == 2);
+    h.settle();
+    assert_eq!(victim_keys(&h), ["low-1", "low-2"]);
+    confirm(&h);
+    h.wait("the preemptor", |s| {
+        s.allocations.iter().any(|a| a.allocation_key == "c2")
+    });
+    h.seen(|s| {
+        let c2 = s
+            .allocations
+            .iter()
+            .find(|a| a.allocation_key == "c2")
+            .unwrap();
+        assert_eq!(c2.node_id, node_of["low-1"], "on the node its victims left");
+    });
+    assert_eq!(memory(&h, "root.parent.child3"), 1000);
+    assert_eq!(memory(&h, "root.parent.child2"), 1000);
+    assert_eq!(memory(&h, "root.parent.child1"), 0);
+}
+
+/// parent1 (guarantee 1000) with child1 (no guarantee) holding four of 250
+/// on one full node and child2 (guarantee `child2`, if any) asking 250.
+fn pe11(child2: &str) -> Harness {
+    let queues = format!(
+        "          - name: parent1
+            resources: {{guaranteed: {{memory: 1000}}}}
+            queues:
+              - name: child1
+                properties: {{application.sort.policy: fifo}}
+              - name: child2
+                resources: {{{child2}}}
+                properties: {{preemption.delay: 1ms}}
+"
+    );
+    let h = start(&yaml(&queues), &[("node-0", 1000)]);
+    run(
+        &h,
+        "app-1",
+        "root.parent1.child1",
+        vec![ask("app-1", "c1", 250, 1, 4)],
+        4,
+    );
+    preemptor(
+        &h,
+        "app-2",
+        "root.parent1.child2",
+        ask("app-2", "c2", 250, 1, 1),
+    );
+    h
+}
+
+#[test]
+fn pe11_unguaranteed_siblings_never_preempt_each_other() {
+    // Both children inherit parent1's remaining guarantee: child1 counts
+    // as within guarantee and is protected (spec 4.2).
+    let h = pe11("");
+    h.seen(|s| assert!(preempted(s).is_empty(), "{:?}", s.released));
+    // child2 with a guarantee of its own ignores parent1's: one victim.
+    let h = pe11("guaranteed: {memory: 250}");
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    assert_eq!(h.seen(preempted).len(), 1);
+}
+
+/// The ask in `root.parent1.leaf1`, two allocations in
+/// `root.parent2.leaf2` (priority -1000) filling the only node; `props`
+/// is (parent1, leaf1, parent2, leaf2)'s extra properties.
+fn pe12(props: [&str; 4], leaf2_alloc_priority: i32) -> Harness {
+    let queues = format!(
+        "          - name: parent1
+            properties: {{{}}}
+            queues:
+              - name: leaf1
+                resources: {{guaranteed: {{memory: 500}}}}
+                properties: {{preemption.delay: 1ms{}}}
+          - name: parent2
+            properties: {{{}}}
+            queues:
+              - name: leaf2
+                properties: {{application.sort.policy: fifo{}}}
+",
+        props[0], props[1], props[2], props[3]
+    );
+    let h = start(&yaml(&queues), &[("node-0", 1000)]);
+    run(
+        &h,
+        "app-2",
+        "root.parent2.leaf2",
+        vec![
+            ask_p("app-2", "v1", 500, leaf2_alloc_priority),
+            ask_p("app-2", "v2", 500, leaf2_alloc_priority),
+        ],
+        2,
+    );
+    preemptor(
+        &h,
+        "app-1",
+        "root.parent1.leaf1",
+        ask_p("app-1", "p", 500, 0),
+    );
+    h
+}
+
+#[test]
+fn pe12_disabled_and_fences_filter_the_victims() {
+    let none = |props: [&str; 4]| {
+        let h = pe12(props, -1000);
+        h.seen(|s| assert!(preempted(s).is_empty(), "{props:?}: {:?}", s.released));
+    };
+    let one = |props: [&str; 4]| {
+        let h = pe12(props, -1000);
+        h.wait("a victim", |s| !preempted(s).is_empty());
+        h.settle();
+        assert_eq!(h.seen(preempted).len(), 1, "{props:?}");
+    };
+    // Nothing set: a victim.
+    one(["", "", "", ""]);
+    // leaf2 disabled, or disabled inherited from parent2: none.
+    none(["", "", "", ", preemption.policy: disabled"]);
+    none(["", "", "preemption.policy: disabled", ""]);
+    // A fence on the preemptor's path keeps it inside: none.
+    none(["preemption.policy: fence", "", "", ""]);
+    none(["", ", preemption.policy: fence", "", ""]);
+    // A fence elsewhere restricts nothing.
+    one(["", "", "preemption.policy: fence", ""]);
+    one(["", "", "", ", preemption.policy: fence"]);
+}
+
+#[test]
+fn pe12_priority_offsets_decide_the_victims() {
+    // Victims of priority 10 are above the preemptor's 0: none.
+    let h = pe12(["", "", "", ""], 10);
+    h.seen(|s| assert!(preempted(s).is_empty(), "{:?}", s.released));
+    // leaf2's offset of 20 raises them further: still none.
+    let h = pe12(["", "", "", ", priority.offset: 20"], -10);
+    h.seen(|s| assert!(preempted(s).is_empty(), "{:?}", s.released));
+    // leaf1's offset of 20 raises the preemptor to 20: a victim.
+    let h = pe12(["", ", priority.offset: 20", "", ""], 10);
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    assert_eq!(h.seen(preempted).len(), 1);
+}
+
+/// PE7: the parent's max, not the nodes, holds the preemptor back.
+#[test]
+fn pe7_a_queue_at_its_parents_max_preempts_the_newest_sibling_allocation() {
+    let queues = "          - name: parent
+            resources: {max: {memory: 1000}}
+            queues:
+              - name: child1
+                resources: {guaranteed: {memory: 500}}
+                properties: {application.sort.policy: fifo}
+              - name: child2
+                resources: {guaranteed: {memory: 500}}
+                properties: {preemption.delay: 1ms}
+";
+    // Nodes of 1000 with room: parent's max is the limit.
+    let h = start(&yaml(queues), &[("node-0", 1000), ("node-1", 1000)]);
+    run(
+        &h,
+        "app-1",
+        "root.parent.child1",
+        vec![ask("app-1", "first", 500, 1, 1)],
+        1,
+    );
+    run(
+        &h,
+        "app-1b",
+        "root.parent.child1",
+        vec![ask("app-1b", "second", 500, 1, 1)],
+        2,
+    );
+    preemptor(
+        &h,
+        "app-2",
+        "root.parent.child2",
+        ask("app-2", "c2", 500, 1, 1),
+    );
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    assert_eq!(victim_keys(&h), ["second"], "the newer one");
+    confirm(&h);
+    h.wait("the preemptor", |s| {
+        s.allocations.iter().any(|a| a.allocation_key == "c2")
+    });
+    h.settle();
+    assert_eq!(memory(&h, "root.parent"), 1000);
+    assert_eq!(memory(&h, "root.parent.child2"), 500);
+}
+
+/// PE13/PE14: the leaf's delay holds an ask back; a short one does not.
+#[test]
+fn pe13_the_delay_holds_the_preemptor_back() {
+    let queues = |delay: &str| {
+        format!(
+            "          - name: child1
+            resources: {{guaranteed: {{memory: 500}}}}
+            properties: {{application.sort.policy: fifo}}
+          - name: child2
+            resources: {{guaranteed: {{memory: 500}}}}
+            properties: {{preemption.delay: {delay}}}
+"
+        )
+    };
+    for (delay, preempts) in [("1h", false), ("1ms", true)] {
+        let h = start(&yaml(&queues(delay)), &[("node-0", 1000)]);
+        run(
+            &h,
+            "app-1",
+            "root.child1",
+            vec![ask("app-1", "c1", 250, 1, 4)],
+            4,
+        );
+        preemptor(&h, "app-2", "root.child2", ask("app-2", "c2", 250, 1, 1));
+        if preempts {
+            h.wait("a victim", |s| !preempted(s).is_empty());
+        }
+        h.settle();
+        assert_eq!(h.seen(preempted).len(), preempts as usize, "delay {delay}");
+    }
+}
+
+/// PE16 end to end: the higher-priority allocation stays, the victim is
+/// kept booked until the RM confirms it, a later pass preempts nothing
+/// more, and the preemptor is allocated from its reservation.
+#[test]
+fn pe16_end_to_end_from_victim_to_preemptor() {
+    let queues = "          - name: parent
+            resources: {max: {memory: 1000}}
+            queues:
+              - name: leaf1
+                resources: {guaranteed: {memory: 500}}
+                properties: {application.sort.policy: fifo}
+              - name: leaf2
+                resources: {guaranteed: {memory: 500}}
+                properties: {preemption.delay: 1ms}
+";
+    let h = start(&yaml(queues), &[("node-0", 1000), ("node-1", 1000)]);
+    run(
+        &h,
+        "app-1",
+        "root.parent.leaf1",
+        vec![
+            ask_p("app-1", "alloc-1", 500, 2),
+            ask_p("app-1", "alloc-2", 500, 1),
+        ],
+        2,
+    );
+    preemptor(
+        &h,
+        "app-2",
+        "root.parent.leaf2",
+        ask_p("app-2", "alloc-3", 500, 1),
+    );
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    h.settle();
+    assert_eq!(
+        victim_keys(&h),
+        ["alloc-2"],
+        "alloc-1 outranks the preemptor"
+    );
+    // Still booked: nothing allocated, leaf1 still holds both.
+    assert_eq!(memory(&h, "root.parent.leaf1"), 1000);
+    h.seen(|s| assert_eq!(s.allocations.len(), 2));
+    confirm(&h);
+    h.wait("alloc-3", |s| {
+        s.allocations.iter().any(|a| a.allocation_key == "alloc-3")
+    });
+    h.settle();
+    assert_eq!(h.seen(preempted).len(), 1);
+    assert_eq!(memory(&h, "root.parent.leaf1"), 500);
+    assert_eq!(memory(&h, "root.parent.leaf2"), 500);
+    assert_eq!(memory(&h, "root.parent"), 1000);
+}
