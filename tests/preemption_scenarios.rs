@@ -1,18 +1,28 @@
 //! The test scenarios of `shared/spec/policy/preemption.md` section 19
 //! that the other preemption tests do not show through the C ABI, as a
-//! v0.12 RM sees them (docs/preemption.md maps every scenario to its
+//! v0.12 RM sees them, and a few as a v1.8 RM sees them (docs/preemption.md maps every scenario to its
 //! tests). Each test sets a situation up, lets the core run its passes and
 //! checks what the RM was told: the victims' `PREEMPTED_BY_SCHEDULER`
 //! releases, or none. A test that expects no victim has a contrast in it
 //! that does preempt, so that it cannot pass by the core doing nothing.
+//! The v1.8 section has the scenarios of the RM's `PreemptionPredicates`
+//! answer (PE4, PE5), the switch (PE20) and `allowPreemptOther` (PE1).
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use common::*;
+use sicore::ffi::sicore_status::SICORE_OK;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
+use sicore::proto::si18::sicore::si18 as sicore18;
+use sicore::proto::si18::v1 as si18;
+use sicore::proto::sicore::v1 as sicore_pb;
+use sicore_c_rm::v1::{self as rmv1, RmV1};
+use sicore_c_rm::{call, Handle};
 
 fn preempted(s: &Seen) -> Vec<si::AllocationRelease> {
     s.released
@@ -674,4 +684,366 @@ fn pe16_end_to_end_from_victim_to_preemptor() {
     assert_eq!(memory(&h, "root.parent.leaf1"), 500);
     assert_eq!(memory(&h, "root.parent.leaf2"), 500);
     assert_eq!(memory(&h, "root.parent"), 1000);
+}
+
+// ---- The v1.8 edition ----
+
+/// What a v1 RM has been told, and the preemption checks it was asked.
+#[derive(Default, Debug, Clone)]
+struct V1Seen {
+    new: Vec<si18::Allocation>,
+    released: Vec<si18::AllocationRelease>,
+    events: Vec<si18::EventRecord>,
+    nodes_accepted: Vec<String>,
+    apps_accepted: Vec<String>,
+    checks: Vec<si18::PreemptionPredicatesArgs>,
+}
+
+#[derive(Default)]
+struct V1Recorder {
+    seen: Mutex<V1Seen>,
+    cv: Condvar,
+    /// The (allocation key, node) pairs `PreemptionPredicates` accepts;
+    /// every other check fails (the spec's mock RM).
+    accept: Mutex<HashSet<(String, String)>>,
+}
+
+impl V1Recorder {
+    fn record(&self, f: impl FnOnce(&mut V1Seen)) {
+        f(&mut self.seen.lock().unwrap());
+        self.cv.notify_all();
+    }
+
+    fn wait(&self, what: &str, cond: impl Fn(&V1Seen) -> bool) {
+        let deadline = Instant::now() + WAIT;
+        let mut s = self.seen.lock().unwrap();
+        while !cond(&s) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "timed out waiting for {what}: {s:#?}");
+            s = self.cv.wait_timeout(s, left).unwrap().0;
+        }
+    }
+
+    fn copy(&self) -> V1Seen {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl RmV1 for V1Recorder {
+    fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
+        self.record(|s| {
+            s.new.extend(m.new);
+            s.released.extend(m.released);
+        });
+        Ok(())
+    }
+
+    fn update_application(&self, m: si18::ApplicationResponse) -> Result<(), String> {
+        self.record(|s| {
+            s.apps_accepted
+                .extend(m.accepted.into_iter().map(|a| a.application_id))
+        });
+        Ok(())
+    }
+
+    fn update_node(&self, m: si18::NodeResponse) -> Result<(), String> {
+        self.record(|s| {
+            s.nodes_accepted
+                .extend(m.accepted.into_iter().map(|a| a.node_id))
+        });
+        Ok(())
+    }
+
+    fn send_event(&self, m: sicore18::EventRecords) {
+        self.record(|s| s.events.extend(m.events));
+    }
+
+    /// Accepts only the listed pairs, at the core's start index.
+    fn preemption_predicates(
+        &self,
+        m: si18::PreemptionPredicatesArgs,
+    ) -> si18::PreemptionPredicatesResponse {
+        let ok = self
+            .accept
+            .lock()
+            .unwrap()
+            .contains(&(m.allocation_key.clone(), m.node_id.clone()));
+        let index = m.start_index;
+        self.record(|s| s.checks.push(m));
+        si18::PreemptionPredicatesResponse {
+            success: ok,
+            index: if ok { index } else { -1 },
+        }
+    }
+}
+
+/// A scheduler with one v1 RM registered with `config`, no `predicates`.
+struct V1 {
+    sched: *mut sicore_scheduler,
+    _owner: Handle,
+    rec: Arc<V1Recorder>,
+}
+
+impl V1 {
+    fn new(config: &str, accept: &[(&str, &str)]) -> Self {
+        let options = sicore_pb::SchedulerOptions {
+            event_flush_interval_ms: 50,
+            scheduling_interval_ms: 10,
+            ..Default::default()
+        };
+        let sched = sicore_c_rm::new_scheduler(&options).unwrap();
+        let owner = Handle(sched);
+        let rec = Arc::new(V1Recorder::default());
+        rec.accept
+            .lock()
+            .unwrap()
+            .extend(accept.iter().map(|(k, n)| (k.to_string(), n.to_string())));
+        let table = rmv1::table(&rec, false);
+        let req = si18::RegisterResourceManagerRequest {
+            rm_id: "rm1".into(),
+            version: "v1.8.0".into(),
+            policy_group: "queues".into(),
+            config: config.into(),
+            ..Default::default()
+        };
+        let (st, msg) = rmv1::register(sched, &req, &table);
+        assert_eq!(st, SICORE_OK, "{msg}");
+        V1 {
+            sched,
+            _owner: owner,
+            rec,
+        }
+    }
+
+    /// CREATE_DRAIN, then DRAIN_TO_SCHEDULABLE (the k8shim way).
+    fn node(&self, id: &str, memory: i64) {
+        let (st, msg) = call(
+            self.sched,
+            sicore_v1_update_node,
+            &si18::NodeRequest {
+                nodes: vec![rmv1::node(id, memory, 10)],
+                rm_id: "rm1".into(),
+            },
+        );
+        assert_eq!(st, SICORE_OK, "{msg}");
+        self.rec.wait("node answered", |s| {
+            s.nodes_accepted.iter().any(|n| n == id)
+        });
+        let ready = rmv1::node_action(id, si18::node_info::ActionFromRm::DrainToSchedulable);
+        let (st, msg) = call(
+            self.sched,
+            sicore_v1_update_node,
+            &si18::NodeRequest {
+                nodes: vec![ready],
+                rm_id: "rm1".into(),
+            },
+        );
+        assert_eq!(st, SICORE_OK, "{msg}");
+    }
+
+    fn app(&self, id: &str, queue: &str) {
+        let (st, msg) = call(
+            self.sched,
+            sicore_v1_update_application,
+            &si18::ApplicationRequest {
+                new: vec![rmv1::app(id, queue, "alice")],
+                rm_id: "rm1".into(),
+                ..Default::default()
+            },
+        );
+        assert_eq!(st, SICORE_OK, "{msg}");
+        self.rec
+            .wait("app accepted", |s| s.apps_accepted.iter().any(|a| a == id));
+    }
+
+    fn allocate(&self, allocations: Vec<si18::Allocation>, releases: Vec<si18::AllocationRelease>) {
+        let (st, msg) = call(
+            self.sched,
+            sicore_v1_update_allocation,
+            &si18::AllocationRequest {
+                allocations,
+                releases: (!releases.is_empty()).then_some(si18::AllocationReleasesRequest {
+                    allocations_to_release: releases,
+                }),
+                rm_id: "rm1".into(),
+            },
+        );
+        assert_eq!(st, SICORE_OK, "{msg}");
+    }
+
+    /// Lets the core finish what the last requests started.
+    fn settle(&self) {
+        let _ = sicore_c_rm::dump(self.sched);
+        std::thread::sleep(Duration::from_millis(150));
+        let _ = sicore_c_rm::dump(self.sched);
+    }
+
+    fn node_of(&self, key: &str) -> String {
+        self.rec
+            .copy()
+            .new
+            .iter()
+            .find(|a| a.allocation_key == key)
+            .map(|a| a.node_id.clone())
+            .unwrap_or_default()
+    }
+
+    fn memory(&self, path: &str) -> i64 {
+        let d = sicore_c_rm::dump(self.sched).unwrap();
+        find_queue(&d, "default", path).unwrap()["allocated"]["memory"]
+            .as_i64()
+            .unwrap_or(0)
+    }
+}
+
+fn v1_preempted(s: &V1Seen) -> Vec<si18::AllocationRelease> {
+    s.released
+        .iter()
+        .filter(|r| r.termination_type == si18::TerminationType::PreemptedByScheduler as i32)
+        .cloned()
+        .collect()
+}
+
+/// A request that may preempt others (k8shim's default for a pod).
+fn v1_preemptor(app: &str, key: &str, memory: i64, allow: bool) -> si18::Allocation {
+    let mut a = rmv1::ask(app, key, memory, 1);
+    if allow {
+        a.preemption_policy = Some(si18::PreemptionPolicy {
+            allow_preempt_self: true,
+            allow_preempt_other: true,
+        });
+    }
+    a
+}
+
+/// child1 and child2 (guarantee 500 each) under `parent`; `switch` is the
+/// partition's preemption line, if any.
+fn v1_config(switch: &str) -> String {
+    format!(
+        "partitions:
+  - name: default
+{switch}    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: parent
+            queues:
+              - name: child1
+                resources: {{guaranteed: {{memory: 500}}}}
+                properties: {{application.sort.policy: fifo}}
+              - name: child2
+                resources: {{guaranteed: {{memory: 500}}}}
+                properties: {{preemption.delay: 1ms}}
+"
+    )
+}
+
+/// Two full nodes of 500: alloc1 of child1 on one, the newer alloc2 on
+/// the other; then child2 asks `alloc3` of 500.
+fn v1_pe4(switch: &str, accept: &[(&str, &str)], allow: bool) -> V1 {
+    let rm = V1::new(&v1_config(switch), accept);
+    rm.node("node-0", 500);
+    rm.node("node-1", 500);
+    rm.app("app-1", "root.parent.child1");
+    rm.allocate(vec![rmv1::ask("app-1", "alloc1", 500, 1)], vec![]);
+    rm.rec.wait("alloc1", |s| s.new.len() == 1);
+    rm.allocate(vec![rmv1::ask("app-1", "alloc2", 500, 1)], vec![]);
+    rm.rec.wait("alloc2", |s| s.new.len() == 2);
+    assert_ne!(rm.node_of("alloc1"), rm.node_of("alloc2"));
+    rm.app("app-2", "root.parent.child2");
+    rm.allocate(vec![v1_preemptor("app-2", "alloc3", 500, allow)], vec![]);
+    rm.settle();
+    rm.settle();
+    rm
+}
+
+#[test]
+fn pe4_the_rms_answer_picks_the_node() {
+    // Without knowing the nodes in advance: the RM accepts alloc3 only on
+    // the node alloc2 (the newer) holds.
+    let probe = v1_pe4("", &[], true);
+    let node2 = probe.node_of("alloc2");
+    let checks = probe.rec.copy().checks;
+    // Both nodes were asked about and refused: nothing preempted.
+    let mut asked: Vec<&str> = checks.iter().map(|c| c.node_id.as_str()).collect();
+    asked.sort();
+    asked.dedup();
+    assert_eq!(asked, ["node-0", "node-1"]);
+    assert!(v1_preempted(&probe.rec.copy()).is_empty());
+    drop(probe);
+    let rm = v1_pe4("", &[("alloc3", node2.as_str())], true);
+    rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+    rm.settle();
+    let s = rm.rec.copy();
+    let victims = v1_preempted(&s);
+    assert_eq!(victims.len(), 1, "{victims:?}");
+    // Determinism: the node placement of the two runs is the same.
+    assert_eq!(rm.node_of("alloc2"), node2);
+    assert_eq!(victims[0].allocation_key, "alloc2");
+    assert_eq!(
+        victims[0].message,
+        "preempting allocations to free up resources to run ask: alloc3"
+    );
+    let check = s.checks.iter().find(|c| c.node_id == node2).unwrap();
+    assert_eq!(check.preempt_allocation_keys, ["alloc2"]);
+    assert_eq!(check.start_index, 0);
+    // PE5: exactly one REQUEST event on the victim.
+    rm.rec.wait("the victim's event", |s| {
+        s.events.iter().any(|e| e.object_id == "alloc2")
+    });
+    let events: Vec<si18::EventRecord> = rm
+        .rec
+        .copy()
+        .events
+        .into_iter()
+        .filter(|e| e.message.starts_with("Preempted by"))
+        .collect();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e.r#type, si18::event_record::Type::Request as i32);
+    assert_eq!(e.object_id, "alloc2");
+    assert_eq!(e.reference_id, "app-1");
+    assert_eq!(
+        e.event_change_type,
+        si18::event_record::ChangeType::None as i32
+    );
+    assert_eq!(
+        e.event_change_detail,
+        si18::event_record::ChangeDetail::DetailsNone as i32
+    );
+    assert_eq!(
+        e.message,
+        "Preempted by alloc3 from application app-2 in root.parent.child2"
+    );
+    // The RM confirms; alloc3 runs where alloc2 was, alloc1 stays.
+    let mut confirm = rmv1::release("app-1", "alloc2");
+    confirm.termination_type = si18::TerminationType::PreemptedByScheduler as i32;
+    rm.allocate(vec![], vec![confirm]);
+    rm.rec.wait("alloc3", |s| {
+        s.new.iter().any(|a| a.allocation_key == "alloc3")
+    });
+    rm.settle();
+    assert_eq!(rm.node_of("alloc3"), node2);
+    assert_eq!(v1_preempted(&rm.rec.copy()).len(), 1);
+    assert_eq!(rm.memory("root.parent.child1"), 500);
+    assert_eq!(rm.memory("root.parent.child2"), 500);
+}
+
+/// PE20 in the v1.8 edition: the switch absent is on, an explicit false
+/// is off; PE1's first precondition: no `allowPreemptOther`, no attempt.
+#[test]
+fn pe20_v1_the_switch_absent_is_on_and_pe1_allow_preempt_other_is_needed() {
+    let accept = [("alloc3", "node-0"), ("alloc3", "node-1")];
+    let on = v1_pe4("", &accept, true);
+    on.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+    for (switch, allow) in [("    preemption: {enabled: false}\n", true), ("", false)] {
+        let rm = v1_pe4(switch, &accept, allow);
+        let s = rm.rec.copy();
+        assert!(
+            v1_preempted(&s).is_empty(),
+            "{switch:?} {allow}: {:?}",
+            s.released
+        );
+        assert!(s.checks.is_empty(), "{switch:?} {allow}: never asked");
+    }
 }
