@@ -777,7 +777,8 @@ impl RmV1 for V1Recorder {
     }
 }
 
-/// A scheduler with one v1 RM registered with `config`, no `predicates`.
+/// A scheduler with one v1 RM registered with `config`, no `predicates`;
+/// `PreemptionPredicates` accepts nothing until pairs are added.
 struct V1 {
     sched: *mut sicore_scheduler,
     _owner: Handle,
@@ -785,7 +786,7 @@ struct V1 {
 }
 
 impl V1 {
-    fn new(config: &str, accept: &[(&str, &str)]) -> Self {
+    fn new(config: &str) -> Self {
         let options = sicore_pb::SchedulerOptions {
             event_flush_interval_ms: 50,
             scheduling_interval_ms: 10,
@@ -794,10 +795,6 @@ impl V1 {
         let sched = sicore_c_rm::new_scheduler(&options).unwrap();
         let owner = Handle(sched);
         let rec = Arc::new(V1Recorder::default());
-        rec.accept
-            .lock()
-            .unwrap()
-            .extend(accept.iter().map(|(k, n)| (k.to_string(), n.to_string())));
         let table = rmv1::table(&rec, false);
         let req = si18::RegisterResourceManagerRequest {
             rm_id: "rm1".into(),
@@ -939,9 +936,10 @@ fn v1_config(switch: &str) -> String {
 }
 
 /// Two full nodes of 500: alloc1 of child1 on one, the newer alloc2 on
-/// the other; then child2 asks `alloc3` of 500.
-fn v1_pe4(switch: &str, accept: &[(&str, &str)], allow: bool) -> V1 {
-    let rm = V1::new(&v1_config(switch), accept);
+/// the other; then child2 asks `alloc3` of 500, which the RM accepts on
+/// the nodes of the allocations `accept_on`.
+fn v1_pe4(switch: &str, accept_on: &[&str], allow: bool) -> V1 {
+    let rm = V1::new(&v1_config(switch));
     rm.node("node-0", 500);
     rm.node("node-1", 500);
     rm.app("app-1", "root.parent.child1");
@@ -950,6 +948,10 @@ fn v1_pe4(switch: &str, accept: &[(&str, &str)], allow: bool) -> V1 {
     rm.allocate(vec![rmv1::ask("app-1", "alloc2", 500, 1)], vec![]);
     rm.rec.wait("alloc2", |s| s.new.len() == 2);
     assert_ne!(rm.node_of("alloc1"), rm.node_of("alloc2"));
+    for key in accept_on {
+        let n = rm.node_of(key);
+        rm.rec.accept.lock().unwrap().insert(("alloc3".into(), n));
+    }
     rm.app("app-2", "root.parent.child2");
     rm.allocate(vec![v1_preemptor("app-2", "alloc3", 500, allow)], vec![]);
     rm.settle();
@@ -959,10 +961,8 @@ fn v1_pe4(switch: &str, accept: &[(&str, &str)], allow: bool) -> V1 {
 
 #[test]
 fn pe4_the_rms_answer_picks_the_node() {
-    // Without knowing the nodes in advance: the RM accepts alloc3 only on
-    // the node alloc2 (the newer) holds.
+    // An RM that accepts nothing is asked about both nodes.
     let probe = v1_pe4("", &[], true);
-    let node2 = probe.node_of("alloc2");
     let checks = probe.rec.copy().checks;
     // Both nodes were asked about and refused: nothing preempted.
     let mut asked: Vec<&str> = checks.iter().map(|c| c.node_id.as_str()).collect();
@@ -971,14 +971,14 @@ fn pe4_the_rms_answer_picks_the_node() {
     assert_eq!(asked, ["node-0", "node-1"]);
     assert!(v1_preempted(&probe.rec.copy()).is_empty());
     drop(probe);
-    let rm = v1_pe4("", &[("alloc3", node2.as_str())], true);
+    // The RM accepts alloc3 only on the node alloc2 (the newer) holds.
+    let rm = v1_pe4("", &["alloc2"], true);
+    let node2 = rm.node_of("alloc2");
     rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
     rm.settle();
     let s = rm.rec.copy();
     let victims = v1_preempted(&s);
     assert_eq!(victims.len(), 1, "{victims:?}");
-    // Determinism: the node placement of the two runs is the same.
-    assert_eq!(rm.node_of("alloc2"), node2);
     assert_eq!(victims[0].allocation_key, "alloc2");
     assert_eq!(
         victims[0].message,
@@ -1033,7 +1033,7 @@ fn pe4_the_rms_answer_picks_the_node() {
 /// is off; PE1's first precondition: no `allowPreemptOther`, no attempt.
 #[test]
 fn pe20_v1_the_switch_absent_is_on_and_pe1_allow_preempt_other_is_needed() {
-    let accept = [("alloc3", "node-0"), ("alloc3", "node-1")];
+    let accept = ["alloc1", "alloc2"];
     let on = v1_pe4("", &accept, true);
     on.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
     for (switch, allow) in [("    preemption: {enabled: false}\n", true), ("", false)] {
