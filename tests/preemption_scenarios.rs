@@ -703,8 +703,9 @@ struct V1Seen {
 struct V1Recorder {
     seen: Mutex<V1Seen>,
     cv: Condvar,
-    /// The (allocation key, node) pairs `PreemptionPredicates` accepts;
-    /// every other check fails (the spec's mock RM).
+    /// The (allocation key, node) pairs `PreemptionPredicates` accepts
+    /// (`("*", "*")`: every check); every other check fails (the spec's
+    /// mock RM).
     accept: Mutex<HashSet<(String, String)>>,
 }
 
@@ -763,11 +764,11 @@ impl RmV1 for V1Recorder {
         &self,
         m: si18::PreemptionPredicatesArgs,
     ) -> si18::PreemptionPredicatesResponse {
-        let ok = self
-            .accept
-            .lock()
-            .unwrap()
-            .contains(&(m.allocation_key.clone(), m.node_id.clone()));
+        let ok = {
+            let accept = self.accept.lock().unwrap();
+            accept.contains(&(m.allocation_key.clone(), m.node_id.clone()))
+                || accept.contains(&("*".to_string(), "*".to_string()))
+        };
         let index = m.start_index;
         self.record(|s| s.checks.push(m));
         si18::PreemptionPredicatesResponse {
@@ -1046,4 +1047,198 @@ fn pe20_v1_the_switch_absent_is_on_and_pe1_allow_preempt_other_is_needed() {
         );
         assert!(s.checks.is_empty(), "{switch:?} {allow}: never asked");
     }
+}
+
+/// A v1 RM registered with [`yaml`]`(queues)` whose `PreemptionPredicates`
+/// accepts every check, with `nodes` (id, memory).
+fn v1_start(queues: &str, nodes: &[(&str, i64)]) -> V1 {
+    let rm = V1::new(&yaml(queues));
+    rm.rec
+        .accept
+        .lock()
+        .unwrap()
+        .insert(("*".into(), "*".into()));
+    for (id, memory) in nodes {
+        rm.node(id, *memory);
+    }
+    rm
+}
+
+/// A v1 request of `memory` with a priority, allowed to preempt.
+fn v1_ask_p(app: &str, key: &str, memory: i64, priority: i32) -> si18::Allocation {
+    si18::Allocation {
+        priority,
+        ..v1_preemptor(app, key, memory, true)
+    }
+}
+
+/// Submits `app` to `queue` and sends `asks`, waiting until the RM has
+/// seen `total` allocations.
+fn v1_run(rm: &V1, app_id: &str, queue: &str, asks: Vec<si18::Allocation>, total: usize) {
+    rm.app(app_id, queue);
+    rm.allocate(asks, vec![]);
+    rm.rec.wait(app_id, |s| s.new.len() == total);
+}
+
+fn v1_victim_keys(rm: &V1) -> Vec<String> {
+    let mut v: Vec<String> = v1_preempted(&rm.rec.copy())
+        .into_iter()
+        .map(|r| r.allocation_key)
+        .collect();
+    v.sort();
+    v
+}
+
+/// The RM confirms every victim (`PREEMPTED_BY_SCHEDULER`, as the k8shim).
+fn v1_confirm(rm: &V1) {
+    let confirms = v1_preempted(&rm.rec.copy())
+        .into_iter()
+        .map(|v| {
+            let mut r = rmv1::release(&v.application_id, &v.allocation_key);
+            r.termination_type = si18::TerminationType::PreemptedByScheduler as i32;
+            r
+        })
+        .collect();
+    rm.allocate(vec![], confirms);
+}
+
+#[test]
+fn pe10_v1_a_higher_priority_allocation_is_protected() {
+    let queues = "          - name: parent
+            queues:
+              - name: child1
+                resources: {guaranteed: {memory: 100}}
+                properties: {application.sort.policy: fifo}
+              - name: child3
+                resources: {guaranteed: {memory: 100}}
+              - name: child2
+                resources: {guaranteed: {memory: 1500}}
+                properties: {preemption.delay: 1ms}
+";
+    let rm = v1_start(queues, &[("node-0", 1000), ("node-1", 1000)]);
+    v1_run(
+        &rm,
+        "app-3",
+        "root.parent.child3",
+        vec![v1_ask_p("app-3", "high", 1000, 1000)],
+        1,
+    );
+    v1_run(
+        &rm,
+        "app-1",
+        "root.parent.child1",
+        vec![
+            v1_ask_p("app-1", "low-1", 500, 0),
+            v1_ask_p("app-1", "low-2", 500, 0),
+        ],
+        3,
+    );
+    assert_eq!(rm.node_of("low-1"), rm.node_of("low-2"));
+    rm.app("app-2", "root.parent.child2");
+    rm.allocate(vec![v1_ask_p("app-2", "c2", 1000, 0)], vec![]);
+    rm.rec.wait("victims", |s| v1_preempted(s).len() == 2);
+    rm.settle();
+    assert_eq!(v1_victim_keys(&rm), ["low-1", "low-2"]);
+    v1_confirm(&rm);
+    rm.rec.wait("the preemptor", |s| {
+        s.new.iter().any(|a| a.allocation_key == "c2")
+    });
+    assert_eq!(rm.node_of("c2"), rm.node_of("low-1"));
+    assert_eq!(rm.memory("root.parent.child3"), 1000);
+    assert_eq!(rm.memory("root.parent.child1"), 0);
+}
+
+#[test]
+fn pe12_v1_disabled_and_fences_filter_the_victims() {
+    let run = |props: [&str; 4]| -> usize {
+        let queues = format!(
+            "          - name: parent1
+            properties: {{{}}}
+            queues:
+              - name: leaf1
+                resources: {{guaranteed: {{memory: 500}}}}
+                properties: {{preemption.delay: 1ms{}}}
+          - name: parent2
+            properties: {{{}}}
+            queues:
+              - name: leaf2
+                properties: {{application.sort.policy: fifo{}}}
+",
+            props[0], props[1], props[2], props[3]
+        );
+        let rm = v1_start(&queues, &[("node-0", 1000)]);
+        v1_run(
+            &rm,
+            "app-2",
+            "root.parent2.leaf2",
+            vec![
+                v1_ask_p("app-2", "v1", 500, -1000),
+                v1_ask_p("app-2", "v2", 500, -1000),
+            ],
+            2,
+        );
+        rm.app("app-1", "root.parent1.leaf1");
+        rm.allocate(vec![v1_ask_p("app-1", "p", 500, 0)], vec![]);
+        rm.settle();
+        rm.settle();
+        v1_preempted(&rm.rec.copy()).len()
+    };
+    assert_eq!(run(["", "", "", ""]), 1);
+    assert_eq!(run(["", "", "", ", preemption.policy: disabled"]), 0);
+    assert_eq!(run(["", "", "preemption.policy: disabled", ""]), 0);
+    assert_eq!(run(["preemption.policy: fence", "", "", ""]), 0);
+    assert_eq!(run(["", "", "", ", preemption.policy: fence"]), 1);
+}
+
+/// PE16 as a v1.8 RM sees it: the confirmation gets no echo.
+#[test]
+fn pe16_v1_end_to_end_from_victim_to_preemptor() {
+    let queues = "          - name: parent
+            resources: {max: {memory: 1000}}
+            queues:
+              - name: leaf1
+                resources: {guaranteed: {memory: 500}}
+                properties: {application.sort.policy: fifo}
+              - name: leaf2
+                resources: {guaranteed: {memory: 500}}
+                properties: {preemption.delay: 1ms}
+";
+    let rm = v1_start(queues, &[("node-0", 1000), ("node-1", 1000)]);
+    v1_run(
+        &rm,
+        "app-1",
+        "root.parent.leaf1",
+        vec![
+            v1_ask_p("app-1", "alloc-1", 500, 2),
+            v1_ask_p("app-1", "alloc-2", 500, 1),
+        ],
+        2,
+    );
+    rm.app("app-2", "root.parent.leaf2");
+    rm.allocate(vec![v1_ask_p("app-2", "alloc-3", 500, 1)], vec![]);
+    rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+    rm.settle();
+    rm.settle();
+    assert_eq!(
+        v1_victim_keys(&rm),
+        ["alloc-2"],
+        "alloc-1 outranks the preemptor"
+    );
+    assert_eq!(rm.memory("root.parent.leaf1"), 1000);
+    v1_confirm(&rm);
+    rm.rec.wait("alloc-3", |s| {
+        s.new.iter().any(|a| a.allocation_key == "alloc-3")
+    });
+    rm.settle();
+    let s = rm.rec.copy();
+    assert_eq!(v1_preempted(&s).len(), 1);
+    assert!(
+        s.released.iter().all(|r| r.allocation_key != "alloc-2"
+            || r.termination_type == si18::TerminationType::PreemptedByScheduler as i32),
+        "no echo of the confirmation: {:?}",
+        s.released
+    );
+    assert_eq!(rm.memory("root.parent.leaf1"), 500);
+    assert_eq!(rm.memory("root.parent.leaf2"), 500);
+    assert_eq!(rm.memory("root.parent"), 1000);
 }
