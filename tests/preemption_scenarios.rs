@@ -1242,3 +1242,225 @@ fn pe16_v1_end_to_end_from_victim_to_preemptor() {
     assert_eq!(rm.memory("root.parent.leaf2"), 500);
     assert_eq!(rm.memory("root.parent"), 1000);
 }
+
+/// PE7 as a v1.8 RM without `predicates` sees it: both nodes have room,
+/// so the node needs no victim; the newest sibling allocation goes for the
+/// parent's max.
+#[test]
+fn pe7_v1_a_queue_at_its_parents_max_preempts_the_newest_sibling_allocation() {
+    let queues = "          - name: parent
+            resources: {max: {memory: 1000}}
+            queues:
+              - name: child1
+                resources: {guaranteed: {memory: 500}}
+                properties: {application.sort.policy: fifo}
+              - name: child2
+                resources: {guaranteed: {memory: 500}}
+                properties: {preemption.delay: 1ms}
+";
+    let rm = v1_start(queues, &[("node-0", 1000), ("node-1", 1000)]);
+    v1_run(
+        &rm,
+        "app-1",
+        "root.parent.child1",
+        vec![v1_ask_p("app-1", "first", 500, 0)],
+        1,
+    );
+    v1_run(
+        &rm,
+        "app-1b",
+        "root.parent.child1",
+        vec![v1_ask_p("app-1b", "second", 500, 0)],
+        2,
+    );
+    rm.app("app-2", "root.parent.child2");
+    rm.allocate(vec![v1_ask_p("app-2", "c2", 500, 0)], vec![]);
+    rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+    rm.settle();
+    assert_eq!(v1_victim_keys(&rm), ["second"], "the newer one");
+    v1_confirm(&rm);
+    rm.rec.wait("the preemptor", |s| {
+        s.new.iter().any(|a| a.allocation_key == "c2")
+    });
+    rm.settle();
+    assert_eq!(rm.memory("root.parent"), 1000);
+    assert_eq!(rm.memory("root.parent.child2"), 500);
+}
+
+/// One allocation set of a v1 scenario: application, queue, key prefix,
+/// memory and count.
+type Fill<'a> = (&'a str, &'a str, &'a str, i64, usize);
+
+/// A v1 scenario: `fills` allocated in order (key `<prefix>-<i>`), then
+/// `app-p` in `queue` asks `p` of `memory`; several passes run.
+fn v1_scenario(queues: &str, nodes: &[(&str, i64)], fills: &[Fill], p: (&str, i64)) -> V1 {
+    let rm = v1_start(queues, nodes);
+    let mut total = 0;
+    for (app, queue, prefix, memory, n) in fills {
+        total += n;
+        let asks = (0..*n)
+            .map(|i| v1_ask_p(app, &format!("{prefix}-{i}"), *memory, 0))
+            .collect();
+        v1_run(&rm, app, queue, asks, total);
+    }
+    rm.app("app-p", p.0);
+    rm.allocate(vec![v1_ask_p("app-p", "p", p.1, 0)], vec![]);
+    rm.settle();
+    rm.settle();
+    rm
+}
+
+fn v1_victims_now(rm: &V1) -> usize {
+    v1_preempted(&rm.rec.copy()).len()
+}
+
+#[test]
+fn pe2_v1_the_ask_queue_guarantee_decides() {
+    let fills: [Fill; 2] = [
+        ("app-1", "root.parent.child1", "c1", 500, 2),
+        ("app-o", "root.other", "o", 500, 4),
+    ];
+    let rm = v1_scenario(
+        PE2,
+        &[("node-0", 3000)],
+        &fills,
+        ("root.parent.child2", 500),
+    );
+    rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+    rm.settle();
+    assert_eq!(v1_victims_now(&rm), 1);
+    let rm = v1_scenario(
+        PE2,
+        &[("node-0", 3000)],
+        &fills,
+        ("root.parent.child2", 2500),
+    );
+    assert_eq!(v1_victims_now(&rm), 0);
+}
+
+#[test]
+fn pe3_v1_no_guarantee_no_preemption() {
+    for (parent, child2, victims) in [
+        ("", "", 0),
+        ("guaranteed: {memory: 1000}", "", 1),
+        ("", "guaranteed: {memory: 500}", 1),
+        ("guaranteed: {memory: 1000}", "guaranteed: {memory: 500}", 1),
+    ] {
+        let queues = format!(
+            "          - name: parent
+            resources: {{{parent}}}
+            queues:
+              - name: child1
+                properties: {{application.sort.policy: fifo}}
+              - name: child2
+                resources: {{{child2}}}
+                properties: {{preemption.delay: 1ms}}
+          - name: other
+"
+        );
+        let fills: [Fill; 2] = [
+            ("app-1", "root.parent.child1", "c1", 250, 3),
+            ("app-o", "root.other", "o", 250, 1),
+        ];
+        let rm = v1_scenario(
+            &queues,
+            &[("node-0", 1000)],
+            &fills,
+            ("root.parent.child2", 250),
+        );
+        if victims > 0 {
+            rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+            rm.settle();
+            assert_eq!(v1_victim_keys(&rm), ["o-0"], "{parent:?} {child2:?}");
+        } else {
+            assert_eq!(v1_victims_now(&rm), 0, "{parent:?} {child2:?}");
+        }
+    }
+}
+
+const SIBLINGS: &str = "          - name: child1
+            resources: {guaranteed: {memory: 500}}
+            properties: {application.sort.policy: fifo}
+          - name: child2
+            resources: {guaranteed: {memory: 500}}
+            properties: {preemption.delay: 1ms}
+";
+
+#[test]
+fn pe6_v1_a_node_smaller_than_the_ask_is_no_candidate() {
+    let nodes = [("node-0", 500), ("node-1", 500)];
+    let fills: [Fill; 1] = [("app-1", "root.child1", "c1", 250, 4)];
+    let rm = v1_scenario(SIBLINGS, &nodes, &fills, ("root.child2", 600));
+    assert_eq!(v1_victims_now(&rm), 0);
+    assert!(rm.rec.copy().checks.is_empty(), "no node to ask about");
+    let rm = v1_scenario(SIBLINGS, &nodes, &fills, ("root.child2", 500));
+    rm.rec.wait("victims", |s| v1_preempted(s).len() == 2);
+    rm.settle();
+    assert_eq!(v1_victims_now(&rm), 2);
+}
+
+#[test]
+fn pe8_v1_victims_too_small_preempt_nothing() {
+    let queues = "          - name: keep
+            resources: {guaranteed: {memory: 600}}
+          - name: child1
+            resources: {guaranteed: {memory: 100}}
+            properties: {application.sort.policy: fifo}
+          - name: child2
+            resources: {guaranteed: {memory: 500}}
+            properties: {preemption.delay: 1ms}
+";
+    let fills: [Fill; 2] = [
+        ("app-k", "root.keep", "k", 600, 1),
+        ("app-1", "root.child1", "c1", 200, 2),
+    ];
+    let rm = v1_scenario(queues, &[("node-0", 1000)], &fills, ("root.child2", 500));
+    assert_eq!(v1_victims_now(&rm), 0);
+    let rm = v1_scenario(queues, &[("node-0", 1000)], &fills, ("root.child2", 400));
+    rm.rec.wait("victims", |s| v1_preempted(s).len() == 2);
+    rm.settle();
+    assert_eq!(v1_victim_keys(&rm), ["c1-0", "c1-1"]);
+}
+
+#[test]
+fn pe11_v1_unguaranteed_siblings_never_preempt_each_other() {
+    for (child2, victims) in [("", 0), ("guaranteed: {memory: 250}", 1)] {
+        let queues = format!(
+            "          - name: parent1
+            resources: {{guaranteed: {{memory: 1000}}}}
+            queues:
+              - name: child1
+                properties: {{application.sort.policy: fifo}}
+              - name: child2
+                resources: {{{child2}}}
+                properties: {{preemption.delay: 1ms}}
+"
+        );
+        let fills: [Fill; 1] = [("app-1", "root.parent1.child1", "c1", 250, 4)];
+        let rm = v1_scenario(
+            &queues,
+            &[("node-0", 1000)],
+            &fills,
+            ("root.parent1.child2", 250),
+        );
+        if victims > 0 {
+            rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+            rm.settle();
+        }
+        assert_eq!(v1_victims_now(&rm), victims, "{child2:?}");
+    }
+}
+
+#[test]
+fn pe13_v1_the_delay_holds_the_preemptor_back() {
+    for (delay, victims) in [("1h", 0), ("1ms", 1)] {
+        let queues = SIBLINGS.replace("1ms", delay);
+        let fills: [Fill; 1] = [("app-1", "root.child1", "c1", 250, 4)];
+        let rm = v1_scenario(&queues, &[("node-0", 1000)], &fills, ("root.child2", 250));
+        if victims > 0 {
+            rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
+            rm.settle();
+        }
+        assert_eq!(v1_victims_now(&rm), victims, "delay {delay}");
+    }
+}
