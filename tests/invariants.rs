@@ -725,6 +725,9 @@ fn is_preempted(r: &si::AllocationRelease) -> bool {
 /// one the RM has not let go of (confirmed, stopped, or its application
 /// removed) is still on its node and in its application.
 fn check_victims(h: &Harness, step: usize, rm_gone: &HashSet<String>, removed: &HashSet<String>) {
+    // What the RM was told first, then the dump: everything told before
+    // the dump is in it, unless the RM let go of it.
+    let (released, allocations) = h.seen(|s| (s.released.clone(), s.allocations.clone()));
     let d = h.dump();
     let held: HashSet<String> = d["partitions"][0]["applications"]
         .as_array()
@@ -740,9 +743,9 @@ fn check_victims(h: &Harness, step: usize, rm_gone: &HashSet<String>, removed: &
         .flat_map(|n| n["allocations"].as_array().unwrap().iter())
         .map(|a| a["uuid"].as_str().unwrap().to_string())
         .collect();
-    h.seen(|s| {
+    {
         let mut once = HashSet::new();
-        for r in s.released.iter().filter(|r| is_preempted(r)) {
+        for r in released.iter().filter(|r| is_preempted(r)) {
             assert!(
                 once.insert(r.uuid.as_str()),
                 "step {step}: victim {} released twice",
@@ -758,9 +761,9 @@ fn check_victims(h: &Harness, step: usize, rm_gone: &HashSet<String>, removed: &
         }
         // A victim's preemptor never lands on top of it: every allocation
         // the RM was told of is still booked or was let go of.
-        for a in &s.allocations {
+        for a in &allocations {
             if !held.contains(&a.uuid) && !on_nodes.contains(&a.uuid) {
-                let echoed = s.released.iter().any(|r| {
+                let echoed = released.iter().any(|r| {
                     r.uuid == a.uuid
                         && r.termination_type == si::TerminationType::StoppedByRm as i32
                 });
@@ -772,7 +775,7 @@ fn check_victims(h: &Harness, step: usize, rm_gone: &HashSet<String>, removed: &
                 );
             }
         }
-    });
+    }
 }
 
 #[test]
