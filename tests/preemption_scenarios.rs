@@ -1517,3 +1517,34 @@ fn pe9_a_placeholder_being_released_is_never_a_victim() {
     assert_eq!(victims[0].application_id, "app-1", "not the placeholder");
     assert_ne!(victims[0].uuid, ph_uuid);
 }
+
+/// PE12's "one victim with a required node": the newest allocation of
+/// leaf2 is pinned to the node (a DaemonSet pod) and is passed over; the
+/// older one goes.
+#[test]
+fn pe12_a_pinned_allocation_is_no_guarantee_victim() {
+    let queues = "          - name: leaf1
+            resources: {guaranteed: {memory: 500}}
+            properties: {preemption.delay: 1ms}
+          - name: leaf2
+            properties: {application.sort.policy: fifo}
+";
+    let h = start(&yaml(queues), &[("node-0", 1000)]);
+    run(
+        &h,
+        "app-2",
+        "root.leaf2",
+        vec![ask("app-2", "older", 500, 1, 1)],
+        1,
+    );
+    let mut pinned = ask("app-2", "pinned", 500, 1, 1);
+    pinned
+        .tags
+        .insert("yunikorn.apache.org/requiredNode".into(), "node-0".into());
+    assert_eq!(h.asks(vec![pinned]).0, sicore_status::SICORE_OK);
+    h.wait("the pinned pod", |s| s.allocations.len() == 2);
+    preemptor(&h, "app-1", "root.leaf1", ask("app-1", "p", 500, 1, 1));
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    assert_eq!(victim_keys(&h), ["older"]);
+}
