@@ -1470,7 +1470,6 @@ fn pe13_v1_the_delay_holds_the_preemptor_back() {
 /// being released (its gang swap in flight) is never picked (spec 6.3),
 /// even when it is the newest allocation of a queue over its guarantee.
 #[test]
-#[ignore = "defect: a placeholder released for a gang swap (PLACEHOLDER_REPLACED sent, not yet confirmed) is still picked as a victim; only timed-out placeholders are filtered"]
 fn pe9_a_placeholder_being_released_is_never_a_victim() {
     let queues = "          - name: child1
             resources: {guaranteed: {memory: 500}}

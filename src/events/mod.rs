@@ -382,28 +382,34 @@ mod tests {
     #[test]
     fn transition_records_are_kept_apart_in_both_editions() {
         for mut s in [EventStore::default(), EventStore::by_kind()] {
-            s.add(record(
-                Type::Request,
-                "ask",
-                "app",
-                "UserQuotaAvailable",
-                String::new(),
-            ), now());
-            s.add(record(
-                Type::Request,
-                "ask",
-                "app",
-                "InsufficientQueueResources",
-                String::new(),
-            ), now());
-            s.add(record(Type::App, "app", "", "Accepted", String::new()), now());
-            s.add(record(
-                Type::App,
-                "app",
-                "",
-                "AppCannotRunQuota",
-                String::new(),
-            ), now());
+            s.add(
+                record(
+                    Type::Request,
+                    "ask",
+                    "app",
+                    "UserQuotaAvailable",
+                    String::new(),
+                ),
+                now(),
+            );
+            s.add(
+                record(
+                    Type::Request,
+                    "ask",
+                    "app",
+                    "InsufficientQueueResources",
+                    String::new(),
+                ),
+                now(),
+            );
+            s.add(
+                record(Type::App, "app", "", "Accepted", String::new()),
+                now(),
+            );
+            s.add(
+                record(Type::App, "app", "", "AppCannotRunQuota", String::new()),
+                now(),
+            );
             let reasons: Vec<String> = s.take_batch(now()).into_iter().map(|r| r.reason).collect();
             assert_eq!(
                 reasons,
@@ -417,20 +423,26 @@ mod tests {
         }
         // Other records of one object still coalesce in the v0.12 store.
         let mut s = EventStore::default();
-        s.add(record(
-            Type::Request,
-            "ask",
-            "app",
-            "PredicateRefused",
-            String::new(),
-        ), now());
-        s.add(record(
-            Type::Request,
-            "ask",
-            "app",
-            "InsufficientQueueResources",
-            String::new(),
-        ), now());
+        s.add(
+            record(
+                Type::Request,
+                "ask",
+                "app",
+                "PredicateRefused",
+                String::new(),
+            ),
+            now(),
+        );
+        s.add(
+            record(
+                Type::Request,
+                "ask",
+                "app",
+                "InsufficientQueueResources",
+                String::new(),
+            ),
+            now(),
+        );
         assert_eq!(s.take_batch(now()).len(), 1);
     }
 

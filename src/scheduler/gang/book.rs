@@ -54,6 +54,15 @@ pub struct GangBook {
     pub confirmed: Vec<Arc<NewAllocation>>,
 }
 
+impl GangBook {
+    /// Whether placeholder `uuid` is on its way out: released on timeout,
+    /// or being swapped for its real allocation. Such a placeholder is
+    /// never a preemption victim: its resources are already spoken for.
+    pub fn placeholder_leaving(&self, uuid: &str) -> bool {
+        self.releasing.contains(uuid) || self.swaps.contains_key(uuid)
+    }
+}
+
 /// Whether an ask is a real member of a task group (replaces placeholders).
 pub(super) fn is_real_member(ask: &Ask) -> bool {
     !ask.placeholder && !ask.task_group.is_empty()

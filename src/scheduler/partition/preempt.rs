@@ -704,7 +704,7 @@ impl Partition {
         let mut out = Vec::new();
         let root_value = recorded(root).unwrap_or(value);
         let mut stack = vec![(root, root_value, false)];
-        let releasing = &self.gang.releasing;
+        let gang = &self.gang;
         while let Some((q, value, fenced)) = stack.pop() {
             let queue = self.queues.get(q);
             if !queue.leaf {
@@ -744,7 +744,7 @@ impl Partition {
                     if !shares_type(&a.resource, &ask.resource)
                         || a.tags
                             .contains_key(crate::scheduler::objects::application::TAG_REQUIRED_NODE)
-                        || (a.placeholder && releasing.contains(&*a.uuid))
+                        || (a.placeholder && gang.placeholder_leaving(&a.uuid))
                         || self.preempt.is_victim(&a.uuid)
                         || !(fenced || i64::from(a.priority) <= value)
                     {

@@ -374,7 +374,7 @@ impl Partition {
     /// Spec 13.4: the victims of leaf `q` for an excess of `excess`.
     fn quota_victims(&self, q: QueueId, excess: &Resource) -> Vec<AllocSlot> {
         let queue = self.queues.get(q);
-        let releasing = &self.gang.releasing;
+        let gang = &self.gang;
         let mut candidates: Vec<(i32, std::cmp::Reverse<u64>, AllocSlot)> = Vec::new();
         for a_slot in queue.apps.values() {
             let Some(app) = self.apps.at(*a_slot) else {
@@ -384,7 +384,7 @@ impl Partition {
                 let a = self.allocations.at(slot);
                 if !excess.iter().any(|(t, _)| a.resource.lookup(t).is_some())
                     || a.tags.contains_key(TAG_REQUIRED_NODE)
-                    || (a.placeholder && releasing.contains(&*a.uuid))
+                    || (a.placeholder && gang.placeholder_leaving(&a.uuid))
                     || self.preempt.is_victim(&a.uuid)
                 {
                     continue;

@@ -233,7 +233,7 @@ impl Partition {
     /// Spec 12.3-12.5: the victims on `node` for `ask`, in release order;
     /// empty when they cannot make room.
     fn required_node_victims(&self, ask: &Ask, node: &Node) -> Vec<AllocSlot> {
-        let releasing = &self.gang.releasing;
+        let gang = &self.gang;
         let mut candidates: Vec<AllocSlot> = node
             .allocations
             .slots()
@@ -248,7 +248,7 @@ impl Partition {
                     && a.priority <= ask.priority
                     && !self.preempt.is_victim(&a.uuid)
                     && super::preempt::shares_type(&a.resource, &ask.resource)
-                    && !(a.placeholder && releasing.contains(&*a.uuid))
+                    && !(a.placeholder && gang.placeholder_leaving(&a.uuid))
             })
             .collect();
         // 12.4: every allocation is of the ordinary class (no
