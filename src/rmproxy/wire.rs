@@ -312,6 +312,8 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
         task_group: shared_str(task_group),
         placeholder,
         preempt_other: true,
+        preempt_self: crate::scheduler::request::allow_preemption_tag(&tags),
+        originator: false,
     })
 }
 

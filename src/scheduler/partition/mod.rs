@@ -124,6 +124,8 @@ struct PassState {
     preempt_attempts: FastMap<QueueId, u32>,
     /// Requests whose preconditions passed in this pass (check time).
     preempt_checked: Vec<(Arc<str>, Arc<str>)>,
+    /// Outcomes of the pass's attempts that did not commit (preempt.rs).
+    preempt_counts: preempt::PreemptionCounters,
 }
 
 /// A partition.

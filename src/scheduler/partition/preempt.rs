@@ -30,6 +30,11 @@ pub const ATTEMPT_SPACING: Duration = Duration::from_secs(15);
 pub const ATTEMPTS_PER_LEAF: u32 = 10;
 /// Solution scores (spec 9.3): below this no last-resort victim is used.
 const SCORE_SATISFACTORY: u64 = 1 << 32;
+/// Score bit of a solution that preempts an originator.
+const SCORE_ORIGINATOR: u64 = 1 << 33;
+/// Score bit of a solution that preempts an `allowPreemptSelf: false`
+/// allocation.
+const SCORE_OPTED_OUT: u64 = 1 << 34;
 
 /// A queue's `preemption.policy` (spec 1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +114,9 @@ pub struct AskMark {
     pub checked: Option<Instant>,
 }
 
-/// Counters of the partition's preemption (spec: metrics).
+/// Counters of the partition's preemption, exported as the
+/// `yunikorn_scheduler_preemption_*` metrics (docs/preemption.md).
+/// `attempts` is the sum of the five outcomes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PreemptionCounters {
     /// Attempts that passed the preconditions.
@@ -118,6 +125,34 @@ pub struct PreemptionCounters {
     pub successes: u64,
     /// Victims released.
     pub victims: u64,
+    /// Attempts stopped by step 1 (spec 5): no potential victim, or
+    /// preempting cannot bring the ask queue within its guarantee
+    /// ("Preemption queue guarantees check failed").
+    pub guarantee_check_failed: u64,
+    /// Attempts that found no node worth asking the RM about.
+    pub no_candidate_node: u64,
+    /// Attempts whose every node check the RM refused.
+    pub rm_refused: u64,
+    /// Attempts whose final victim list would free too little (spec 10.1,
+    /// 10.2: "Preemption helped but short of resources").
+    pub short_of_resources: u64,
+    /// Requests that passed the other preconditions but found their leaf's
+    /// 10 attempts of the pass used ("Preemption max attempts exhausted";
+    /// not attempts).
+    pub attempts_exhausted: u64,
+}
+
+impl PreemptionCounters {
+    fn add(&mut self, o: &PreemptionCounters) {
+        self.attempts += o.attempts;
+        self.successes += o.successes;
+        self.victims += o.victims;
+        self.guarantee_check_failed += o.guarantee_check_failed;
+        self.no_candidate_node += o.no_candidate_node;
+        self.rm_refused += o.rm_refused;
+        self.short_of_resources += o.short_of_resources;
+        self.attempts_exhausted += o.attempts_exhausted;
+    }
 }
 
 /// The partition's preemption bookkeeping.
@@ -415,6 +450,7 @@ impl Partition {
         }
         let used = pass.preempt_attempts.entry(app.queue).or_insert(0);
         if *used >= ATTEMPTS_PER_LEAF {
+            pass.preempt_counts.attempts_exhausted += 1;
             return None; // "Preemption max attempts exhausted"
         }
         *used += 1;
@@ -447,6 +483,7 @@ impl Partition {
             }
         };
         if !helps || victims.is_empty() {
+            pass.preempt_counts.guarantee_check_failed += 1;
             return None; // "Preemption queue guarantees check failed"
         }
 
@@ -472,9 +509,11 @@ impl Partition {
                 continue;
             }
             let mut list = by_node.remove(&slot).unwrap_or_default();
-            // Newest first (every allocation counts as opted in and not an
-            // originator: see docs/preemption.md).
-            list.sort_by_key(|v| std::cmp::Reverse(v.born));
+            // Spec 7.2: opted in first, then non-originators, newest first.
+            list.sort_by_key(|v| {
+                let a = self.allocations.at(v.slot);
+                (!a.preempt_self, a.originator, std::cmp::Reverse(v.born))
+            });
             if let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) {
                 if index < 0 && trigger == Trigger::NodeBound {
                     continue; // already tried by the ordinary walk
@@ -484,8 +523,10 @@ impl Partition {
         }
         checks.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
 
-        // Step 5 (spec 9): ask the RM, in check order; first success wins.
-        let mut chosen = None;
+        // Step 5 (spec 9): ask the RM, in check order; the first success
+        // scoring below 2^32 wins, else the lowest score (ties: check order).
+        let mut chosen: Option<(u64, NodeSlot, Vec<Victim>)> = None;
+        let asked = !checks.is_empty();
         for (index, _, slot, list) in checks {
             let node = &self.nodes[slot];
             let answer = if list.is_empty() {
@@ -501,14 +542,30 @@ impl Partition {
                 _ => None,
             };
             if let Some(keep) = keep {
-                // Every victim counts as opted in and not an originator,
-                // so any success scores below 2^32: the first one wins.
-                debug_assert!((keep as u64) < SCORE_SATISFACTORY);
-                chosen = Some((slot, list.into_iter().take(keep).collect::<Vec<_>>()));
-                break;
+                // Spec 9.3, scoring the list sent (quirk Q7's recommendation).
+                let score = list[..keep].iter().fold(keep as u64, |acc, v| {
+                    let a = self.allocations.at(v.slot);
+                    acc | if a.originator { SCORE_ORIGINATOR } else { 0 }
+                        | if a.preempt_self { 0 } else { SCORE_OPTED_OUT }
+                });
+                if chosen.as_ref().is_none_or(|(best, _, _)| score < *best) {
+                    let done = score < SCORE_SATISFACTORY;
+                    chosen = Some((score, slot, list.into_iter().take(keep).collect()));
+                    if done {
+                        break;
+                    }
+                }
             }
         }
-        let (node, node_victims) = chosen?; // "Preemption does not help"
+        let Some((_, node, node_victims)) = chosen else {
+            // "Preemption does not help"
+            if asked {
+                pass.preempt_counts.rm_refused += 1;
+            } else {
+                pass.preempt_counts.no_candidate_node += 1;
+            }
+            return None;
+        };
 
         // Step 6 (spec 10.1): extra victims for the queue's guarantee.
         let mut s = base.clone();
@@ -520,7 +577,12 @@ impl Partition {
             .iter()
             .filter(|v| !taken.contains(&v.slot))
             .collect();
-        others.sort_by_key(|v| std::cmp::Reverse(v.born));
+        // Spec 10.1: none < originator < opted out (combined), newest first.
+        others.sort_by_key(|v| {
+            let a = self.allocations.at(v.slot);
+            let flags = u8::from(a.originator) | u8::from(!a.preempt_self) << 1;
+            (flags, std::cmp::Reverse(v.born))
+        });
         let mut extra = Vec::new();
         for v in others {
             let res = &self.allocations.at(v.slot).resource;
@@ -544,6 +606,7 @@ impl Partition {
             }
         }
         if !extra.is_empty() && !s.ask_queue_within(&ask.resource) {
+            pass.preempt_counts.short_of_resources += 1;
             return None;
         }
         // Final list (spec 10.2).
@@ -560,6 +623,7 @@ impl Partition {
             }
         }
         if last.is_empty() || !covers(&total, &ask.resource) {
+            pass.preempt_counts.short_of_resources += 1;
             return None; // "Preemption helped but short of resources"
         }
         Some(PreemptionPlan {
@@ -827,6 +891,9 @@ impl Partition {
     pub(super) fn preemption_pass_done(&mut self, pass: &mut PassState, now: Instant) {
         let attempts: u64 = pass.preempt_attempts.values().map(|v| u64::from(*v)).sum();
         self.preempt.counters.attempts += attempts;
+        self.preempt
+            .counters
+            .add(&std::mem::take(&mut pass.preempt_counts));
         for id in pass.preempt_checked.drain(..) {
             self.preempt.asks.entry(id).or_default().checked = Some(now);
         }
