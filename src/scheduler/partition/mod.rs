@@ -227,6 +227,7 @@ impl Partition {
             placement: PlacementManager::new(&cfg.placement_rules)?,
             preempt: preempt::PreemptionBook {
                 configured: cfg.preemption.enabled,
+                instance: preempt::next_instance(),
                 ..Default::default()
             },
             nodes: NodeTable::new(NodeSortPolicy::new(

@@ -170,6 +170,16 @@ pub struct PreemptionBook {
     pub preempting: FastMap<QueueId, Resource>,
     /// Counters.
     pub counters: PreemptionCounters,
+    /// Unique per partition made: the metrics tell a partition made anew
+    /// (counters from zero) from the one it replaces.
+    pub instance: u64,
+}
+
+/// A fresh [`PreemptionBook::instance`].
+pub fn next_instance() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl PreemptionBook {
