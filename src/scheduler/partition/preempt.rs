@@ -105,6 +105,39 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
     (total.is_finite() && total < 1e19).then(|| Duration::from_nanos(total as u64))
 }
 
+/// A duration as Go's `time.Duration.String` writes it (`0s`, `500ms`,
+/// `1.5µs`, `30s`, `1m30s`, `2h0m0s`): what the reference's REST shows.
+pub fn go_duration_string(d: Duration) -> String {
+    let ns = d.as_nanos();
+    // ".xyz" of `v` out of 10^digits, trailing zeros dropped.
+    let frac = |v: u128, digits: usize| {
+        if v == 0 {
+            return String::new();
+        }
+        let s = format!("{v:0digits$}");
+        format!(".{}", s.trim_end_matches('0'))
+    };
+    if ns == 0 {
+        return "0s".into();
+    }
+    if ns < 1_000_000_000 {
+        let (unit, div, digits) = match ns {
+            0..1_000 => ("ns", 1, 0),
+            1_000..1_000_000 => ("µs", 1_000, 3),
+            _ => ("ms", 1_000_000, 6),
+        };
+        return format!("{}{}{unit}", ns / div, frac(ns % div, digits));
+    }
+    let f = frac(ns % 1_000_000_000, 9);
+    let secs = ns / 1_000_000_000;
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}{f}s"),
+        (0, _) => format!("{m}m{s}{f}s"),
+        _ => format!("{h}h{m}m{s}{f}s"),
+    }
+}
+
 /// Per-request preemption state (spec 3 steps 2 and 5).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AskMark {
@@ -823,7 +856,7 @@ impl Partition {
 
     /// Whether a queue's `preemption.policy` came from its parent (only
     /// `disabled` is inherited, spec 1.2; the tree copies every property).
-    fn inherited_policy(&self, q: QueueId) -> bool {
+    pub(crate) fn inherited_policy(&self, q: QueueId) -> bool {
         let queue = self.queues.get(q);
         let Some(p) = queue.parent else {
             return false;
@@ -955,6 +988,25 @@ mod tests {
         assert_eq!(parse_go_duration("-1s"), None);
         assert_eq!(parse_go_duration("10"), None);
         assert_eq!(parse_go_duration("abc"), None);
+    }
+
+    #[test]
+    fn durations_print_as_go_does() {
+        for (d, s) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_nanos(1), "1ns"),
+            (Duration::from_nanos(1_500), "1.5µs"),
+            (Duration::from_millis(500), "500ms"),
+            (Duration::from_micros(1_250), "1.25ms"),
+            (Duration::from_secs(30), "30s"),
+            (Duration::from_millis(1_500), "1.5s"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(3600), "1h0m0s"),
+            (Duration::from_millis(7_384_005), "2h3m4.005s"),
+        ] {
+            assert_eq!(go_duration_string(d), s);
+            assert_eq!(parse_go_duration(s), Some(d), "{s}");
+        }
     }
 
     #[test]
