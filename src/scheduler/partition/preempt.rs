@@ -321,10 +321,10 @@ impl<'a> Snap<'a> {
             return None;
         }
         let own = guaranteed.map(|g| {
-            let used = self.used.get(&q).cloned().unwrap_or_default();
+            let used = self.used.get(&q);
             let mut r = Resource::new();
             for (t, v) in g.iter() {
-                r.set(t, v.saturating_sub(used.get(t)));
+                r.set(t, v.saturating_sub(used.map_or(0, |u| u.get(t))));
             }
             r
         });
