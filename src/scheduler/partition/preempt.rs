@@ -541,62 +541,66 @@ impl Partition {
                 by_node.entry(n).or_default().push(v.clone());
             }
         }
-        // Step 4 (spec 8): one victim list per usable node.
-        let mut checks: Vec<(i64, Arc<str>, NodeSlot, Vec<Victim>)> = Vec::new();
-        for n in self.nodes.values() {
+        // Steps 4 and 5 (spec 8, 9): one victim list per usable node, and
+        // the RM asked in check order (start index, then node id); the
+        // first success scoring below 2^32 wins, else the lowest score
+        // (ties: check order). Nodes go in id order and a list whose start
+        // index is the lowest possible (-1 for T1, 0 for T2) is checked at
+        // once, since nothing unseen can come before it: the RM hears the
+        // same checks in the same order, and the lists of the nodes after
+        // a winner are never built.
+        let floor = if trigger == Trigger::NodeBound { 0 } else { -1 };
+        let mut nodes: Vec<&Node> = self
+            .nodes
+            .values()
+            .filter(|n| {
+                n.schedulable
+                    && self
+                        .reservations
+                        .on_node(n.key().slot())
+                        .is_none_or(|r| *r == me)
+                    && ask.resource.fits_in(n.capacity())
+            })
+            .collect();
+        nodes.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        let mut later: Vec<(i64, NodeSlot, Vec<Victim>)> = Vec::new();
+        let mut chosen: Option<(u64, NodeSlot, Vec<Victim>)> = None;
+        let mut asked = false;
+        let mut done = false;
+        for n in nodes {
             let slot = n.key().slot();
-            if !n.schedulable
-                || self.reservations.on_node(slot).is_some_and(|r| *r != me)
-                || !ask.resource.fits_in(n.capacity())
-            {
-                continue;
-            }
             let mut list = by_node.remove(&slot).unwrap_or_default();
             // Spec 7.2: opted in first, then non-originators, newest first.
             list.sort_by_key(|v| {
                 let a = self.allocations.at(v.slot);
                 (!a.preempt_self, a.originator, std::cmp::Reverse(v.born))
             });
-            if let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) {
-                if index < 0 && trigger == Trigger::NodeBound {
-                    continue; // already tried by the ordinary walk
-                }
-                checks.push((index, n.id.clone(), slot, list));
+            let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) else {
+                continue;
+            };
+            if index < 0 && trigger == Trigger::NodeBound {
+                continue; // already tried by the ordinary walk
+            }
+            if index > floor {
+                later.push((index, slot, list));
+                continue;
+            }
+            asked = true;
+            if self.check_node(app, ask, slot, index, list, cb, pass, &mut chosen) {
+                done = true;
+                break;
             }
         }
-        checks.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-
-        // Step 5 (spec 9): ask the RM, in check order; the first success
-        // scoring below 2^32 wins, else the lowest score (ties: check order).
-        let mut chosen: Option<(u64, NodeSlot, Vec<Victim>)> = None;
-        let asked = !checks.is_empty();
-        for (index, _, slot, list) in checks {
-            let node = &self.nodes[slot];
-            let answer = if list.is_empty() {
-                self.try_node(&app.id, ask, node, cb, true, &mut pass.events)
-                    .then_some(-1)
-            } else {
-                self.preemption_check(&app.id, ask, node, &list, index, cb, &mut pass.events)
-            };
-            // An index beyond the list is unfit (spec 9.3).
-            let keep = match answer {
-                Some(i) if i < 0 => Some(0),
-                Some(i) if (i as usize) < list.len() => Some(i as usize + 1),
-                _ => None,
-            };
-            if let Some(keep) = keep {
-                // Spec 9.3, scoring the list sent (quirk Q7's recommendation).
-                let score = list[..keep].iter().fold(keep as u64, |acc, v| {
-                    let a = self.allocations.at(v.slot);
-                    acc | if a.originator { SCORE_ORIGINATOR } else { 0 }
-                        | if a.preempt_self { 0 } else { SCORE_OPTED_OUT }
-                });
-                if chosen.as_ref().is_none_or(|(best, _, _)| score < *best) {
-                    let done = score < SCORE_SATISFACTORY;
-                    chosen = Some((score, slot, list.into_iter().take(keep).collect()));
-                    if done {
-                        break;
-                    }
+        if !done {
+            // Node ids are unique: the order is total.
+            later.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| self.nodes[a.1].id.cmp(&self.nodes[b.1].id))
+            });
+            for (index, slot, list) in later {
+                asked = true;
+                if self.check_node(app, ask, slot, index, list, cb, pass, &mut chosen) {
+                    break;
                 }
             }
         }
@@ -675,6 +679,47 @@ impl Partition {
             node,
             victims: last,
         })
+    }
+
+    /// Asks the RM about one node (spec 9.2) and scores a success (9.3,
+    /// scoring the list sent: quirk Q7's recommendation); keeps it in
+    /// `chosen` when it beats what is there. Returns whether it wins
+    /// outright (a score below 2^32).
+    #[allow(clippy::too_many_arguments)]
+    fn check_node(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        slot: NodeSlot,
+        index: i64,
+        list: Vec<Victim>,
+        cb: Option<&ResyncBarrier>,
+        pass: &mut PassState,
+        chosen: &mut Option<(u64, NodeSlot, Vec<Victim>)>,
+    ) -> bool {
+        let node = &self.nodes[slot];
+        let answer = if list.is_empty() {
+            self.try_node(&app.id, ask, node, cb, true, &mut pass.events)
+                .then_some(-1)
+        } else {
+            self.preemption_check(&app.id, ask, node, &list, index, cb, &mut pass.events)
+        };
+        // An index beyond the list is unfit (spec 9.3).
+        let keep = match answer {
+            Some(i) if i < 0 => 0,
+            Some(i) if (i as usize) < list.len() => i as usize + 1,
+            _ => return false,
+        };
+        let score = list[..keep].iter().fold(keep as u64, |acc, v| {
+            let a = self.allocations.at(v.slot);
+            acc | if a.originator { SCORE_ORIGINATOR } else { 0 }
+                | if a.preempt_self { 0 } else { SCORE_OPTED_OUT }
+        });
+        if chosen.as_ref().is_some_and(|(best, _, _)| score >= *best) {
+            return false;
+        }
+        *chosen = Some((score, slot, list.into_iter().take(keep).collect()));
+        score < SCORE_SATISFACTORY
     }
 
     /// The RM's check of one node with victims (spec 9.2, 14.2): the v1.8
