@@ -549,7 +549,6 @@ impl Partition {
         // once, since nothing unseen can come before it: the RM hears the
         // same checks in the same order, and the lists of the nodes after
         // a winner are never built.
-        let floor = if trigger == Trigger::NodeBound { 0 } else { -1 };
         let mut nodes: Vec<&Node> = self
             .nodes
             .values()
@@ -563,6 +562,14 @@ impl Partition {
             })
             .collect();
         nodes.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        // -1 (no victim needed) only for T1, and only if some node has room.
+        let floor = if trigger == Trigger::QueueBound
+            && nodes.iter().any(|n| ask.resource.fits_in(n.available()))
+        {
+            -1
+        } else {
+            0
+        };
         let mut later: Vec<(i64, NodeSlot, Vec<Victim>)> = Vec::new();
         let mut chosen: Option<(u64, NodeSlot, Vec<Victim>)> = None;
         let mut asked = false;
