@@ -28,6 +28,14 @@
 //! requests through the SI v1.8 family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
 //!
+//! `--preemption` turns guarantee preemption on in the bench's partition
+//! (its queues have guarantees; nothing is ever preempted): the cost of the
+//! switch on the common path (`scripts/callgrind.sh --preemption`).
+//! `-- --preemption-decision [NODES ALLOCS]` times single preemption
+//! decisions on a full cluster instead (`support/preempt.rs`; default
+//! 5,000 nodes, 50,000 allocations; with `--predicates` the RM checks the
+//! node).
+//!
 //! Then the gang case (`support/gang.rs`): 1,000 applications with one task
 //! group of 10 members on 5,000 nodes, placeholders first, then the real
 //! members; replacements per second until the RM holds every real
@@ -35,6 +43,8 @@
 
 #[path = "support/gang.rs"]
 mod gang;
+#[path = "support/preempt.rs"]
+mod preempt;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -307,6 +317,8 @@ struct Flags {
     predicates: bool,
     limits: Limits,
     shape: Shape,
+    /// `preemption: {enabled: true}` in the partition.
+    preemption: bool,
     /// The outstanding-request check (every second by default) reports each
     /// waiting ask, so its cost grows with the seconds a run lasts, not with
     /// the allocations; `--no-outstanding-check` (scripts/callgrind.sh,
@@ -321,6 +333,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         predicates,
         limits,
         shape,
+        preemption,
         outstanding_check,
     } = flags;
     let mut opts = SchedulerOptions::default();
@@ -328,7 +341,16 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         // Once an hour: see `Flags::outstanding_check`.
         opts.outstanding_check_interval_ms = 3_600_000;
     }
-    opts.policy_configs.insert("bench".into(), limits.config());
+    let config = if preemption {
+        limits.config().replacen(
+            "  - name: default\n",
+            "  - name: default\n    preemption: {enabled: true}\n",
+            1,
+        )
+    } else {
+        limits.config()
+    };
+    opts.policy_configs.insert("bench".into(), config.clone());
     opts.disable_events = true;
     opts.log_level = "warn".into();
     let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
@@ -348,7 +370,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
                     rm_id: "rm".into(),
                     version: "bench".into(),
                     policy_group: "bench".into(),
-                    config: limits.config(),
+                    config,
                     ..Default::default()
                 },
                 &cb,
@@ -489,6 +511,42 @@ fn main() {
     // RM takes).
     let predicates = all.iter().any(|a| a == "--predicates");
     let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
+    let preemption = all.iter().any(|a| a == "--preemption");
+    if let Some(i) = all.iter().position(|a| a == "--preemption-decision") {
+        let size: Vec<usize> = all[i + 1..]
+            .iter()
+            .map_while(|a| a.parse().ok())
+            .take(2)
+            .collect();
+        let (nodes, allocs) = match size.as_slice() {
+            [n, a] => (*n, *a),
+            _ => (5000, 50_000),
+        };
+        let decisions = 20;
+        let times = preempt::run(nodes, allocs, decisions, predicates);
+        let mut wall: Vec<Duration> = times.iter().map(|t| t.0).collect();
+        let mut cpu: Vec<Duration> = times.iter().map(|t| t.1).collect();
+        wall.sort();
+        cpu.sort();
+        let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+        println!(
+            "One guarantee-preemption decision through the C ABI{}: {nodes} nodes, {allocs} allocations",
+            if predicates { ", with a Predicates callback" } else { "" }
+        );
+        println!(
+            "{:>10} {:>10} {:>10} {:>10} {:>14} {:>12}",
+            "decisions", "median ms", "best ms", "worst ms", "median CPU ms", "best CPU ms"
+        );
+        println!(
+            "{decisions:>10} {:>10.2} {:>10.2} {:>10.2} {:>14.2} {:>12.2}",
+            ms(wall[decisions / 2]),
+            ms(wall[0]),
+            ms(wall[decisions - 1]),
+            ms(cpu[decisions / 2]),
+            ms(cpu[0])
+        );
+        return;
+    }
     // `--limits none|loose|users`: user/group limits in the configuration.
     // `--edition v0.12|v1`: the SI edition the RM registers through.
     let edition = Edition::parse(
@@ -519,7 +577,7 @@ fn main() {
             continue;
         }
         match a.as_str() {
-            "--bench" | "--predicates" | "--no-outstanding-check" => {}
+            "--bench" | "--predicates" | "--no-outstanding-check" | "--preemption" => {}
             "--shape" | "--limits" | "--edition" => skip = true,
             _ => args.push(a),
         }
@@ -589,6 +647,7 @@ fn main() {
                         predicates,
                         limits,
                         shape,
+                        preemption,
                         outstanding_check,
                     };
                     run(nodes, asks, flags)

@@ -5,16 +5,23 @@
 //! preemptor's allocation; no allocation lost or counted twice.
 
 mod common;
+mod restkit;
 
 use std::collections::HashMap;
 
 use common::*;
+use serde_json::Value;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 
 /// Leaves `a` (guarantee 500) and `b` (guarantee 1000, delay 1 ms, so the
 /// test never waits the default 30 s); preemption as `switch`.
 fn config(switch: &str) -> String {
+    config_with(switch, "")
+}
+
+/// [`config`] with more leaves under root.
+fn config_with(switch: &str, more: &str) -> String {
     format!(
         "partitions:
   - name: default
@@ -28,18 +35,22 @@ fn config(switch: &str) -> String {
           - name: b
             resources: {{guaranteed: {{memory: 1000}}}}
             properties: {{application.sort.policy: fifo, preemption.delay: 1ms}}
-"
+{more}"
     )
 }
 
 /// Two nodes of 1000 filled by four allocations of 500 of `app-1` in
 /// `root.a`; the RM then refuses `Predicates` on node-0.
 fn filled(switch: &str) -> Harness {
+    filled_with(yaml_options(&config(switch)))
+}
+
+fn filled_with(options: sicore::proto::sicore::v1::SchedulerOptions) -> Harness {
     let behaviour = Behaviour {
         with_predicates: true,
         ..Default::default()
     };
-    let h = Harness::with_behaviour(yaml_options(&config(switch)), behaviour);
+    let h = Harness::with_behaviour(options, behaviour);
     let (st, msg) = h.register("rm", "queues");
     assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
     let nodes = vec![node("node-0", 1000, 10), node("node-1", 1000, 10)];
@@ -293,5 +304,160 @@ fn three_preemptors_in_one_pass_balance_the_books() {
     assert_eq!(
         find_queue(&d, "default", "root").unwrap()["allocated"]["memory"],
         3000
+    );
+}
+
+fn metrics_text(h: &Harness) -> String {
+    let mut out = sicore_buffer::empty();
+    let mut err = sicore_buffer::empty();
+    assert_eq!(
+        sicore_metrics(h.sched, &mut out, &mut err),
+        sicore_status::SICORE_OK
+    );
+    take_string(out)
+}
+
+/// Polls the metrics (refreshed once a second) until every line is there.
+fn metrics_until(h: &Harness, lines: &[&str]) -> String {
+    restkit::poll("the metrics", || {
+        let text = metrics_text(h);
+        lines
+            .iter()
+            .all(|l| text.lines().any(|t| t == *l))
+            .then_some(text)
+    })
+}
+
+fn rest(addr: &str, path: &str) -> Value {
+    let r = restkit::http(addr, "GET", path, &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()
+}
+
+fn rest_queue<'a>(q: &'a Value, path: &str) -> Option<&'a Value> {
+    if q["queuename"] == path {
+        return Some(q);
+    }
+    q["children"]
+        .as_array()?
+        .iter()
+        .find_map(|c| rest_queue(c, path))
+}
+
+/// What an operator sees of one preemption: the REST queue entries
+/// (the reference's v1.8 preemption fields, the victims' resources in
+/// `preemptingResource` until the RM confirms), the victim's allocation
+/// entry marked `preempted`, and the metrics counting the attempt, its
+/// outcome and its victim, with the per-queue preempting gauge.
+#[test]
+fn an_operator_sees_the_preemption_in_rest_and_metrics() {
+    let more = "          - name: c
+            properties: {preemption.policy: disabled, preemption.quota.delay: 2m}
+          - name: d
+            properties: {preemption.policy: Fence}
+";
+    let mut o = yaml_options(&config_with("    preemption: {enabled: true}\n", more));
+    o.rest_address = "127.0.0.1:0".into();
+    let h = filled_with(o);
+    let addr = {
+        let mut out = sicore_buffer::empty();
+        let mut err = sicore_buffer::empty();
+        assert_eq!(
+            sicore_rest_address(h.sched, &mut out, &mut err),
+            sicore_status::SICORE_OK
+        );
+        take_string(out)
+    };
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    let victim = h.seen(preempted)[0].uuid.clone();
+
+    // REST serves a snapshot a moment old: polled until the victim shows.
+    let tree = restkit::poll("REST to show the victim", || {
+        let t = rest(&addr, "/ws/v1/partition/default/queues");
+        rest_queue(&t, "root.a")?.get("preemptingResource")?;
+        Some(t)
+    });
+    let a = rest_queue(&tree, "root.a").unwrap();
+    assert_eq!(a["preemptingResource"], "[memory:500 vcore:1]", "{a}");
+    assert_eq!(a["preemptionEnabled"], true);
+    assert_eq!(a["isPreemptionFence"], false);
+    assert_eq!(a["preemptionDelay"], "30s");
+    assert_eq!(a["quotaPreemptionDelay"], "0s");
+    let root = rest_queue(&tree, "root").unwrap();
+    assert_eq!(root["preemptingResource"], "[memory:500 vcore:1]", "{root}");
+    let b = rest_queue(&tree, "root.b").unwrap();
+    assert_eq!(b["preemptionDelay"], "1ms");
+    assert!(b.get("preemptingResource").is_none(), "{b}");
+    let c = rest_queue(&tree, "root.c").unwrap();
+    assert_eq!(c["preemptionEnabled"], false);
+    assert_eq!(c["quotaPreemptionDelay"], "2m0s");
+    let d = rest_queue(&tree, "root.d").unwrap();
+    assert_eq!(d["isPreemptionFence"], true);
+    assert_eq!(d["preemptionEnabled"], true);
+
+    let apps = rest(&addr, "/ws/v1/partition/default/queue/root.a/applications");
+    let allocs: Vec<&Value> = apps
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| a["allocations"].as_array().unwrap())
+        .collect();
+    assert_eq!(allocs.len(), 4);
+    for a in allocs {
+        let marked = a.get("preempted") == Some(&Value::Bool(true));
+        assert_eq!(marked, a["uuid"] == victim.as_str(), "{a}");
+    }
+
+    // One attempt (node-0 refused, node-1 taken), one victim.
+    let text = metrics_until(
+        &h,
+        &[
+            "yunikorn_scheduler_preemption_attempt_total{partition=\"default\",result=\"success\"} 1",
+            "yunikorn_scheduler_preemption_victim_total{partition=\"default\"} 1",
+            "yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 500",
+            "yunikorn_queue_root_preempting_resource{resource=\"memory\"} 500",
+        ],
+    );
+    for r in [
+        "rm_refused",
+        "no_candidate_node",
+        "queue_guarantee_check_failed",
+        "short_of_resources",
+    ] {
+        let line = format!(
+            "yunikorn_scheduler_preemption_attempt_total{{partition=\"default\",result=\"{r}\"}} 0"
+        );
+        assert!(text.lines().any(|t| t == line), "{line} in\n{text}");
+    }
+    assert!(text.contains("# TYPE yunikorn_scheduler_preemption_attempt_total counter"));
+
+    // The RM confirms: nothing is preempting any more.
+    let confirm = si::AllocationRelease {
+        partition_name: "default".into(),
+        application_id: "app-1".into(),
+        uuid: victim.clone(),
+        termination_type: si::TerminationType::PreemptedByScheduler as i32,
+        ..Default::default()
+    };
+    assert_eq!(
+        h.releases(vec![confirm], vec![]).0,
+        sicore_status::SICORE_OK
+    );
+    h.wait("the preemptor's allocation", |s| s.allocations.len() == 5);
+    metrics_until(
+        &h,
+        &["yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 0"],
+    );
+    restkit::poll("REST to drop preemptingResource", || {
+        let t = rest(&addr, "/ws/v1/partition/default/queues");
+        rest_queue(&t, "root.a")?
+            .get("preemptingResource")
+            .is_none()
+            .then_some(())
+    });
+    let text = metrics_text(&h);
+    assert!(
+        text.contains("yunikorn_scheduler_preemption_victim_total{partition=\"default\"} 1\n"),
+        "{text}"
     );
 }

@@ -120,6 +120,14 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
         + string_len(10, &a.partition)
         + string_len(11, &a.task_group)
         + if a.placeholder { key_len(12) + 1 } else { 0 }
+        + if v1 { v1_preemption_len(a) } else { 0 }
+}
+
+/// SI v1.8 `originator = 14` and `preemptionPolicy = 15` (always present,
+/// as the reference's core echoes it), as [`put_allocation`] writes them.
+fn v1_preemption_len(a: &NewAllocation) -> usize {
+    let policy = usize::from(a.preempt_self) * 2 + usize::from(a.preempt_other) * 2;
+    usize::from(a.originator) * (key_len(14) + 1) + key_len(15) + 1 + policy
 }
 
 fn put_allocation(a: &NewAllocation, res_len: usize, v1: bool, buf: &mut Vec<u8>) {
@@ -153,6 +161,20 @@ fn put_allocation(a: &NewAllocation, res_len: usize, v1: bool, buf: &mut Vec<u8>
     if a.placeholder {
         encode_key(12, WireType::Varint, buf);
         encode_varint(1, buf);
+    }
+    if v1 {
+        if a.originator {
+            encode_key(14, WireType::Varint, buf);
+            encode_varint(1, buf);
+        }
+        let len = usize::from(a.preempt_self) * 2 + usize::from(a.preempt_other) * 2;
+        put_len(15, len, buf);
+        for (field, on) in [(1, a.preempt_self), (2, a.preempt_other)] {
+            if on {
+                encode_key(field, WireType::Varint, buf);
+                encode_varint(1, buf);
+            }
+        }
     }
 }
 
@@ -230,6 +252,9 @@ mod tests {
             ),
             task_group: Arc::from(if placeholder { "tg" } else { "" }),
             placeholder,
+            preempt_self: true,
+            preempt_other: true,
+            originator: false,
         })
     }
 
@@ -262,6 +287,22 @@ mod tests {
         ];
         // Priority 0 is left out of the v1 encoding; 2 - 2 = 0.
         v.push(sample(2, &[], false));
+        // The preemption fields in every combination the echo can carry.
+        for (i, (s, o, orig)) in [
+            (false, false, true),
+            (true, false, false),
+            (false, true, true),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            v.push(Arc::new(NewAllocation {
+                preempt_self: s,
+                preempt_other: o,
+                originator: orig,
+                ..(*sample(4 + i as i32, &[], false)).clone()
+            }));
+        }
         let mut buf = vec![];
         allocation_response_v1_into(&v, &mut buf);
         let got = si18::AllocationResponse::decode(buf.as_slice()).unwrap();

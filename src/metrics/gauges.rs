@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{usage_bucket, GroupLabel, HistorySample, Metrics, StateSample, UserLabel};
+use super::{
+    usage_bucket, GroupLabel, HistorySample, Metrics, PreemptionSample, StateSample, UserLabel,
+};
 use crate::events::EventStats;
 use crate::scheduler::objects::application::AppState;
 use crate::scheduler::observe::CoreMetrics;
@@ -58,7 +60,28 @@ pub fn refresh<K>(
         if p.ugm.enabled() {
             tracker_gauges(p, &mut sample);
         }
-        for (_, q) in p.queues.iter() {
+        let book = &p.preempt;
+        let c = &book.counters;
+        sample.preemption.push(PreemptionSample {
+            partition: p.name.clone(),
+            instance: book.instance,
+            results: [
+                c.successes,
+                c.guarantee_check_failed,
+                c.no_candidate_node,
+                c.rm_refused,
+                c.short_of_resources,
+            ],
+            victims: c.victims,
+            attempts_exhausted: c.attempts_exhausted,
+        });
+        for (id, q) in p.queues.iter() {
+            if let Some(r) = book.preempting.get(&id).filter(|r| !r.is_zero()) {
+                sample.queue_preempting.push((q.path.to_string(), pairs(r)));
+            }
+            if !q.leaf {
+                sample.queue_parents.push(q.path.to_string());
+            }
             if q.leaf {
                 sample
                     .queue_usage

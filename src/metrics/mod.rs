@@ -67,6 +67,45 @@ pub struct GroupLabel {
     pub resource: String,
 }
 
+/// Labels of a preemption outcome counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PreemptionLabel {
+    partition: String,
+    result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PartitionLabel {
+    partition: String,
+}
+
+/// The `result` label values of `preemption_attempt_total`, in the order
+/// of [`PreemptionSample::results`].
+pub const PREEMPTION_RESULTS: [&str; 5] = [
+    "success",
+    "queue_guarantee_check_failed",
+    "no_candidate_node",
+    "rm_refused",
+    "short_of_resources",
+];
+
+/// One partition's preemption counters, as the core keeps them (monotone
+/// per instance).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreemptionSample {
+    /// Partition name.
+    pub partition: String,
+    /// Which partition of that name (a partition made anew starts from
+    /// zero under a new instance).
+    pub instance: u64,
+    /// Attempts by outcome, in the order of [`PREEMPTION_RESULTS`].
+    pub results: [u64; 5],
+    /// Victims released.
+    pub victims: u64,
+    /// Requests stopped by the per-leaf cap of 10 attempts per pass.
+    pub attempts_exhausted: u64,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResourceLabel {
     resource: String,
@@ -149,6 +188,14 @@ pub struct StateSample {
     pub user_usage: Vec<(UserLabel, i64)>,
     /// Group usage per level.
     pub group_usage: Vec<(GroupLabel, i64)>,
+    /// Per partition: the preemption counters.
+    pub preemption: Vec<PreemptionSample>,
+    /// Per queue path (leaves and parents) with victims in flight or a
+    /// gauge already shown: resources of the victims released and not yet
+    /// confirmed, per type.
+    pub queue_preempting: Vec<(String, Vec<(String, i64)>)>,
+    /// Paths of the parent queues (leaves are those of `queue_usage`).
+    pub queue_parents: Vec<String>,
     /// Active applications (history).
     pub applications: u64,
     /// Allocations held (history).
@@ -159,6 +206,10 @@ pub struct StateSample {
 #[derive(Default)]
 struct Dynamic {
     node_usage: HashMap<String, Family<RangeLabel, Gauge>>,
+    /// The last raw value seen per counter (partition, instance, name):
+    /// counters grow by the difference. Partitions of one name (made anew,
+    /// or of two RMs) add into the same series.
+    preemption_seen: HashMap<(String, u64, &'static str), u64>,
 }
 
 /// The per-queue gauges (one metric name per leaf queue, as the reference
@@ -174,6 +225,10 @@ struct QueueGauges {
 struct QueueSample {
     used: Vec<(String, Vec<(String, i64)>)>,
     pending: Vec<(String, Vec<(String, i64)>)>,
+    preempting: Vec<(String, Vec<(String, i64)>)>,
+    /// The resource types each queue has shown as preempting: shown at 0,
+    /// not dropped, once their victims are confirmed, while the queue lives.
+    preempting_types: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Collector for QueueGauges {
@@ -182,6 +237,11 @@ impl Collector for QueueGauges {
         let kinds = [
             (&sample.used, "used_resource", "Allocated resources"),
             (&sample.pending, "pending_resource", "Pending resources"),
+            (
+                &sample.preempting,
+                "preempting_resource",
+                "Resources of the preemption victims in flight",
+            ),
         ];
         for (queues, suffix, help) in kinds {
             for (path, values) in queues {
@@ -224,6 +284,9 @@ pub struct Metrics {
     event_collected: Gauge,
     user_usage: Family<UserLabel, Gauge>,
     group_usage: Family<GroupLabel, Gauge>,
+    preemption_attempts: Family<PreemptionLabel, Counter>,
+    preemption_victims: Family<PartitionLabel, Counter>,
+    preemption_exhausted: Family<PartitionLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -307,6 +370,27 @@ impl Metrics {
             group_usage.clone(),
         );
 
+        // sicore's own (the reference counts none of these; its v1.8 queue
+        // gauge's `preempting` state is the per-queue `preempting_resource`).
+        let preemption_attempts = Family::<PreemptionLabel, Counter>::default();
+        sched.register(
+            "preemption_attempt",
+            "Guarantee preemption attempts (requests past the preconditions) by partition and result",
+            preemption_attempts.clone(),
+        );
+        let preemption_victims = Family::<PartitionLabel, Counter>::default();
+        sched.register(
+            "preemption_victim",
+            "Allocations released to the RM as preemption victims, by partition",
+            preemption_victims.clone(),
+        );
+        let preemption_exhausted = Family::<PartitionLabel, Counter>::default();
+        sched.register(
+            "preemption_attempts_exhausted",
+            "Requests not tried because their leaf queue used its 10 preemption attempts of the pass",
+            preemption_exhausted.clone(),
+        );
+
         let scheduling_latency = latency_histogram();
         sched.register(
             "scheduling_latency_seconds",
@@ -362,6 +446,9 @@ impl Metrics {
             event_collected,
             user_usage,
             group_usage,
+            preemption_attempts,
+            preemption_victims,
+            preemption_exhausted,
         }
     }
 
@@ -436,6 +523,32 @@ impl Metrics {
         self.event_collected.set(clamp(e.stored));
 
         let mut dynamic = self.dynamic.lock();
+        let preemption_seen = &mut dynamic.preemption_seen;
+        for p in &s.preemption {
+            let mut grow = |name: &'static str, raw: u64, counter: &Counter| {
+                let last = preemption_seen
+                    .insert((p.partition.clone(), p.instance, name), raw)
+                    .unwrap_or(0);
+                counter.inc_by(raw.saturating_sub(last));
+            };
+            for (i, result) in PREEMPTION_RESULTS.iter().enumerate() {
+                let c = self
+                    .preemption_attempts
+                    .get_or_create(&PreemptionLabel {
+                        partition: p.partition.clone(),
+                        result: result.to_string(),
+                    })
+                    .clone();
+                grow(result, p.results[i], &c);
+            }
+            let label = PartitionLabel {
+                partition: p.partition.clone(),
+            };
+            let c = self.preemption_victims.get_or_create(&label).clone();
+            grow("victims", p.victims, &c);
+            let c = self.preemption_exhausted.get_or_create(&label).clone();
+            grow("attempts_exhausted", p.attempts_exhausted, &c);
+        }
         for (res, buckets) in &s.node_usage {
             let family = dynamic.node_usage.entry(res.clone()).or_insert_with(|| {
                 let f = Family::<RangeLabel, Gauge>::default();
@@ -463,6 +576,48 @@ impl Metrics {
         let mut queues = self.queues.sample.lock();
         queues.used.clone_from(&s.queue_usage);
         queues.pending.clone_from(&s.queue_pending);
+        // Preempting: a queue seen preempting keeps its gauges, at 0 once
+        // its victims are confirmed; a queue that is gone shows nothing.
+        let now: HashMap<&str, &Vec<(String, i64)>> = s
+            .queue_preempting
+            .iter()
+            .map(|(p, v)| (p.as_str(), v))
+            .collect();
+        let known: std::collections::HashSet<&str> = s
+            .queue_usage
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .chain(s.queue_parents.iter().map(String::as_str))
+            .collect();
+        queues
+            .preempting_types
+            .retain(|path, _| known.contains(path.as_str()) || now.contains_key(path.as_str()));
+        for (path, usage) in &s.queue_preempting {
+            let types = queues.preempting_types.entry(path.clone()).or_default();
+            for (res, _) in usage {
+                if !types.contains(res) {
+                    types.push(res.clone());
+                }
+            }
+        }
+        let preempting = queues
+            .preempting_types
+            .iter()
+            .map(|(path, types)| {
+                let values = types
+                    .iter()
+                    .map(|t| {
+                        let v = now
+                            .get(path.as_str())
+                            .and_then(|u| u.iter().find(|(r, _)| r == t))
+                            .map_or(0, |(_, v)| *v);
+                        (t.clone(), v)
+                    })
+                    .collect();
+                (path.clone(), values)
+            })
+            .collect();
+        queues.preempting = preempting;
     }
 
     /// Appends a history sample, dropping the oldest beyond 24 hours.
@@ -594,6 +749,91 @@ mod tests {
             text.contains("# TYPE yunikorn_scheduler_container_allocation_attempt_total counter"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn preemption_counters_grow_by_differences_and_queue_gauges_fall_to_zero() {
+        let m = Metrics::new();
+        let sample =
+            |instance: u64, results: [u64; 5], victims: u64, preempting: i64| StateSample {
+                queue_usage: vec![("root.a".into(), vec![])],
+                queue_parents: vec!["root".into()],
+                preemption: vec![PreemptionSample {
+                    partition: "default".into(),
+                    instance,
+                    results,
+                    victims,
+                    attempts_exhausted: 0,
+                }],
+                queue_preempting: if preempting > 0 {
+                    vec![
+                        ("root".into(), vec![("memory".into(), preempting)]),
+                        ("root.a".into(), vec![("memory".into(), preempting)]),
+                    ]
+                } else {
+                    vec![]
+                },
+                ..Default::default()
+            };
+        let attempt = |r: &str| {
+            format!(
+            "yunikorn_scheduler_preemption_attempt_total{{partition=\"default\",result=\"{r}\"}}"
+        )
+        };
+        m.refresh(&sample(1, [0; 5], 0, 0));
+        let text = m.encode().unwrap();
+        for r in PREEMPTION_RESULTS {
+            assert!(text.contains(&format!("{} 0\n", attempt(r))), "{text}");
+        }
+        assert!(text.contains("# TYPE yunikorn_scheduler_preemption_victim_total counter"));
+        assert!(!text.contains("preempting_resource{"), "{text}");
+
+        m.refresh(&sample(1, [1, 0, 0, 2, 0], 3, 250));
+        m.refresh(&sample(1, [1, 0, 0, 2, 0], 3, 250));
+        let text = m.encode().unwrap();
+        assert!(
+            text.contains(&format!("{} 1\n", attempt("success"))),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{} 2\n", attempt("rm_refused"))),
+            "{text}"
+        );
+        assert!(
+            text.contains("yunikorn_scheduler_preemption_victim_total{partition=\"default\"} 3\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 250\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("yunikorn_queue_root_preempting_resource{resource=\"memory\"} 250\n"),
+            "{text}"
+        );
+        // Confirmed: the gauges read 0. A partition made anew counts on.
+        m.refresh(&sample(2, [1, 0, 0, 0, 0], 1, 0));
+        let text = m.encode().unwrap();
+        assert!(
+            text.contains("yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{} 2\n", attempt("success"))),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("{} 2\n", attempt("rm_refused"))),
+            "{text}"
+        );
+        assert!(
+            text.contains("yunikorn_scheduler_preemption_victim_total{partition=\"default\"} 4\n"),
+            "{text}"
+        );
+        // The queue is gone: no stale gauge.
+        m.refresh(&StateSample::default());
+        let text = m.encode().unwrap();
+        assert!(!text.contains("preempting_resource{"), "{text}");
     }
 
     #[test]

@@ -267,8 +267,8 @@ pub fn cluster_utilization(snap: &Snapshot) -> Value {
     )
 }
 
-fn allocation(a: &NewAllocation) -> Value {
-    json!({
+fn allocation(a: &NewAllocation, preempted: bool) -> Value {
+    let mut v = json!({
         "allocationKey": &*a.key,
         "allocationTags": &*a.tags,
         "uuid": &*a.uuid,
@@ -278,7 +278,15 @@ fn allocation(a: &NewAllocation) -> Value {
         "nodeId": &*a.node,
         "applicationId": &*a.app,
         "partition": &*a.partition,
-    })
+    });
+    // YuniKorn v1.8's allocation entry (omitted when false there).
+    if preempted {
+        v["preempted"] = json!(true);
+    }
+    if a.originator {
+        v["originator"] = json!(true);
+    }
+    v
 }
 
 fn app_info(p: &PartitionSnap, a: &AppSnap) -> Value {
@@ -292,7 +300,7 @@ fn app_info(p: &PartitionSnap, a: &AppSnap) -> Value {
             .allocations
             .iter()
             .filter_map(|u| p.allocations.get(u))
-            .map(|r| allocation(r))
+            .map(|r| allocation(r, p.preempted.contains(&r.uuid)))
             .collect::<Vec<_>>(),
         "applicationState": a.state,
         // YuniKorn v1.8 (omitted there when 0).
@@ -382,7 +390,7 @@ fn node_info(p: &PartitionSnap, n: &NodeSnap) -> Value {
             .allocations
             .iter()
             .filter_map(|a| p.allocations.get(&a.uuid))
-            .map(|r| allocation(r))
+            .map(|r| allocation(r, p.preempted.contains(&r.uuid)))
             .collect::<Vec<_>>(),
         "schedulable": n.schedulable,
     })
@@ -537,9 +545,17 @@ fn partition_queue(p: &PartitionSnap, q: &QueueSnap) -> Value {
         "children": q.children.iter().map(|c| partition_queue(p, c)).collect::<Vec<_>>(),
         // sicore's addition: the queue's user/group limits as configured.
         "limits": q.limits,
+        // As YuniKorn v1.8's queue entry.
+        "preemptionEnabled": q.preemption_enabled,
+        "isPreemptionFence": q.preemption_fence,
+        "preemptionDelay": q.preemption_delay,
+        "quotaPreemptionDelay": q.quota_preemption_delay,
     });
     if q.priority_offset != 0 {
         v["priorityOffset"] = json!(q.priority_offset);
+    }
+    if !q.preempting.is_empty() {
+        v["preemptingResource"] = json!(res_str(Some(&q.preempting)));
     }
     v
 }

@@ -312,6 +312,8 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
         task_group: shared_str(task_group),
         placeholder,
         preempt_other: true,
+        preempt_self: crate::scheduler::request::allow_preemption_tag(&tags),
+        originator: false,
     })
 }
 
@@ -418,9 +420,14 @@ mod tests {
                     }),
                 },
                 execution_timeout_milli_seconds: rng.i64(..),
-                tags: match rng.u8(0..3) {
+                tags: match rng.u8(0..4) {
                     0 => BTreeMap::new(),
                     1 => [(TAG_REQUIRED_NODE.to_string(), "node-7".to_string())].into(),
+                    2 => [(
+                        crate::scheduler::request::TAG_ALLOW_PREEMPTION_LABEL.to_string(),
+                        "False".to_string(),
+                    )]
+                    .into(),
                     _ => [
                         ("a".to_string(), "b".to_string()),
                         ("".to_string(), "".to_string()),
@@ -460,6 +467,39 @@ mod tests {
         si::AllocationRequest::decode(bytes)
             .ok()
             .map(AllocationUpdate::from_proto)
+    }
+
+    #[test]
+    fn the_allow_preemption_tag_opts_a_v012_ask_out() {
+        use crate::scheduler::request::{TAG_ALLOW_PREEMPTION, TAG_ALLOW_PREEMPTION_LABEL};
+        for (tags, opted_in) in [
+            (vec![], true),
+            (vec![(TAG_ALLOW_PREEMPTION, "false")], false),
+            (vec![(TAG_ALLOW_PREEMPTION_LABEL, "FALSE")], false),
+            (vec![(TAG_ALLOW_PREEMPTION, "true")], true),
+            (vec![(TAG_ALLOW_PREEMPTION, "no")], true),
+            (vec![("other", "false")], true),
+        ] {
+            let ask = si::AllocationAsk {
+                allocation_key: "k".into(),
+                application_id: "app".into(),
+                max_allocations: 1,
+                tags: tags
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..Default::default()
+            };
+            let bytes = si::AllocationRequest {
+                asks: vec![ask],
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec();
+            let u = decode_allocation_update(&bytes).expect("valid message");
+            assert_eq!(u.asks[0].preempt_self, opted_in, "{tags:?}");
+            assert!(u.asks[0].preempt_other && !u.asks[0].originator);
+        }
     }
 
     #[test]

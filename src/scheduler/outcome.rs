@@ -35,6 +35,15 @@ pub struct NewAllocation {
     pub task_group: Arc<str>,
     /// Gang placeholder.
     pub placeholder: bool,
+    /// SI v1.8 `preemptionPolicy.allowPreemptSelf`: `false` makes the
+    /// allocation a last-resort victim (it can still be preempted); SI
+    /// v0.12 allocations are true.
+    pub preempt_self: bool,
+    /// SI v1.8 `preemptionPolicy.allowPreemptOther` of its request.
+    pub preempt_other: bool,
+    /// SI v1.8 `originator`: the application's first task, a last-resort
+    /// victim.
+    pub originator: bool,
 }
 
 impl NewAllocation {

@@ -42,6 +42,27 @@ use super::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
 use super::resource::Resource;
 use crate::proto::si::v1 as si;
 
+/// SI v0.12 ask tag opting an allocation out of being a preferred
+/// preemption victim (policy/preemption.md 14.1).
+pub const TAG_ALLOW_PREEMPTION: &str = "yunikorn.apache.org/allow-preemption";
+/// The same as a pod label, as k8shim v0.12 sends labels.
+pub const TAG_ALLOW_PREEMPTION_LABEL: &str =
+    "kubernetes.io/label/yunikorn.apache.org/allow-preemption";
+
+/// `allowPreemptSelf` of a v0.12 ask: true unless either allow-preemption
+/// tag says `false` (any case).
+pub fn allow_preemption_tag(tags: &BTreeMap<String, String>) -> bool {
+    if tags.is_empty() {
+        return true;
+    }
+    ![TAG_ALLOW_PREEMPTION, TAG_ALLOW_PREEMPTION_LABEL]
+        .iter()
+        .any(|k| {
+            tags.get(*k)
+                .is_some_and(|v| v.eq_ignore_ascii_case("false"))
+        })
+}
+
 /// The priority value of an ask: only `priorityValue` counts; a priority
 /// class name or no priority is 0 (spec 7.2).
 pub fn priority_of(p: Option<&si::Priority>) -> i32 {
@@ -79,6 +100,14 @@ pub struct AskRequest {
     /// `preemptionPolicy.allowPreemptOther` (absent = false); SI v0.12
     /// has no such field and every ask may (policy/summary.md 3.3).
     pub preempt_other: bool,
+    /// May be a preferred victim: SI v1.8
+    /// `preemptionPolicy.allowPreemptSelf` (absent = false); SI v0.12:
+    /// true unless the tag `yunikorn.apache.org/allow-preemption` (or the
+    /// pod label form `kubernetes.io/label/yunikorn.apache.org/allow-preemption`)
+    /// is `false` (policy/preemption.md 14.1).
+    pub preempt_self: bool,
+    /// SI v1.8 `originator` (the application's first task); SI v0.12: false.
+    pub originator: bool,
 }
 
 impl AskRequest {
@@ -97,6 +126,8 @@ impl AskRequest {
             task_group: shared_str(&a.task_group_name),
             placeholder: a.placeholder,
             preempt_other: true,
+            preempt_self: allow_preemption_tag(&a.tags),
+            originator: false,
         }
     }
 }

@@ -183,6 +183,9 @@ mod tests {
             tags: Default::default(),
             task_group: "".into(),
             placeholder: false,
+            preempt_self: true,
+            preempt_other: true,
+            originator: false,
         })
     }
 

@@ -18,6 +18,9 @@ use serde::{Serialize, Serializer};
 use super::objects::application::AppState;
 use super::objects::queue::{PriorityPolicy, QueueId, ROOT};
 use super::outcome::NewAllocation;
+use super::partition::preempt::{
+    delay_of, go_duration_string, parse_go_duration, PreemptionPolicy, DEFAULT_DELAY,
+};
 use super::partition::Partition;
 use super::resource::{name_of, Resource};
 use crate::events::EventStats;
@@ -122,6 +125,9 @@ pub struct PartitionSnap {
     /// Every allocation, by UUID (the partition's shared records).
     #[serde(skip)]
     pub allocations: BTreeMap<Arc<str>, Arc<NewAllocation>>,
+    /// UUIDs of the preemption victims in flight.
+    #[serde(skip)]
+    pub preempted: std::collections::BTreeSet<Arc<str>>,
     /// User and group trackers (limits.md 3), in the shapes of the REST
     /// usage endpoints.
     pub usage: super::ugm::UsageSnap,
@@ -195,6 +201,19 @@ pub struct QueueSnap {
     /// The queue's user/group `limits` as configured (partition limits
     /// are root's).
     pub limits: Vec<LimitSnap>,
+    /// Resources of the preemption victims in flight below the queue
+    /// (released to the RM, not yet confirmed).
+    pub preempting: Named,
+    /// Its allocations may be guarantee-preemption victims:
+    /// `preemption.policy` is not `disabled` (own or inherited).
+    pub preemption_enabled: bool,
+    /// `preemption.policy: fence` set on this queue (not inherited).
+    pub preemption_fence: bool,
+    /// `preemption.delay` as a Go duration (`30s`); parents always show
+    /// the default, as only leaves read it.
+    pub preemption_delay: String,
+    /// `preemption.quota.delay` as a Go duration (`0s`: off).
+    pub quota_preemption_delay: String,
 }
 
 /// One configured limit entry of a queue.
@@ -430,6 +449,22 @@ fn queue_snap(p: &Partition, id: QueueId) -> QueueSnap {
             properties: t.properties.clone(),
         }),
         children: q.children.values().map(|c| queue_snap(p, *c)).collect(),
+        preempting: p.preempt.preempting.get(&id).map(named).unwrap_or_default(),
+        preemption_enabled: PreemptionPolicy::of(&q.properties) != PreemptionPolicy::Disabled,
+        preemption_fence: PreemptionPolicy::of(&q.properties) == PreemptionPolicy::Fence
+            && !p.inherited_policy(id),
+        preemption_delay: go_duration_string(if q.leaf {
+            delay_of(&q.properties)
+        } else {
+            DEFAULT_DELAY
+        }),
+        // Read on any queue and inherited; bad or absent is 0 (off).
+        quota_preemption_delay: go_duration_string(
+            q.properties
+                .get("preemption.quota.delay")
+                .and_then(|v| parse_go_duration(v))
+                .unwrap_or_default(),
+        ),
         limits: p
             .ugm
             .caps
@@ -631,6 +666,7 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
             .iter()
             .map(|(uuid, a)| (uuid.clone(), a.record.clone()))
             .collect(),
+        preempted: p.preempt.victims.keys().cloned().collect(),
         usage: super::ugm::UsageSnap::of(p),
     }
 }

@@ -45,6 +45,8 @@ pub fn ask(app: &str, key: &str, memory: i64, repeat: i32) -> AskRequest {
         task_group: Arc::from(""),
         placeholder: false,
         preempt_other: true,
+        preempt_self: true,
+        originator: false,
     }
 }
 

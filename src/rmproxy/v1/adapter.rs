@@ -54,8 +54,12 @@ pub fn new_allocation(a: &NewAllocation) -> si18::Allocation {
         partition_name: a.partition.to_string(),
         task_group_name: a.task_group.to_string(),
         placeholder: a.placeholder,
-        originator: false,
-        preemption_policy: None,
+        // Echoed as the reference's core does (its request's values).
+        originator: a.originator,
+        preemption_policy: Some(si18::PreemptionPolicy {
+            allow_preempt_self: a.preempt_self,
+            allow_preempt_other: a.preempt_other,
+        }),
     }
 }
 
@@ -273,6 +277,9 @@ mod tests {
             tags: Default::default(),
             task_group: "".into(),
             placeholder: false,
+            preempt_self: true,
+            preempt_other: true,
+            originator: false,
         })
     }
 

@@ -163,6 +163,11 @@ pub fn allocation_update(r: si18::AllocationRequest) -> AllocationUpdate {
                 .preemption_policy
                 .as_ref()
                 .is_some_and(|p| p.allow_preempt_other),
+            preempt_self: a
+                .preemption_policy
+                .as_ref()
+                .is_some_and(|p| p.allow_preempt_self),
+            originator: a.originator,
         };
         if node.is_empty() {
             update.asks.push(ask);

@@ -292,6 +292,9 @@ mod tests {
                 tags: Default::default(),
                 task_group: Arc::from(""),
                 placeholder: false,
+                preempt_self: true,
+                preempt_other: true,
+                originator: false,
             }),
             queue: 0,
         }

@@ -158,6 +158,11 @@ pub struct Ask {
     /// May trigger guarantee preemption (SI v1.8 `allowPreemptOther`;
     /// always true in the v0.12 edition).
     pub preempt_other: bool,
+    /// Its allocations are preferred victims (`allowPreemptSelf`; see
+    /// [`crate::scheduler::request::AskRequest::preempt_self`]).
+    pub preempt_self: bool,
+    /// The application's first task (SI v1.8 `originator`).
+    pub originator: bool,
 }
 
 impl Ask {

@@ -85,6 +85,8 @@ impl Partition {
             task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
             preempt_other: ask.preempt_other,
+            preempt_self: ask.preempt_self,
+            originator: ask.originator,
         };
         let app = self.apps.at_mut(slot);
         let order = new.order_key();

@@ -233,6 +233,9 @@ impl Partition {
                 tags: ask.tags.clone(),
                 task_group: ask.task_group.clone(),
                 placeholder: ask.placeholder,
+                preempt_self: ask.preempt_self,
+                preempt_other: ask.preempt_other,
+                originator: ask.originator,
             },
             out,
         );

@@ -133,6 +133,8 @@ struct PassState {
     /// Stale reservations attempts found (spec 7.1), cancelled before the
     /// next commit and when the pass ends.
     preempt_stale: Vec<(NodeSlot, ReservedAsk)>,
+    /// Outcomes of the pass's attempts that did not commit (preempt.rs).
+    preempt_counts: preempt::PreemptionCounters,
 }
 
 /// A partition.
@@ -238,6 +240,7 @@ impl Partition {
                     enabled: cfg.preemption.quota_enabled.unwrap_or(false),
                     ..Default::default()
                 },
+                instance: preempt::next_instance(),
                 ..Default::default()
             },
             nodes: NodeTable::new(NodeSortPolicy::new(

@@ -26,6 +26,12 @@ pub(crate) struct Adopted<'a> {
     pub task_group: Arc<str>,
     /// Gang placeholder.
     pub placeholder: bool,
+    /// `allowPreemptSelf` (v0.12 recovery: true, spec 14.7).
+    pub preempt_self: bool,
+    /// `allowPreemptOther` (v0.12 recovery: true).
+    pub preempt_other: bool,
+    /// SI v1.8 `originator`.
+    pub originator: bool,
 }
 
 impl Partition {
@@ -201,6 +207,9 @@ impl Partition {
                 tags: shared_tags(&a.allocation_tags),
                 task_group: shared_str(&a.task_group_name),
                 placeholder: a.placeholder,
+                preempt_self: true,
+                preempt_other: true,
+                originator: false,
             },
             out,
         );
@@ -241,6 +250,8 @@ impl Partition {
                 placeholder: a.placeholder,
                 required_node: None,
                 preempt_other: false,
+                preempt_self: a.preempt_self,
+                originator: a.originator,
             },
         );
         let uuid = a.uuid;
@@ -265,6 +276,9 @@ impl Partition {
             priority: a.priority,
             task_group: a.task_group,
             placeholder: a.placeholder,
+            preempt_self: a.preempt_self,
+            preempt_other: a.preempt_other,
+            originator: a.originator,
         });
         let group = record.task_group.clone();
         let app_slot = self.apps.slot_of(app_id).expect("checked by the caller");

@@ -30,6 +30,11 @@ pub const ATTEMPT_SPACING: Duration = Duration::from_secs(15);
 pub const ATTEMPTS_PER_LEAF: u32 = 10;
 /// Solution scores (spec 9.3): below this no last-resort victim is used.
 const SCORE_SATISFACTORY: u64 = 1 << 32;
+/// Score bit of a solution that preempts an originator.
+const SCORE_ORIGINATOR: u64 = 1 << 33;
+/// Score bit of a solution that preempts an `allowPreemptSelf: false`
+/// allocation.
+const SCORE_OPTED_OUT: u64 = 1 << 34;
 
 /// A queue's `preemption.policy` (spec 1.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,6 +105,39 @@ pub fn parse_go_duration(s: &str) -> Option<Duration> {
     (total.is_finite() && total < 1e19).then(|| Duration::from_nanos(total as u64))
 }
 
+/// A duration as Go's `time.Duration.String` writes it (`0s`, `500ms`,
+/// `1.5µs`, `30s`, `1m30s`, `2h0m0s`): what the reference's REST shows.
+pub fn go_duration_string(d: Duration) -> String {
+    let ns = d.as_nanos();
+    // ".xyz" of `v` out of 10^digits, trailing zeros dropped.
+    let frac = |v: u128, digits: usize| {
+        if v == 0 {
+            return String::new();
+        }
+        let s = format!("{v:0digits$}");
+        format!(".{}", s.trim_end_matches('0'))
+    };
+    if ns == 0 {
+        return "0s".into();
+    }
+    if ns < 1_000_000_000 {
+        let (unit, div, digits) = match ns {
+            0..1_000 => ("ns", 1, 0),
+            1_000..1_000_000 => ("µs", 1_000, 3),
+            _ => ("ms", 1_000_000, 6),
+        };
+        return format!("{}{}{unit}", ns / div, frac(ns % div, digits));
+    }
+    let f = frac(ns % 1_000_000_000, 9);
+    let secs = ns / 1_000_000_000;
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}{f}s"),
+        (0, _) => format!("{m}m{s}{f}s"),
+        _ => format!("{h}h{m}m{s}{f}s"),
+    }
+}
+
 /// Per-request preemption state (spec 3 steps 2 and 5).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AskMark {
@@ -115,7 +153,9 @@ pub struct AskMark {
     pub required_refused: Option<Instant>,
 }
 
-/// Counters of the partition's preemption (spec: metrics).
+/// Counters of the partition's preemption, exported as the
+/// `yunikorn_scheduler_preemption_*` metrics (docs/preemption.md).
+/// `attempts` is the sum of the five outcomes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PreemptionCounters {
     /// Attempts that passed the preconditions.
@@ -124,6 +164,34 @@ pub struct PreemptionCounters {
     pub successes: u64,
     /// Victims released.
     pub victims: u64,
+    /// Attempts stopped by step 1 (spec 5): no potential victim, or
+    /// preempting cannot bring the ask queue within its guarantee
+    /// ("Preemption queue guarantees check failed").
+    pub guarantee_check_failed: u64,
+    /// Attempts that found no node worth asking the RM about.
+    pub no_candidate_node: u64,
+    /// Attempts whose every node check the RM refused.
+    pub rm_refused: u64,
+    /// Attempts whose final victim list would free too little (spec 10.1,
+    /// 10.2: "Preemption helped but short of resources").
+    pub short_of_resources: u64,
+    /// Requests that passed the other preconditions but found their leaf's
+    /// 10 attempts of the pass used ("Preemption max attempts exhausted";
+    /// not attempts).
+    pub attempts_exhausted: u64,
+}
+
+impl PreemptionCounters {
+    fn add(&mut self, o: &PreemptionCounters) {
+        self.attempts += o.attempts;
+        self.successes += o.successes;
+        self.victims += o.victims;
+        self.guarantee_check_failed += o.guarantee_check_failed;
+        self.no_candidate_node += o.no_candidate_node;
+        self.rm_refused += o.rm_refused;
+        self.short_of_resources += o.short_of_resources;
+        self.attempts_exhausted += o.attempts_exhausted;
+    }
 }
 
 /// The partition's preemption bookkeeping.
@@ -143,6 +211,16 @@ pub struct PreemptionBook {
     pub counters: PreemptionCounters,
     /// Quota-change preemption (preempt_quota.rs).
     pub quota: super::preempt_quota::QuotaBook,
+    /// Unique per partition made: the metrics tell a partition made anew
+    /// (counters from zero) from the one it replaces.
+    pub instance: u64,
+}
+
+/// A fresh [`PreemptionBook::instance`].
+pub fn next_instance() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl PreemptionBook {
@@ -251,10 +329,10 @@ impl<'a> Snap<'a> {
             return None;
         }
         let own = guaranteed.map(|g| {
-            let used = self.used.get(&q).cloned().unwrap_or_default();
+            let used = self.used.get(&q);
             let mut r = Resource::new();
             for (t, v) in g.iter() {
-                r.set(t, v.saturating_sub(used.get(t)));
+                r.set(t, v.saturating_sub(used.map_or(0, |u| u.get(t))));
             }
             r
         });
@@ -423,6 +501,7 @@ impl Partition {
         }
         let used = pass.preempt_attempts.entry(app.queue).or_insert(0);
         if *used >= ATTEMPTS_PER_LEAF {
+            pass.preempt_counts.attempts_exhausted += 1;
             return None; // "Preemption max attempts exhausted"
         }
         *used += 1;
@@ -455,6 +534,7 @@ impl Partition {
             }
         };
         if !helps || victims.is_empty() {
+            pass.preempt_counts.guarantee_check_failed += 1;
             return None; // "Preemption queue guarantees check failed"
         }
 
@@ -469,61 +549,101 @@ impl Partition {
                 by_node.entry(n).or_default().push(v.clone());
             }
         }
-        // Step 4 (spec 8): one victim list per usable node.
-        let mut checks: Vec<(i64, Arc<str>, NodeSlot, Vec<Victim>)> = Vec::new();
-        for n in self.nodes.values() {
-            let slot = n.key().slot();
-            // 7.1: a stale lower-priority reservation is cancelled
-            // (preempt_required.rs), whatever becomes of this attempt.
-            let held = self.reservations.on_node(slot).filter(|r| **r != me);
-            let blocked = held.is_some_and(|r| {
-                let stale = self.stale_for_preemptor(r, ask, now);
-                if stale {
-                    pass.preempt_stale.push((slot, r.clone()));
+        // Steps 4 and 5 (spec 8, 9): one victim list per usable node, and
+        // the RM asked in check order (start index, then node id); the
+        // first success scoring below 2^32 wins, else the lowest score
+        // (ties: check order). Nodes go in id order and a list whose start
+        // index is the lowest possible (-1 for T1, 0 for T2) is checked at
+        // once, since nothing unseen can come before it: the RM hears the
+        // same checks in the same order, and the lists of the nodes after
+        // a winner are never built.
+        let mut stale = Vec::new();
+        let mut nodes: Vec<&Node> = self
+            .nodes
+            .values()
+            .filter(|n| {
+                if !n.schedulable || !ask.resource.fits_in(n.capacity()) {
+                    return false;
                 }
-                !stale
+                // 7.1: a node held by a stale lower-priority reservation is
+                // a candidate, and that reservation is cancelled
+                // (preempt_required.rs), whatever becomes of this attempt.
+                match self
+                    .reservations
+                    .on_node(n.key().slot())
+                    .filter(|r| **r != me)
+                {
+                    None => true,
+                    Some(r) => {
+                        let cancel = self.stale_for_preemptor(r, ask, now);
+                        if cancel {
+                            stale.push((n.key().slot(), r.clone()));
+                        }
+                        cancel
+                    }
+                }
+            })
+            .collect();
+        pass.preempt_stale.extend(stale);
+        nodes.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        // -1 (no victim needed) only for T1, and only if some node has room.
+        let floor = if trigger == Trigger::QueueBound
+            && nodes.iter().any(|n| ask.resource.fits_in(n.available()))
+        {
+            -1
+        } else {
+            0
+        };
+        let mut later: Vec<(i64, NodeSlot, Vec<Victim>)> = Vec::new();
+        let mut chosen: Option<(u64, NodeSlot, Vec<Victim>)> = None;
+        let mut asked = false;
+        let mut done = false;
+        for n in nodes {
+            let slot = n.key().slot();
+            let mut list = by_node.remove(&slot).unwrap_or_default();
+            // Spec 7.2: opted in first, then non-originators, newest first.
+            list.sort_by_key(|v| {
+                let a = self.allocations.at(v.slot);
+                (!a.preempt_self, a.originator, std::cmp::Reverse(v.born))
             });
-            if !n.schedulable || blocked || !ask.resource.fits_in(n.capacity()) {
+            let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) else {
+                continue;
+            };
+            if index < 0 && trigger == Trigger::NodeBound {
+                continue; // already tried by the ordinary walk
+            }
+            if index > floor {
+                later.push((index, slot, list));
                 continue;
             }
-            let mut list = by_node.remove(&slot).unwrap_or_default();
-            // Newest first (every allocation counts as opted in and not an
-            // originator: see docs/preemption.md).
-            list.sort_by_key(|v| std::cmp::Reverse(v.born));
-            if let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) {
-                if index < 0 && trigger == Trigger::NodeBound {
-                    continue; // already tried by the ordinary walk
-                }
-                checks.push((index, n.id.clone(), slot, list));
-            }
-        }
-        checks.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-
-        // Step 5 (spec 9): ask the RM, in check order; first success wins.
-        let mut chosen = None;
-        for (index, _, slot, list) in checks {
-            let node = &self.nodes[slot];
-            let answer = if list.is_empty() {
-                self.try_node(&app.id, ask, node, cb, true, &mut pass.events)
-                    .then_some(-1)
-            } else {
-                self.preemption_check(&app.id, ask, node, &list, index, cb, &mut pass.events)
-            };
-            // An index beyond the list is unfit (spec 9.3).
-            let keep = match answer {
-                Some(i) if i < 0 => Some(0),
-                Some(i) if (i as usize) < list.len() => Some(i as usize + 1),
-                _ => None,
-            };
-            if let Some(keep) = keep {
-                // Every victim counts as opted in and not an originator,
-                // so any success scores below 2^32: the first one wins.
-                debug_assert!((keep as u64) < SCORE_SATISFACTORY);
-                chosen = Some((slot, list.into_iter().take(keep).collect::<Vec<_>>()));
+            asked = true;
+            if self.check_node(app, ask, slot, index, list, cb, pass, &mut chosen) {
+                done = true;
                 break;
             }
         }
-        let (node, node_victims) = chosen?; // "Preemption does not help"
+        if !done {
+            // Node ids are unique: the order is total.
+            later.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| self.nodes[a.1].id.cmp(&self.nodes[b.1].id))
+            });
+            for (index, slot, list) in later {
+                asked = true;
+                if self.check_node(app, ask, slot, index, list, cb, pass, &mut chosen) {
+                    break;
+                }
+            }
+        }
+        let Some((_, node, node_victims)) = chosen else {
+            // "Preemption does not help"
+            if asked {
+                pass.preempt_counts.rm_refused += 1;
+            } else {
+                pass.preempt_counts.no_candidate_node += 1;
+            }
+            return None;
+        };
 
         // Step 6 (spec 10.1): extra victims for the queue's guarantee.
         let mut s = base.clone();
@@ -535,7 +655,12 @@ impl Partition {
             .iter()
             .filter(|v| !taken.contains(&v.slot))
             .collect();
-        others.sort_by_key(|v| std::cmp::Reverse(v.born));
+        // Spec 10.1: none < originator < opted out (combined), newest first.
+        others.sort_by_key(|v| {
+            let a = self.allocations.at(v.slot);
+            let flags = u8::from(a.originator) | u8::from(!a.preempt_self) << 1;
+            (flags, std::cmp::Reverse(v.born))
+        });
         let mut extra = Vec::new();
         for v in others {
             let res = &self.allocations.at(v.slot).resource;
@@ -559,6 +684,7 @@ impl Partition {
             }
         }
         if !extra.is_empty() && !s.ask_queue_within(&ask.resource) {
+            pass.preempt_counts.short_of_resources += 1;
             return None;
         }
         // Final list (spec 10.2).
@@ -575,6 +701,7 @@ impl Partition {
             }
         }
         if last.is_empty() || !covers(&total, &ask.resource) {
+            pass.preempt_counts.short_of_resources += 1;
             return None; // "Preemption helped but short of resources"
         }
         Some(PreemptionPlan {
@@ -583,6 +710,47 @@ impl Partition {
             node,
             victims: last,
         })
+    }
+
+    /// Asks the RM about one node (spec 9.2) and scores a success (9.3,
+    /// scoring the list sent: quirk Q7's recommendation); keeps it in
+    /// `chosen` when it beats what is there. Returns whether it wins
+    /// outright (a score below 2^32).
+    #[allow(clippy::too_many_arguments)]
+    fn check_node(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        slot: NodeSlot,
+        index: i64,
+        list: Vec<Victim>,
+        cb: Option<&ResyncBarrier>,
+        pass: &mut PassState,
+        chosen: &mut Option<(u64, NodeSlot, Vec<Victim>)>,
+    ) -> bool {
+        let node = &self.nodes[slot];
+        let answer = if list.is_empty() {
+            self.try_node(&app.id, ask, node, cb, true, &mut pass.events)
+                .then_some(-1)
+        } else {
+            self.preemption_check(&app.id, ask, node, &list, index, cb, &mut pass.events)
+        };
+        // An index beyond the list is unfit (spec 9.3).
+        let keep = match answer {
+            Some(i) if i < 0 => 0,
+            Some(i) if (i as usize) < list.len() => i as usize + 1,
+            _ => return false,
+        };
+        let score = list[..keep].iter().fold(keep as u64, |acc, v| {
+            let a = self.allocations.at(v.slot);
+            acc | if a.originator { SCORE_ORIGINATOR } else { 0 }
+                | if a.preempt_self { 0 } else { SCORE_OPTED_OUT }
+        });
+        if chosen.as_ref().is_some_and(|(best, _, _)| score >= *best) {
+            return false;
+        }
+        *chosen = Some((score, slot, list.into_iter().take(keep).collect()));
+        score < SCORE_SATISFACTORY
     }
 
     /// The RM's check of one node with victims (spec 9.2, 14.2): the v1.8
@@ -764,7 +932,7 @@ impl Partition {
 
     /// Whether a queue's `preemption.policy` came from its parent (only
     /// `disabled` is inherited, spec 1.2; the tree copies every property).
-    fn inherited_policy(&self, q: QueueId) -> bool {
+    pub(crate) fn inherited_policy(&self, q: QueueId) -> bool {
         let queue = self.queues.get(q);
         let Some(p) = queue.parent else {
             return false;
@@ -842,6 +1010,9 @@ impl Partition {
     pub(super) fn preemption_pass_done(&mut self, pass: &mut PassState, now: Instant) {
         let attempts: u64 = pass.preempt_attempts.values().map(|v| u64::from(*v)).sum();
         self.preempt.counters.attempts += attempts;
+        self.preempt
+            .counters
+            .add(&std::mem::take(&mut pass.preempt_counts));
         for id in pass.preempt_checked.drain(..) {
             self.preempt.asks.entry(id).or_default().checked = Some(now);
         }
@@ -904,6 +1075,25 @@ mod tests {
         assert_eq!(parse_go_duration("-1s"), None);
         assert_eq!(parse_go_duration("10"), None);
         assert_eq!(parse_go_duration("abc"), None);
+    }
+
+    #[test]
+    fn durations_print_as_go_does() {
+        for (d, s) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_nanos(1), "1ns"),
+            (Duration::from_nanos(1_500), "1.5µs"),
+            (Duration::from_millis(500), "500ms"),
+            (Duration::from_micros(1_250), "1.25ms"),
+            (Duration::from_secs(30), "30s"),
+            (Duration::from_millis(1_500), "1.5s"),
+            (Duration::from_secs(90), "1m30s"),
+            (Duration::from_secs(3600), "1h0m0s"),
+            (Duration::from_millis(7_384_005), "2h3m4.005s"),
+        ] {
+            assert_eq!(go_duration_string(d), s);
+            assert_eq!(parse_go_duration(s), Some(d), "{s}");
+        }
     }
 
     #[test]

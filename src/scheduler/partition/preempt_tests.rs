@@ -280,6 +280,42 @@ fn a_refused_attempt_waits_15_seconds_before_the_next() {
     let ok = Refusing::default();
     h.advance(Duration::from_secs(15));
     assert_eq!(preempted(&h.schedule_with(&ok)).len(), 1);
+    // Every attempt has exactly one outcome.
+    let c = h.p.preempt.counters;
+    assert_eq!(
+        (c.attempts, c.rm_refused, c.successes, c.victims),
+        (3, 2, 1, 1)
+    );
+    assert_eq!(
+        c.guarantee_check_failed + c.no_candidate_node + c.short_of_resources,
+        0
+    );
+}
+
+#[test]
+fn each_attempt_counts_one_outcome() {
+    // No victim at all (the only leaf above its guarantee is disabled).
+    let mut h = full(&config(Some(true), ", preemption.policy: disabled", "", ""));
+    h.advance(Duration::from_secs(60));
+    assert!(preempted(&h.schedule()).is_empty());
+    let c = h.p.preempt.counters;
+    assert_eq!((c.attempts, c.guarantee_check_failed), (1, 1), "{c:?}");
+    // Victims exist but no node can hold the ask: nothing to ask the RM.
+    let mut h = full(&config(Some(true), "", "", ""));
+    h.app("app-3", "root.b");
+    h.ask(ask("app-3", "big", 1500, 1));
+    h.p.preempt.asks.clear();
+    h.advance(Duration::from_secs(60));
+    let seen = h.schedule();
+    assert_eq!(preempted(&seen).len(), 1, "the 250 ask still preempts");
+    let c = h.p.preempt.counters;
+    assert_eq!(
+        c.attempts,
+        c.successes + c.guarantee_check_failed + c.no_candidate_node,
+        "{c:?}"
+    );
+    assert_eq!(c.successes, 1, "{c:?}");
+    assert_eq!(c.victims, 1, "{c:?}");
 }
 
 #[test]

@@ -70,7 +70,9 @@ class ResourceManagerCallback:
     ) -> si_pb2.PreemptionPredicatesResponse:
         """Whether the allocation fits once some victims are gone; return the answer.
 
-        The core does not preempt yet, so the library never calls this.
+        Called by guarantee preemption, once per candidate node, only when
+        :meth:`predicates` is overridden too (without it the core asks the
+        RM nothing and takes the first node it found).
         Raising, or returning anything but a ``PreemptionPredicatesResponse``,
         answers ``success=False``.
         """
