@@ -8,8 +8,8 @@
  * packages are named si.v1, so bytes cannot tell the editions apart: the
  * family an RM registers through binds its rmID to that edition, and a call
  * of the other family for it returns SICORE_REJECTED. The SI v1.8 Stop() is
- * sicore_shutdown. preemption_predicates is never called while the core
- * does not preempt.
+ * sicore_shutdown. preemption_predicates is called for guarantee and
+ * required-node preemption of v1.8 RMs (docs/preemption.md).
  */
 
 #ifndef SICORE_H

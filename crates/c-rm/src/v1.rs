@@ -33,7 +33,7 @@ pub trait RmV1: Send + Sync + 'static {
     fn send_event(&self, _m: sicore18::EventRecords) {}
     /// A request's scheduling state.
     fn update_container_scheduling_state(&self, _m: si18::UpdateContainerSchedulingStateRequest) {}
-    /// The preemption check (never called while the core does not preempt).
+    /// The preemption check (guarantee and required-node preemption).
     fn preemption_predicates(
         &self,
         _m: si18::PreemptionPredicatesArgs,

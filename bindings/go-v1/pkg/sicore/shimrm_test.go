@@ -630,7 +630,8 @@ func (rm *shimRM) newCount(key string) int {
 }
 
 // checkClean fails the test on any recorded violation, and on a
-// PreemptionPredicates call (the core does not preempt yet).
+// PreemptionPredicates call (these scenarios configure no guarantee, so
+// nothing may preempt; preempt_test.go is the one that does).
 func (rm *shimRM) checkClean() {
 	rm.t.Helper()
 	rm.confirmations.Wait()
@@ -640,7 +641,7 @@ func (rm *shimRM) checkClean() {
 		rm.t.Errorf("violation: %s", v)
 	}
 	if rm.preemptCalls != 0 {
-		rm.t.Errorf("PreemptionPredicates called %d times; the core does not preempt yet", rm.preemptCalls)
+		rm.t.Errorf("PreemptionPredicates called %d times; nothing here should preempt", rm.preemptCalls)
 	}
 }
 
