@@ -1547,3 +1547,60 @@ fn pe12_a_pinned_allocation_is_no_guarantee_victim() {
     h.settle();
     assert_eq!(victim_keys(&h), ["older"]);
 }
+
+/// Spec 11.6, the other way round: a placeholder that is a preemption
+/// victim in flight is never swapped for its real allocation; the real
+/// allocation waits for room of its own.
+#[test]
+fn a_preempted_placeholder_is_never_used_for_a_gang_swap() {
+    let queues = "          - name: child1
+            resources: {guaranteed: {memory: 500}}
+            properties: {application.sort.policy: fifo}
+          - name: child2
+            resources: {guaranteed: {memory: 500}}
+            properties: {preemption.delay: 1ms}
+";
+    let h = start(&yaml(queues), &[("node-0", 1000)]);
+    run(
+        &h,
+        "app-1",
+        "root.child1",
+        vec![ask("app-1", "c1", 250, 1, 3)],
+        3,
+    );
+    // A gang of one placeholder, the newest allocation on the node: the
+    // first victim a preemptor of child2 picks.
+    let mut g = app("app-g", "root.child1");
+    g.placeholder_ask = res(&[("memory", 250), ("vcore", 1)]);
+    g.gang_scheduling_style = "Soft".into();
+    h.submit(g).unwrap();
+    let mut ph = ask("app-g", "ph", 250, 1, 1);
+    ph.placeholder = true;
+    ph.task_group_name = "tg".into();
+    assert_eq!(h.asks(vec![ph]).0, sicore_status::SICORE_OK);
+    h.wait("the placeholder", |s| s.allocations.len() == 4);
+    let ph_uuid = h.seen(|s| s.allocations[3].uuid.clone());
+    preemptor(&h, "app-2", "root.child2", ask("app-2", "c2", 250, 1, 1));
+    h.wait("a victim", |s| !preempted(s).is_empty());
+    h.settle();
+    let victims = h.seen(preempted);
+    assert_eq!(victims.len(), 1, "{victims:?}");
+    assert_eq!(
+        victims[0].uuid, ph_uuid,
+        "the newest allocation: the placeholder"
+    );
+    // Its real allocation arrives before the RM confirms the preemption:
+    // no swap into the victim.
+    let mut real = ask("app-g", "real", 250, 1, 1);
+    real.task_group_name = "tg".into();
+    assert_eq!(h.asks(vec![real]).0, sicore_status::SICORE_OK);
+    h.settle();
+    h.settle();
+    let replaced = h.seen(|s| {
+        s.released
+            .iter()
+            .filter(|r| r.termination_type == si::TerminationType::PlaceholderReplaced as i32)
+            .count()
+    });
+    assert_eq!(replaced, 0, "a preempted placeholder is not swapped");
+}

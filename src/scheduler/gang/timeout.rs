@@ -121,11 +121,13 @@ impl Partition {
             self.remove_ask(&app_id, k);
         }
         // Swaps in flight are undone (their real asks are gone): every
-        // placeholder goes back.
+        // placeholder goes back, except a preemption victim, whose
+        // PREEMPTED_BY_SCHEDULER release is already with the RM (11.6).
         let placeholders: Vec<Arc<str>> = self
             .allocations
             .uuids(&self.apps[&*app_id].allocations)
             .filter(|u| self.allocations.get(u).is_some_and(|a| a.placeholder))
+            .filter(|u| !self.preempt.is_victim(u))
             .cloned()
             .collect();
         for u in &placeholders {

@@ -941,6 +941,31 @@ impl Partition {
         own.is_some() && own == self.queues.get(p).properties.get(PROP_PREEMPTION_POLICY)
     }
 
+    /// Marks `a` (of leaf `leaf`) a victim in flight: counted in
+    /// `preempting` up the tree until the RM confirms. A placeholder
+    /// leaves its group's free set (spec 11.6): it is neither swapped for a
+    /// real allocation nor released again by the placeholder timeout.
+    pub(super) fn mark_victim(&mut self, a: &Allocation, leaf: QueueId) {
+        self.preempt
+            .victims
+            .insert(a.uuid.clone(), (leaf, a.resource.clone()));
+        let mut at = Some(leaf);
+        while let Some(id) = at {
+            self.preempt
+                .preempting
+                .entry(id)
+                .or_default()
+                .add_assign(&a.resource);
+            at = self.queues.get(id).parent;
+        }
+        if a.placeholder {
+            if let Some(app) = self.apps.get_mut(&a.app) {
+                app.gang.take_free(&a.task_group, &a.uuid);
+            }
+            self.sync_holder(&a.app);
+        }
+    }
+
     /// Spec 10.3-10.6: marks the victims, releases them to the RM with
     /// `PREEMPTED_BY_SCHEDULER`, flags the ask and reserves the node.
     pub(crate) fn commit_preemption(&mut self, plan: PreemptionPlan, out: &mut Outcomes) {
@@ -952,18 +977,7 @@ impl Partition {
         let mut released = Vec::with_capacity(plan.victims.len());
         for slot in &plan.victims {
             let a = self.allocations.at(*slot).clone();
-            self.preempt
-                .victims
-                .insert(a.uuid.clone(), (a.queue, a.resource.clone()));
-            let mut at = Some(a.queue);
-            while let Some(id) = at {
-                self.preempt
-                    .preempting
-                    .entry(id)
-                    .or_default()
-                    .add_assign(&a.resource);
-                at = self.queues.get(id).parent;
-            }
+            self.mark_victim(&a, a.queue);
             out.event(crate::events::record(
                 si::event_record::Type::Request,
                 &a.key,

@@ -435,18 +435,7 @@ impl Partition {
         let mut by_app: Vec<(Arc<str>, Vec<si::AllocationRelease>)> = Vec::new();
         for slot in picked {
             let a = self.allocations.at(slot).clone();
-            self.preempt
-                .victims
-                .insert(a.uuid.clone(), (leaf, a.resource.clone()));
-            let mut at = Some(leaf);
-            while let Some(id) = at {
-                self.preempt
-                    .preempting
-                    .entry(id)
-                    .or_default()
-                    .add_assign(&a.resource);
-                at = self.queues.get(id).parent;
-            }
+            self.mark_victim(&a, leaf);
             out.event(crate::events::record(
                 si::event_record::Type::Request,
                 &a.key,

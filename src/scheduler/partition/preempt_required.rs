@@ -321,18 +321,7 @@ impl Partition {
         let mut released = Vec::with_capacity(victims.len());
         for slot in victims {
             let a = self.allocations.at(*slot).clone();
-            self.preempt
-                .victims
-                .insert(a.uuid.clone(), (a.queue, a.resource.clone()));
-            let mut at = Some(a.queue);
-            while let Some(id) = at {
-                self.preempt
-                    .preempting
-                    .entry(id)
-                    .or_default()
-                    .add_assign(&a.resource);
-                at = self.queues.get(id).parent;
-            }
+            self.mark_victim(&a, a.queue);
             out.event(crate::events::record(
                 si::event_record::Type::Request,
                 &a.key,
