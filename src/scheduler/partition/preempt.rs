@@ -562,17 +562,15 @@ impl Partition {
             .nodes
             .values()
             .filter(|n| {
-                if !n.schedulable || !ask.resource.fits_in(n.capacity()) {
-                    return false;
-                }
-                // 7.1: a node held by a stale lower-priority reservation is
-                // a candidate, and that reservation is cancelled
-                // (preempt_required.rs), whatever becomes of this attempt.
-                match self
+                // 7.1: every node is walked; a stale lower-priority
+                // reservation is cancelled (preempt_required.rs) whatever
+                // becomes of this attempt, and its node then counts as free
+                // of other reservations. The exclusions come after.
+                let held = self
                     .reservations
                     .on_node(n.key().slot())
-                    .filter(|r| **r != me)
-                {
+                    .filter(|r| **r != me);
+                let free = match held {
                     None => true,
                     Some(r) => {
                         let cancel = self.stale_for_preemptor(r, ask, now);
@@ -581,7 +579,8 @@ impl Partition {
                         }
                         cancel
                     }
-                }
+                };
+                free && n.schedulable && ask.resource.fits_in(n.capacity())
             })
             .collect();
         pass.preempt_stale.extend(stale);
