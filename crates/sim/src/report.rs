@@ -70,6 +70,9 @@ struct Inner {
     live: FastMap<String, usize>,
     /// Releases of allocations the recorder never saw allocated.
     unknown_releases: u64,
+    /// Allocations the RM stopped itself and freed when it decided to
+    /// (see [`Recorder::on_rm_release`]), whose echo is still to come.
+    rm_freed: std::collections::HashSet<String>,
     app_events: Vec<(u64, u32, String)>,
     rejected_asks: Vec<u64>,
     marks: Vec<(u64, String)>,
@@ -185,6 +188,9 @@ impl Recorder {
                     }
                 }
             }
+            if g.rm_freed.remove(&r.uuid) {
+                continue; // freed when the RM stopped it
+            }
             Self::free(g, t, &r.uuid);
         }
         for a in &m.new {
@@ -235,6 +241,24 @@ impl Recorder {
             }
             None => g.unknown_releases += 1,
         }
+    }
+
+    /// The RM stops allocation `uuid` itself: from its side the resources
+    /// are free as it decides, before its request reaches the core. The
+    /// core's echo may come after the `new` allocations that the freed room
+    /// made possible (in SI v1.8 with Predicates, `new` is delivered at the
+    /// pass's barrier on the core thread, the echo by the dispatcher);
+    /// replaying the echo as the moment of release would show an overshoot
+    /// neither side had.
+    pub fn on_rm_release(&self, uuid: &str) {
+        let t = self.now();
+        let mut g = self.lock();
+        let g = &mut *g;
+        if g.live.contains_key(uuid) {
+            Self::free(g, t, uuid);
+            g.rm_freed.insert(uuid.to_string());
+        }
+        g.busy_ns += self.now().saturating_sub(t);
     }
 
     /// The RM confirmed a victim's release (SI v1.8, where the core sends

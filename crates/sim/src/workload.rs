@@ -418,6 +418,11 @@ impl Driver {
         allocations: &[(String, String)],
         asks: &[(String, String)],
     ) -> Result<(), String> {
+        // The pods are gone from the RM's side now, whatever order the
+        // core's answers come in.
+        for (_, uuid) in allocations {
+            self.recorder().on_rm_release(uuid);
+        }
         match self.edition {
             Edition::V012 => self.sim.call(
                 "UpdateAllocation",
