@@ -890,7 +890,9 @@ fn node_removal_of_the_real_allocations_node_undoes_the_swap() {
     assert_eq!(h.seen(|s| s.released.len()), 1, "nothing new for the RM");
     // The RM had already stopped the placeholder: its confirmation now
     // removes it like a normal release, and the real ask becomes ordinary.
-    h.rec.behaviour.lock().unwrap().refuse_nodes.clear();
+    // The node is let go only after the echo: a pass in between would
+    // swap the free placeholder again, and the confirmation would then
+    // confirm that swap instead.
     assert_eq!(
         h.releases(vec![confirm("g", &ph.uuid)], vec![]).0,
         SICORE_OK
@@ -898,6 +900,7 @@ fn node_removal_of_the_real_allocations_node_undoes_the_swap() {
     h.wait("echo", |s| {
         s.released.iter().any(|r| r.termination_type == STOPPED)
     });
+    h.rec.behaviour.lock().unwrap().refuse_nodes.clear();
     h.wait("ordinary allocation", |s| {
         s.allocations.iter().any(|a| a.allocation_key == "real")
     });
