@@ -481,6 +481,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         Shape::Asks => single_asks(asks),
         Shape::Apps => app_asks(asks),
     };
+    state.wake_at_allocations(asks);
     let cpu_before = thread_cpu_ms();
     let start = Instant::now();
     for r in &requests {

@@ -247,7 +247,7 @@ impl super::Counters {
         self.allocations.fetch_add(m.new.len(), AcqRel);
         self.asks_rejected
             .fetch_add(m.rejected_allocations.len(), AcqRel);
-        self.wake();
+        self.wake_for_allocations();
     }
 
     /// Counts accepted and rejected applications.
