@@ -5,7 +5,9 @@
 #![allow(dead_code)]
 
 pub mod books;
+pub mod preempt;
 pub mod rms;
+pub mod v1;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -529,6 +531,15 @@ pub fn find_queue(
         .iter()
         .find(|p| p["name"] == partition)?;
     walk(&p["root"], path)
+}
+
+/// The allocated memory of the queue at `path` in partition `default` of
+/// a dump (0 when it holds none); panics when there is no such queue.
+pub fn memory_of(dump: &serde_json::Value, path: &str) -> i64 {
+    find_queue(dump, "default", path).unwrap_or_else(|| panic!("no queue {path}"))["allocated"]
+        ["memory"]
+        .as_i64()
+        .unwrap_or(0)
 }
 
 impl Harness {
