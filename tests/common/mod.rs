@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod books;
+pub mod editions;
 pub mod preempt;
 pub mod rms;
 pub mod v1;

@@ -10,7 +10,8 @@ use sicore::proto::sicore::v1 as sicore_pb;
 use super::{node, Behaviour, Harness, Seen};
 
 /// A v0.12 RM with a `predicates` callback, registered as `rm` (policy
-/// group `queues`) on `options`, its `nodes` (id, memory, vcore) accepted.
+/// group `queues`) on `options`, its `nodes` (id, memory, vcore), if any,
+/// accepted in one request.
 pub fn predicates_rm(options: sicore_pb::SchedulerOptions, nodes: &[(&str, i64, i64)]) -> Harness {
     let behaviour = Behaviour {
         with_predicates: true,
@@ -19,9 +20,11 @@ pub fn predicates_rm(options: sicore_pb::SchedulerOptions, nodes: &[(&str, i64, 
     let h = Harness::with_behaviour(options, behaviour);
     let (st, msg) = h.register("rm", "queues");
     assert_eq!(st, SICORE_OK, "{msg}");
-    let list = nodes.iter().map(|(id, m, v)| node(id, *m, *v)).collect();
-    assert_eq!(h.nodes(list).0, SICORE_OK);
-    h.wait("nodes", |s| s.nodes_accepted.len() == nodes.len());
+    if !nodes.is_empty() {
+        let list = nodes.iter().map(|(id, m, v)| node(id, *m, *v)).collect();
+        assert_eq!(h.nodes(list).0, SICORE_OK);
+        h.wait("nodes", |s| s.nodes_accepted.len() == nodes.len());
+    }
     h
 }
 
