@@ -9,10 +9,10 @@ mod restkit;
 
 use std::collections::HashMap;
 
+use common::preempt::{confirmation, predicates_rm, preempted};
 use common::*;
 use serde_json::Value;
 use sicore::ffi::*;
-use sicore::proto::si::v1 as si;
 
 /// Leaves `a` (guarantee 500) and `b` (guarantee 1000, delay 1 ms, so the
 /// test never waits the default 30 s); preemption as `switch`.
@@ -46,16 +46,7 @@ fn filled(switch: &str) -> Harness {
 }
 
 fn filled_with(options: sicore::proto::sicore::v1::SchedulerOptions) -> Harness {
-    let behaviour = Behaviour {
-        with_predicates: true,
-        ..Default::default()
-    };
-    let h = Harness::with_behaviour(options, behaviour);
-    let (st, msg) = h.register("rm", "queues");
-    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
-    let nodes = vec![node("node-0", 1000, 10), node("node-1", 1000, 10)];
-    assert_eq!(h.nodes(nodes).0, sicore_status::SICORE_OK);
-    h.wait("nodes", |s| s.nodes_accepted.len() == 2);
+    let h = predicates_rm(options, &[("node-0", 1000, 10), ("node-1", 1000, 10)]);
     h.submit(app("app-1", "root.a")).unwrap();
     assert_eq!(
         h.asks(vec![ask("app-1", "a", 500, 1, 4)]).0,
@@ -74,14 +65,6 @@ fn filled_with(options: sicore::proto::sicore::v1::SchedulerOptions) -> Harness 
         sicore_status::SICORE_OK
     );
     h
-}
-
-fn preempted(s: &Seen) -> Vec<si::AllocationRelease> {
-    s.released
-        .iter()
-        .filter(|r| r.termination_type == si::TerminationType::PreemptedByScheduler as i32)
-        .cloned()
-        .collect()
 }
 
 #[test]
@@ -125,18 +108,9 @@ fn a_refused_node_keeps_its_allocations_and_the_preemptor_gets_the_next_node() {
     });
     // The victim is still counted in its queue until the RM confirms.
     let d = h.dump();
-    assert_eq!(
-        find_queue(&d, "default", "root.a").unwrap()["allocated"]["memory"],
-        2000
-    );
+    assert_eq!(memory_of(&d, "root.a"), 2000);
     // The RM confirms; the preemptor gets the freed node.
-    let confirm = si::AllocationRelease {
-        partition_name: "default".into(),
-        application_id: "app-1".into(),
-        uuid: v.uuid.clone(),
-        termination_type: si::TerminationType::PreemptedByScheduler as i32,
-        ..Default::default()
-    };
+    let confirm = confirmation("app-1", &v.uuid);
     assert_eq!(
         h.releases(vec![confirm], vec![]).0,
         sicore_status::SICORE_OK
@@ -156,18 +130,9 @@ fn a_refused_node_keeps_its_allocations_and_the_preemptor_gets_the_next_node() {
     });
     // No allocation lost or counted twice.
     let d = h.dump();
-    assert_eq!(
-        find_queue(&d, "default", "root.a").unwrap()["allocated"]["memory"],
-        1500
-    );
-    assert_eq!(
-        find_queue(&d, "default", "root.b").unwrap()["allocated"]["memory"],
-        500
-    );
-    assert_eq!(
-        find_queue(&d, "default", "root").unwrap()["allocated"]["memory"],
-        2000
-    );
+    assert_eq!(memory_of(&d, "root.a"), 1500);
+    assert_eq!(memory_of(&d, "root.b"), 500);
+    assert_eq!(memory_of(&d, "root"), 2000);
     // A REQUEST event on the victim (spec 15).
     h.wait("the victim's event", |s| {
         s.events.iter().any(|e| {
@@ -213,17 +178,12 @@ fn three_preemptors_in_one_pass_balance_the_books() {
             resources: {guaranteed: {memory: 1000}}
             properties: {application.sort.policy: fifo, preemption.delay: 1ms}
 ";
-    let behaviour = Behaviour {
-        with_predicates: true,
-        ..Default::default()
-    };
-    let h = Harness::with_behaviour(yaml_options(yaml), behaviour);
-    assert_eq!(h.register("rm", "queues").0, sicore_status::SICORE_OK);
-    let nodes = (0..3)
-        .map(|i| node(&format!("node-{i}"), 1000, 10))
-        .collect();
-    assert_eq!(h.nodes(nodes).0, sicore_status::SICORE_OK);
-    h.wait("nodes", |s| s.nodes_accepted.len() == 3);
+    let nodes = [
+        ("node-0", 1000, 10),
+        ("node-1", 1000, 10),
+        ("node-2", 1000, 10),
+    ];
+    let h = predicates_rm(yaml_options(yaml), &nodes);
     h.submit(app("app-1", "root.a")).unwrap();
     assert_eq!(
         h.asks(vec![ask("app-1", "a", 250, 1, 12)]).0,
@@ -253,13 +213,7 @@ fn three_preemptors_in_one_pass_balance_the_books() {
     assert_eq!(victim_nodes, ["node-0", "node-1", "node-2"]);
     let confirms = victims
         .iter()
-        .map(|v| si::AllocationRelease {
-            partition_name: "default".into(),
-            application_id: v.application_id.clone(),
-            uuid: v.uuid.clone(),
-            termination_type: si::TerminationType::PreemptedByScheduler as i32,
-            ..Default::default()
-        })
+        .map(|v| confirmation(&v.application_id, &v.uuid))
         .collect();
     assert_eq!(h.releases(confirms, vec![]).0, sicore_status::SICORE_OK);
     h.wait("the preemptors' allocations", |s| s.allocations.len() == 15);
@@ -294,17 +248,10 @@ fn three_preemptors_in_one_pass_balance_the_books() {
         ("root.b", "app-2"),
         ("root.c", "app-3"),
     ] {
-        assert_eq!(
-            find_queue(&d, "default", q).unwrap()["allocated"]["memory"],
-            per_app[app],
-            "{q}"
-        );
+        assert_eq!(memory_of(&d, q), per_app[app], "{q}");
     }
     assert_eq!(per_app["app-1"], 2250);
-    assert_eq!(
-        find_queue(&d, "default", "root").unwrap()["allocated"]["memory"],
-        3000
-    );
+    assert_eq!(memory_of(&d, "root"), 3000);
 }
 
 fn metrics_text(h: &Harness) -> String {
@@ -432,13 +379,7 @@ fn an_operator_sees_the_preemption_in_rest_and_metrics() {
     assert!(text.contains("# TYPE yunikorn_scheduler_preemption_attempt_total counter"));
 
     // The RM confirms: nothing is preempting any more.
-    let confirm = si::AllocationRelease {
-        partition_name: "default".into(),
-        application_id: "app-1".into(),
-        uuid: victim.clone(),
-        termination_type: si::TerminationType::PreemptedByScheduler as i32,
-        ..Default::default()
-    };
+    let confirm = confirmation("app-1", &victim);
     assert_eq!(
         h.releases(vec![confirm], vec![]).0,
         sicore_status::SICORE_OK
