@@ -9,7 +9,7 @@ mod restkit;
 
 use std::collections::HashMap;
 
-use common::preempt::{confirmation, predicates_rm, preempted};
+use common::preempt::{assert_no_preemption, confirmation, predicates_rm, preempted};
 use common::*;
 use serde_json::Value;
 use sicore::ffi::*;
@@ -22,21 +22,14 @@ fn config(switch: &str) -> String {
 
 /// [`config`] with more leaves under root.
 fn config_with(switch: &str, more: &str) -> String {
-    format!(
-        "partitions:
-  - name: default
-{switch}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {{guaranteed: {{memory: 500}}}}
-            properties: {{application.sort.policy: fifo}}
+    let queues = "          - name: a
+            resources: {guaranteed: {memory: 500}}
+            properties: {application.sort.policy: fifo}
           - name: b
-            resources: {{guaranteed: {{memory: 1000}}}}
-            properties: {{application.sort.policy: fifo, preemption.delay: 1ms}}
-{more}"
-    )
+            resources: {guaranteed: {memory: 1000}}
+            properties: {application.sort.policy: fifo, preemption.delay: 1ms}
+";
+    partition_yaml(switch, &format!("{queues}{more}"))
 }
 
 /// Two nodes of 1000 filled by four allocations of 500 of `app-1` in
@@ -147,12 +140,7 @@ fn a_refused_node_keeps_its_allocations_and_the_preemptor_gets_the_next_node() {
 fn without_the_switch_a_v012_partition_never_preempts() {
     let h = filled("");
     // Passes run while app-2 waits; give several of them time.
-    h.settle();
-    h.settle();
-    h.seen(|s| {
-        assert!(preempted(s).is_empty(), "{:?}", s.released);
-        assert_eq!(s.allocations.len(), 4);
-    });
+    assert_no_preemption(&h, 4);
 }
 
 /// The books across victim release, confirmation and the preemptors'
@@ -161,14 +149,7 @@ fn without_the_switch_a_v012_partition_never_preempts() {
 /// its victim left, and every queue's allocated equals what the RM holds.
 #[test]
 fn three_preemptors_in_one_pass_balance_the_books() {
-    let yaml = "partitions:
-  - name: default
-    preemption: {enabled: true}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
+    let queues = "          - name: a
             resources: {guaranteed: {memory: 1000}}
             properties: {application.sort.policy: fifo}
           - name: b
@@ -183,7 +164,8 @@ fn three_preemptors_in_one_pass_balance_the_books() {
         ("node-1", 1000, 10),
         ("node-2", 1000, 10),
     ];
-    let h = predicates_rm(yaml_options(yaml), &nodes);
+    let yaml = partition_yaml("    preemption: {enabled: true}\n", queues);
+    let h = predicates_rm(yaml_options(&yaml), &nodes);
     h.submit(app("app-1", "root.a")).unwrap();
     assert_eq!(
         h.asks(vec![ask("app-1", "a", 250, 1, 12)]).0,
@@ -275,22 +257,6 @@ fn metrics_until(h: &Harness, lines: &[&str]) -> String {
     })
 }
 
-fn rest(addr: &str, path: &str) -> Value {
-    let r = restkit::http(addr, "GET", path, &[], b"");
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()
-}
-
-fn rest_queue<'a>(q: &'a Value, path: &str) -> Option<&'a Value> {
-    if q["queuename"] == path {
-        return Some(q);
-    }
-    q["children"]
-        .as_array()?
-        .iter()
-        .find_map(|c| rest_queue(c, path))
-}
-
 /// What an operator sees of one preemption: the REST queue entries
 /// (the reference's v1.8 preemption fields, the victims' resources in
 /// `preemptingResource` until the RM confirms), the victim's allocation
@@ -306,43 +272,35 @@ fn an_operator_sees_the_preemption_in_rest_and_metrics() {
     let mut o = yaml_options(&config_with("    preemption: {enabled: true}\n", more));
     o.rest_address = "127.0.0.1:0".into();
     let h = filled_with(o);
-    let addr = {
-        let mut out = sicore_buffer::empty();
-        let mut err = sicore_buffer::empty();
-        assert_eq!(
-            sicore_rest_address(h.sched, &mut out, &mut err),
-            sicore_status::SICORE_OK
-        );
-        take_string(out)
-    };
+    let addr = restkit::rest_address(h.sched);
     h.wait("a victim", |s| !preempted(s).is_empty());
     let victim = h.seen(preempted)[0].uuid.clone();
 
     // REST serves a snapshot a moment old: polled until the victim shows.
     let tree = restkit::poll("REST to show the victim", || {
-        let t = rest(&addr, "/ws/v1/partition/default/queues");
-        rest_queue(&t, "root.a")?.get("preemptingResource")?;
+        let t = restkit::get_json(&addr, "/ws/v1/partition/default/queues");
+        restkit::queue_entry(&t, "root.a")?.get("preemptingResource")?;
         Some(t)
     });
-    let a = rest_queue(&tree, "root.a").unwrap();
+    let a = restkit::queue_entry(&tree, "root.a").unwrap();
     assert_eq!(a["preemptingResource"], "[memory:500 vcore:1]", "{a}");
     assert_eq!(a["preemptionEnabled"], true);
     assert_eq!(a["isPreemptionFence"], false);
     assert_eq!(a["preemptionDelay"], "30s");
     assert_eq!(a["quotaPreemptionDelay"], "0s");
-    let root = rest_queue(&tree, "root").unwrap();
+    let root = restkit::queue_entry(&tree, "root").unwrap();
     assert_eq!(root["preemptingResource"], "[memory:500 vcore:1]", "{root}");
-    let b = rest_queue(&tree, "root.b").unwrap();
+    let b = restkit::queue_entry(&tree, "root.b").unwrap();
     assert_eq!(b["preemptionDelay"], "1ms");
     assert!(b.get("preemptingResource").is_none(), "{b}");
-    let c = rest_queue(&tree, "root.c").unwrap();
+    let c = restkit::queue_entry(&tree, "root.c").unwrap();
     assert_eq!(c["preemptionEnabled"], false);
     assert_eq!(c["quotaPreemptionDelay"], "2m0s");
-    let d = rest_queue(&tree, "root.d").unwrap();
+    let d = restkit::queue_entry(&tree, "root.d").unwrap();
     assert_eq!(d["isPreemptionFence"], true);
     assert_eq!(d["preemptionEnabled"], true);
 
-    let apps = rest(&addr, "/ws/v1/partition/default/queue/root.a/applications");
+    let apps = restkit::get_json(&addr, "/ws/v1/partition/default/queue/root.a/applications");
     let allocs: Vec<&Value> = apps
         .as_array()
         .unwrap()
@@ -390,8 +348,8 @@ fn an_operator_sees_the_preemption_in_rest_and_metrics() {
         &["yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 0"],
     );
     restkit::poll("REST to drop preemptingResource", || {
-        let t = rest(&addr, "/ws/v1/partition/default/queues");
-        rest_queue(&t, "root.a")?
+        let t = restkit::get_json(&addr, "/ws/v1/partition/default/queues");
+        restkit::queue_entry(&t, "root.a")?
             .get("preemptingResource")
             .is_none()
             .then_some(())

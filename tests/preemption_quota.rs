@@ -23,19 +23,14 @@ fn yaml(switch: &str, max: i64) -> String {
 
 /// As [`yaml`] with the quota delay `delay`.
 fn yaml_delay(switch: &str, max: i64, delay: &str) -> String {
-    format!(
-        "partitions:
-  - name: default
-{switch}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
+    let queues = format!(
+        "          - name: a
             resources: {{max: {{memory: {max}}}}}
             properties: {{application.sort.policy: fifo, preemption.quota.delay: {delay}}}
           - name: b
 "
-    )
+    );
+    partition_yaml(switch, &queues)
 }
 
 const ON: &str = "    preemption: {quotapreemptionenabled: true}\n";
@@ -260,14 +255,8 @@ fn v1_an_idle_queue_is_enforced_when_its_delay_ends() {
 #[test]
 fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     let tree = |max: i64| {
-        format!(
-            "partitions:
-  - name: default
-{ON}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: p
+        let queues = format!(
+            "          - name: p
             resources: {{max: {{memory: {max}}}}}
             properties: {{preemption.quota.delay: 1ms}}
             queues:
@@ -275,7 +264,8 @@ fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
               - name: b
           - name: a
 "
-        )
+        );
+        partition_yaml(ON, &queues)
     };
     let rm = v1_rm(&tree(1000));
     rm.app("app-2", "root.p.a");

@@ -11,7 +11,7 @@
 mod common;
 
 use common::editions::{v1_preemptor, EditionRm};
-use common::preempt::{predicates_rm, preempted};
+use common::preempt::{assert_no_preemption, predicates_rm, preempted};
 use common::v1::{v1_options, v1_preempted, V1Rm};
 use common::*;
 use sicore::ffi::sicore_status::SICORE_OK;
@@ -26,19 +26,12 @@ const NO_VICTIM: &str =
 /// Leaves `a` (the victims) and `ds` (the DaemonSet pods); `switch` is
 /// the partition's preemption line, if any.
 fn config(switch: &str) -> String {
-    format!(
-        "partitions:
-  - name: default
-{switch}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            properties: {{application.sort.policy: fifo}}
+    let queues = "          - name: a
+            properties: {application.sort.policy: fifo}
           - name: ds
-            properties: {{application.sort.policy: fifo}}
-"
-    )
+            properties: {application.sort.policy: fifo}
+";
+    partition_yaml(switch, queues)
 }
 
 const ON: &str = "    preemption: {enabled: true}\n";
@@ -214,12 +207,7 @@ fn v1_a_node_the_rm_refuses_keeps_its_pods_and_the_failure_is_an_event() {
 #[test]
 fn v012_without_the_switch_a_daemonset_pod_never_evicts() {
     let h = v012_pinned("", false);
-    h.settle();
-    h.settle();
-    h.seen(|s| {
-        assert!(preempted(s).is_empty(), "{:?}", s.released);
-        assert_eq!(s.allocations.len(), 4);
-    });
+    assert_no_preemption(&h, 4);
 }
 
 // ---- The v1.8 edition only ----
@@ -229,20 +217,14 @@ fn v1_an_rm_without_predicates_is_still_asked_preemption_predicates() {
     // Guarantee preemption: b (guarantee 1000) below, a (500) above. The
     // RM has no `predicates` and refuses node-0 in PreemptionPredicates:
     // the victim must come from node-1, and node-0 must have been asked.
-    let yaml = "partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
+    let queues = "          - name: a
             resources: {guaranteed: {memory: 500}}
             properties: {application.sort.policy: fifo}
           - name: b
             resources: {guaranteed: {memory: 1000}}
             properties: {application.sort.policy: fifo, preemption.delay: 1ms}
 ";
-    let rm = v1_rm(yaml, false, &["node-0"], |_| {});
+    let rm = v1_rm(&partition_yaml("", queues), false, &["node-0"], |_| {});
     rm.node("node-0", 1000);
     rm.node("node-1", 1000);
     rm.app("app-1", "root.a");

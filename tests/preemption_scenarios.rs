@@ -25,16 +25,7 @@ use sicore_c_rm::v1 as rmv1;
 /// A partition with preemption on and `queues` (YAML lines below root,
 /// indented by 10).
 fn yaml(queues: &str) -> String {
-    format!(
-        "partitions:
-  - name: default
-    preemption: {{enabled: true}}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-{queues}"
-    )
+    partition_yaml("    preemption: {enabled: true}\n", queues)
 }
 
 /// An RM of `edition` registered with `yaml`, with `nodes` (id, memory;
@@ -557,23 +548,16 @@ fn pe16_v1_end_to_end_from_victim_to_preemptor() {
 /// child1 and child2 (guarantee 500 each) under `parent`; `switch` is the
 /// partition's preemption line, if any.
 fn v1_config(switch: &str) -> String {
-    format!(
-        "partitions:
-  - name: default
-{switch}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: parent
+    let queues = "          - name: parent
             queues:
               - name: child1
-                resources: {{guaranteed: {{memory: 500}}}}
-                properties: {{application.sort.policy: fifo}}
+                resources: {guaranteed: {memory: 500}}
+                properties: {application.sort.policy: fifo}
               - name: child2
-                resources: {{guaranteed: {{memory: 500}}}}
-                properties: {{preemption.delay: 1ms}}
-"
-    )
+                resources: {guaranteed: {memory: 500}}
+                properties: {preemption.delay: 1ms}
+";
+    partition_yaml(switch, queues)
 }
 
 /// Two full nodes of 500: alloc1 of child1 on one, the newer alloc2 on
@@ -693,6 +677,28 @@ fn pe20_v1_the_switch_absent_is_on_and_pe1_allow_preempt_other_is_needed() {
     }
 }
 
+/// A soft gang `app-g` in child1 with one placeholder of 250, placed as
+/// the RM's fourth allocation; returns the placeholder's UUID.
+fn gang_of_one_placeholder(h: &Harness) -> String {
+    let mut g = app("app-g", "root.child1");
+    g.placeholder_ask = res(&[("memory", 250), ("vcore", 1)]);
+    g.gang_scheduling_style = "Soft".into();
+    h.submit(g).unwrap();
+    let mut ph = ask("app-g", "ph", 250, 1, 1);
+    ph.placeholder = true;
+    ph.task_group_name = "tg".into();
+    assert_eq!(h.asks(vec![ph]).0, SICORE_OK);
+    h.wait("the placeholder", |s| s.allocations.len() == 4);
+    h.seen(|s| s.allocations[3].uuid.clone())
+}
+
+/// The real allocation of the gang's task group arrives.
+fn real_allocation(h: &Harness) {
+    let mut real = ask("app-g", "real", 250, 1, 1);
+    real.task_group_name = "tg".into();
+    assert_eq!(h.asks(vec![real]).0, SICORE_OK);
+}
+
 /// PE9's guard as sicore has it: the search and the commit are one step
 /// of the pass, so a victim cannot be released in between; a placeholder
 /// being released (its gang swap in flight) is never picked (spec 6.3),
@@ -703,21 +709,10 @@ fn pe9_a_placeholder_being_released_is_never_a_victim() {
     rm.fill("app-1", "root.child1", &[req("c1", 250, 3)], 3);
     let h = rm.harness();
     // A gang of one placeholder, the newest allocation on the node.
-    let mut g = app("app-g", "root.child1");
-    g.placeholder_ask = res(&[("memory", 250), ("vcore", 1)]);
-    g.gang_scheduling_style = "Soft".into();
-    h.submit(g).unwrap();
-    let mut ph = ask("app-g", "ph", 250, 1, 1);
-    ph.placeholder = true;
-    ph.task_group_name = "tg".into();
-    assert_eq!(h.asks(vec![ph]).0, SICORE_OK);
-    h.wait("the placeholder", |s| s.allocations.len() == 4);
-    let ph_uuid = h.seen(|s| s.allocations[3].uuid.clone());
+    let ph_uuid = gang_of_one_placeholder(h);
     // Its real allocation arrives: the placeholder is released for the
     // swap, and the RM does not confirm it.
-    let mut real = ask("app-g", "real", 250, 1, 1);
-    real.task_group_name = "tg".into();
-    assert_eq!(h.asks(vec![real]).0, SICORE_OK);
+    real_allocation(h);
     h.wait("the swap", |s| {
         s.released.iter().any(|r| {
             r.uuid == ph_uuid
@@ -769,16 +764,7 @@ fn a_preempted_placeholder_is_never_used_for_a_gang_swap() {
     let h = rm.harness();
     // A gang of one placeholder, the newest allocation on the node: the
     // first victim a preemptor of child2 picks.
-    let mut g = app("app-g", "root.child1");
-    g.placeholder_ask = res(&[("memory", 250), ("vcore", 1)]);
-    g.gang_scheduling_style = "Soft".into();
-    h.submit(g).unwrap();
-    let mut ph = ask("app-g", "ph", 250, 1, 1);
-    ph.placeholder = true;
-    ph.task_group_name = "tg".into();
-    assert_eq!(h.asks(vec![ph]).0, SICORE_OK);
-    h.wait("the placeholder", |s| s.allocations.len() == 4);
-    let ph_uuid = h.seen(|s| s.allocations[3].uuid.clone());
+    let ph_uuid = gang_of_one_placeholder(h);
     rm.preemptor("app-2", "root.child2", req("c2", 250, 1));
     rm.wait_victims(1);
     rm.settle();
@@ -790,9 +776,7 @@ fn a_preempted_placeholder_is_never_used_for_a_gang_swap() {
     );
     // Its real allocation arrives before the RM confirms the preemption:
     // no swap into the victim.
-    let mut real = ask("app-g", "real", 250, 1, 1);
-    real.task_group_name = "tg".into();
-    assert_eq!(h.asks(vec![real]).0, SICORE_OK);
+    real_allocation(h);
     h.settle();
     h.settle();
     let replaced = h.seen(|s| {

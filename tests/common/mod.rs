@@ -468,6 +468,22 @@ impl Drop for Harness {
 
 // ---- Helpers for the queue, configuration and placement tests ----
 
+/// The configuration of one partition, `default`: `switch` (its lines
+/// before `queues`, each indented by 4, such as a preemption line) and
+/// `queues` (the YAML lines below root, each indented by 10), root open to
+/// every submitter.
+pub fn partition_yaml(switch: &str, queues: &str) -> String {
+    format!(
+        "partitions:
+  - name: default
+{switch}    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+{queues}"
+    )
+}
+
 /// Options carrying `yaml` as the in-memory config of policy group `queues`.
 pub fn yaml_options(yaml: &str) -> sicore_pb::SchedulerOptions {
     let mut o = sicore_pb::SchedulerOptions::default();

@@ -49,3 +49,14 @@ pub fn confirmation(app: &str, uuid: &str) -> si::AllocationRelease {
         ..Default::default()
     }
 }
+
+/// Lets several passes run, then asserts that the RM was told of no
+/// victim and of `allocations` allocations.
+pub fn assert_no_preemption(h: &Harness, allocations: usize) {
+    h.settle();
+    h.settle();
+    h.seen(|s| {
+        assert!(preempted(s).is_empty(), "{:?}", s.released);
+        assert_eq!(s.allocations.len(), allocations);
+    });
+}
