@@ -207,18 +207,23 @@ impl V1Rm {
         assert_eq!(st, SICORE_OK, "{msg}");
     }
 
-    /// Submits application `id` of alice to `queue` and waits until it is
-    /// accepted.
-    pub fn app(&self, id: &str, queue: &str) {
-        let (st, msg) = call(
+    /// `sicore_v1_update_application` with `new` applications.
+    pub fn apps(&self, new: Vec<si18::AddApplicationRequest>) -> (sicore_status, String) {
+        call(
             self.sched,
             sicore_v1_update_application,
             &si18::ApplicationRequest {
-                new: vec![rmv1::app(id, queue, "alice")],
+                new,
                 rm_id: "rm1".into(),
                 ..Default::default()
             },
-        );
+        )
+    }
+
+    /// Submits application `id` of alice to `queue` and waits until it is
+    /// accepted.
+    pub fn app(&self, id: &str, queue: &str) {
+        let (st, msg) = self.apps(vec![rmv1::app(id, queue, "alice")]);
         assert_eq!(st, SICORE_OK, "{msg}");
         self.rec
             .wait("app accepted", |s| s.apps_accepted.iter().any(|a| a == id));
