@@ -133,6 +133,22 @@ impl Seen {
             .filter(|r| r.termination_type == t as i32)
             .collect()
     }
+
+    /// The UUIDs of the preemption victims released, in order.
+    pub fn preempted(&self) -> Vec<String> {
+        self.released_as(si::TerminationType::PreemptedByScheduler)
+            .iter()
+            .map(|r| r.uuid.clone())
+            .collect()
+    }
+
+    /// The REQUEST records on preemption victims, in order.
+    pub fn preemption_events(&self) -> Vec<&si::EventRecord> {
+        self.events
+            .iter()
+            .filter(|e| e.reason == "Preempted")
+            .collect()
+    }
 }
 
 /// A partition driven step by step.
