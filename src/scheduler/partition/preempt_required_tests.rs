@@ -111,20 +111,12 @@ fn a_pinned_ask_reserves_its_node_at_once_then_preempts_once_and_runs_there() {
     assert_eq!(holder(&h, "n1").as_deref(), Some("ds"));
     // Reserved step: one victim, the newest, released for the DaemonSet ask.
     let seen = h.schedule();
-    assert_eq!(seen.preempted(), std::slice::from_ref(&newest));
-    let r = &seen.released[0];
-    assert_eq!(r.application_id, "app-1");
-    assert_eq!(
-        r.message,
-        "preempting allocations to free up resources to run daemon set ask: ds"
-    );
-    let ev = seen.preemption_events();
-    assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0].object_id, "a");
-    assert_eq!(ev[0].group_id, "app-1");
-    assert_eq!(
-        ev[0].message,
-        "Preempted by ds from application app-ds in root.ds"
+    seen.assert_one_victim(
+        &newest,
+        "app-1",
+        "a",
+        "preempting allocations to free up resources to run daemon set ask: ds",
+        "Preempted by ds from application app-ds in root.ds",
     );
     let a = h.p.queues.lookup("root.a").unwrap();
     assert_eq!(h.p.preempt.preempting[&a], res(&[("memory", 250)]));

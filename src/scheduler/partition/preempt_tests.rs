@@ -62,21 +62,13 @@ fn a_queue_below_its_guarantee_takes_the_newest_allocation_after_the_delay() {
     h.advance(Duration::from_secs(2));
     let seen = h.schedule();
     assert!(seen.allocated.is_empty());
-    assert_eq!(seen.preempted(), std::slice::from_ref(&newest));
-    let r = &seen.released[0];
-    assert_eq!(r.application_id, "app-1");
-    assert_eq!(
-        r.message,
-        "preempting allocations to free up resources to run ask: b"
-    );
-    // One REQUEST event on the victim (spec 15).
-    let ev = seen.preemption_events();
-    assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0].object_id, "a");
-    assert_eq!(ev[0].group_id, "app-1");
-    assert_eq!(
-        ev[0].message,
-        "Preempted by b from application app-2 in root.b"
+    // One victim, one REQUEST event on it (spec 15).
+    seen.assert_one_victim(
+        &newest,
+        "app-1",
+        "a",
+        "preempting allocations to free up resources to run ask: b",
+        "Preempted by b from application app-2 in root.b",
     );
     // The preemptor holds the node; the victim still counts until confirmed.
     let a = h.p.queues.lookup("root.a").unwrap();
