@@ -1,6 +1,10 @@
 //! A resource manager written against the C ABI, for the integration
 //! tests: on the shared RM of `crates/c-rm` (its trampolines, registration
 //! and calls), it records, decoded, everything the scheduler tells it.
+//! One module per further job: [`v1`] the same for an SI v1.8 RM,
+//! [`preempt`] what the v0.12 preemption tests share, [`editions`] one
+//! scenario driving an RM of either edition, [`books`] the dump's books
+//! and [`rms`] random RMs on the public Rust API.
 
 #![allow(dead_code)]
 
