@@ -274,17 +274,29 @@ pub fn callbacks_for(rec: &Arc<Recorder>) -> sicore_callbacks {
 impl Recorder {
     /// Waits until `cond` holds on what this RM has seen.
     pub fn wait(&self, what: &str, cond: impl Fn(&Seen) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        let mut seen = self.seen.lock().unwrap();
-        while !cond(&seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}; seen: {seen:#?}"
-            );
-            seen = self.cv.wait_timeout(seen, left).unwrap().0;
-        }
+        drop(wait_until(&self.seen, &self.cv, what, cond));
     }
+}
+
+/// Waits until `cond` holds on what `seen` holds, woken by `cv`, for
+/// [`WAIT`] at the most; the guard it returns still holds the lock.
+pub fn wait_until<'a, T: std::fmt::Debug>(
+    seen: &'a Mutex<T>,
+    cv: &Condvar,
+    what: &str,
+    cond: impl Fn(&T) -> bool,
+) -> std::sync::MutexGuard<'a, T> {
+    let deadline = Instant::now() + WAIT;
+    let mut guard = seen.lock().unwrap();
+    while !cond(&guard) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "timed out waiting for {what}; seen: {guard:#?}"
+        );
+        guard = cv.wait_timeout(guard, left).unwrap().0;
+    }
+    guard
 }
 
 /// A scheduler plus one recording RM.
@@ -423,16 +435,7 @@ impl Harness {
 
     /// Waits until `cond` holds on what the RM has seen.
     pub fn wait(&self, what: &str, cond: impl Fn(&Seen) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        let mut seen = self.rec.seen.lock().unwrap();
-        while !cond(&seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}; seen: {seen:#?}"
-            );
-            seen = self.rec.cv.wait_timeout(seen, left).unwrap().0;
-        }
+        self.rec.wait(what, cond);
     }
 
     pub fn seen<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sicore::ffi::sicore_status::SICORE_OK;
 use sicore::ffi::*;
@@ -15,7 +15,7 @@ use sicore::proto::sicore::v1 as sicore_pb;
 use sicore_c_rm::v1::{self as rmv1, RmV1};
 use sicore_c_rm::{call, Handle};
 
-use super::WAIT;
+use super::wait_until;
 
 /// Everything a v1 RM has been told, in arrival order per kind.
 #[derive(Default, Debug, Clone)]
@@ -53,14 +53,7 @@ impl V1Recorder {
 
     /// Waits until `cond` holds on what the RM has seen, and returns that.
     pub fn wait(&self, what: &str, cond: impl Fn(&V1Seen) -> bool) -> V1Seen {
-        let deadline = Instant::now() + WAIT;
-        let mut s = self.seen.lock().unwrap();
-        while !cond(&s) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "timed out waiting for {what}: {s:#?}");
-            s = self.cv.wait_timeout(s, left).unwrap().0;
-        }
-        s.clone()
+        wait_until(&self.seen, &self.cv, what, cond).clone()
     }
 
     /// What the RM has seen so far.
