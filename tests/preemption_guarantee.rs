@@ -9,10 +9,10 @@ mod restkit;
 
 use std::collections::HashMap;
 
+use common::preempt::{assert_no_preemption, confirmation, predicates_rm, preempted};
 use common::*;
 use serde_json::Value;
 use sicore::ffi::*;
-use sicore::proto::si::v1 as si;
 
 /// Leaves `a` (guarantee 500) and `b` (guarantee 1000, delay 1 ms, so the
 /// test never waits the default 30 s); preemption as `switch`.
@@ -22,21 +22,14 @@ fn config(switch: &str) -> String {
 
 /// [`config`] with more leaves under root.
 fn config_with(switch: &str, more: &str) -> String {
-    format!(
-        "partitions:
-  - name: default
-{switch}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-            resources: {{guaranteed: {{memory: 500}}}}
-            properties: {{application.sort.policy: fifo}}
+    let queues = "          - name: a
+            resources: {guaranteed: {memory: 500}}
+            properties: {application.sort.policy: fifo}
           - name: b
-            resources: {{guaranteed: {{memory: 1000}}}}
-            properties: {{application.sort.policy: fifo, preemption.delay: 1ms}}
-{more}"
-    )
+            resources: {guaranteed: {memory: 1000}}
+            properties: {application.sort.policy: fifo, preemption.delay: 1ms}
+";
+    partition_yaml(switch, &format!("{queues}{more}"))
 }
 
 /// Two nodes of 1000 filled by four allocations of 500 of `app-1` in
@@ -46,16 +39,7 @@ fn filled(switch: &str) -> Harness {
 }
 
 fn filled_with(options: sicore::proto::sicore::v1::SchedulerOptions) -> Harness {
-    let behaviour = Behaviour {
-        with_predicates: true,
-        ..Default::default()
-    };
-    let h = Harness::with_behaviour(options, behaviour);
-    let (st, msg) = h.register("rm", "queues");
-    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
-    let nodes = vec![node("node-0", 1000, 10), node("node-1", 1000, 10)];
-    assert_eq!(h.nodes(nodes).0, sicore_status::SICORE_OK);
-    h.wait("nodes", |s| s.nodes_accepted.len() == 2);
+    let h = predicates_rm(options, &[("node-0", 1000, 10), ("node-1", 1000, 10)]);
     h.submit(app("app-1", "root.a")).unwrap();
     assert_eq!(
         h.asks(vec![ask("app-1", "a", 500, 1, 4)]).0,
@@ -74,14 +58,6 @@ fn filled_with(options: sicore::proto::sicore::v1::SchedulerOptions) -> Harness 
         sicore_status::SICORE_OK
     );
     h
-}
-
-fn preempted(s: &Seen) -> Vec<si::AllocationRelease> {
-    s.released
-        .iter()
-        .filter(|r| r.termination_type == si::TerminationType::PreemptedByScheduler as i32)
-        .cloned()
-        .collect()
 }
 
 #[test]
@@ -125,18 +101,9 @@ fn a_refused_node_keeps_its_allocations_and_the_preemptor_gets_the_next_node() {
     });
     // The victim is still counted in its queue until the RM confirms.
     let d = h.dump();
-    assert_eq!(
-        find_queue(&d, "default", "root.a").unwrap()["allocated"]["memory"],
-        2000
-    );
+    assert_eq!(memory_of(&d, "root.a"), 2000);
     // The RM confirms; the preemptor gets the freed node.
-    let confirm = si::AllocationRelease {
-        partition_name: "default".into(),
-        application_id: "app-1".into(),
-        uuid: v.uuid.clone(),
-        termination_type: si::TerminationType::PreemptedByScheduler as i32,
-        ..Default::default()
-    };
+    let confirm = confirmation("app-1", &v.uuid);
     assert_eq!(
         h.releases(vec![confirm], vec![]).0,
         sicore_status::SICORE_OK
@@ -156,18 +123,9 @@ fn a_refused_node_keeps_its_allocations_and_the_preemptor_gets_the_next_node() {
     });
     // No allocation lost or counted twice.
     let d = h.dump();
-    assert_eq!(
-        find_queue(&d, "default", "root.a").unwrap()["allocated"]["memory"],
-        1500
-    );
-    assert_eq!(
-        find_queue(&d, "default", "root.b").unwrap()["allocated"]["memory"],
-        500
-    );
-    assert_eq!(
-        find_queue(&d, "default", "root").unwrap()["allocated"]["memory"],
-        2000
-    );
+    assert_eq!(memory_of(&d, "root.a"), 1500);
+    assert_eq!(memory_of(&d, "root.b"), 500);
+    assert_eq!(memory_of(&d, "root"), 2000);
     // A REQUEST event on the victim (spec 15).
     h.wait("the victim's event", |s| {
         s.events.iter().any(|e| {
@@ -182,12 +140,7 @@ fn a_refused_node_keeps_its_allocations_and_the_preemptor_gets_the_next_node() {
 fn without_the_switch_a_v012_partition_never_preempts() {
     let h = filled("");
     // Passes run while app-2 waits; give several of them time.
-    h.settle();
-    h.settle();
-    h.seen(|s| {
-        assert!(preempted(s).is_empty(), "{:?}", s.released);
-        assert_eq!(s.allocations.len(), 4);
-    });
+    assert_no_preemption(&h, 4);
 }
 
 /// The books across victim release, confirmation and the preemptors'
@@ -196,14 +149,7 @@ fn without_the_switch_a_v012_partition_never_preempts() {
 /// its victim left, and every queue's allocated equals what the RM holds.
 #[test]
 fn three_preemptors_in_one_pass_balance_the_books() {
-    let yaml = "partitions:
-  - name: default
-    preemption: {enabled: true}
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
+    let queues = "          - name: a
             resources: {guaranteed: {memory: 1000}}
             properties: {application.sort.policy: fifo}
           - name: b
@@ -213,17 +159,13 @@ fn three_preemptors_in_one_pass_balance_the_books() {
             resources: {guaranteed: {memory: 1000}}
             properties: {application.sort.policy: fifo, preemption.delay: 1ms}
 ";
-    let behaviour = Behaviour {
-        with_predicates: true,
-        ..Default::default()
-    };
-    let h = Harness::with_behaviour(yaml_options(yaml), behaviour);
-    assert_eq!(h.register("rm", "queues").0, sicore_status::SICORE_OK);
-    let nodes = (0..3)
-        .map(|i| node(&format!("node-{i}"), 1000, 10))
-        .collect();
-    assert_eq!(h.nodes(nodes).0, sicore_status::SICORE_OK);
-    h.wait("nodes", |s| s.nodes_accepted.len() == 3);
+    let nodes = [
+        ("node-0", 1000, 10),
+        ("node-1", 1000, 10),
+        ("node-2", 1000, 10),
+    ];
+    let yaml = partition_yaml("    preemption: {enabled: true}\n", queues);
+    let h = predicates_rm(yaml_options(&yaml), &nodes);
     h.submit(app("app-1", "root.a")).unwrap();
     assert_eq!(
         h.asks(vec![ask("app-1", "a", 250, 1, 12)]).0,
@@ -253,13 +195,7 @@ fn three_preemptors_in_one_pass_balance_the_books() {
     assert_eq!(victim_nodes, ["node-0", "node-1", "node-2"]);
     let confirms = victims
         .iter()
-        .map(|v| si::AllocationRelease {
-            partition_name: "default".into(),
-            application_id: v.application_id.clone(),
-            uuid: v.uuid.clone(),
-            termination_type: si::TerminationType::PreemptedByScheduler as i32,
-            ..Default::default()
-        })
+        .map(|v| confirmation(&v.application_id, &v.uuid))
         .collect();
     assert_eq!(h.releases(confirms, vec![]).0, sicore_status::SICORE_OK);
     h.wait("the preemptors' allocations", |s| s.allocations.len() == 15);
@@ -294,17 +230,10 @@ fn three_preemptors_in_one_pass_balance_the_books() {
         ("root.b", "app-2"),
         ("root.c", "app-3"),
     ] {
-        assert_eq!(
-            find_queue(&d, "default", q).unwrap()["allocated"]["memory"],
-            per_app[app],
-            "{q}"
-        );
+        assert_eq!(memory_of(&d, q), per_app[app], "{q}");
     }
     assert_eq!(per_app["app-1"], 2250);
-    assert_eq!(
-        find_queue(&d, "default", "root").unwrap()["allocated"]["memory"],
-        3000
-    );
+    assert_eq!(memory_of(&d, "root"), 3000);
 }
 
 fn metrics_text(h: &Harness) -> String {
@@ -328,22 +257,6 @@ fn metrics_until(h: &Harness, lines: &[&str]) -> String {
     })
 }
 
-fn rest(addr: &str, path: &str) -> Value {
-    let r = restkit::http(addr, "GET", path, &[], b"");
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()
-}
-
-fn rest_queue<'a>(q: &'a Value, path: &str) -> Option<&'a Value> {
-    if q["queuename"] == path {
-        return Some(q);
-    }
-    q["children"]
-        .as_array()?
-        .iter()
-        .find_map(|c| rest_queue(c, path))
-}
-
 /// What an operator sees of one preemption: the REST queue entries
 /// (the reference's v1.8 preemption fields, the victims' resources in
 /// `preemptingResource` until the RM confirms), the victim's allocation
@@ -359,43 +272,35 @@ fn an_operator_sees_the_preemption_in_rest_and_metrics() {
     let mut o = yaml_options(&config_with("    preemption: {enabled: true}\n", more));
     o.rest_address = "127.0.0.1:0".into();
     let h = filled_with(o);
-    let addr = {
-        let mut out = sicore_buffer::empty();
-        let mut err = sicore_buffer::empty();
-        assert_eq!(
-            sicore_rest_address(h.sched, &mut out, &mut err),
-            sicore_status::SICORE_OK
-        );
-        take_string(out)
-    };
+    let addr = restkit::rest_address(h.sched);
     h.wait("a victim", |s| !preempted(s).is_empty());
     let victim = h.seen(preempted)[0].uuid.clone();
 
     // REST serves a snapshot a moment old: polled until the victim shows.
     let tree = restkit::poll("REST to show the victim", || {
-        let t = rest(&addr, "/ws/v1/partition/default/queues");
-        rest_queue(&t, "root.a")?.get("preemptingResource")?;
+        let t = restkit::get_json(&addr, "/ws/v1/partition/default/queues");
+        restkit::queue_entry(&t, "root.a")?.get("preemptingResource")?;
         Some(t)
     });
-    let a = rest_queue(&tree, "root.a").unwrap();
+    let a = restkit::queue_entry(&tree, "root.a").unwrap();
     assert_eq!(a["preemptingResource"], "[memory:500 vcore:1]", "{a}");
     assert_eq!(a["preemptionEnabled"], true);
     assert_eq!(a["isPreemptionFence"], false);
     assert_eq!(a["preemptionDelay"], "30s");
     assert_eq!(a["quotaPreemptionDelay"], "0s");
-    let root = rest_queue(&tree, "root").unwrap();
+    let root = restkit::queue_entry(&tree, "root").unwrap();
     assert_eq!(root["preemptingResource"], "[memory:500 vcore:1]", "{root}");
-    let b = rest_queue(&tree, "root.b").unwrap();
+    let b = restkit::queue_entry(&tree, "root.b").unwrap();
     assert_eq!(b["preemptionDelay"], "1ms");
     assert!(b.get("preemptingResource").is_none(), "{b}");
-    let c = rest_queue(&tree, "root.c").unwrap();
+    let c = restkit::queue_entry(&tree, "root.c").unwrap();
     assert_eq!(c["preemptionEnabled"], false);
     assert_eq!(c["quotaPreemptionDelay"], "2m0s");
-    let d = rest_queue(&tree, "root.d").unwrap();
+    let d = restkit::queue_entry(&tree, "root.d").unwrap();
     assert_eq!(d["isPreemptionFence"], true);
     assert_eq!(d["preemptionEnabled"], true);
 
-    let apps = rest(&addr, "/ws/v1/partition/default/queue/root.a/applications");
+    let apps = restkit::get_json(&addr, "/ws/v1/partition/default/queue/root.a/applications");
     let allocs: Vec<&Value> = apps
         .as_array()
         .unwrap()
@@ -432,13 +337,7 @@ fn an_operator_sees_the_preemption_in_rest_and_metrics() {
     assert!(text.contains("# TYPE yunikorn_scheduler_preemption_attempt_total counter"));
 
     // The RM confirms: nothing is preempting any more.
-    let confirm = si::AllocationRelease {
-        partition_name: "default".into(),
-        application_id: "app-1".into(),
-        uuid: victim.clone(),
-        termination_type: si::TerminationType::PreemptedByScheduler as i32,
-        ..Default::default()
-    };
+    let confirm = confirmation("app-1", &victim);
     assert_eq!(
         h.releases(vec![confirm], vec![]).0,
         sicore_status::SICORE_OK
@@ -449,8 +348,8 @@ fn an_operator_sees_the_preemption_in_rest_and_metrics() {
         &["yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 0"],
     );
     restkit::poll("REST to drop preemptingResource", || {
-        let t = rest(&addr, "/ws/v1/partition/default/queues");
-        rest_queue(&t, "root.a")?
+        let t = restkit::get_json(&addr, "/ws/v1/partition/default/queues");
+        restkit::queue_entry(&t, "root.a")?
             .get("preemptingResource")
             .is_none()
             .then_some(())

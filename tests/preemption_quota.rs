@@ -8,18 +8,13 @@
 
 mod common;
 
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
-
+use common::preempt::{confirmation, preempted};
+use common::v1::{v1_confirmation, v1_options, v1_preempted, V1Rm};
 use common::*;
 use sicore::ffi::sicore_status::*;
-use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
-use sicore::proto::si18::sicore::si18 as sicore18;
 use sicore::proto::si18::v1 as si18;
-use sicore::proto::sicore::v1 as sicore_pb;
-use sicore_c_rm::v1::{self as rmv1, RmV1};
-use sicore_c_rm::{call, Handle};
+use sicore_c_rm::v1 as rmv1;
 
 /// Leaf `a` (max `max` memory, quota delay 1 ms) and leaf `b`.
 fn yaml(switch: &str, max: i64) -> String {
@@ -28,36 +23,17 @@ fn yaml(switch: &str, max: i64) -> String {
 
 /// As [`yaml`] with the quota delay `delay`.
 fn yaml_delay(switch: &str, max: i64, delay: &str) -> String {
-    format!(
-        "partitions:
-  - name: default
-{switch}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
+    let queues = format!(
+        "          - name: a
             resources: {{max: {{memory: {max}}}}}
             properties: {{application.sort.policy: fifo, preemption.quota.delay: {delay}}}
           - name: b
 "
-    )
+    );
+    partition_yaml(switch, &queues)
 }
 
 const ON: &str = "    preemption: {quotapreemptionenabled: true}\n";
-
-fn preempted(s: &Seen) -> Vec<si::AllocationRelease> {
-    s.released
-        .iter()
-        .filter(|r| r.termination_type == si::TerminationType::PreemptedByScheduler as i32)
-        .cloned()
-        .collect()
-}
-
-fn memory_of(d: &serde_json::Value, path: &str) -> i64 {
-    find_queue(d, "default", path).unwrap()["allocated"]["memory"]
-        .as_i64()
-        .unwrap_or(0)
-}
 
 /// A v0.12 RM whose `app-1` holds four allocations of 200 in `root.a`
 /// (max 800), with one more request of 200 pending there.
@@ -117,13 +93,7 @@ fn v012_a_lowered_max_releases_the_newest_until_usage_is_at_the_max() {
     // The RM confirms as k8shim v0.12.2 does (same UUID and type).
     let confirms = victims
         .iter()
-        .map(|v| si::AllocationRelease {
-            partition_name: "default".into(),
-            application_id: "app-1".into(),
-            uuid: v.uuid.clone(),
-            termination_type: si::TerminationType::PreemptedByScheduler as i32,
-            ..Default::default()
-        })
+        .map(|v| confirmation("app-1", &v.uuid))
         .collect();
     assert_eq!(h.releases(confirms, vec![]).0, SICORE_OK);
     h.wait_dump("the victims gone", |d| memory_of(d, "root.a") == 400);
@@ -166,209 +136,22 @@ fn an_unknown_key_in_the_preemption_section_is_still_refused() {
 
 // ---- SI v1.8 ----
 
-#[derive(Default, Debug, Clone)]
-struct V1Seen {
-    new: Vec<si18::Allocation>,
-    released: Vec<si18::AllocationRelease>,
-    apps_accepted: Vec<String>,
-    nodes_accepted: Vec<String>,
-    events: Vec<si18::EventRecord>,
-    predicate_calls: usize,
-}
-
-#[derive(Default)]
-struct V1Recorder {
-    seen: Mutex<V1Seen>,
-    cv: Condvar,
-}
-
-impl V1Recorder {
-    fn record(&self, f: impl FnOnce(&mut V1Seen)) {
-        f(&mut self.seen.lock().unwrap());
-        self.cv.notify_all();
-    }
-
-    fn wait(&self, what: &str, cond: impl Fn(&V1Seen) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        let mut s = self.seen.lock().unwrap();
-        while !cond(&s) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "timed out waiting for {what}: {s:#?}");
-            s = self.cv.wait_timeout(s, left).unwrap().0;
-        }
-    }
-
-    fn copy(&self) -> V1Seen {
-        self.seen.lock().unwrap().clone()
-    }
-}
-
-impl RmV1 for V1Recorder {
-    fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
-        self.record(|s| {
-            s.new.extend(m.new);
-            s.released.extend(m.released);
-        });
-        Ok(())
-    }
-
-    fn update_application(&self, m: si18::ApplicationResponse) -> Result<(), String> {
-        self.record(|s| {
-            s.apps_accepted
-                .extend(m.accepted.into_iter().map(|a| a.application_id))
-        });
-        Ok(())
-    }
-
-    fn update_node(&self, m: si18::NodeResponse) -> Result<(), String> {
-        self.record(|s| {
-            s.nodes_accepted
-                .extend(m.accepted.into_iter().map(|a| a.node_id))
-        });
-        Ok(())
-    }
-
-    fn predicates(&self, _: si18::PredicatesArgs) -> Result<(), String> {
-        self.record(|s| s.predicate_calls += 1);
-        Ok(())
-    }
-
-    fn send_event(&self, m: sicore18::EventRecords) {
-        self.record(|s| s.events.extend(m.events));
-    }
-}
-
-struct V1Rm {
-    sched: *mut sicore_scheduler,
-    _owner: Handle,
-    rec: Arc<V1Recorder>,
-}
-
-impl V1Rm {
-    /// Registers with `config`, readies one node of 1000 memory and
-    /// submits `app-1` to `root.a`.
-    fn new(config: &str) -> Self {
-        let options = sicore_pb::SchedulerOptions {
-            event_flush_interval_ms: 50,
-            scheduling_interval_ms: 10,
-            ..Default::default()
-        };
-        let sched = sicore_c_rm::new_scheduler(&options).unwrap();
-        let owner = Handle(sched);
-        let rec = Arc::new(V1Recorder::default());
-        let table = rmv1::table(&rec, true);
-        let req = si18::RegisterResourceManagerRequest {
-            rm_id: "rm1".into(),
-            version: "v1.8.0".into(),
-            policy_group: "queues".into(),
-            config: config.into(),
-            ..Default::default()
-        };
-        let (st, msg) = rmv1::register(sched, &req, &table);
-        assert_eq!(st, SICORE_OK, "{msg}");
-        let rm = V1Rm {
-            sched,
-            _owner: owner,
-            rec,
-        };
-        let node = |action: Option<si18::node_info::ActionFromRm>| match action {
-            None => rmv1::node("n1", 1000, 10),
-            Some(a) => rmv1::node_action("n1", a),
-        };
-        assert_eq!(rm.nodes(vec![node(None)]).0, SICORE_OK);
-        rm.rec.wait("node answered", |s| {
-            s.nodes_accepted.iter().any(|n| n == "n1")
-        });
-        let ready = node(Some(si18::node_info::ActionFromRm::DrainToSchedulable));
-        assert_eq!(rm.nodes(vec![ready]).0, SICORE_OK);
-        rm.app("app-1", "root.a");
-        rm
-    }
-
-    fn app(&self, id: &str, queue: &str) {
-        let (st, msg) = call(
-            self.sched,
-            sicore_v1_update_application,
-            &si18::ApplicationRequest {
-                new: vec![rmv1::app(id, queue, "alice")],
-                rm_id: "rm1".into(),
-                ..Default::default()
-            },
-        );
-        assert_eq!(st, SICORE_OK, "{msg}");
-        self.rec
-            .wait("app accepted", |s| s.apps_accepted.iter().any(|a| a == id));
-    }
-
-    fn nodes(&self, nodes: Vec<si18::NodeInfo>) -> (sicore_status, String) {
-        call(
-            self.sched,
-            sicore_v1_update_node,
-            &si18::NodeRequest {
-                nodes,
-                rm_id: "rm1".into(),
-            },
-        )
-    }
-
-    fn allocate(
-        &self,
-        allocations: Vec<si18::Allocation>,
-        releases: Vec<si18::AllocationRelease>,
-    ) -> (sicore_status, String) {
-        call(
-            self.sched,
-            sicore_v1_update_allocation,
-            &si18::AllocationRequest {
-                allocations,
-                releases: (!releases.is_empty()).then_some(si18::AllocationReleasesRequest {
-                    allocations_to_release: releases,
-                }),
-                rm_id: "rm1".into(),
-            },
-        )
-    }
-
-    fn update_config(&self, config: &str) -> (sicore_status, String) {
-        rmv1::update_configuration(
-            self.sched,
-            &si18::UpdateConfigurationRequest {
-                rm_id: "rm1".into(),
-                policy_group: "queues".into(),
-                config: config.into(),
-                ..Default::default()
-            },
-        )
-    }
-
-    fn dump(&self) -> serde_json::Value {
-        sicore_c_rm::dump(self.sched).unwrap()
-    }
-
-    /// Lets the core finish: a dump is answered after every earlier
-    /// request and the pass after it.
-    fn settle(&self) {
-        let _ = self.dump();
-        std::thread::sleep(Duration::from_millis(150));
-        let _ = self.dump();
-    }
-}
-
-fn v1_preempted(s: &V1Seen) -> Vec<si18::AllocationRelease> {
-    s.released
-        .iter()
-        .filter(|r| r.termination_type == si18::TerminationType::PreemptedByScheduler as i32)
-        .cloned()
-        .collect()
+/// A v1 RM (with `predicates`) registered with `config`, one node `n1`
+/// of 1000 memory ready and `app-1` submitted to `root.a`.
+fn v1_rm(config: &str) -> V1Rm {
+    let rm = V1Rm::with(v1_options(), config, true, |_| {});
+    rm.node("n1", 1000);
+    rm.app("app-1", "root.a");
+    rm
 }
 
 /// `app-1` holding five pods of 200 in `root.a` (max 1000).
 fn v1_filled(switch: &str) -> V1Rm {
-    let rm = V1Rm::new(&yaml(switch, 1000));
+    let rm = v1_rm(&yaml(switch, 1000));
     let pods = (0..5)
         .map(|i| rmv1::ask("app-1", &format!("pod-{i}"), 200, 1))
         .collect();
-    assert_eq!(rm.allocate(pods, vec![]).0, SICORE_OK);
+    rm.allocate(pods, vec![]);
     rm.rec.wait("five pods placed", |s| s.new.len() == 5);
     rm.settle();
     rm
@@ -384,7 +167,7 @@ fn v1_update_configuration_lowering_a_max_preempts_without_asking_the_rm() {
         .iter()
         .map(|a| a.allocation_key.clone())
         .collect();
-    let checks_before = rm.rec.copy().predicate_calls;
+    let before = rm.rec.copy();
     // 1000 -> 500: an excess of 500; victims of 200 are taken while the
     // total is below it: 200, 400, 600 (the reference's overshoot).
     let (st, msg) = rm.update_config(&yaml(ON, 500));
@@ -407,7 +190,8 @@ fn v1_update_configuration_lowering_a_max_preempts_without_asking_the_rm() {
         );
     }
     // No Predicates or PreemptionPredicates for this kind (spec 13).
-    assert_eq!(s.predicate_calls, checks_before);
+    assert_eq!(s.predicate_calls, before.predicate_calls);
+    assert_eq!(s.checks.len(), before.checks.len(), "{:?}", s.checks);
     rm.rec.wait("the victims' events", |s| {
         keys.iter().all(|k| {
             s.events.iter().any(|e| {
@@ -423,14 +207,9 @@ fn v1_update_configuration_lowering_a_max_preempts_without_asking_the_rm() {
     // The RM confirms each with PREEMPTED_BY_SCHEDULER: no echo (v1.8).
     let confirms = victims
         .iter()
-        .map(|v| si18::AllocationRelease {
-            application_id: "app-1".into(),
-            allocation_key: v.allocation_key.clone(),
-            termination_type: si18::TerminationType::PreemptedByScheduler as i32,
-            ..Default::default()
-        })
+        .map(|v| v1_confirmation("app-1", &v.allocation_key))
         .collect();
-    assert_eq!(rm.allocate(vec![], confirms).0, SICORE_OK);
+    rm.allocate(vec![], confirms);
     rm.settle();
     let d = rm.dump();
     assert_eq!(memory_of(&d, "root.a"), 400);
@@ -438,11 +217,7 @@ fn v1_update_configuration_lowering_a_max_preempts_without_asking_the_rm() {
     let s = rm.rec.copy();
     assert_eq!(s.released.len(), 3, "no echo, no further victim: {s:#?}");
     // A new pod fits under the max again (400 + 100 <= 500).
-    assert_eq!(
-        rm.allocate(vec![rmv1::ask("app-1", "pod-new", 100, 1)], vec![])
-            .0,
-        SICORE_OK
-    );
+    rm.allocate(vec![rmv1::ask("app-1", "pod-new", 100, 1)], vec![]);
     rm.rec.wait("pod-new placed", |s| {
         s.new.iter().any(|a| a.allocation_key == "pod-new")
     });
@@ -480,14 +255,8 @@ fn v1_an_idle_queue_is_enforced_when_its_delay_ends() {
 #[test]
 fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     let tree = |max: i64| {
-        format!(
-            "partitions:
-  - name: default
-{ON}    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: p
+        let queues = format!(
+            "          - name: p
             resources: {{max: {{memory: {max}}}}}
             properties: {{preemption.quota.delay: 1ms}}
             queues:
@@ -495,16 +264,17 @@ fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
               - name: b
           - name: a
 "
-        )
+        );
+        partition_yaml(ON, &queues)
     };
-    let rm = V1Rm::new(&tree(1000));
+    let rm = v1_rm(&tree(1000));
     rm.app("app-2", "root.p.a");
     rm.app("app-3", "root.p.b");
     let mut pods: Vec<si18::Allocation> = (0..3)
         .map(|i| rmv1::ask("app-2", &format!("a-{i}"), 200, 1))
         .collect();
     pods.extend((0..2).map(|i| rmv1::ask("app-3", &format!("b-{i}"), 200, 1)));
-    assert_eq!(rm.allocate(pods, vec![]).0, SICORE_OK);
+    rm.allocate(pods, vec![]);
     rm.rec.wait("five pods placed", |s| s.new.len() == 5);
     assert_eq!(rm.update_config(&tree(600)).0, SICORE_OK);
     rm.rec.wait("two victims", |s| v1_preempted(s).len() >= 2);
@@ -520,14 +290,9 @@ fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     }
     let confirms = victims
         .iter()
-        .map(|v| si18::AllocationRelease {
-            application_id: v.application_id.clone(),
-            allocation_key: v.allocation_key.clone(),
-            termination_type: si18::TerminationType::PreemptedByScheduler as i32,
-            ..Default::default()
-        })
+        .map(|v| v1_confirmation(&v.application_id, &v.allocation_key))
         .collect();
-    assert_eq!(rm.allocate(vec![], confirms).0, SICORE_OK);
+    rm.allocate(vec![], confirms);
     rm.settle();
     let d = rm.dump();
     assert_eq!(memory_of(&d, "root.p"), 600);

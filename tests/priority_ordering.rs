@@ -308,32 +308,6 @@ fn a_parent_with_priority_sorting_disabled_goes_by_fairness() {
     assert_eq!(order, ["in-b", "in-a", "in-b", "in-a"]);
 }
 
-fn rest_address(h: &Harness) -> String {
-    let mut out = sicore_buffer::empty();
-    let mut err = sicore_buffer::empty();
-    assert_eq!(
-        sicore_rest_address(h.sched, &mut out, &mut err),
-        sicore_status::SICORE_OK
-    );
-    take_string(out)
-}
-
-fn rest(addr: &str, path: &str) -> Value {
-    let r = restkit::http(addr, "GET", path, &[], b"");
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.json()
-}
-
-fn rest_queue<'a>(q: &'a Value, path: &str) -> Option<&'a Value> {
-    if q["queuename"] == path {
-        return Some(q);
-    }
-    q["children"]
-        .as_array()?
-        .iter()
-        .find_map(|c| rest_queue(c, path))
-}
-
 /// The queue's priority as the dump and REST show it (REST serves a
 /// snapshot a moment old: polled until it agrees with the dump).
 fn priorities(h: &Harness, addr: &str, path: &str) -> (i64, i64) {
@@ -341,8 +315,8 @@ fn priorities(h: &Harness, addr: &str, path: &str) -> (i64, i64) {
         .as_i64()
         .unwrap();
     let r = restkit::poll("REST to catch up", || {
-        let tree = rest(addr, "/ws/v1/partition/default/queues");
-        let r = rest_queue(&tree, path)?["currentPriority"].as_i64()?;
+        let tree = restkit::get_json(addr, "/ws/v1/partition/default/queues");
+        let r = restkit::queue_entry(&tree, path)?["currentPriority"].as_i64()?;
         (r == d).then_some(r)
     });
     (r, d)
@@ -351,7 +325,7 @@ fn priorities(h: &Harness, addr: &str, path: &str) -> (i64, i64) {
 /// Polls REST `path` until `check` accepts the document.
 fn rest_until(addr: &str, path: &str, check: impl Fn(&Value) -> bool) -> Value {
     restkit::poll(path, || {
-        let v = rest(addr, path);
+        let v = restkit::get_json(addr, path);
         check(&v).then_some(v)
     })
 }
@@ -373,20 +347,20 @@ fn queue_priorities_in_rest_and_dump_follow_requests_and_reloads() {
     let mut o = dir_options(&dir, &config("", OFFSETS));
     o.rest_address = "127.0.0.1:0".into();
     let h = Harness::configured(o, 1);
-    let addr = rest_address(&h);
+    let addr = restkit::rest_address(h.sched);
     let leaf = "root.parent.leaf";
     assert_eq!(priorities(&h, &addr, leaf), (MIN, MIN));
     assert_eq!(priorities(&h, &addr, "root.parent"), (MIN, MIN));
 
-    let tree = rest(&addr, "/ws/v1/partition/default/queues");
-    let q = rest_queue(&tree, leaf).unwrap();
+    let tree = restkit::get_json(&addr, "/ws/v1/partition/default/queues");
+    let q = restkit::queue_entry(&tree, leaf).unwrap();
     assert_eq!(q["prioritySorting"], true);
     assert_eq!(q["isPriorityFence"], false);
     assert_eq!(q["priorityOffset"], 3);
     // Inherited from the parent, the offset reset (PR2).
     assert_eq!(q["properties"]["key"], "value");
     assert_eq!(q["properties"]["priority.offset"], "3");
-    let p = rest_queue(&tree, "root.parent").unwrap();
+    let p = restkit::queue_entry(&tree, "root.parent").unwrap();
     assert_eq!(p["priorityOffset"], 5);
     // No offset: the v1.8 entry leaves it out.
     assert!(tree.get("priorityOffset").is_none(), "{tree}");
@@ -412,7 +386,7 @@ fn queue_priorities_in_rest_and_dump_follow_requests_and_reloads() {
     assert_eq!(priorities(&h, &addr, leaf), (8, 8));
     assert_eq!(priorities(&h, &addr, "root.parent"), (13, 13));
     assert_eq!(priorities(&h, &addr, "root"), (13, 13));
-    let apps = rest(
+    let apps = restkit::get_json(
         &addr,
         "/ws/v1/partition/default/queue/root.parent.leaf/applications",
     );
@@ -435,9 +409,12 @@ fn queue_priorities_in_rest_and_dump_follow_requests_and_reloads() {
     assert_eq!(priorities(&h, &addr, leaf), (3, 3));
     assert_eq!(priorities(&h, &addr, "root.parent"), (8, 8));
     let tree = rest_until(&addr, "/ws/v1/partition/default/queues", |t| {
-        rest_queue(t, leaf).is_some_and(|q| q["isPriorityFence"] == true)
+        restkit::queue_entry(t, leaf).is_some_and(|q| q["isPriorityFence"] == true)
     });
-    assert_eq!(rest_queue(&tree, leaf).unwrap()["priorityOffset"], 3);
+    assert_eq!(
+        restkit::queue_entry(&tree, leaf).unwrap()["priorityOffset"],
+        3
+    );
     let d = find_queue(&h.dump(), "default", leaf).unwrap();
     assert_eq!(d["priority_fence"], true);
     assert_eq!(d["priority_offset"], 3);
@@ -456,9 +433,9 @@ fn queue_priorities_in_rest_and_dump_follow_requests_and_reloads() {
     assert_eq!(priorities(&h, &addr, leaf), (5, 5));
     assert_eq!(priorities(&h, &addr, "root.parent"), (5, 5));
     let tree = rest_until(&addr, "/ws/v1/partition/default/queues", |t| {
-        rest_queue(t, leaf).is_some_and(|q| q["isPriorityFence"] == false)
+        restkit::queue_entry(t, leaf).is_some_and(|q| q["isPriorityFence"] == false)
     });
-    let q = rest_queue(&tree, leaf).unwrap();
+    let q = restkit::queue_entry(&tree, leaf).unwrap();
     assert!(q.get("priorityOffset").is_none(), "{q}");
     assert!(q["properties"].get("priority.offset").is_none(), "{q}");
 

@@ -133,6 +133,37 @@ impl Seen {
             .filter(|r| r.termination_type == t as i32)
             .collect()
     }
+
+    /// The UUIDs of the preemption victims released, in order.
+    pub fn preempted(&self) -> Vec<String> {
+        self.released_as(si::TerminationType::PreemptedByScheduler)
+            .iter()
+            .map(|r| r.uuid.clone())
+            .collect()
+    }
+
+    /// The REQUEST records on preemption victims, in order.
+    pub fn preemption_events(&self) -> Vec<&si::EventRecord> {
+        self.events
+            .iter()
+            .filter(|e| e.reason == "Preempted")
+            .collect()
+    }
+
+    /// Asserts that this step preempted exactly one allocation, `uuid`
+    /// (key `key`) of `app`: its release says `release`, and one REQUEST
+    /// record on it says `event` (spec 15).
+    pub fn assert_one_victim(&self, uuid: &str, app: &str, key: &str, release: &str, event: &str) {
+        assert_eq!(self.preempted(), [uuid]);
+        let r = &self.released[0];
+        assert_eq!(r.application_id, app);
+        assert_eq!(r.message, release);
+        let ev = self.preemption_events();
+        assert_eq!(ev.len(), 1);
+        assert_eq!(ev[0].object_id, key);
+        assert_eq!(ev[0].group_id, app);
+        assert_eq!(ev[0].message, event);
+    }
 }
 
 /// A partition driven step by step.

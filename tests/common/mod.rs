@@ -1,11 +1,18 @@
 //! A resource manager written against the C ABI, for the integration
 //! tests: on the shared RM of `crates/c-rm` (its trampolines, registration
 //! and calls), it records, decoded, everything the scheduler tells it.
+//! One module per further job: [`v1`] the same for an SI v1.8 RM,
+//! [`preempt`] what the v0.12 preemption tests share, [`editions`] one
+//! scenario driving an RM of either edition, [`books`] the dump's books
+//! and [`rms`] random RMs on the public Rust API.
 
 #![allow(dead_code)]
 
 pub mod books;
+pub mod editions;
+pub mod preempt;
 pub mod rms;
+pub mod v1;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -267,17 +274,29 @@ pub fn callbacks_for(rec: &Arc<Recorder>) -> sicore_callbacks {
 impl Recorder {
     /// Waits until `cond` holds on what this RM has seen.
     pub fn wait(&self, what: &str, cond: impl Fn(&Seen) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        let mut seen = self.seen.lock().unwrap();
-        while !cond(&seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}; seen: {seen:#?}"
-            );
-            seen = self.cv.wait_timeout(seen, left).unwrap().0;
-        }
+        drop(wait_until(&self.seen, &self.cv, what, cond));
     }
+}
+
+/// Waits until `cond` holds on what `seen` holds, woken by `cv`, for
+/// [`WAIT`] at the most; the guard it returns still holds the lock.
+pub fn wait_until<'a, T: std::fmt::Debug>(
+    seen: &'a Mutex<T>,
+    cv: &Condvar,
+    what: &str,
+    cond: impl Fn(&T) -> bool,
+) -> std::sync::MutexGuard<'a, T> {
+    let deadline = Instant::now() + WAIT;
+    let mut guard = seen.lock().unwrap();
+    while !cond(&guard) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(
+            !left.is_zero(),
+            "timed out waiting for {what}; seen: {guard:#?}"
+        );
+        guard = cv.wait_timeout(guard, left).unwrap().0;
+    }
+    guard
 }
 
 /// A scheduler plus one recording RM.
@@ -416,16 +435,7 @@ impl Harness {
 
     /// Waits until `cond` holds on what the RM has seen.
     pub fn wait(&self, what: &str, cond: impl Fn(&Seen) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        let mut seen = self.rec.seen.lock().unwrap();
-        while !cond(&seen) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}; seen: {seen:#?}"
-            );
-            seen = self.rec.cv.wait_timeout(seen, left).unwrap().0;
-        }
+        self.rec.wait(what, cond);
     }
 
     pub fn seen<T>(&self, f: impl FnOnce(&Seen) -> T) -> T {
@@ -464,6 +474,22 @@ impl Drop for Harness {
 }
 
 // ---- Helpers for the queue, configuration and placement tests ----
+
+/// The configuration of one partition, `default`: `switch` (its lines
+/// before `queues`, each indented by 4, such as a preemption line) and
+/// `queues` (the YAML lines below root, each indented by 10), root open to
+/// every submitter.
+pub fn partition_yaml(switch: &str, queues: &str) -> String {
+    format!(
+        "partitions:
+  - name: default
+{switch}    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+{queues}"
+    )
+}
 
 /// Options carrying `yaml` as the in-memory config of policy group `queues`.
 pub fn yaml_options(yaml: &str) -> sicore_pb::SchedulerOptions {
@@ -529,6 +555,15 @@ pub fn find_queue(
         .iter()
         .find(|p| p["name"] == partition)?;
     walk(&p["root"], path)
+}
+
+/// The allocated memory of the queue at `path` in partition `default` of
+/// a dump (0 when it holds none); panics when there is no such queue.
+pub fn memory_of(dump: &serde_json::Value, path: &str) -> i64 {
+    find_queue(dump, "default", path).unwrap_or_else(|| panic!("no queue {path}"))["allocated"]
+        ["memory"]
+        .as_i64()
+        .unwrap_or(0)
 }
 
 impl Harness {

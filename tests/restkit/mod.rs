@@ -369,3 +369,21 @@ pub fn rest_address(sched: *mut sicore_scheduler) -> String {
     );
     take(out)
 }
+
+/// The JSON a `GET path` answers, asserting a 200.
+pub fn get_json(addr: &str, path: &str) -> serde_json::Value {
+    let r = http(addr, "GET", path, &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.json()
+}
+
+/// The entry of the queue at `path` in a REST queue tree.
+pub fn queue_entry<'a>(q: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    if q["queuename"] == path {
+        return Some(q);
+    }
+    q["children"]
+        .as_array()?
+        .iter()
+        .find_map(|c| queue_entry(c, path))
+}

@@ -965,50 +965,82 @@ impl Partition {
         }
     }
 
-    /// Spec 10.3-10.6: marks the victims, releases them to the RM with
-    /// `PREEMPTED_BY_SCHEDULER`, flags the ask and reserves the node.
-    pub(crate) fn commit_preemption(&mut self, plan: PreemptionPlan, out: &mut Outcomes) {
-        let ask_queue = self
-            .apps
-            .get(&plan.app)
-            .map(|a| self.queues.get(a.queue).path.to_string())
-            .unwrap_or_default();
-        let mut released = Vec::with_capacity(plan.victims.len());
-        for slot in &plan.victims {
-            let a = self.allocations.at(*slot).clone();
-            self.mark_victim(&a, a.queue);
-            out.event(crate::events::record(
-                si::event_record::Type::Request,
-                &a.key,
-                &a.app,
-                "Preempted",
-                format!(
-                    "Preempted by {} from application {} in {ask_queue}",
-                    plan.key, plan.app
-                ),
-            ));
-            released.push(si::AllocationRelease {
-                partition_name: self.name.clone(),
-                application_id: a.app.to_string(),
-                uuid: a.uuid.to_string(),
-                termination_type: si::TerminationType::PreemptedByScheduler as i32,
-                message: format!(
-                    "preempting allocations to free up resources to run ask: {}",
-                    plan.key
-                ),
-            });
+    /// Marks the allocation at `slot` (of leaf `leaf`) a victim, records
+    /// the REQUEST event `event` on it (spec 15) and returns its release:
+    /// `PREEMPTED_BY_SCHEDULER` with `message`. Every kind of preemption
+    /// tells the RM of its victims in this one shape.
+    pub(super) fn release_victim(
+        &mut self,
+        slot: AllocSlot,
+        leaf: QueueId,
+        event: &str,
+        message: &str,
+        out: &mut Outcomes,
+    ) -> si::AllocationRelease {
+        let a = self.allocations.at(slot).clone();
+        self.mark_victim(&a, leaf);
+        out.event(crate::events::record(
+            si::event_record::Type::Request,
+            &a.key,
+            &a.app,
+            "Preempted",
+            event.to_string(),
+        ));
+        si::AllocationRelease {
+            partition_name: self.name.clone(),
+            application_id: a.app.to_string(),
+            uuid: a.uuid.to_string(),
+            termination_type: si::TerminationType::PreemptedByScheduler as i32,
+            message: message.to_string(),
+        }
+    }
+
+    /// Spec 10.4 and 12.6: releases `victims` for the preemptor ask `key`
+    /// of `app` in one response (each release saying `message`, each
+    /// victim's event naming the preemptor and its queue), counts the
+    /// success and flags the ask.
+    pub(super) fn release_victims_for(
+        &mut self,
+        app: &Arc<str>,
+        key: &Arc<str>,
+        victims: &[AllocSlot],
+        message: &str,
+        out: &mut Outcomes,
+    ) {
+        let event = {
+            let ask_queue = self
+                .apps
+                .get(app)
+                .map(|a| self.queues.get(a.queue).path.to_string())
+                .unwrap_or_default();
+            format!("Preempted by {key} from application {app} in {ask_queue}")
+        };
+        let mut released = Vec::with_capacity(victims.len());
+        for slot in victims {
+            let leaf = self.allocations.at(*slot).queue;
+            released.push(self.release_victim(*slot, leaf, &event, message, out));
         }
         self.preempt.counters.successes += 1;
-        self.preempt.counters.victims += plan.victims.len() as u64;
+        self.preempt.counters.victims += victims.len() as u64;
         self.preempt
             .asks
-            .entry((plan.app.clone(), plan.key.clone()))
+            .entry((app.clone(), key.clone()))
             .or_default()
             .triggered = true;
         out.new_allocation_message(si::AllocationResponse {
             released,
             ..Default::default()
         });
+    }
+
+    /// Spec 10.3-10.6: marks the victims, releases them to the RM with
+    /// `PREEMPTED_BY_SCHEDULER`, flags the ask and reserves the node.
+    pub(crate) fn commit_preemption(&mut self, plan: PreemptionPlan, out: &mut Outcomes) {
+        let message = format!(
+            "preempting allocations to free up resources to run ask: {}",
+            plan.key
+        );
+        self.release_victims_for(&plan.app, &plan.key, &plan.victims, &message, out);
         let me = ReservedAsk {
             app: plan.app,
             key: plan.key,

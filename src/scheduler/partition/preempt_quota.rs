@@ -432,27 +432,15 @@ impl Partition {
         picked: Vec<AllocSlot>,
         out: &mut Outcomes,
     ) {
+        let event = format!("{QUOTA_EVENT_PREFIX}{path}");
+        let message = format!("{QUOTA_RELEASE_PREFIX}{path}");
         let mut by_app: Vec<(Arc<str>, Vec<si::AllocationRelease>)> = Vec::new();
         for slot in picked {
-            let a = self.allocations.at(slot).clone();
-            self.mark_victim(&a, leaf);
-            out.event(crate::events::record(
-                si::event_record::Type::Request,
-                &a.key,
-                &a.app,
-                "Preempted",
-                format!("{QUOTA_EVENT_PREFIX}{path}"),
-            ));
-            let release = si::AllocationRelease {
-                partition_name: self.name.clone(),
-                application_id: a.app.to_string(),
-                uuid: a.uuid.to_string(),
-                termination_type: si::TerminationType::PreemptedByScheduler as i32,
-                message: format!("{QUOTA_RELEASE_PREFIX}{path}"),
-            };
-            match by_app.iter_mut().find(|(app, _)| *app == a.app) {
+            let app = self.allocations.at(slot).app.clone();
+            let release = self.release_victim(slot, leaf, &event, &message, out);
+            match by_app.iter_mut().find(|(a, _)| *a == app) {
                 Some((_, list)) => list.push(release),
-                None => by_app.push((a.app.clone(), vec![release])),
+                None => by_app.push((app, vec![release])),
             }
             self.preempt.quota.counters.victims += 1;
         }

@@ -40,13 +40,6 @@ fn reload(h: &mut Harness, yaml: &str) {
     h.p.reconfigure(&cfg.partitions[0]).expect("reload applies");
 }
 
-fn preempted(seen: &Seen) -> Vec<String> {
-    seen.released_as(TerminationType::PreemptedByScheduler)
-        .iter()
-        .map(|r| r.uuid.clone())
-        .collect()
-}
-
 fn allocated(h: &Harness, path: &str) -> i64 {
     let q = h.p.queues.lookup(path).unwrap();
     h.p.queues
@@ -80,13 +73,13 @@ fn a_lowered_leaf_max_preempts_one_of_two_after_the_delay() {
         &config(ON, "", "resources: {max: {memory: 10}}", ""),
     );
     // Armed, not due: nothing.
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     h.advance(Duration::from_secs(4));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     h.advance(Duration::from_secs(1));
     let seen = h.schedule();
     // The newest goes; the older stays (usage back at the max).
-    assert_eq!(preempted(&seen), vec![uuids[1].to_string()]);
+    assert_eq!(seen.preempted(), vec![uuids[1].to_string()]);
     let r = &seen.released[0];
     assert_eq!(r.application_id, "app-1");
     assert_eq!(r.partition_name, "default");
@@ -110,7 +103,7 @@ fn a_lowered_leaf_max_preempts_one_of_two_after_the_delay() {
     assert_eq!(allocated(&h, "root.p.a"), 20);
     for _ in 0..3 {
         h.advance(Duration::from_secs(10));
-        assert!(preempted(&h.schedule()).is_empty());
+        assert!(h.schedule().preempted().is_empty());
     }
     assert!(h.p.preempt.quota.armed.is_empty(), "disarmed");
     h.release("app-1", &uuids[1], TerminationType::PreemptedByScheduler);
@@ -144,7 +137,7 @@ fn without_the_switch_or_the_delay_nothing_is_preempted() {
         let (mut h, _) = filled(&yaml(20), 2, 10);
         reload(&mut h, &yaml(10));
         h.advance(Duration::from_secs(60));
-        assert!(preempted(&h.schedule()).is_empty(), "{switch} {delay}");
+        assert!(h.schedule().preempted().is_empty(), "{switch} {delay}");
         assert_eq!(allocated(&h, "root.p.a"), 20);
     }
 }
@@ -157,12 +150,12 @@ fn the_switch_turned_on_later_fires_an_armed_queue() {
         &config("", "", "resources: {max: {memory: 10}}", ""),
     );
     h.advance(Duration::from_secs(10));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     reload(
         &mut h,
         &config(ON, "", "resources: {max: {memory: 10}}", ""),
     );
-    assert_eq!(preempted(&h.schedule()).len(), 1);
+    assert_eq!(h.schedule().preempted().len(), 1);
 }
 
 #[test]
@@ -181,11 +174,11 @@ fn victims_larger_than_the_excess_are_skipped() {
         &config(ON, "", "resources: {max: {memory: 12}}", ""),
     );
     h.advance(Duration::from_secs(5));
-    assert_eq!(preempted(&h.schedule()), vec![small]);
+    assert_eq!(h.schedule().preempted(), vec![small]);
     // Still over (15 > 12) but nothing fits the excess of 3: the next run
     // takes nothing and disarms the queue.
     h.advance(Duration::from_secs(5));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
 }
 
@@ -197,7 +190,7 @@ fn without_a_guarantee_the_choice_may_overshoot_with_one_it_stops_short() {
     h.advance(Duration::from_secs(5));
     // Two taken (6 < 10 after the first): 12 freed, usage 6.
     assert_eq!(
-        preempted(&h.schedule()),
+        h.schedule().preempted(),
         vec![uuids[2].to_string(), uuids[1].to_string()]
     );
 
@@ -213,7 +206,7 @@ fn without_a_guarantee_the_choice_may_overshoot_with_one_it_stops_short() {
     let (mut h, uuids) = filled(&with_g(20), 3, 6);
     reload(&mut h, &with_g(8));
     h.advance(Duration::from_secs(5));
-    assert_eq!(preempted(&h.schedule()), vec![uuids[2].to_string()]);
+    assert_eq!(h.schedule().preempted(), vec![uuids[2].to_string()]);
 }
 
 #[test]
@@ -247,7 +240,7 @@ fn lower_priority_goes_first_and_required_node_allocations_are_exempt() {
     // then the high one; the pinned one never.
     let seen = h.schedule();
     assert_eq!(
-        preempted(&seen),
+        seen.preempted(),
         vec![uuid["low"].clone(), uuid["high"].clone()]
     );
 }
@@ -261,7 +254,7 @@ fn usage_back_under_the_max_before_the_delay_disarms() {
     );
     h.release("app-1", &uuids[0], TerminationType::StoppedByRm);
     h.advance(Duration::from_secs(5));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
 }
 
@@ -296,7 +289,7 @@ fn a_parent_splits_its_excess_by_usage_above_guarantee() {
     assert_eq!(seen.released.len(), 4);
     // Back at the max counting the victims in flight: the next pass
     // disarms, takes nothing more.
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
 
     // b within its guarantee of 10: a takes the whole excess.
@@ -343,7 +336,7 @@ fn a_raised_max_or_an_unchanged_one_does_not_arm() {
     );
     assert_eq!(h.p.preempt.quota.armed.len(), 1);
     h.advance(Duration::from_secs(5));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
 }
 
@@ -383,7 +376,7 @@ fn an_armed_parent_runs_first_and_its_armed_leaf_in_the_next_pass() {
             "preempting allocations to enforce new max quota for queue : root.p.a"
         );
     }
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
     assert_eq!(h.p.preempt.quota.counters.victims, 5);
 }
@@ -412,6 +405,6 @@ fn shares_round_half_to_even_and_may_leave_a_parent_over_its_max() {
     assert_eq!((of("app-1"), of("app-2")), (2, 2));
     // One over: 0.5 / 0.5 rounds to nothing, the run takes nothing and
     // the parent is disarmed.
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
 }

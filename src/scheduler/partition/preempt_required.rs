@@ -313,47 +313,11 @@ impl Partition {
         victims: &[AllocSlot],
         out: &mut Outcomes,
     ) {
-        let ask_queue = self
-            .apps
-            .get(&r.app)
-            .map(|a| self.queues.get(a.queue).path.to_string())
-            .unwrap_or_default();
-        let mut released = Vec::with_capacity(victims.len());
-        for slot in victims {
-            let a = self.allocations.at(*slot).clone();
-            self.mark_victim(&a, a.queue);
-            out.event(crate::events::record(
-                si::event_record::Type::Request,
-                &a.key,
-                &a.app,
-                "Preempted",
-                format!(
-                    "Preempted by {} from application {} in {ask_queue}",
-                    r.key, r.app
-                ),
-            ));
-            released.push(si::AllocationRelease {
-                partition_name: self.name.clone(),
-                application_id: a.app.to_string(),
-                uuid: a.uuid.to_string(),
-                termination_type: si::TerminationType::PreemptedByScheduler as i32,
-                message: format!(
-                    "preempting allocations to free up resources to run daemon set ask: {}",
-                    r.key
-                ),
-            });
-        }
-        self.preempt.counters.successes += 1;
-        self.preempt.counters.victims += victims.len() as u64;
-        self.preempt
-            .asks
-            .entry((r.app.clone(), r.key.clone()))
-            .or_default()
-            .triggered = true;
-        out.new_allocation_message(si::AllocationResponse {
-            released,
-            ..Default::default()
-        });
+        let message = format!(
+            "preempting allocations to free up resources to run daemon set ask: {}",
+            r.key
+        );
+        self.release_victims_for(&r.app, &r.key, victims, &message, out);
     }
 
     /// Spec 7.1 with quirk Q4 kept: whether guarantee preemption for

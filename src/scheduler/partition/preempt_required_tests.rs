@@ -79,13 +79,6 @@ fn full(enabled: Option<bool>) -> Harness {
     h
 }
 
-fn preempted(seen: &Seen) -> Vec<String> {
-    seen.released_as(TerminationType::PreemptedByScheduler)
-        .iter()
-        .map(|r| r.uuid.clone())
-        .collect()
-}
-
 fn newest_of(h: &Harness, app: &str) -> String {
     h.uuids_of(app)
         .into_iter()
@@ -114,28 +107,16 @@ fn a_pinned_ask_reserves_its_node_at_once_then_preempts_once_and_runs_there() {
     h.ask(pinned("app-ds", "ds", 250, "n1"));
     // Regular step: no reservation delay for a pinned ask.
     let seen = h.schedule();
-    assert!(preempted(&seen).is_empty() && seen.allocated.is_empty());
+    assert!(seen.preempted().is_empty() && seen.allocated.is_empty());
     assert_eq!(holder(&h, "n1").as_deref(), Some("ds"));
     // Reserved step: one victim, the newest, released for the DaemonSet ask.
     let seen = h.schedule();
-    assert_eq!(preempted(&seen), std::slice::from_ref(&newest));
-    let r = &seen.released[0];
-    assert_eq!(r.application_id, "app-1");
-    assert_eq!(
-        r.message,
-        "preempting allocations to free up resources to run daemon set ask: ds"
-    );
-    let ev: Vec<_> = seen
-        .events
-        .iter()
-        .filter(|e| e.reason == "Preempted")
-        .collect();
-    assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0].object_id, "a");
-    assert_eq!(ev[0].group_id, "app-1");
-    assert_eq!(
-        ev[0].message,
-        "Preempted by ds from application app-ds in root.ds"
+    seen.assert_one_victim(
+        &newest,
+        "app-1",
+        "a",
+        "preempting allocations to free up resources to run daemon set ask: ds",
+        "Preempted by ds from application app-ds in root.ds",
     );
     let a = h.p.queues.lookup("root.a").unwrap();
     assert_eq!(h.p.preempt.preempting[&a], res(&[("memory", 250)]));
@@ -143,7 +124,7 @@ fn a_pinned_ask_reserves_its_node_at_once_then_preempts_once_and_runs_there() {
     for _ in 0..3 {
         h.advance(Duration::from_secs(20));
         let seen = h.schedule();
-        assert!(preempted(&seen).is_empty() && seen.allocated.is_empty());
+        assert!(seen.preempted().is_empty() && seen.allocated.is_empty());
     }
     assert_eq!(h.p.preempt.counters.successes, 1);
     // The RM confirms; the ask runs on its node.
@@ -194,7 +175,7 @@ fn victims_are_lower_priority_first_then_newest_and_only_as_many_as_needed() {
     h.ask(pinned("app-ds", "ds", 25, "n1"));
     h.schedule();
     let seen = h.schedule();
-    let keys: Vec<String> = preempted(&seen).iter().map(|u| key_of(&h, u)).collect();
+    let keys: Vec<String> = seen.preempted().iter().map(|u| key_of(&h, u)).collect();
     assert_eq!(keys, ["old-low", "p0-15", "p0-20"]);
 
     // Ask 5 on a fresh copy: one victim.
@@ -207,7 +188,7 @@ fn victims_are_lower_priority_first_then_newest_and_only_as_many_as_needed() {
     h2.app("app-ds", "root.ds");
     h2.ask(pinned("app-ds", "ds", 5, "n1"));
     h2.schedule();
-    assert_eq!(preempted(&h2.schedule()).len(), 1);
+    assert_eq!(h2.schedule().preempted().len(), 1);
 }
 
 #[test]
@@ -225,7 +206,7 @@ fn higher_priority_and_pinned_allocations_are_never_taken_and_the_failure_is_tol
     h.ask(pinned("app-ds", "ds", 250, "n1"));
     h.schedule(); // reserves
     let seen = h.schedule();
-    assert!(preempted(&seen).is_empty());
+    assert!(seen.preempted().is_empty());
     let ev = no_victim_events(&seen);
     assert_eq!(ev.len(), 1);
     assert_eq!(ev[0].object_id, "ds");
@@ -265,7 +246,7 @@ fn higher_priority_and_pinned_allocations_are_never_taken_and_the_failure_is_tol
     h.ask(ds);
     h.schedule();
     let seen = h.schedule();
-    assert!(preempted(&seen).is_empty());
+    assert!(seen.preempted().is_empty());
     assert_eq!(no_victim_events(&seen).len(), 1);
 }
 
@@ -281,7 +262,7 @@ fn a_pinned_ask_cancels_another_ask_s_reservation_on_its_node() {
     h.schedule();
     assert_eq!(holder(&h, "n1").as_deref(), Some("ds"));
     assert_eq!(h.p.reservations.iter().count(), 1);
-    assert_eq!(preempted(&h.schedule()).len(), 1);
+    assert_eq!(h.schedule().preempted().len(), 1);
 }
 
 #[test]
@@ -296,7 +277,7 @@ fn without_the_switch_a_pinned_ask_only_reserves_after_the_delay_and_never_preem
         assert_eq!(holder(&h, "n1").as_deref(), Some("ds"));
         for _ in 0..3 {
             h.advance(Duration::from_secs(60));
-            assert!(preempted(&h.schedule()).is_empty(), "{enabled:?}");
+            assert!(h.schedule().preempted().is_empty(), "{enabled:?}");
         }
         assert_eq!(h.p.preempt.counters.attempts, 0);
     }
@@ -360,7 +341,7 @@ fn a_node_the_rm_refuses_keeps_its_allocations_and_is_asked_again_after_15s() {
     assert_eq!(holder(&h, "n1").as_deref(), Some("ds"));
     // The v0.12 stand-in: Predicates{allocate: false} on the node, refused.
     let seen = h.schedule_with(&rm);
-    assert!(preempted(&seen).is_empty());
+    assert!(seen.preempted().is_empty());
     assert_eq!(rm.checks_of("ds"), 1);
     assert_eq!(no_victim_events(&seen).len(), 1);
     assert!(!h.p.preempt.asks.values().any(|m| m.triggered));
@@ -373,7 +354,7 @@ fn a_node_the_rm_refuses_keeps_its_allocations_and_is_asked_again_after_15s() {
     h.advance(Duration::from_secs(1));
     let seen = h.schedule_with(&rm);
     assert_eq!(rm.checks_of("ds"), 2);
-    assert_eq!(preempted(&seen).len(), 1);
+    assert_eq!(seen.preempted().len(), 1);
 }
 
 /// `a` holds the node, `b` (guarantee 500) preempts, `c` holds a
@@ -428,12 +409,12 @@ fn blocked(blocker: i32) -> Harness {
 fn a_preemptor_cancels_a_stale_lower_priority_reservation_and_takes_the_node() {
     // PE15: not old enough yet (the blocker is 34 s old).
     let mut h = blocked(0);
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert_eq!(holder(&h, "n1").as_deref(), Some("c"));
     // Older than 2 × 60 min + 2 s (quirk Q4): cancelled, then preempted.
     h.advance(Duration::from_secs(2 * 3600));
     let seen = h.schedule();
-    assert_eq!(preempted(&seen).len(), 1);
+    assert_eq!(seen.preempted().len(), 1);
     assert_eq!(holder(&h, "n1").as_deref(), Some("b"));
     assert_eq!(h.p.reservations.iter().count(), 1);
 }
@@ -442,7 +423,7 @@ fn a_preemptor_cancels_a_stale_lower_priority_reservation_and_takes_the_node() {
 fn a_reservation_of_equal_priority_or_of_a_pinned_ask_is_never_cancelled() {
     let mut h = blocked(10);
     h.advance(Duration::from_secs(3 * 3600));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert_eq!(holder(&h, "n1").as_deref(), Some("c"));
 
     // A pinned ask's reservation (switch on: made at once), of priority
@@ -464,7 +445,7 @@ fn a_reservation_of_equal_priority_or_of_a_pinned_ask_is_never_cancelled() {
     b.priority = 10;
     h.ask(b);
     h.advance(Duration::from_secs(3 * 3600));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert_eq!(holder(&h, "n1").as_deref(), Some("c"));
 }
 
@@ -494,7 +475,7 @@ fn a_terminated_application_leaves_no_preemption_marks() {
     h.app("app-2", "root.b");
     h.ask(ask("app-2", "b", 250, 1));
     h.advance(Duration::from_secs(31));
-    let v = preempted(&h.schedule())[0].clone();
+    let v = h.schedule().preempted()[0].clone();
     assert_eq!(h.p.preempt.asks.len(), 1);
     h.release("app-1", &v, TerminationType::PreemptedByScheduler);
     let b = h.schedule().allocated[0].uuid.to_string();

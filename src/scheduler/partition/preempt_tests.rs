@@ -47,13 +47,6 @@ fn full(yaml: &str) -> Harness {
     h
 }
 
-fn preempted(seen: &crate::scheduler::testkit::Seen) -> Vec<String> {
-    seen.released_as(TerminationType::PreemptedByScheduler)
-        .iter()
-        .map(|r| r.uuid.clone())
-        .collect()
-}
-
 #[test]
 fn a_queue_below_its_guarantee_takes_the_newest_allocation_after_the_delay() {
     let mut h = full(&config(Some(true), "", "", ""));
@@ -63,31 +56,19 @@ fn a_queue_below_its_guarantee_takes_the_newest_allocation_after_the_delay() {
     });
     let newest = newest.unwrap().0.to_string();
     // Before preemption.delay (30 s): nothing.
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     h.advance(Duration::from_secs(29));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     h.advance(Duration::from_secs(2));
     let seen = h.schedule();
     assert!(seen.allocated.is_empty());
-    assert_eq!(preempted(&seen), std::slice::from_ref(&newest));
-    let r = &seen.released[0];
-    assert_eq!(r.application_id, "app-1");
-    assert_eq!(
-        r.message,
-        "preempting allocations to free up resources to run ask: b"
-    );
-    // One REQUEST event on the victim (spec 15).
-    let ev: Vec<_> = seen
-        .events
-        .iter()
-        .filter(|e| e.reason == "Preempted")
-        .collect();
-    assert_eq!(ev.len(), 1);
-    assert_eq!(ev[0].object_id, "a");
-    assert_eq!(ev[0].group_id, "app-1");
-    assert_eq!(
-        ev[0].message,
-        "Preempted by b from application app-2 in root.b"
+    // One victim, one REQUEST event on it (spec 15).
+    seen.assert_one_victim(
+        &newest,
+        "app-1",
+        "a",
+        "preempting allocations to free up resources to run ask: b",
+        "Preempted by b from application app-2 in root.b",
     );
     // The preemptor holds the node; the victim still counts until confirmed.
     let a = h.p.queues.lookup("root.a").unwrap();
@@ -97,7 +78,7 @@ fn a_queue_below_its_guarantee_takes_the_newest_allocation_after_the_delay() {
     // At most one successful preemption per request.
     h.advance(Duration::from_secs(60));
     let seen = h.schedule();
-    assert!(preempted(&seen).is_empty() && seen.allocated.is_empty());
+    assert!(seen.preempted().is_empty() && seen.allocated.is_empty());
     // The RM confirms; the next pass allocates the preemptor on the node.
     let seen = h.release("app-1", &newest, TerminationType::PreemptedByScheduler);
     assert!(h.p.preempt.preempting.is_empty());
@@ -117,37 +98,37 @@ fn the_switch_absent_is_off_in_the_v012_edition_and_off_when_false() {
         let mut h = full(&config(enabled, "", "", ""));
         h.advance(Duration::from_secs(60));
         let seen = h.schedule();
-        assert!(preempted(&seen).is_empty(), "{enabled:?}");
+        assert!(seen.preempted().is_empty(), "{enabled:?}");
         assert_eq!(h.p.preempt.counters.attempts, 0);
     }
     // The v1.8 edition: absent means on.
     let mut h = full(&config(None, "", "", ""));
     h.p.edition = crate::scheduler::edition::Edition::V1;
     h.advance(Duration::from_secs(60));
-    assert_eq!(preempted(&h.schedule()).len(), 1);
+    assert_eq!(h.schedule().preempted().len(), 1);
 }
 
 #[test]
 fn disabled_protects_a_leaf_and_a_fence_on_the_preemptor_path_limits_victims() {
     let mut h = full(&config(Some(true), ", preemption.policy: disabled", "", ""));
     h.advance(Duration::from_secs(60));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     let mut h = full(&config(Some(true), "", ", preemption.policy: fence", ""));
     h.advance(Duration::from_secs(60));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     // A fence off the preemptor's path restricts nothing.
     let mut h = full(&config(Some(true), ", preemption.policy: fence", "", ""));
     h.advance(Duration::from_secs(60));
-    assert_eq!(preempted(&h.schedule()).len(), 1);
+    assert_eq!(h.schedule().preempted().len(), 1);
 }
 
 #[test]
 fn the_delay_comes_from_the_leaf_and_no_guarantee_means_no_preemption() {
     let mut h = full(&config(Some(true), "", ", preemption.delay: 2s", ""));
     h.advance(Duration::from_secs(1));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     h.advance(Duration::from_secs(1));
-    assert_eq!(preempted(&h.schedule()).len(), 1);
+    assert_eq!(h.schedule().preempted().len(), 1);
 
     // Leaf c has no guarantee and root none: never (spec 5).
     let more = "          - name: c\n            properties: {application.sort.policy: fifo}\n";
@@ -159,7 +140,7 @@ fn the_delay_comes_from_the_leaf_and_no_guarantee_means_no_preemption() {
     h.app("app-3", "root.c");
     h.ask(ask("app-3", "c", 250, 1));
     h.advance(Duration::from_secs(60));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     assert_eq!(h.p.preempt.counters.attempts, 0);
 }
 
@@ -183,14 +164,14 @@ fn victims_come_only_from_leaves_above_their_guarantee() {
     h.ask(ask("app-2", "b", 200, 1));
     h.advance(Duration::from_secs(31));
     let seen = h.schedule();
-    let victims = preempted(&seen);
+    let victims = seen.preempted();
     assert_eq!(victims.len(), 1);
     assert_eq!(seen.released[0].application_id, "app-1");
     // a is now at 400 in flight: a second ask of b takes nothing more
     // from a (it would fall below its guarantee), nor from c.
     h.ask(ask("app-2", "b2", 200, 1));
     h.advance(Duration::from_secs(31));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
 }
 
 /// Refuses `Predicates` on the listed nodes; records every call.
@@ -236,11 +217,11 @@ fn a_node_the_rm_refuses_loses_nothing_and_the_next_node_is_used() {
     };
     // The ordinary reservation first (after its 2 s delay).
     h.advance(Duration::from_secs(3));
-    assert!(preempted(&h.schedule_with(&rm)).is_empty());
+    assert!(h.schedule_with(&rm).preempted().is_empty());
     rm.calls.lock().unwrap().clear();
     h.advance(Duration::from_secs(28));
     let seen = h.schedule_with(&rm);
-    let victims = preempted(&seen);
+    let victims = seen.preempted();
     assert_eq!(victims.len(), 1);
     assert!(on_n2.contains(&victims[0]), "{victims:?} not on n2");
     // The stand-in checks: allocate false, n1 first (check order), then n2.
@@ -268,7 +249,7 @@ fn a_refused_attempt_waits_15_seconds_before_the_next() {
         refuse: ["n1".to_string()].into(),
         ..Default::default()
     };
-    assert!(preempted(&h.schedule_with(&rm)).is_empty());
+    assert!(h.schedule_with(&rm).preempted().is_empty());
     assert_eq!(h.p.preempt.counters.attempts, 1);
     h.advance(Duration::from_secs(14));
     h.schedule_with(&rm);
@@ -279,7 +260,7 @@ fn a_refused_attempt_waits_15_seconds_before_the_next() {
     // The RM relents: preemption happens on the next due attempt.
     let ok = Refusing::default();
     h.advance(Duration::from_secs(15));
-    assert_eq!(preempted(&h.schedule_with(&ok)).len(), 1);
+    assert_eq!(h.schedule_with(&ok).preempted().len(), 1);
     // Every attempt has exactly one outcome.
     let c = h.p.preempt.counters;
     assert_eq!(
@@ -297,7 +278,7 @@ fn each_attempt_counts_one_outcome() {
     // No victim at all (the only leaf above its guarantee is disabled).
     let mut h = full(&config(Some(true), ", preemption.policy: disabled", "", ""));
     h.advance(Duration::from_secs(60));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
     let c = h.p.preempt.counters;
     assert_eq!((c.attempts, c.guarantee_check_failed), (1, 1), "{c:?}");
     // Victims exist but no node can hold the ask: nothing to ask the RM.
@@ -307,7 +288,7 @@ fn each_attempt_counts_one_outcome() {
     h.p.preempt.asks.clear();
     h.advance(Duration::from_secs(60));
     let seen = h.schedule();
-    assert_eq!(preempted(&seen).len(), 1, "the 250 ask still preempts");
+    assert_eq!(seen.preempted().len(), 1, "the 250 ask still preempts");
     let c = h.p.preempt.counters;
     assert_eq!(
         c.attempts,
@@ -324,7 +305,7 @@ fn a_second_preemptor_in_the_same_pass_sees_the_first_ones_reservation() {
     h.ask(ask("app-2", "b2", 250, 1));
     h.advance(Duration::from_secs(31));
     let seen = h.schedule();
-    let victims = preempted(&seen);
+    let victims = seen.preempted();
     // Both fit b's guarantee (500): two distinct victims, one node
     // reservation (the second preemptor finds n1 reserved: none).
     assert_eq!(victims.len(), 1, "{victims:?}");
@@ -362,8 +343,8 @@ fn a_queue_without_room_in_its_max_preempts_a_sibling() {
     h.ask(ask("app-2", "y", 250, 1));
     h.advance(Duration::from_secs(31));
     let seen = h.schedule();
-    assert_eq!(preempted(&seen).len(), 1);
-    let uuid = preempted(&seen)[0].clone();
+    assert_eq!(seen.preempted().len(), 1);
+    let uuid = seen.preempted()[0].clone();
     h.release("app-1", &uuid, TerminationType::PreemptedByScheduler);
     assert_eq!(h.schedule().placed(), [("y".to_string(), "n1".to_string())]);
 }
@@ -384,7 +365,7 @@ fn a_victim_of_higher_priority_than_the_preemptor_is_never_taken() {
     h.ask(ask("app-2", "b", 250, 1));
     h.advance(Duration::from_secs(31));
     let seen = h.schedule();
-    assert_eq!(preempted(&seen).len(), 1);
+    assert_eq!(seen.preempted().len(), 1);
     assert_eq!(
         seen.events
             .iter()
@@ -405,7 +386,7 @@ fn a_victim_of_higher_priority_than_the_preemptor_is_never_taken() {
     h.app("app-2", "root.b");
     h.ask(ask("app-2", "b", 250, 1));
     h.advance(Duration::from_secs(31));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
 }
 
 #[test]
@@ -444,7 +425,7 @@ fn a_full_parent_on_the_preemptor_path_is_the_fence_root() {
     h.app("app-y", "root.p1.y");
     h.ask(ask("app-y", "y", 250, 1));
     h.advance(Duration::from_secs(31));
-    assert!(preempted(&h.schedule()).is_empty());
+    assert!(h.schedule().preempted().is_empty());
 }
 
 #[test]
@@ -453,7 +434,7 @@ fn a_victim_stopped_by_the_rm_or_a_preemptor_removed_leaves_the_books_clean() {
     // it stops counting as preempting, and the preemptor is allocated.
     let mut h = full(&config(Some(true), "", "", ""));
     h.advance(Duration::from_secs(31));
-    let v = preempted(&h.schedule())[0].clone();
+    let v = h.schedule().preempted()[0].clone();
     let seen = h.release("app-1", &v, TerminationType::StoppedByRm);
     assert_eq!(seen.released.len(), 1, "echoed as any RM release");
     assert!(h.p.preempt.victims.is_empty() && h.p.preempt.preempting.is_empty());
@@ -463,7 +444,7 @@ fn a_victim_stopped_by_the_rm_or_a_preemptor_removed_leaves_the_books_clean() {
     // its reservation goes, the release stands, the confirmation clears it.
     let mut h = full(&config(Some(true), "", "", ""));
     h.advance(Duration::from_secs(31));
-    let v = preempted(&h.schedule())[0].clone();
+    let v = h.schedule().preempted()[0].clone();
     let mut out = crate::scheduler::outcome::Outcomes::default();
     h.p.remove_application("app-2", &mut out);
     assert!(h.p.reservations.is_empty());
@@ -512,7 +493,7 @@ fn the_rm_hears_of_the_pass_s_allocations_before_the_preemption_check() {
     let rm = Ordered::default();
     let seen = h.schedule_with(&rm);
     assert_eq!(seen.placed(), [("b1".to_string(), "n2".to_string())]);
-    assert_eq!(preempted(&seen).len(), 1);
+    assert_eq!(seen.preempted().len(), 1);
     let log = rm.log.lock().unwrap();
     let assumed = log
         .iter()
