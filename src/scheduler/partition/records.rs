@@ -53,8 +53,7 @@ impl Partition {
             out.push(queue_record(c));
         }
         let mut merged: Vec<UgChange> = Vec::new();
-        let mut usage: crate::scheduler::FastMap<(bool, Arc<str>, Arc<str>), (usize, usize)> =
-            Default::default();
+        let mut usage: crate::scheduler::FastMap<UsageKey, (usize, usize)> = Default::default();
         for c in self.ugm.take_changes() {
             let UgChange::Usage {
                 group,
@@ -97,6 +96,9 @@ impl Partition {
         out
     }
 }
+
+/// A usage change's tracker (group or user, name) and queue.
+type UsageKey = (bool, Arc<str>, Arc<str>);
 
 fn queue_record(c: QueueChange) -> Record {
     let rec =
