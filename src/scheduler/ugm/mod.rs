@@ -18,6 +18,11 @@
 //! tracker's `spent` (so the next decision's bound sees it), and reaches
 //! the levels when the partition flushes the touched links (at the end of
 //! the pass, or when a check needs the exact levels).
+//!
+//! For an SI v1.8 RM that takes USERGROUP records, what reaches the levels
+//! is noted as a [`UgChange`] (one per link and flush, not per
+//! allocation), as are group links and, at a reload, the caps that
+//! changed; the partition turns the notes into records after each step.
 
 pub mod caps;
 pub mod snap;
@@ -50,13 +55,14 @@ fn quota_reasons_are_transitions_to_the_event_store() {
 
 /// A change of the trackers an SI v1.8 RM hears of as a USERGROUP record
 /// (limits.md 6.3); the partition turns these into records. Noted only
-/// while [`Ugm::records`] is on, so without USERGROUP records nothing is
-/// built.
+/// while [`Ugm::set_records`] turned noting on, so without USERGROUP
+/// records nothing is built.
 #[derive(Debug, Clone, PartialEq)]
 pub enum UgChange {
     /// A user's or group's usage at an application's leaf changed by
     /// `delta` (positive parts grew, negative parts shrank). One per link
-    /// and flush: the pass's allocations of an application arrive summed.
+    /// each time its allocations reach the levels: the pass's allocations
+    /// of an application arrive summed.
     Usage {
         /// A group tracker (else a user one).
         group: bool,
@@ -347,7 +353,7 @@ pub struct Ugm {
     apps_capped: bool,
     /// Whether changes are noted for USERGROUP records (an SI v1.8 RM that
     /// takes them).
-    pub records: bool,
+    records: bool,
     /// Changes not yet turned into records.
     changes: Vec<UgChange>,
 }
