@@ -144,6 +144,8 @@ impl V1Rm {
         let options = sicore_pb::SchedulerOptions {
             event_flush_interval_ms: 20,
             scheduling_interval_ms: 10,
+            // Queues that left the configuration go soon.
+            queue_cleaner_interval_ms: Some(50),
             event_types: types.iter().map(|t| t.to_string()).collect(),
             ..Default::default()
         };
