@@ -28,6 +28,10 @@
 //! requests through the SI v1.8 family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
 //!
+//! `--events REQUEST,NODE,USERGROUP` turns events on with those record
+//! types: records are made, stored and flushed to the RM, which drops
+//! them (the cost of making them); without it events are off.
+//!
 //! `--preemption` turns guarantee preemption on in the bench's partition
 //! (its queues have guarantees; nothing is ever preempted): the cost of the
 //! switch on the common path (`scripts/callgrind.sh --preemption`).
@@ -311,6 +315,11 @@ fn single_asks_v1(asks: usize, apps: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// `--events TYPES` (comma-separated `SchedulerOptions.event_types`):
+/// events on with those record types, to measure what making them costs;
+/// without it events are off.
+static EVENTS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
 #[derive(Clone, Copy)]
 struct Flags {
     edition: Edition,
@@ -351,7 +360,10 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         limits.config()
     };
     opts.policy_configs.insert("bench".into(), config.clone());
-    opts.disable_events = true;
+    match EVENTS.get() {
+        Some(types) => opts.event_types = types.clone(),
+        None => opts.disable_events = true,
+    }
     opts.log_level = "warn".into();
     let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
     // The RM only counts; the shared trampolines decode every message, and
@@ -562,6 +574,13 @@ fn main() {
             .and_then(|i| all.get(i + 1))
             .map(String::as_str),
     );
+    if let Some(types) = all
+        .iter()
+        .position(|a| a == "--events")
+        .and_then(|i| all.get(i + 1))
+    {
+        let _ = EVENTS.set(types.split(',').map(str::to_string).collect());
+    }
     // `--shape asks|apps` runs one request shape only (default: both).
     let shape_arg =
         all.iter()
@@ -579,7 +598,7 @@ fn main() {
         }
         match a.as_str() {
             "--bench" | "--predicates" | "--no-outstanding-check" | "--preemption" => {}
-            "--shape" | "--limits" | "--edition" => skip = true,
+            "--shape" | "--limits" | "--edition" | "--events" => skip = true,
             _ => args.push(a),
         }
     }

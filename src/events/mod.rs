@@ -5,6 +5,12 @@
 //!
 //! The store has no thread of its own: the core feeds it from
 //! `Outcomes.events` and asks it for a batch when the flush period is up.
+//!
+//! A [`Record`] is the v0.12 message the core has always made (type,
+//! object, group, reason, message), plus, for the records only SI v1.8 can
+//! express (USERGROUP and the structured QUEUE records), a [`Structured`]
+//! part: the change type, detail and resource. Each edition's edge maps
+//! it; the v0.12 edge never sends a structured record.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -70,6 +76,128 @@ pub const TRANSITION_REASONS: [&str; 4] = [
     "AppRunnableQuota",
 ];
 
+/// The record type of user and group records (SI v1.8 `USERGROUP`; SI
+/// v0.12 has no such type, so its enum does not name it).
+pub const TYPE_USERGROUP: i32 = 5;
+/// The record type of queue records (both editions).
+pub const TYPE_QUEUE: i32 = si::event_record::Type::Queue as i32;
+
+/// What a structured record says changed (SI v1.8 `ChangeType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Change {
+    /// A value was set (SET).
+    Set,
+    /// Something was added (ADD).
+    Add,
+    /// Something was removed or cleared (REMOVE).
+    Remove,
+}
+
+/// The detail of a structured record (SI v1.8 `ChangeDetail`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Detail {
+    /// DETAILS_NONE (a configured queue added or removed).
+    None,
+    /// QUEUE_DYNAMIC: a dynamic queue added or removed.
+    QueueDynamic,
+    /// QUEUE_TYPE: a queue turned leaf or parent.
+    QueueType,
+    /// QUEUE_MAX: a queue's max changed (the resource is the new one).
+    QueueMax,
+    /// QUEUE_GUARANTEED: a queue's guarantee changed.
+    QueueGuaranteed,
+    /// QUEUE_APP: an application added to or removed from a queue.
+    QueueApp,
+    /// UG_USER_LIMIT: a user's cap at a queue set or cleared.
+    UserLimit,
+    /// UG_GROUP_LIMIT: a group's cap at a queue set or cleared.
+    GroupLimit,
+    /// UG_APP_LINK: an application linked to or unlinked from a group.
+    AppLink,
+    /// UG_USER_RESOURCE: a user's usage grew (ADD) or shrank (REMOVE) by
+    /// the record's resource.
+    UserResource,
+    /// UG_GROUP_RESOURCE: the same for a group.
+    GroupResource,
+}
+
+impl Detail {
+    /// Whether the record's resource is a change of usage: two such
+    /// records of one tracker, queue and direction add up.
+    pub fn is_delta(self) -> bool {
+        matches!(self, Detail::UserResource | Detail::GroupResource)
+    }
+}
+
+/// The part of a record only SI v1.8 can carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Structured {
+    /// The change type.
+    pub change: Change,
+    /// The change detail.
+    pub detail: Detail,
+    /// The resource it concerns (a usage delta, a queue's new max).
+    pub resource: Option<si::Resource>,
+}
+
+/// One record as the core makes it, edition-neutral: `base` is what SI
+/// v0.12 sends (for a structured record `group_id` is the v1.8
+/// `referenceID` and the reason is empty); `structured` is set only on
+/// records that exist in SI v1.8 alone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// The v0.12 fields.
+    pub base: si::EventRecord,
+    /// The SI v1.8 change, detail and resource, for records SI v0.12
+    /// cannot express.
+    pub structured: Option<Structured>,
+}
+
+impl From<si::EventRecord> for Record {
+    fn from(base: si::EventRecord) -> Self {
+        Record {
+            base,
+            structured: None,
+        }
+    }
+}
+
+/// Builds one SI v1.8 structured record (type [`TYPE_QUEUE`] or
+/// [`TYPE_USERGROUP`]), stamped when stored as [`record`]'s are.
+pub fn structured(
+    kind: i32,
+    object_id: &str,
+    reference_id: &str,
+    change: Change,
+    detail: Detail,
+    resource: Option<si::Resource>,
+    message: String,
+) -> Record {
+    Record {
+        base: si::EventRecord {
+            r#type: kind,
+            object_id: object_id.to_string(),
+            group_id: reference_id.to_string(),
+            reason: String::new(),
+            message,
+            timestamp_nano: 0,
+        },
+        structured: Some(Structured {
+            change,
+            detail,
+            resource,
+        }),
+    }
+}
+
+/// Adds the quantities of `from` to `into`, saturating.
+fn add_resource(into: &mut si::Resource, from: &si::Resource) {
+    for (name, q) in &from.resources {
+        let v = &mut into.resources.entry(name.clone()).or_default().value;
+        *v = v.saturating_add(q.value);
+    }
+}
+
 /// Builds one record. It is stamped when the core stores it, from the
 /// core's clock (one read per step), so this layer reads no time itself.
 pub fn record(
@@ -92,17 +220,24 @@ pub fn record(
 /// The record types that reach `SendEvent` (`SchedulerOptions.event_types`).
 ///
 /// A v0.12 RM handles `REQUEST` and `NODE` records and warns about any
-/// other type, so those two are the default; `APP` and `QUEUE` are opt-in.
+/// other type, so those two are the default; `APP`, `QUEUE` and
+/// `USERGROUP` are opt-in. `USERGROUP` records, and the structured `QUEUE`
+/// records, are made only for SI v1.8 RMs: the set a partition of a v1.8
+/// RM holds says so ([`EventTypes::for_edition`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventTypes(u8);
 
-/// Record type names as the SI enum spells them, in enum order.
-const TYPE_NAMES: [(&str, si::event_record::Type); 4] = [
-    ("REQUEST", si::event_record::Type::Request),
-    ("APP", si::event_record::Type::App),
-    ("NODE", si::event_record::Type::Node),
-    ("QUEUE", si::event_record::Type::Queue),
+/// Record type names as the SI enums spell them, in enum order.
+const TYPE_NAMES: [(&str, i32); 5] = [
+    ("REQUEST", si::event_record::Type::Request as i32),
+    ("APP", si::event_record::Type::App as i32),
+    ("NODE", si::event_record::Type::Node as i32),
+    ("QUEUE", TYPE_QUEUE),
+    ("USERGROUP", TYPE_USERGROUP),
 ];
+
+/// The bit that says the records go to an SI v1.8 RM.
+const STRUCTURED: u8 = 1 << 7;
 
 impl Default for EventTypes {
     fn default() -> Self {
@@ -120,7 +255,7 @@ impl EventTypes {
     }
 
     fn bit(t: i32) -> u8 {
-        if (1..=4).contains(&t) {
+        if (1..=TYPE_USERGROUP).contains(&t) {
             1 << t
         } else {
             0
@@ -140,10 +275,10 @@ impl EventTypes {
                 .find(|(n, _)| n.eq_ignore_ascii_case(name.trim()))
             else {
                 return Err(format!(
-                    "SchedulerOptions.event_types: unknown event type '{name}', expected REQUEST, APP, NODE or QUEUE"
+                    "SchedulerOptions.event_types: unknown event type '{name}', expected REQUEST, APP, NODE, QUEUE or USERGROUP"
                 ));
             };
-            mask |= Self::bit(*t as i32);
+            mask |= Self::bit(*t);
         }
         Ok(EventTypes(mask))
     }
@@ -153,11 +288,34 @@ impl EventTypes {
         self.0 & Self::bit(t) != 0
     }
 
+    /// The set one RM's partitions make: for an SI v1.8 RM (`structured`)
+    /// the structured records of the types allowed too; for an SI v0.12
+    /// RM no `USERGROUP` record, whatever the option lists.
+    pub fn for_edition(self, structured: bool) -> Self {
+        if structured {
+            EventTypes(self.0 | STRUCTURED)
+        } else {
+            EventTypes(self.0 & !STRUCTURED & !Self::bit(TYPE_USERGROUP))
+        }
+    }
+
+    /// Whether structured records of type `t` are made (an SI v1.8 RM
+    /// that takes type `t`): the gate checked before building one.
+    #[inline]
+    pub fn structured(self, t: i32) -> bool {
+        self.0 & STRUCTURED != 0 && self.allows(t)
+    }
+
+    /// Whether some structured record may be made for any RM.
+    pub fn any_structured(self) -> bool {
+        self.allows(TYPE_QUEUE) || self.allows(TYPE_USERGROUP)
+    }
+
     /// The names of the types sent, in enum order.
     pub fn names(self) -> Vec<String> {
         TYPE_NAMES
             .iter()
-            .filter(|(_, t)| self.allows(*t as i32))
+            .filter(|(_, t)| self.allows(*t))
             .map(|(n, _)| n.to_string())
             .collect()
     }
@@ -205,6 +363,12 @@ impl EventStats {
     }
 }
 
+/// What the store keeps one record of: type, object, the kind (reason,
+/// where the edition keeps kinds apart) and, for a structured record, its
+/// change and detail and its reference (so one user's usage at two queues,
+/// or one group's links to two applications, stay apart).
+type Key = (i32, String, String, Option<(Change, Detail)>, String);
+
 /// Latest record per object, bounded, for one RM.
 #[derive(Debug)]
 pub struct EventStore {
@@ -215,8 +379,10 @@ pub struct EventStore {
     /// SI v1.8: the reason is part of the key as well, so one object's
     /// records of different kinds in one flush all go out (a node's ADD is
     /// not hidden by the drain record of its CREATE_DRAIN; the v1 RM reads
-    /// NODE ADD), while repeats of one kind still coalesce.
-    latest: HashMap<(i32, String, String), (u64, si::EventRecord)>,
+    /// NODE ADD), while repeats of one kind still coalesce. Structured
+    /// records are keyed by change, detail and reference too; usage
+    /// records of one key add up instead of replacing each other.
+    latest: HashMap<Key, (u64, Record)>,
     /// When each ask (object id) last had a record of each repeating
     /// reason stored; entries older than the interval are pruned at every
     /// flush, so this holds at most the asks of one interval.
@@ -237,7 +403,8 @@ impl Default for EventStore {
 impl EventStore {
     /// A store of at most `capacity` records between flushes; `by_kind`
     /// keeps the latest record per object and kind (reason), the SI v1.8
-    /// edition's rule, instead of per object.
+    /// edition's rule, instead of per object, and takes structured records
+    /// (the SI v0.12 store drops them: that edition has no such record).
     pub fn new(by_kind: bool, capacity: usize) -> Self {
         EventStore {
             latest: HashMap::new(),
@@ -266,43 +433,80 @@ impl EventStore {
     }
 
     /// Takes the records of one core step, made at `now`.
-    pub fn add_all(&mut self, records: Vec<si::EventRecord>, now: Instant) {
+    pub fn add_all<I>(&mut self, records: I, now: Instant)
+    where
+        I: IntoIterator<Item = Record>,
+        I::IntoIter: ExactSizeIterator,
+    {
+        let records = records.into_iter();
         let n = records.len();
         if n > INPUT_CAPACITY {
             self.stats.dropped_input += (n - INPUT_CAPACITY) as u64;
         }
-        for r in records.into_iter().take(INPUT_CAPACITY) {
+        for r in records.take(INPUT_CAPACITY) {
             self.add(r, now);
         }
     }
 
     /// Stores one record made at `now`, replacing an older one for the
     /// same object (and kind), unless it repeats a "not placed yet" record
-    /// of its ask within [`REQUEST_EVENT_INTERVAL`].
-    pub fn add(&mut self, r: si::EventRecord, now: Instant) {
-        if r.object_id.is_empty() || r.reason.is_empty() {
+    /// of its ask within [`REQUEST_EVENT_INTERVAL`]. A usage record is
+    /// added to the one of its key instead.
+    pub fn add(&mut self, r: impl Into<Record>, now: Instant) {
+        let r = r.into();
+        let shape = r.structured.as_ref().map(|s| (s.change, s.detail));
+        if shape.is_some() && !self.by_kind {
+            log::debug!("SI v1.8 record dropped for an SI v0.12 RM: {r:?}");
+            return;
+        }
+        if r.base.object_id.is_empty() || (shape.is_none() && r.base.reason.is_empty()) {
             log::debug!("event record without object id or reason dropped: {r:?}");
             return;
         }
-        let repeat = repeating(r.r#type, &r.reason);
+        let repeat = repeating(r.base.r#type, &r.base.reason);
         if let Some(i) = repeat {
-            let recent = self.last_repeat.get(&r.object_id).and_then(|at| at[i]);
+            let recent = self.last_repeat.get(&r.base.object_id).and_then(|at| at[i]);
             if recent.is_some_and(|at| now.saturating_duration_since(at) < REQUEST_EVENT_INTERVAL) {
                 self.stats.rate_limited += 1;
                 return;
             }
         }
-        let kind = if self.by_kind || TRANSITION_REASONS.contains(&r.reason.as_str()) {
-            r.reason.clone()
+        let kind = if self.by_kind || TRANSITION_REASONS.contains(&r.base.reason.as_str()) {
+            r.base.reason.clone()
         } else {
             String::new()
         };
-        let key = (r.r#type, r.object_id.clone(), kind);
+        let reference = if shape.is_some() {
+            r.base.group_id.clone()
+        } else {
+            String::new()
+        };
+        let key = (
+            r.base.r#type,
+            r.base.object_id.clone(),
+            kind,
+            shape,
+            reference,
+        );
         self.next_seq += 1;
         let seq = self.next_seq;
-        let stamp = repeat.map(|i| (r.object_id.clone(), i));
+        let stamp = repeat.map(|i| (r.base.object_id.clone(), i));
         if let Some(slot) = self.latest.get_mut(&key) {
-            *slot = (seq, r);
+            let delta = r
+                .structured
+                .as_ref()
+                .filter(|s| s.detail.is_delta())
+                .and_then(|s| s.resource.as_ref());
+            let held = slot.1.structured.as_mut().and_then(|s| s.resource.as_mut());
+            match (delta, held) {
+                // Usage of one tracker, queue and direction: the sum goes.
+                (Some(d), Some(h)) => {
+                    add_resource(h, d);
+                    slot.0 = seq;
+                    slot.1.base.timestamp_nano = r.base.timestamp_nano;
+                }
+                _ => *slot = (seq, r),
+            }
             self.stats.superseded += 1;
             self.stats.received += 1;
         } else if self.latest.len() >= self.capacity {
@@ -319,7 +523,7 @@ impl EventStore {
     }
 
     /// Empties the store at `now`; the records in creation order.
-    pub fn take_batch(&mut self, now: Instant) -> Vec<si::EventRecord> {
+    pub fn take_batch(&mut self, now: Instant) -> Vec<Record> {
         if !self.last_repeat.is_empty() {
             let live = |at: &mut Option<Instant>| {
                 if at.is_some_and(|t| now.saturating_duration_since(t) >= REQUEST_EVENT_INTERVAL) {
@@ -330,9 +534,14 @@ impl EventStore {
             self.last_repeat
                 .retain(|_, at| at.iter_mut().fold(false, |any, t| live(t) | any));
         }
-        let mut batch: Vec<(u64, si::EventRecord)> = self.latest.drain().map(|(_, r)| r).collect();
-        batch.sort_by(|(sa, a), (sb, b)| a.timestamp_nano.cmp(&b.timestamp_nano).then(sa.cmp(sb)));
-        let batch: Vec<si::EventRecord> = batch.into_iter().map(|(_, r)| r).collect();
+        let mut batch: Vec<(u64, Record)> = self.latest.drain().map(|(_, r)| r).collect();
+        batch.sort_by(|(sa, a), (sb, b)| {
+            a.base
+                .timestamp_nano
+                .cmp(&b.base.timestamp_nano)
+                .then(sa.cmp(sb))
+        });
+        let batch: Vec<Record> = batch.into_iter().map(|(_, r)| r).collect();
         if !batch.is_empty() {
             self.stats.published += batch.len() as u64;
             self.stats.batches += 1;
@@ -369,8 +578,8 @@ mod tests {
         );
         let b = s.take_batch(now());
         assert_eq!(b.len(), 2);
-        assert!(b.iter().any(|r| r.reason == "second"));
-        assert!(!b.iter().any(|r| r.reason == "first"));
+        assert!(b.iter().any(|r| r.base.reason == "second"));
+        assert!(!b.iter().any(|r| r.base.reason == "first"));
         assert!(s.take_batch(now()).is_empty());
         let st = s.stats();
         assert_eq!(
@@ -410,7 +619,11 @@ mod tests {
                 record(Type::App, "app", "", "AppCannotRunQuota", String::new()),
                 now(),
             );
-            let reasons: Vec<String> = s.take_batch(now()).into_iter().map(|r| r.reason).collect();
+            let reasons: Vec<String> = s
+                .take_batch(now())
+                .into_iter()
+                .map(|r| r.base.reason)
+                .collect();
             assert_eq!(
                 reasons,
                 [
@@ -450,6 +663,7 @@ mod tests {
     fn event_types_parse_with_a_default_and_name_unknown_ones() {
         let d = EventTypes::parse(&[]).unwrap();
         assert_eq!(d.names(), ["REQUEST", "NODE"]);
+        assert!(!d.allows(TYPE_USERGROUP) && !d.for_edition(true).structured(TYPE_USERGROUP));
         assert!(!d.allows(Type::App as i32) && !d.allows(Type::Queue as i32));
         let all = EventTypes::parse(&["app".into(), " Queue".into(), "NODE".into()]).unwrap();
         assert_eq!(all.names(), ["APP", "NODE", "QUEUE"]);
@@ -457,16 +671,129 @@ mod tests {
         assert!(!all.allows(0) && !all.allows(99) && !all.allows(-1));
         let e = EventTypes::parse(&["NODE".into(), "APPLICATION".into()]).unwrap_err();
         assert!(
-            e.contains("'APPLICATION'") && e.contains("event_types"),
+            e.contains("'APPLICATION'") && e.contains("event_types") && e.contains("USERGROUP"),
             "{e}"
         );
+        // USERGROUP is a type of the option; a v0.12 RM's partitions never
+        // make it, nor structured QUEUE records.
+        let ug = EventTypes::parse(&["usergroup".into(), "QUEUE".into()]).unwrap();
+        assert_eq!(ug.names(), ["QUEUE", "USERGROUP"]);
+        let v1 = ug.for_edition(true);
+        assert!(v1.structured(TYPE_USERGROUP) && v1.structured(TYPE_QUEUE));
+        assert_eq!(v1.names(), ["QUEUE", "USERGROUP"]);
+        let v0 = ug.for_edition(false);
+        assert!(!v0.allows(TYPE_USERGROUP) && !v0.structured(TYPE_QUEUE));
+        assert!(v0.allows(TYPE_QUEUE), "the v0.12 QUEUE records stay");
+        assert_eq!(v1.for_edition(false), v0);
+        assert!(ug.any_structured() && !d.any_structured());
+    }
+
+    fn usage(user: &str, queue: &str, change: Change, mem: i64) -> Record {
+        let mut r = si::Resource::default();
+        r.resources
+            .insert("memory".into(), si::Quantity { value: mem });
+        structured(
+            TYPE_USERGROUP,
+            user,
+            queue,
+            change,
+            Detail::UserResource,
+            Some(r),
+            String::new(),
+        )
+    }
+
+    fn memory(r: &Record) -> i64 {
+        r.structured
+            .as_ref()
+            .unwrap()
+            .resource
+            .as_ref()
+            .unwrap()
+            .resources["memory"]
+            .value
+    }
+
+    #[test]
+    fn usage_records_of_one_key_add_up_and_others_stay_apart() {
+        let mut s = EventStore::by_kind();
+        s.add(usage("u", "root.a", Change::Add, 1), now());
+        s.add(usage("u", "root.a", Change::Add, 2), now());
+        s.add(usage("u", "root.a", Change::Remove, 4), now());
+        s.add(usage("u", "root.b", Change::Add, 8), now());
+        s.add(usage("v", "root.a", Change::Add, 16), now());
+        let link = |change| {
+            structured(
+                TYPE_USERGROUP,
+                "g",
+                "app-1",
+                change,
+                Detail::AppLink,
+                None,
+                String::new(),
+            )
+        };
+        s.add(link(Change::Set), now());
+        s.add(link(Change::Remove), now());
+        s.add(
+            structured(
+                TYPE_USERGROUP,
+                "g",
+                "app-2",
+                Change::Set,
+                Detail::AppLink,
+                None,
+                String::new(),
+            ),
+            now(),
+        );
+        let b = s.take_batch(now());
+        let got: Vec<(String, String, Change, Detail)> = b
+            .iter()
+            .map(|r| {
+                let st = r.structured.as_ref().unwrap();
+                (
+                    r.base.object_id.clone(),
+                    r.base.group_id.clone(),
+                    st.change,
+                    st.detail,
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), 7, "{got:?}");
+        let add_a = b
+            .iter()
+            .find(|r| {
+                r.base.object_id == "u"
+                    && r.base.group_id == "root.a"
+                    && r.structured.as_ref().unwrap().change == Change::Add
+            })
+            .unwrap();
+        assert_eq!(memory(add_a), 3, "the two ADDs summed");
+        assert!(got.contains(&("g".into(), "app-1".into(), Change::Remove, Detail::AppLink)));
+        assert!(got.contains(&("g".into(), "app-1".into(), Change::Set, Detail::AppLink)));
+        assert_eq!(s.stats().superseded, 1);
+    }
+
+    #[test]
+    fn structured_records_never_reach_a_v012_store_and_count_against_the_bound() {
+        let mut s = EventStore::default();
+        s.add(usage("u", "root.a", Change::Add, 1), now());
+        assert_eq!(s.stats().received, 0);
+        assert!(s.take_batch(now()).is_empty());
+        let mut s = EventStore::new(true, 2);
+        for q in ["root.a", "root.b", "root.c"] {
+            s.add(usage("u", q, Change::Add, 1), now());
+        }
+        assert_eq!(s.stats().dropped_store_full, 1);
+        assert_eq!(s.take_batch(now()).len(), 2);
     }
 
     #[test]
     fn bounds_distinct_objects_and_counts_drops() {
         let mut s = EventStore::default();
-        let many = (0..STORE_CAPACITY + 5)
-            .map(|i| record(Type::Node, &format!("n{i}"), "", "r", String::new()))
+        let many: Vec<Record> = (0..STORE_CAPACITY + 5)
+            .map(|i| record(Type::Node, &format!("n{i}"), "", "r", String::new()).into())
             .collect();
         s.add_all(many, now());
         assert_eq!(s.stats().stored, STORE_CAPACITY as u64);

@@ -342,6 +342,20 @@ impl ResourceManagerCallback for CallbackTable {
         self.notify_call(self.0.send_event, &batch);
     }
 
+    fn send_records(&self, records: &[crate::events::Record]) {
+        // One copy, as `send_event` makes; no SI v1.8-only record.
+        let batch = sicore::EventRecords {
+            events: records
+                .iter()
+                .filter(|r| r.structured.is_none())
+                .map(|r| r.base.clone())
+                .collect(),
+        };
+        if !batch.events.is_empty() {
+            self.notify_call(self.0.send_event, &batch);
+        }
+    }
+
     fn update_container_scheduling_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
         self.notify_call(self.0.update_container_scheduling_state, r);
     }

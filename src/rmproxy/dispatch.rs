@@ -143,7 +143,7 @@ fn deliver(item: Outbound) {
         Outbound::Message(cb, OutMsg::Node(r)) => ("UpdateNode", cb.update_node(&r)),
         Outbound::Resync(cb, args) => ("ReSyncSchedulerCache", cb.resync_scheduler_cache(&args)),
         Outbound::Events(cb, events) => {
-            cb.send_event(&events);
+            cb.send_records(&events);
             ("SendEvent", Ok(()))
         }
         Outbound::ContainerState(cb, req) => {

@@ -149,6 +149,21 @@ pub trait ResourceManagerCallback: Send + Sync {
     /// One batch of event records per flush.
     fn send_event(&self, _events: &[si::EventRecord]) {}
 
+    /// One batch of the core's records per flush, as the core made them.
+    /// The default sends the SI v0.12 ones through [`Self::send_event`]
+    /// (structured records exist in SI v1.8 only); the v1.8 edge maps
+    /// every record.
+    fn send_records(&self, records: &[crate::events::Record]) {
+        let v0: Vec<si::EventRecord> = records
+            .iter()
+            .filter(|r| r.structured.is_none())
+            .map(|r| r.base.clone())
+            .collect();
+        if !v0.is_empty() {
+            self.send_event(&v0);
+        }
+    }
+
     /// Scheduling state of a container (asks that cannot be placed).
     fn update_container_scheduling_state(
         &self,

@@ -169,8 +169,8 @@ pub enum Outbound {
         Arc<dyn ResourceManagerCallback>,
         si::ReSyncSchedulerCacheArgs,
     ),
-    /// A batch for `send_event`.
-    Events(Arc<dyn ResourceManagerCallback>, Vec<si::EventRecord>),
+    /// A batch for `send_event` (each edge maps the records).
+    Events(Arc<dyn ResourceManagerCallback>, Vec<crate::events::Record>),
     /// One `update_container_scheduling_state` call.
     ContainerState(
         Arc<dyn ResourceManagerCallback>,

@@ -215,6 +215,11 @@ impl ResourceManagerCallback for V1Callback {
         self.rm.send_event(&v1);
     }
 
+    fn send_records(&self, records: &[crate::events::Record]) {
+        let v1: Vec<si18::EventRecord> = records.iter().map(events::translate).collect();
+        self.rm.send_event(&v1);
+    }
+
     fn update_container_scheduling_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
         self.rm
             .update_container_scheduling_state(&si18::UpdateContainerSchedulingStateRequest {

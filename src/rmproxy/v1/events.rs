@@ -3,7 +3,9 @@
 //! `referenceID` (for a REQUEST the application, which the k8shim
 //! publishes as a pod event), and the core's reason string picks the
 //! change type and detail. An unknown reason is (NONE, DETAILS_NONE) with
-//! the message kept.
+//! the message kept. Structured records (USERGROUP, and the QUEUE records
+//! of queue and application changes) carry their change, detail and
+//! resource, mapped one to one.
 
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
@@ -11,6 +13,68 @@ use crate::scheduler::core::CONFIG_REJECTED_REASON;
 use crate::scheduler::ugm::{APP_CANNOTRUN_QUOTA, APP_RUNNABLE_QUOTA};
 
 use si18::event_record::{ChangeDetail as D, ChangeType as C, Type as T};
+
+use crate::events::{Change, Detail, Record, TYPE_QUEUE, TYPE_USERGROUP};
+
+/// The v1.8 change type of a structured record.
+fn change(c: Change) -> C {
+    match c {
+        Change::Set => C::Set,
+        Change::Add => C::Add,
+        Change::Remove => C::Remove,
+    }
+}
+
+/// The v1.8 change detail of a structured record.
+fn detail(d: Detail) -> D {
+    match d {
+        Detail::None => D::DetailsNone,
+        Detail::QueueDynamic => D::QueueDynamic,
+        Detail::QueueType => D::QueueType,
+        Detail::QueueMax => D::QueueMax,
+        Detail::QueueGuaranteed => D::QueueGuaranteed,
+        Detail::QueueApp => D::QueueApp,
+        Detail::UserLimit => D::UgUserLimit,
+        Detail::GroupLimit => D::UgGroupLimit,
+        Detail::AppLink => D::UgAppLink,
+        Detail::UserResource => D::UgUserResource,
+        Detail::GroupResource => D::UgGroupResource,
+    }
+}
+
+/// The v1.8 form of a core resource.
+fn resource(r: &si::Resource) -> si18::Resource {
+    si18::Resource {
+        resources: r
+            .resources
+            .iter()
+            .map(|(k, q)| (k.clone(), si18::Quantity { value: q.value }))
+            .collect(),
+    }
+}
+
+/// One core record, translated: a structured one as it says, another as
+/// [`record`] does.
+pub fn translate(r: &Record) -> si18::EventRecord {
+    let Some(s) = &r.structured else {
+        return record(&r.base);
+    };
+    let kind = match r.base.r#type {
+        TYPE_QUEUE => T::Queue,
+        TYPE_USERGROUP => T::Usergroup,
+        _ => T::UnknownEventrecordType,
+    };
+    si18::EventRecord {
+        r#type: kind as i32,
+        object_id: r.base.object_id.clone(),
+        message: r.base.message.clone(),
+        timestamp_nano: r.base.timestamp_nano,
+        event_change_type: change(s.change) as i32,
+        event_change_detail: detail(s.detail) as i32,
+        reference_id: r.base.group_id.clone(),
+        resource: s.resource.as_ref().map(resource),
+    }
+}
 
 /// The change type and detail of a v0.12 record of type `kind` and `reason`.
 pub fn change_of(kind: i32, reason: &str) -> (C, D) {
@@ -103,5 +167,46 @@ mod tests {
             (odd.event_change_type, odd.event_change_detail),
             (C::None as i32, D::DetailsNone as i32)
         );
+        // A record the core made the v0.12 way translates as before.
+        let same = translate(&v0(si::event_record::Type::Node, "NodeAdded").into());
+        assert_eq!(same, add);
+    }
+
+    #[test]
+    fn structured_records_keep_their_change_detail_and_resource() {
+        let mut res = si::Resource::default();
+        res.resources
+            .insert("memory".into(), si::Quantity { value: 5 });
+        let r = translate(&crate::events::structured(
+            TYPE_USERGROUP,
+            "alice",
+            "root.a",
+            Change::Remove,
+            Detail::GroupResource,
+            Some(res),
+            String::new(),
+        ));
+        assert_eq!(r.r#type, T::Usergroup as i32);
+        assert_eq!(
+            (r.object_id.as_str(), r.reference_id.as_str()),
+            ("alice", "root.a")
+        );
+        assert_eq!(
+            (r.event_change_type, r.event_change_detail),
+            (C::Remove as i32, D::UgGroupResource as i32)
+        );
+        assert_eq!(r.resource.unwrap().resources["memory"].value, 5);
+        let q = translate(&crate::events::structured(
+            TYPE_QUEUE,
+            "root.x",
+            "",
+            Change::Add,
+            Detail::QueueDynamic,
+            None,
+            String::new(),
+        ));
+        assert_eq!(q.r#type, T::Queue as i32);
+        assert_eq!(q.event_change_detail, D::QueueDynamic as i32);
+        assert!(q.resource.is_none());
     }
 }

@@ -33,7 +33,7 @@ use si::node_info::ActionFromRm;
 /// action there.
 pub const CREATE_DRAIN: i32 = 6;
 
-use crate::events::{EventStore, EventTypes, RmEventSettings, STORE_CAPACITY};
+use crate::events::{EventStore, EventTypes, Record, RmEventSettings, STORE_CAPACITY};
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 
 /// What the core keeps per registered RM.
@@ -68,13 +68,16 @@ impl Core {
     /// store takes (none when the RM's events are off).
     pub(super) fn timeouts_for(&self, rm_id: &str) -> AppTimeouts {
         let mut t = self.timeouts();
-        t.events = self.event_types_for(self.events.contains_key(rm_id));
+        let edition = self.rms.get(rm_id).map_or(Edition::V012, |rm| rm.edition);
+        t.events = self.event_types_for(self.events.contains_key(rm_id), edition);
         t
     }
 
-    fn event_types_for(&self, on: bool) -> EventTypes {
+    /// The record types an RM's partitions make: none when its events are
+    /// off; the structured ones (USERGROUP, QUEUE changes) only for SI v1.8.
+    fn event_types_for(&self, on: bool, edition: Edition) -> EventTypes {
         if on {
-            self.options.event_types
+            self.options.event_types.for_edition(edition == Edition::V1)
         } else {
             EventTypes::of(&[])
         }
@@ -104,7 +107,8 @@ impl Core {
         let Some(rm) = self.rms.get(rm_id) else {
             return;
         };
-        let by_kind = rm.edition == Edition::V1;
+        let edition = rm.edition;
+        let by_kind = edition == Edition::V1;
         match self.store_capacity(&settings) {
             None => self.retire_events(rm_id),
             Some(capacity) => match self.events.get_mut(rm_id) {
@@ -115,11 +119,11 @@ impl Core {
                 }
             },
         }
-        let types = self.event_types_for(self.events.contains_key(rm_id));
+        let types = self.event_types_for(self.events.contains_key(rm_id), edition);
         let rm = &self.rms[rm_id];
         for key in &rm.partitions {
             if let Some(p) = self.partitions.get_mut(key) {
-                p.timeouts.events = types;
+                p.set_event_types(types);
             }
         }
     }
@@ -169,7 +173,7 @@ impl Core {
         // group only once every partition of it is built.
         let capacity = self.store_capacity(&events);
         let mut timeouts = self.timeouts();
-        timeouts.events = self.event_types_for(capacity.is_some());
+        timeouts.events = self.event_types_for(capacity.is_some(), edition);
         let created = resource::configuration(policy_group, || {
             let mut created = Vec::new();
             for pc in &loaded.config.partitions {
@@ -483,7 +487,36 @@ impl Core {
                     r.timestamp_nano = unix;
                 }
             }
-            store.add_all(records, self.clock.now());
+            store.add_all(records.into_iter().map(Record::from), self.clock.now());
+        }
+    }
+
+    /// Moves the structured records the partitions collected (USERGROUP
+    /// and QUEUE changes, SI v1.8 RMs only) into their RMs' stores. The
+    /// partitions make none unless an option asks for such a type, so with
+    /// the default types this is one check per step.
+    pub(super) fn collect_partition_records(&mut self) {
+        if !self.options.event_types.any_structured() {
+            return;
+        }
+        let unix = self.clock.unix_nanos();
+        let now = self.clock.now();
+        for p in self.partitions.values_mut() {
+            if !p.has_records() {
+                continue;
+            }
+            let mut records = p.take_records();
+            let Some(store) = self.events.get_mut(&p.rm_id) else {
+                continue;
+            };
+            let types = self.options.event_types;
+            records.retain(|r| types.allows(r.base.r#type));
+            for r in &mut records {
+                if r.base.timestamp_nano == 0 {
+                    r.base.timestamp_nano = unix;
+                }
+            }
+            store.add_all(records, now);
         }
     }
 

@@ -373,5 +373,8 @@ impl Core {
                 self.outbox.push(Outbound::Resync(cb, args));
             }
         }
+        // After the step's own records: a queue's record of an application
+        // follows the application's.
+        self.collect_partition_records();
     }
 }

@@ -215,7 +215,7 @@ fn the_event_flush_waits_for_its_interval() {
     let events = |out: &[Outbound]| -> Vec<si::EventRecord> {
         out.iter()
             .flat_map(|o| match o {
-                Outbound::Events(_, v) => v.clone(),
+                Outbound::Events(_, v) => v.iter().map(|r| r.base.clone()).collect(),
                 _ => Vec::new(),
             })
             .collect()
@@ -258,7 +258,9 @@ fn a_does_not_fit_record_repeats_once_per_interval_per_ask() {
                 Outbound::Events(_, v) => v.clone(),
                 _ => Vec::new(),
             })
-            .filter(|r| r.object_id == "k" && r.reason == crate::events::REASON_QUEUE_HEADROOM)
+            .filter(|r| {
+                r.base.object_id == "k" && r.base.reason == crate::events::REASON_QUEUE_HEADROOM
+            })
             .count()
     };
     // One pass and one flush per second: the first flush carries the

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
+use crate::scheduler::objects::queue::QueueChange;
 use crate::scheduler::ugm::Ugm;
 
 impl Partition {
@@ -45,7 +46,15 @@ impl Partition {
             }
         }
         if let Some(max) = quota {
-            self.queues.get_mut(queue).max = Some(max);
+            let leaf = self.queues.get_mut(queue);
+            if leaf.max.as_ref() != Some(&max) {
+                let path = leaf.path.clone();
+                leaf.max = Some(max);
+                if self.queues.journal_on() {
+                    let max = self.queues.get(queue).max.clone();
+                    self.queues.note(|| QueueChange::Max { path, max });
+                }
+            }
         }
         let seq = self.next_seq();
         let id: Arc<str> = Arc::from(app_id);
@@ -66,6 +75,15 @@ impl Partition {
                 },
             ),
         );
+        if self.queues.journal_on() {
+            let path = self.queues.get(queue).path.clone();
+            let app = self.apps.at_mut(slot).id.clone();
+            self.queues.note(|| QueueChange::App {
+                path,
+                app,
+                added: true,
+            });
+        }
         let leaf = self.queues.get_mut(queue);
         leaf.apps.insert(seq, slot);
         // No pending ask yet: no priority to count in the queues.

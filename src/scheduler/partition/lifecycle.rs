@@ -270,6 +270,16 @@ impl Partition {
         self.queues.sub_pending(app.queue, &app.pending);
         self.queues.sub_allocated(app.queue, app.allocated());
         app.leave(&mut self.queues);
+        if self.queues.journal_on() {
+            let path = self.queues.get(app.queue).path.clone();
+            let id = app.id.clone();
+            self.queues
+                .note(|| crate::scheduler::objects::queue::QueueChange::App {
+                    path,
+                    app: id,
+                    added: false,
+                });
+        }
         if self.finished.len() >= COMPLETED_HISTORY {
             self.finished.pop_front();
         }

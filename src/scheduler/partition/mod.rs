@@ -12,7 +12,8 @@ mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass
 pub mod preempt; // guarantee preemption
 pub mod preempt_quota; // quota-change preemption
-mod preempt_required; // required-node preemption, stale reservations
+mod preempt_required;
+mod records; // USERGROUP and QUEUE records (SI v1.8) // required-node preemption, stale reservations
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
@@ -215,8 +216,10 @@ impl Partition {
             .first()
             .filter(|q| q.name == "root")
             .ok_or("partition cannot be created without root queue")?;
-        let queues = QueueTree::from_config(root)?;
+        let mut queues = QueueTree::from_config(root)?;
         let mut ugm = super::ugm::Ugm::default();
+        // The configuration's queues and caps are the first records.
+        records::start(&mut queues, &mut ugm, timeouts.events);
         ugm.reload(
             super::ugm::Caps::build(cfg, &queues)?,
             &queues,

@@ -18,6 +18,11 @@
 //! tracker's `spent` (so the next decision's bound sees it), and reaches
 //! the levels when the partition flushes the touched links (at the end of
 //! the pass, or when a check needs the exact levels).
+//!
+//! For an SI v1.8 RM that takes USERGROUP records, what reaches the levels
+//! is noted as a [`UgChange`] (one per link and flush, not per
+//! allocation), as are group links and, at a reload, the caps that
+//! changed; the partition turns the notes into records after each step.
 
 pub mod caps;
 pub mod snap;
@@ -46,6 +51,48 @@ fn quota_reasons_are_transitions_to_the_event_store() {
     for r in [APP_CANNOTRUN_QUOTA, APP_RUNNABLE_QUOTA] {
         assert!(crate::events::TRANSITION_REASONS.contains(&r), "{r}");
     }
+}
+
+/// A change of the trackers an SI v1.8 RM hears of as a USERGROUP record
+/// (limits.md 6.3); the partition turns these into records. Noted only
+/// while [`Ugm::set_records`] turned noting on, so without USERGROUP
+/// records nothing is built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UgChange {
+    /// A user's or group's usage at an application's leaf changed by
+    /// `delta` (positive parts grew, negative parts shrank). One per link
+    /// each time its allocations reach the levels: the pass's allocations
+    /// of an application arrive summed.
+    Usage {
+        /// A group tracker (else a user one).
+        group: bool,
+        /// The user or group.
+        name: Arc<str>,
+        /// The application's leaf.
+        queue: Arc<str>,
+        /// The change.
+        delta: Resource,
+    },
+    /// An application was linked to a group (`set`) or unlinked.
+    Link {
+        /// Linked or unlinked.
+        set: bool,
+        /// The group.
+        group: Arc<str>,
+        /// The application.
+        app: Arc<str>,
+    },
+    /// A user's or group's cap at a queue was set (or changed) or cleared.
+    Limit {
+        /// Set or cleared.
+        set: bool,
+        /// A group cap (else a user one).
+        group: bool,
+        /// The user or group.
+        name: Arc<str>,
+        /// The queue of the cap.
+        queue: Arc<str>,
+    },
 }
 
 /// Usage of one tracker at one queue level.
@@ -258,6 +305,8 @@ pub struct AppLink {
     pub group_name: Option<Arc<str>>,
     /// The queue path root first.
     pub path: SmallVec<[QueueId; 6]>,
+    /// The leaf's path (the reference of its USERGROUP usage records).
+    pub queue_path: Arc<str>,
     user_levels: PathLevels,
     group_levels: PathLevels,
     /// What the application's levels hold (the pass's allocations are
@@ -302,6 +351,11 @@ pub struct Ugm {
     pub held: FastSet<u64>,
     /// Whether some cap limits running applications.
     apps_capped: bool,
+    /// Whether changes are noted for USERGROUP records (an SI v1.8 RM that
+    /// takes them).
+    records: bool,
+    /// Changes not yet turned into records.
+    changes: Vec<UgChange>,
 }
 
 /// What [`Ugm::fits`] found for an ask.
@@ -378,6 +432,25 @@ impl Ugm {
         self.apps_capped || !self.held.is_empty()
     }
 
+    /// Notes changes for USERGROUP records from now on (or stops).
+    pub fn set_records(&mut self, on: bool) {
+        self.records = on;
+        if !on {
+            self.changes.clear();
+        }
+    }
+
+    /// Whether changes wait to become records.
+    #[inline]
+    pub fn has_changes(&self) -> bool {
+        !self.changes.is_empty()
+    }
+
+    /// The changes noted since the last call.
+    pub fn take_changes(&mut self) -> Vec<UgChange> {
+        std::mem::take(&mut self.changes)
+    }
+
     /// Whether any application is linked.
     #[inline]
     pub fn has_links(&self) -> bool {
@@ -443,6 +516,15 @@ impl Ugm {
             .iter()
             .chain(group_caps.iter())
             .any(|(_, c)| c.max.is_some());
+        if self.records {
+            if let Some(g) = &group {
+                self.changes.push(UgChange::Link {
+                    set: true,
+                    group: g.clone(),
+                    app: app.id.clone(),
+                });
+            }
+        }
         let link = AppLink {
             app: app.id.clone(),
             seq: app.seq,
@@ -450,6 +532,7 @@ impl Ugm {
             user,
             group: gix,
             group_name: group,
+            queue_path: tree.get(app.queue).path.clone(),
             path,
             user_levels,
             group_levels,
@@ -592,6 +675,9 @@ impl Ugm {
         }
         let delta = app.allocated().add(placeholders).sub(&link.usage);
         let runs = i64::from(running) - i64::from(link.running);
+        if self.records && !delta.is_zero() {
+            note_usage(&mut self.changes, &self.users, link, &delta);
+        }
         link.usage.add_assign(&delta);
         link.running = running;
         apply(
@@ -743,6 +829,18 @@ impl Ugm {
         // never reached them).
         let delta = Resource::new().sub(&link.usage);
         let runs = -i64::from(link.running);
+        if self.records {
+            if !delta.is_zero() {
+                note_usage(&mut self.changes, &self.users, &link, &delta);
+            }
+            if let Some(g) = &link.group_name {
+                self.changes.push(UgChange::Link {
+                    set: false,
+                    group: g.clone(),
+                    app: link.app.clone(),
+                });
+            }
+        }
         let user = self.users.at_mut(link.user);
         apply(user, &link.user_levels, &delta, runs, false);
         for &i in &link.user_levels {
@@ -870,6 +968,8 @@ impl Ugm {
         tree: &QueueTree,
         apps: impl Iterator<Item = (u32, &'a mut Application)>,
     ) {
+        let records = self.records;
+        let mut changes = std::mem::take(&mut self.changes);
         let old = std::mem::take(self);
         let apps_capped = caps.levels.values().any(|l| {
             l.users
@@ -891,6 +991,9 @@ impl Ugm {
             let prev = old.link_of(app).cloned();
             app.ugm_link = None;
             if !enabled {
+                if records {
+                    relink_changes(&mut changes, &old, prev.as_ref(), self, None);
+                }
                 continue;
             }
             let path = path_of(tree, app.queue);
@@ -903,6 +1006,8 @@ impl Ugm {
                 None => self.caps.resolve_group(tree, app.queue, &app.user.groups),
             };
             let was_running = prev.as_ref().is_some_and(|l| l.running);
+            // `records` is off while linking: what changed is told below,
+            // old link against new.
             let id = self.link_as(app, slot, tree, group);
             app.ugm_link = Some(id);
             // Keep a slot held only by pending asks (Q2) across the reload.
@@ -918,7 +1023,16 @@ impl Ugm {
                     }
                 }
             }
+            if records {
+                let now = self.links[id as usize].as_ref();
+                relink_changes(&mut changes, &old, prev.as_ref(), self, now);
+            }
         }
+        if records {
+            limit_changes(&mut changes, &old, self, tree);
+        }
+        self.records = records;
+        self.changes = changes;
     }
 
     /// The user name of a link.
@@ -968,6 +1082,180 @@ fn apply(t: &mut Tracker, levels: &[u32], delta: &Resource, runs: i64, count: bo
             level.running = level.running.saturating_add(1);
         } else if runs < 0 {
             level.running = level.running.saturating_sub(1);
+        }
+    }
+}
+
+/// Notes a usage change of a link's user and group.
+fn note_usage(changes: &mut Vec<UgChange>, users: &Trackers, link: &AppLink, delta: &Resource) {
+    changes.push(UgChange::Usage {
+        group: false,
+        name: users.at(link.user).name.clone(),
+        queue: link.queue_path.clone(),
+        delta: delta.clone(),
+    });
+    if let (Some(g), Some(_)) = (&link.group_name, link.group) {
+        changes.push(UgChange::Usage {
+            group: true,
+            name: g.clone(),
+            queue: link.queue_path.clone(),
+            delta: delta.clone(),
+        });
+    }
+}
+
+/// What a reload did to one application's link, `prev` (in `old`) to
+/// `now` (in `new`): usage that moved to or from a tracker, a group link
+/// made or dropped. An unchanged link notes nothing.
+fn relink_changes(
+    changes: &mut Vec<UgChange>,
+    old: &Ugm,
+    prev: Option<&AppLink>,
+    new: &Ugm,
+    now: Option<&AppLink>,
+) {
+    let none = Resource::new();
+    fn usage<'a>(l: Option<&'a AppLink>, none: &'a Resource) -> &'a Resource {
+        l.map_or(none, |l| &l.usage)
+    }
+    let Some(any) = now.or(prev) else {
+        return;
+    };
+    let queue = any.queue_path.clone();
+    // The user: only its usage can differ (it is the same user).
+    let user = match (prev, now) {
+        (_, Some(n)) => new.users.at(n.user).name.clone(),
+        (Some(p), None) => old.users.at(p.user).name.clone(),
+        (None, None) => return,
+    };
+    let delta = usage(now, &none).sub(usage(prev, &none));
+    if !delta.is_zero() {
+        changes.push(UgChange::Usage {
+            group: false,
+            name: user,
+            queue: queue.clone(),
+            delta,
+        });
+    }
+    let before = prev.and_then(|l| l.group_name.clone());
+    let after = now.and_then(|l| l.group_name.clone());
+    if before == after {
+        if let Some(g) = after {
+            let delta = usage(now, &none).sub(usage(prev, &none));
+            if !delta.is_zero() {
+                changes.push(UgChange::Usage {
+                    group: true,
+                    name: g,
+                    queue,
+                    delta,
+                });
+            }
+        }
+        return;
+    }
+    if let Some(g) = before {
+        let held = usage(prev, &none);
+        if !held.is_zero() {
+            changes.push(UgChange::Usage {
+                group: true,
+                name: g.clone(),
+                queue: queue.clone(),
+                delta: none.sub(held),
+            });
+        }
+        changes.push(UgChange::Link {
+            set: false,
+            group: g,
+            app: any.app.clone(),
+        });
+    }
+    if let Some(g) = after {
+        changes.push(UgChange::Link {
+            set: true,
+            group: g.clone(),
+            app: any.app.clone(),
+        });
+        let held = usage(now, &none);
+        if !held.is_zero() {
+            changes.push(UgChange::Usage {
+                group: true,
+                name: g,
+                queue,
+                delta: held.clone(),
+            });
+        }
+    }
+}
+
+/// The caps a reload set, changed or cleared, per tracker and queue
+/// (limits.md 6.3): a named user's or group's cap that differs from
+/// before, and, where a user wildcard came, changed or went, the cap of
+/// every user with a linked application that it covers (before or after).
+fn limit_changes(changes: &mut Vec<UgChange>, old: &Ugm, new: &Ugm, tree: &QueueTree) {
+    let mut queues: Vec<QueueId> = old
+        .caps
+        .levels
+        .keys()
+        .chain(new.caps.levels.keys())
+        .copied()
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    for q in queues {
+        let Some(path) = tree.path_of(q) else {
+            continue;
+        };
+        let (o, n) = (old.caps.levels.get(&q), new.caps.levels.get(&q));
+        let mut users: Vec<Arc<str>> = o
+            .into_iter()
+            .chain(n)
+            .flat_map(|l| l.users.keys().cloned())
+            .collect();
+        if o.and_then(|l| l.user_wildcard.as_ref()) != n.and_then(|l| l.user_wildcard.as_ref()) {
+            users.extend(
+                old.users
+                    .iter()
+                    .chain(new.users.iter())
+                    .map(|t| t.name.clone()),
+            );
+        }
+        users.sort_unstable();
+        users.dedup();
+        for u in users {
+            let before = o.and_then(|l| l.user(&u)).map(|(c, _)| c);
+            let after = n.and_then(|l| l.user(&u)).map(|(c, _)| c);
+            if before != after {
+                changes.push(UgChange::Limit {
+                    set: after.is_some(),
+                    group: false,
+                    name: u,
+                    queue: path.clone(),
+                });
+            }
+        }
+        let mut groups: Vec<Arc<str>> = o
+            .into_iter()
+            .chain(n)
+            .flat_map(|l| {
+                l.groups
+                    .iter()
+                    .map(|(g, _)| g.clone())
+                    .chain(l.group_wildcard.as_ref().map(|_| Arc::from(caps::WILDCARD)))
+            })
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        for g in groups {
+            let before = o.and_then(|l| l.group(&g));
+            let after = n.and_then(|l| l.group(&g));
+            if before != after {
+                changes.push(UgChange::Limit {
+                    set: after.is_some(),
+                    group: true,
+                    name: g,
+                    queue: path.clone(),
+                });
+            }
         }
     }
 }

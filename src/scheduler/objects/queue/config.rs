@@ -42,6 +42,8 @@ impl QueueTree {
             slots: Vec::new(),
             free: Vec::new(),
             by_path: Default::default(),
+            journal_on: false,
+            journal: Vec::new(),
         };
         tree.add_managed(None, root)?;
         Ok(tree)
@@ -65,6 +67,13 @@ impl QueueTree {
         self.by_path.insert(path, id);
         if let Some(p) = parent {
             self.get_mut(p).children.insert(name, id);
+        }
+        if self.journal_on {
+            let path = self.get(id).path.clone();
+            self.journal.push(QueueChange::Added {
+                path,
+                managed: true,
+            });
         }
         for child in &cfg.queues {
             self.add_managed(Some(id), child)?;
@@ -164,6 +173,33 @@ impl QueueTree {
         if parent.is_none() {
             // Root's max is the partition size, never configured.
             q.max = self.get(id).max.clone();
+        }
+        if self.journal_on {
+            let was = self.get(id);
+            let (leaf, max, guaranteed) = (
+                was.leaf != q.leaf,
+                was.max != q.max,
+                was.guaranteed != q.guaranteed,
+            );
+            let path = q.path.clone();
+            if leaf {
+                self.journal.push(QueueChange::Type {
+                    path: path.clone(),
+                    leaf: q.leaf,
+                });
+            }
+            if max {
+                self.journal.push(QueueChange::Max {
+                    path: path.clone(),
+                    max: q.max.clone(),
+                });
+            }
+            if guaranteed {
+                self.journal.push(QueueChange::Guaranteed {
+                    path,
+                    guaranteed: q.guaranteed.clone(),
+                });
+            }
         }
         *self.get_mut(id) = q;
         // The guarantee may have changed: re-file in the parent's order.

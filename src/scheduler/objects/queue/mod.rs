@@ -222,6 +222,56 @@ impl Queue {
     }
 }
 
+/// A change of the tree an SI v1.8 RM hears of as a QUEUE record (the
+/// partition turns these into records).
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueueChange {
+    /// A queue was created: from configuration (`managed`) or dynamically.
+    Added {
+        /// Its path.
+        path: Arc<str>,
+        /// Whether the configuration made it.
+        managed: bool,
+    },
+    /// A queue was removed.
+    Removed {
+        /// Its path.
+        path: Arc<str>,
+        /// Whether the configuration had made it.
+        managed: bool,
+    },
+    /// A reload turned a queue into a leaf or a parent.
+    Type {
+        /// Its path.
+        path: Arc<str>,
+        /// Whether it is a leaf now.
+        leaf: bool,
+    },
+    /// A queue's max changed (`None`: unlimited now).
+    Max {
+        /// Its path.
+        path: Arc<str>,
+        /// The new max.
+        max: Option<Resource>,
+    },
+    /// A queue's guarantee changed.
+    Guaranteed {
+        /// Its path.
+        path: Arc<str>,
+        /// The new guarantee.
+        guaranteed: Option<Resource>,
+    },
+    /// An application joined (`added`) or left a leaf.
+    App {
+        /// The leaf's path.
+        path: Arc<str>,
+        /// The application.
+        app: Arc<str>,
+        /// Joined or left.
+        added: bool,
+    },
+}
+
 /// The queue tree of a partition.
 #[derive(Debug, Clone)]
 pub struct QueueTree {
@@ -230,12 +280,54 @@ pub struct QueueTree {
     /// queues come and go all the time.
     free: Vec<QueueId>,
     by_path: crate::scheduler::FastMap<String, QueueId>,
+    /// Whether changes are noted in `journal` (QUEUE records wanted).
+    journal_on: bool,
+    /// Changes not yet turned into records.
+    journal: Vec<QueueChange>,
 }
 
 /// The root's id.
 pub const ROOT: QueueId = 0;
 
 impl QueueTree {
+    /// Notes changes for QUEUE records from now on (or stops).
+    pub fn set_journal(&mut self, on: bool) {
+        self.journal_on = on;
+        if !on {
+            self.journal.clear();
+        }
+    }
+
+    /// Whether changes are noted.
+    #[inline]
+    pub fn journal_on(&self) -> bool {
+        self.journal_on
+    }
+
+    /// Notes a change, if changes are noted.
+    #[inline]
+    pub fn note(&mut self, change: impl FnOnce() -> QueueChange) {
+        if self.journal_on {
+            self.journal.push(change());
+        }
+    }
+
+    /// Whether changes wait to become records.
+    #[inline]
+    pub fn has_journal(&self) -> bool {
+        !self.journal.is_empty()
+    }
+
+    /// The changes noted since the last call.
+    pub fn take_journal(&mut self) -> Vec<QueueChange> {
+        std::mem::take(&mut self.journal)
+    }
+
+    /// The path of a live queue (`None` for a removed id).
+    pub fn path_of(&self, id: QueueId) -> Option<&Arc<str>> {
+        self.slots.get(id)?.as_ref().map(|q| &q.path)
+    }
+
     /// Puts a new queue into a free slot, or a new one.
     fn store(&mut self, q: Queue) -> QueueId {
         match self.free.pop() {
@@ -370,6 +462,13 @@ impl QueueTree {
                 .children
                 .insert((*name).to_string(), id);
             existing = id;
+            if self.journal_on {
+                let path = self.get(id).path.clone();
+                self.journal.push(QueueChange::Added {
+                    path,
+                    managed: false,
+                });
+            }
         }
         Ok(existing)
     }
@@ -451,6 +550,12 @@ impl QueueTree {
             self.by_path.remove(&*q.path);
             if let Some(p) = q.parent {
                 self.get_mut(p).children.remove(&q.name);
+            }
+            if self.journal_on {
+                self.journal.push(QueueChange::Removed {
+                    path: q.path,
+                    managed: q.managed,
+                });
             }
         }
         removable
