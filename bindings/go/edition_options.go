@@ -77,9 +77,10 @@ func WithOutstandingCheckInterval(d time.Duration) Option {
 // WithEventTypes chooses the event record types handed to
 // ResourceManagerCallback.SendEvent. By default the library sends REQUEST
 // and NODE records, the types a YuniKorn v0.12 RM handles (it logs a
-// warning for any other type); APP records (application state changes)
-// and QUEUE records (a configuration the reload watcher refused) are
-// opt-in:
+// warning for any other type); APP records (application state changes),
+// QUEUE records (queue changes; for SI v0.12 only a configuration the
+// reload watcher refused) and, for SI v1.8 RMs, USERGROUP records (user
+// and group usage, caps and links under limits) are opt-in:
 //
 //	WithEventTypes(si.EventRecord_REQUEST, si.EventRecord_NODE, si.EventRecord_APP)
 //

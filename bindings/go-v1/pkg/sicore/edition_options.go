@@ -39,9 +39,11 @@ func WithOutstandingCheckInterval(d time.Duration) Option {
 }
 
 // WithEventTypes chooses the event record types handed to
-// ResourceManagerCallback.SendEvent (the library's default set applies
-// otherwise). The k8shim v1.8 publishes REQUEST records as pod events and
-// reads NODE records; it ignores the others:
+// ResourceManagerCallback.SendEvent (the library's default set, REQUEST
+// and NODE, applies otherwise). APP, QUEUE and USERGROUP records (user
+// and group usage, caps and links under limits) are opt-in. The k8shim
+// v1.8 publishes REQUEST records as pod events and reads NODE records; it
+// ignores the others:
 //
 //	WithEventTypes(si.EventRecord_REQUEST, si.EventRecord_NODE, si.EventRecord_APP)
 //
