@@ -163,29 +163,36 @@ struct Shared<'a> {
 pub(crate) struct Names<'a>(SmallVec<[(&'a str, ResId); 4]>);
 
 impl<'a> Names<'a> {
-    /// The resource `(name, quantity)` entries of one ask, interned. Names
-    /// are taken in name order, as [`Resource::from_pairs`] takes them from
-    /// a decoded map, so a full table refuses the same name either way.
+    /// The resource `(name, quantity)` entries of one ask, interned.
     pub(crate) fn resource(
         &mut self,
         entries: &mut [(&'a str, i64)],
     ) -> std::result::Result<Resource, String> {
-        if entries.len() > 1 {
-            entries.sort_unstable_by_key(|e| e.0);
-        }
         let mut r = Resource::new();
-        for (name, v) in entries.iter() {
-            let id = match self.0.iter().find(|(n, _)| n == name) {
-                Some((_, id)) => *id,
-                None => {
+        let mut unseen = false;
+        for &(name, v) in entries.iter() {
+            match self.id(name) {
+                Some(id) => r.set(id, v),
+                None => unseen = true,
+            }
+        }
+        if unseen {
+            // The new names in name order, as `Resource::from_pairs` takes
+            // them from a decoded map: a full table refuses the same one.
+            entries.sort_unstable_by_key(|e| e.0);
+            for &(name, v) in entries.iter() {
+                if self.id(name).is_none() {
                     let id = intern(name)?;
                     self.0.push((name, id));
-                    id
+                    r.set(id, v);
                 }
-            };
-            r.set(id, *v);
+            }
         }
         Ok(r)
+    }
+
+    fn id(&self, name: &str) -> Option<ResId> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, id)| *id)
     }
 }
 

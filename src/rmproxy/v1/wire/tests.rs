@@ -2,6 +2,7 @@
 //! `allocation_update`: random, merged, corrupted and hand-made requests.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
@@ -11,7 +12,7 @@ use super::*;
 use crate::error::Status;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::request::TAG_ALLOW_PREEMPTION;
-use crate::scheduler::resource::{Resource, ResourceNames};
+use crate::scheduler::resource::ResourceNames;
 
 fn pick<'a>(rng: &mut fastrand::Rng, from: &[&'a str]) -> &'a str {
     from[rng.usize(0..from.len())]
@@ -102,12 +103,16 @@ fn random_request(rng: &mut fastrand::Rng) -> si18::AllocationRequest {
     }
 }
 
-/// Both paths in a table of their own, as a scheduler's: the first to meet
-/// a name interns it, the other finds it.
 type Outcome = std::result::Result<AllocationUpdate, Error>;
 
+/// Both paths in a new table, as a scheduler's: the first to meet a name
+/// interns it, the other finds it.
 fn both(bytes: &[u8]) -> (Outcome, Outcome) {
-    ResourceNames::new().charged_to_scheduler(|| {
+    both_in(&ResourceNames::new(), bytes)
+}
+
+fn both_in(names: &Arc<ResourceNames>, bytes: &[u8]) -> (Outcome, Outcome) {
+    names.charged_to_scheduler(|| {
         (
             decode_allocation_request(bytes),
             decode_allocation_request_prost(bytes),
@@ -220,14 +225,16 @@ fn fields_merge_as_in_prost() {
     .concat();
     let mut bytes = request(&[alloc]);
     bytes.extend(unknown_fields(1));
-    let u = decoded(&bytes);
+    // The table stays for the names to be read back.
+    let names = ResourceNames::new();
+    let (direct, prost) = both_in(&names, &bytes);
+    assert_eq!(direct, prost);
+    let u = direct.unwrap();
     let a = &u.asks[0];
     assert_eq!(&*a.key, "pod");
     assert_eq!(a.priority, -1);
-    assert_eq!(
-        a.resource,
-        Ok(Resource::from_pairs([("memory", 3), ("vcore", 2)]).unwrap())
-    );
+    let resource = a.resource.as_ref().unwrap().to_named();
+    assert_eq!(resource, [("memory".into(), 3), ("vcore".into(), 2)].into());
     let tags: Vec<_> = a
         .tags
         .iter()
@@ -393,4 +400,43 @@ fn nested_groups_meet_prosts_recursion_limit_at_every_depth() {
             assert_eq!(direct, prost, "case {i}, {levels} levels");
         }
     }
+}
+
+#[test]
+fn a_full_share_refuses_the_same_name_either_way() {
+    use crate::scheduler::resource::{intern, MAX_RESOURCE_TYPES_PER_RM};
+    // Two names, sent out of name order, where the RM's share has room
+    // for one more: both paths take "aa" and refuse "zz".
+    let entry = |k: &[u8]| {
+        len_field(
+            1,
+            &[len_field(1, k), len_field(2, &varint_field(1, 1))].concat(),
+        )
+    };
+    let alloc = [
+        len_field(1, b"k"),
+        len_field(9, b"app"),
+        len_field(5, &[entry(b"zz"), entry(b"aa")].concat()),
+    ]
+    .concat();
+    let bytes = request(&[alloc]);
+    let nearly_full = || {
+        let names = ResourceNames::new();
+        names.charged_to("rm", || {
+            for i in 0..MAX_RESOURCE_TYPES_PER_RM - 1 {
+                intern(&format!("n{i}")).unwrap();
+            }
+        });
+        names
+    };
+    let (a, b) = (nearly_full(), nearly_full());
+    let direct = a
+        .charged_to("rm", || decode_allocation_request(&bytes))
+        .unwrap();
+    let prost = b
+        .charged_to("rm", || decode_allocation_request_prost(&bytes))
+        .unwrap();
+    assert_eq!(direct.asks[0].resource, prost.asks[0].resource);
+    let e = direct.asks[0].resource.clone().unwrap_err();
+    assert!(e.contains("zz"), "{e}");
 }
