@@ -243,6 +243,11 @@ impl ResourceManagerCallbackV1 for V1Table {
         self.status_call(self.0.predicates, args, "predicates")
     }
 
+    /// The core's v0.12 arguments encoded as they are: the wire is v1.8's.
+    fn predicates_same_wire(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        self.status_call(self.0.predicates, args, "predicates")
+    }
+
     fn has_predicates(&self) -> bool {
         self.0.predicates.is_some()
     }
