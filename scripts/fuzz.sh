@@ -3,7 +3,8 @@
 # from the committed seeds (fuzz/seeds/<target>) with a fixed libFuzzer
 # seed. Installs the nightly toolchain and cargo-fuzz when missing.
 #
-#   bash scripts/fuzz.sh                    every target, 60 s each
+#   bash scripts/fuzz.sh                    every target, 60 s each (the two
+#                                           allocation decoders 30 s each)
 #   bash scripts/fuzz.sh two_rms            one target
 #   SICORE_FUZZ_SECONDS=3600 bash scripts/fuzz.sh wire_decoder
 #   SICORE_FUZZ_SEED=0 ...                  a random libFuzzer seed
@@ -18,10 +19,13 @@ root=$(pwd)
 
 seconds=${SICORE_FUZZ_SECONDS:-60}
 seed=${SICORE_FUZZ_SEED:-1}
+split=0
 if [ $# -gt 0 ]; then
   targets=("$@")
 else
-  targets=(wire_decoder config_loader two_rms)
+  targets=(wire_decoder v1_wire_decoder config_loader two_rms)
+  # The v0.12 and v1 AllocationRequest decoders share one target's time.
+  split=1
 fi
 
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
@@ -39,10 +43,14 @@ for t in "${targets[@]}"; do
   corpus="$root/target/fuzz/corpus/$t"
   [ "${SICORE_FUZZ_KEEP_CORPUS:-0}" = 1 ] || rm -rf "$corpus"
   mkdir -p "$corpus" "artifacts/$t"
-  echo "fuzzing $t for ${seconds}s (seed $seed)"
+  t_seconds=$seconds
+  case "$split:$t" in
+    1:wire_decoder | 1:v1_wire_decoder) t_seconds=$(( (seconds + 1) / 2 )) ;;
+  esac
+  echo "fuzzing $t for ${t_seconds}s (seed $seed)"
   # New inputs go to the first directory; the committed seeds stay as they are.
   if ! cargo +nightly fuzz run "$t" "$corpus" "seeds/$t" -- \
-      -seed="$seed" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=3072 \
+      -seed="$seed" -max_total_time="$t_seconds" -timeout=30 -rss_limit_mb=3072 \
       -print_final_stats=1; then
     latest=$(ls -t "artifacts/$t" 2>/dev/null | head -n 1 || true)
     echo "FUZZ FINDING in $t" >&2

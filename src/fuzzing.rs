@@ -38,6 +38,27 @@ pub fn compare_allocation_decoders(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
+/// Decodes `bytes` as an SI v1.8 `AllocationRequest` both ways, straight
+/// from the wire (`rmproxy::v1::wire`) and through prost plus the checks
+/// and conversion of `rmproxy::v1::convert`, and describes the first
+/// disagreement: the same update, or the same error (status and message).
+pub fn compare_v1_allocation_decoders(bytes: &[u8]) -> Result<(), String> {
+    use crate::rmproxy::v1::wire as v1;
+    let names = crate::scheduler::resource::ResourceNames::new();
+    let (direct, prost) = names.charged_to_scheduler(|| {
+        (
+            v1::decode_allocation_request(bytes),
+            v1::decode_allocation_request_prost(bytes),
+        )
+    });
+    if direct == prost {
+        return Ok(());
+    }
+    Err(format!(
+        "the v1 decoders disagree:\n direct: {direct:?}\n  prost: {prost:?}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +72,28 @@ mod tests {
         assert_eq!(compare_allocation_decoders(&req.encode_to_vec()), Ok(()));
         // Both refuse a truncated length prefix.
         assert_eq!(compare_allocation_decoders(&[0x1a, 0x05, b'r']), Ok(()));
+        assert_eq!(compare_v1_allocation_decoders(&req.encode_to_vec()), Ok(()));
+        assert_eq!(compare_v1_allocation_decoders(&[0x1a, 0x05, b'r']), Ok(()));
+        // An allocation without a key: both refuse it with the same error.
+        assert_eq!(compare_v1_allocation_decoders(&[0x22, 0x00]), Ok(()));
+    }
+
+    #[test]
+    fn the_committed_seeds_agree() {
+        let seeds = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/seeds");
+        for (dir, compare) in [
+            (
+                "wire_decoder",
+                compare_allocation_decoders as fn(&[u8]) -> _,
+            ),
+            ("v1_wire_decoder", compare_v1_allocation_decoders),
+        ] {
+            let files = std::fs::read_dir(format!("{seeds}/{dir}")).expect("seeds");
+            for f in files {
+                let path = f.unwrap().path();
+                let bytes = std::fs::read(&path).unwrap();
+                assert_eq!(compare(&bytes), Ok(()), "{}", path.display());
+            }
+        }
     }
 }

@@ -750,3 +750,83 @@ fn rest_config_updates_are_refused_for_a_v1_rm_and_change_nothing() {
     let dump = sicore_c_rm::dump(sched.0).unwrap();
     assert!(!dump.to_string().contains("root.b"), "{dump}");
 }
+
+#[test]
+fn a_malformed_or_refused_v1_request_gets_its_error_and_interns_nothing() {
+    let rm = V1Rm::new(CONFIG, false);
+    let name = "example.com/v1-edge-refused";
+    let with_name = |key: &str| si18::Allocation {
+        allocation_key: key.into(),
+        application_id: "app-1".into(),
+        resource_per_alloc: Some(si18::Resource {
+            resources: [(name.to_string(), si18::Quantity { value: 1 })].into(),
+        }),
+        ..Default::default()
+    };
+    let request = |rm_id: &str, allocations: Vec<si18::Allocation>| {
+        si18::AllocationRequest {
+            rm_id: rm_id.into(),
+            allocations,
+            releases: None,
+        }
+        .encode_to_vec()
+    };
+    let mut no_key = with_name("");
+    no_key.allocation_key.clear();
+    let mut other_partition = with_name("k2");
+    other_partition.partition_name = "[other]default".into();
+    // A truncated allocation at the end.
+    let truncated = |mut b: Vec<u8>| {
+        b.extend_from_slice(&[0x22, 0x05, b'x']);
+        b
+    };
+    let cases = [
+        (
+            request("rm1", vec![with_name("k1"), no_key.clone()]),
+            SICORE_INVALID_ARGUMENT,
+            "allocations[1].allocationKey must not be empty",
+        ),
+        (
+            request("rm1", vec![with_name("k1"), other_partition]),
+            SICORE_REJECTED,
+            "allocations[1].partitionName",
+        ),
+        // Malformed bytes come first, before the checks and the rmID.
+        (
+            truncated(request("rm1", vec![no_key.clone()])),
+            SICORE_DECODE_ERROR,
+            "request (SI v1.8 AllocationRequest): not a valid encoding",
+        ),
+        (
+            truncated(request("nobody", vec![with_name("k1")])),
+            SICORE_DECODE_ERROR,
+            "not a valid encoding",
+        ),
+        (
+            request("nobody", vec![with_name("k1")]),
+            SICORE_REJECTED,
+            "nobody",
+        ),
+    ];
+    for (bytes, status, text) in cases {
+        let (st, msg) = sicore_c_rm::raw(rm.sched, sicore_v1_update_allocation, &bytes);
+        assert_eq!(st, status, "{msg}");
+        assert!(msg.contains(text), "{msg}");
+        assert!(
+            !sicore::testing::process_holds_name(name),
+            "a refused request left {name} behind ({msg})"
+        );
+    }
+    let mut err = sicore_buffer::empty();
+    let st = sicore_v1_update_allocation(rm.sched, std::ptr::null(), 1, &mut err);
+    assert_eq!(st, SICORE_INVALID_ARGUMENT);
+    sicore_buffer_free(err);
+    // The same allocation in a valid request is taken in.
+    let (st, msg) = sicore_c_rm::raw(
+        rm.sched,
+        sicore_v1_update_allocation,
+        &request("rm1", vec![with_name("k1")]),
+    );
+    assert_eq!(st, SICORE_OK, "{msg}");
+    assert!(sicore::testing::process_holds_name(name));
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use prost::Message;
 
-use super::buffer::{decode, sicore_buffer};
+use super::buffer::{borrow_bytes, decode, sicore_buffer};
 use super::callbacks::{
     read_into, sicore_answer_callback, sicore_notify_callback, sicore_reply,
     sicore_status_callback, with_scratch,
@@ -243,6 +243,11 @@ impl ResourceManagerCallbackV1 for V1Table {
         self.status_call(self.0.predicates, args, "predicates")
     }
 
+    /// The core's v0.12 arguments encoded as they are: the wire is v1.8's.
+    fn predicates_same_wire(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        self.status_call(self.0.predicates, args, "predicates")
+    }
+
     fn has_predicates(&self) -> bool {
         self.0.predicates.is_some()
     }
@@ -370,11 +375,8 @@ pub extern "C" fn sicore_v1_update_allocation(
 ) -> sicore_status {
     boundary(error_out, || {
         let sched = scheduler(s)?;
-        sched.update_allocation_v1(decode(
-            request,
-            request_len,
-            "request (SI v1.8 AllocationRequest)",
-        )?)
+        let bytes = borrow_bytes(request, request_len, crate::rmproxy::v1::wire::WHAT, false)?;
+        sched.update_allocation_v1_encoded(bytes)
     })
 }
 

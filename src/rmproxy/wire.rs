@@ -26,14 +26,14 @@ use crate::scheduler::objects::application::{shared_str, shared_tags, TAG_REQUIR
 use crate::scheduler::request::{priority_of, AllocationUpdate, AskRequest};
 use crate::scheduler::resource::{intern, ResId, Resource};
 
-type Result<T> = std::result::Result<T, String>;
+pub(crate) type Result<T> = std::result::Result<T, String>;
 
-fn decode_error(e: prost::DecodeError) -> String {
+pub(crate) fn decode_error(e: prost::DecodeError) -> String {
     e.to_string()
 }
 
 /// Checks a known field's wire type, as prost does.
-fn expect(actual: WireType, wanted: WireType, field: &str) -> Result<()> {
+pub(crate) fn expect(actual: WireType, wanted: WireType, field: &str) -> Result<()> {
     if actual == wanted {
         Ok(())
     } else {
@@ -44,7 +44,7 @@ fn expect(actual: WireType, wanted: WireType, field: &str) -> Result<()> {
 }
 
 /// The body of a length-delimited field; advances `buf` past it.
-fn read_len<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a [u8]> {
+pub(crate) fn read_len<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a [u8]> {
     let len = decode_varint(buf).map_err(decode_error)?;
     if len > buf.len() as u64 {
         return Err(format!("buffer underflow in {field}"));
@@ -54,19 +54,25 @@ fn read_len<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a [u8]> {
     Ok(body)
 }
 
-fn read_str<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
+pub(crate) fn read_str<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
     std::str::from_utf8(read_len(buf, field)?)
         .map_err(|_| format!("invalid string value: data is not UTF-8 encoded ({field})"))
 }
 
 /// prost's recursion budget (`prost::RECURSION_LIMIT`, 100) left for the
 /// fields of a message at each depth of an `AllocationRequest`: every
-/// nested message, map entry and group takes one.
-mod depth {
+/// nested message, map entry and group takes one. SI v1.8's `Allocation`
+/// sits where v0.12's `AllocationAsk` does, so the same budgets serve it.
+pub(crate) mod depth {
     pub const REQUEST: u32 = 100;
     pub const ASK: u32 = REQUEST - 1;
     pub const RESOURCE: u32 = ASK - 1;
     pub const PRIORITY: u32 = ASK - 1;
+    /// SI v1.8 `Allocation.preemptionPolicy`.
+    pub const PREEMPTION_POLICY: u32 = ASK - 1;
+    /// SI v1.8 `AllocationReleasesRequest` and its `AllocationRelease`s.
+    pub const RELEASES: u32 = REQUEST - 1;
+    pub const RELEASE: u32 = RELEASES - 1;
     pub const TAG_ENTRY: u32 = ASK - 1;
     pub const RESOURCE_ENTRY: u32 = RESOURCE - 1;
     pub const QUANTITY: u32 = RESOURCE_ENTRY - 1;
@@ -75,7 +81,7 @@ mod depth {
 /// Skips an unknown field of a message whose fields have `budget` left, as
 /// prost's `skip_field` does: each group level takes one, and a group at
 /// budget 0 is refused.
-fn skip(wire_type: WireType, tag: u32, buf: &mut &[u8], budget: u32) -> Result<()> {
+pub(crate) fn skip(wire_type: WireType, tag: u32, buf: &mut &[u8], budget: u32) -> Result<()> {
     if budget == 0 {
         return Err("recursion limit reached".into());
     }
@@ -95,7 +101,7 @@ fn skip(wire_type: WireType, tag: u32, buf: &mut &[u8], budget: u32) -> Result<(
 }
 
 /// A length-delimited string field.
-fn merge_string<'a>(wt: WireType, buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
+pub(crate) fn merge_string<'a>(wt: WireType, buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
     expect(wt, WireType::LengthDelimited, field)?;
     read_str(buf, field)
 }
@@ -123,14 +129,19 @@ fn decode_priority(mut buf: &[u8], slot: &mut Option<si::Priority>) -> Result<()
     Ok(())
 }
 
-/// One entry of `map<string, string> tags`, merged into `tags`.
-fn decode_tag_entry(mut buf: &[u8], tags: &mut BTreeMap<String, String>) -> Result<()> {
+/// One entry of a `map<string, string>` (`fields`: its key's and its
+/// value's names, for errors), merged into `tags`.
+pub(crate) fn decode_tag_entry(
+    mut buf: &[u8],
+    tags: &mut BTreeMap<String, String>,
+    fields: (&str, &str),
+) -> Result<()> {
     let (mut key, mut value) = ("", "");
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
         match tag {
-            1 => key = merge_string(wt, &mut buf, "AllocationAsk.tags key")?,
-            2 => value = merge_string(wt, &mut buf, "AllocationAsk.tags value")?,
+            1 => key = merge_string(wt, &mut buf, fields.0)?,
+            2 => value = merge_string(wt, &mut buf, fields.1)?,
             _ => skip(wt, tag, &mut buf, depth::TAG_ENTRY)?,
         }
     }
@@ -144,29 +155,51 @@ fn decode_tag_entry(mut buf: &[u8], tags: &mut BTreeMap<String, String>) -> Resu
 struct Shared<'a> {
     app: Option<Arc<str>>,
     partition: Option<Arc<str>>,
-    names: SmallVec<[(&'a str, ResId); 4]>,
+    names: Names<'a>,
 }
 
-impl<'a> Shared<'a> {
+/// The resource names met in one request, each interned once.
+#[derive(Default)]
+pub(crate) struct Names<'a>(SmallVec<[(&'a str, ResId); 4]>);
+
+impl<'a> Names<'a> {
     /// The resource `(name, quantity)` entries of one ask, interned.
-    fn resource(&mut self, entries: &[(&'a str, i64)]) -> std::result::Result<Resource, String> {
+    pub(crate) fn resource(
+        &mut self,
+        entries: &mut [(&'a str, i64)],
+    ) -> std::result::Result<Resource, String> {
         let mut r = Resource::new();
-        for (name, v) in entries {
-            let id = match self.names.iter().find(|(n, _)| n == name) {
-                Some((_, id)) => *id,
-                None => {
+        let mut unseen = false;
+        for &(name, v) in entries.iter() {
+            match self.id(name) {
+                Some(id) => r.set(id, v),
+                None => unseen = true,
+            }
+        }
+        if unseen {
+            // The new names in name order, as `Resource::from_pairs` takes
+            // them from a decoded map: a full table refuses the same one.
+            entries.sort_unstable_by_key(|e| e.0);
+            for &(name, v) in entries.iter() {
+                if self.id(name).is_none() {
                     let id = intern(name)?;
-                    self.names.push((name, id));
-                    id
+                    self.0.push((name, id));
+                    r.set(id, v);
                 }
-            };
-            r.set(id, *v);
+            }
         }
         Ok(r)
     }
+
+    fn id(&self, name: &str) -> Option<ResId> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, id)| *id)
+    }
 }
 
-fn share(slot: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
+/// The string in `slot` when it equals `s`, else a new one left in `slot`:
+/// consecutive messages of a request mostly name the same application and
+/// partition.
+pub(crate) fn share(slot: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
     match slot {
         Some(a) if &**a == s => a.clone(),
         _ => {
@@ -221,7 +254,7 @@ fn decode_resource_entry<'a>(
 }
 
 /// `si.v1.Resource`, merged into `entries`.
-fn decode_resource<'a>(
+pub(crate) fn decode_resource<'a>(
     mut buf: &'a [u8],
     entries: &mut SmallVec<[(&'a str, i64); 4]>,
 ) -> Result<()> {
@@ -287,7 +320,12 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
             }
             8 => {
                 expect(wt, WireType::LengthDelimited, "AllocationAsk.tags")?;
-                decode_tag_entry(read_len(&mut buf, "AllocationAsk.tags")?, &mut tags)?;
+                let body = read_len(&mut buf, "AllocationAsk.tags")?;
+                decode_tag_entry(
+                    body,
+                    &mut tags,
+                    ("AllocationAsk.tags key", "AllocationAsk.tags value"),
+                )?;
             }
             9 => {
                 expect(wt, WireType::LengthDelimited, "AllocationAsk.taskGroupName")?;
@@ -304,7 +342,7 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
         key: Arc::from(key),
         app: share(&mut shared.app, app),
         partition: share(&mut shared.partition, partition),
-        resource: shared.resource(&resource),
+        resource: shared.names.resource(&mut resource),
         max_allocations,
         priority: priority_of(priority.as_ref()),
         required_node: tags.get(TAG_REQUIRED_NODE).cloned(),
@@ -315,6 +353,25 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
         preempt_self: crate::scheduler::request::allow_preemption_tag(&tags),
         originator: false,
     })
+}
+
+/// Merges the length-delimited field `AllocationRequest.<name>`, whose key
+/// was read from `field_start` into `buf`, into `into` with prost, as the
+/// field of an `M`: nested messages get prost's own recursion budget.
+pub(crate) fn merge_field<M: Message + Default>(
+    into: &mut Option<M>,
+    wt: WireType,
+    field_start: &[u8],
+    buf: &mut &[u8],
+    name: &str,
+) -> Result<()> {
+    let field = || format!("AllocationRequest.{name}");
+    expect(wt, WireType::LengthDelimited, &field())?;
+    read_len(buf, &field())?;
+    let bytes = &field_start[..field_start.len() - buf.len()];
+    into.get_or_insert_with(Default::default)
+        .merge(bytes)
+        .map_err(decode_error)
 }
 
 /// The rmID of an encoded `AllocationRequest` (the last one, as a decoder
@@ -356,15 +413,7 @@ pub fn decode_allocation_update(mut buf: &[u8]) -> Result<AllocationUpdate> {
                 let body = read_len(&mut buf, "AllocationRequest.asks")?;
                 asks.push(decode_ask(body, &mut shared)?);
             }
-            2 => {
-                expect(wt, WireType::LengthDelimited, "AllocationRequest.releases")?;
-                read_len(&mut buf, "AllocationRequest.releases")?;
-                let field = &field_start[..field_start.len() - buf.len()];
-                with_releases
-                    .get_or_insert_with(Default::default)
-                    .merge(field)
-                    .map_err(decode_error)?;
-            }
+            2 => merge_field(&mut with_releases, wt, field_start, &mut buf, "releases")?,
             3 => {
                 expect(wt, WireType::LengthDelimited, "AllocationRequest.rmID")?;
                 rm_id = read_str(&mut buf, "AllocationRequest.rmID")?;
@@ -381,8 +430,54 @@ pub fn decode_allocation_update(mut buf: &[u8]) -> Result<AllocationUpdate> {
     })
 }
 
+/// Byte-level helpers for the decoders' tests (this one's and v1's).
+#[cfg(test)]
+pub(crate) mod test_bytes {
+    use prost::encoding::{encode_key, encode_varint, WireType};
+
+    /// `levels` nested empty groups of an unknown field.
+    pub fn groups(levels: usize) -> Vec<u8> {
+        let mut b = Vec::new();
+        for _ in 0..levels {
+            encode_key(77, WireType::StartGroup, &mut b);
+        }
+        for _ in 0..levels {
+            encode_key(77, WireType::EndGroup, &mut b);
+        }
+        b
+    }
+
+    /// A length-delimited field.
+    pub fn len_field(tag: u32, body: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        encode_key(tag, WireType::LengthDelimited, &mut b);
+        encode_varint(body.len() as u64, &mut b);
+        b.extend_from_slice(body);
+        b
+    }
+
+    /// One random corruption of non-empty `bytes`, of the first `kinds` of:
+    /// truncated, a byte changed, a byte inserted, a run of bytes that are
+    /// never valid UTF-8 on their own.
+    pub fn corrupt(rng: &mut fastrand::Rng, bytes: &mut Vec<u8>, kinds: u8) {
+        let i = rng.usize(0..bytes.len());
+        match rng.u8(0..kinds) {
+            0 => bytes.truncate(i),
+            1 => bytes[i] = rng.u8(..),
+            2 => bytes.insert(i, rng.u8(..)),
+            _ => {
+                let end = (i + rng.usize(1..4)).min(bytes.len());
+                for b in &mut bytes[i..end] {
+                    *b = [0xff, 0x80, 0xc3][rng.usize(0..3)];
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_bytes::{groups, len_field};
     use super::*;
 
     fn random_request(rng: &mut fastrand::Rng) -> si::AllocationRequest {
@@ -548,17 +643,7 @@ mod tests {
             if bytes.is_empty() {
                 continue;
             }
-            match rng.u8(0..3) {
-                0 => bytes.truncate(rng.usize(0..bytes.len())),
-                1 => {
-                    let i = rng.usize(0..bytes.len());
-                    bytes[i] = rng.u8(..);
-                }
-                _ => {
-                    let i = rng.usize(0..bytes.len());
-                    bytes.insert(i, rng.u8(..));
-                }
-            }
+            test_bytes::corrupt(&mut rng, &mut bytes, 3);
             let direct = decode_allocation_update(&bytes);
             refused += direct.is_err() as usize;
             assert_eq!(direct.ok(), through_prost(&bytes), "bytes {bytes:?}");
@@ -567,25 +652,6 @@ mod tests {
             refused > 500,
             "the corruptions must exercise the error paths"
         );
-    }
-
-    fn groups(levels: usize) -> Vec<u8> {
-        let mut b = Vec::new();
-        for _ in 0..levels {
-            prost::encoding::encode_key(77, WireType::StartGroup, &mut b);
-        }
-        for _ in 0..levels {
-            prost::encoding::encode_key(77, WireType::EndGroup, &mut b);
-        }
-        b
-    }
-
-    fn len_field(tag: u32, body: &[u8]) -> Vec<u8> {
-        let mut b = Vec::new();
-        prost::encoding::encode_key(tag, WireType::LengthDelimited, &mut b);
-        prost::encoding::encode_varint(body.len() as u64, &mut b);
-        b.extend_from_slice(body);
-        b
     }
 
     #[test]

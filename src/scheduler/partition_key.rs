@@ -23,19 +23,30 @@ impl std::fmt::Display for PartitionKey {
 /// and must carry the caller's own `[rmID]` prefix, so a request can only
 /// ever reach its own RM's partitions.
 pub fn resolve_partition(rm_id: &str, name: &str) -> Result<PartitionKey, String> {
-    let plain = if let Some(rest) = name.strip_prefix('[') {
-        rest.strip_prefix(rm_id)
-            .and_then(|r| r.strip_prefix(']'))
-            .ok_or_else(|| {
-                format!("partition {name} does not belong to RM {rm_id}: a request may only name its own RM's partitions")
-            })?
-    } else {
-        name
-    };
+    let plain = plain_name(rm_id, name)?;
     Ok(PartitionKey {
         rm_id: rm_id.to_string(),
         name: if plain.is_empty() { "default" } else { plain }.to_string(),
     })
+}
+
+/// [`resolve_partition`]'s check alone, without building the key (the
+/// request checks run it for every allocation).
+pub fn check_partition_owner(rm_id: &str, name: &str) -> Result<(), String> {
+    plain_name(rm_id, name).map(|_| ())
+}
+
+/// `name` without its `[rmID]` prefix, refused when the prefix is another RM's.
+fn plain_name<'a>(rm_id: &str, name: &'a str) -> Result<&'a str, String> {
+    match name.strip_prefix('[') {
+        Some(rest) => rest
+            .strip_prefix(rm_id)
+            .and_then(|r| r.strip_prefix(']'))
+            .ok_or_else(|| {
+                format!("partition {name} does not belong to RM {rm_id}: a request may only name its own RM's partitions")
+            }),
+        None => Ok(name),
+    }
 }
 
 #[cfg(test)]

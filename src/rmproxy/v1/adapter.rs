@@ -173,11 +173,7 @@ impl ResourceManagerCallback for V1Callback {
     }
 
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
-        self.rm.predicates(&si18::PredicatesArgs {
-            allocation_key: args.allocation_key.clone(),
-            node_id: args.node_id.clone(),
-            allocate: args.allocate,
-        })
+        self.rm.predicates_same_wire(args)
     }
 
     fn has_predicates(&self) -> bool {
@@ -347,5 +343,35 @@ mod tests {
         );
         assert_eq!(v1.rejected_allocations[0].allocation_key, "k3");
         assert_eq!(v1.rejected_allocations[0].reason, "no");
+    }
+
+    #[test]
+    fn predicates_args_share_the_wire_with_v012() {
+        use prost::Message;
+        for (key, node, allocate) in [("k", "n1", true), ("", "", false), ("ключ", "n", false)]
+        {
+            let v0 = si::PredicatesArgs {
+                allocation_key: key.into(),
+                node_id: node.into(),
+                allocate,
+            };
+            let v1 = si18::PredicatesArgs {
+                allocation_key: key.into(),
+                node_id: node.into(),
+                allocate,
+            };
+            assert_eq!(v0.encode_to_vec(), v1.encode_to_vec());
+            // The default hook hands the RM the same arguments.
+            struct Rm(Mutex<Vec<si18::PredicatesArgs>>);
+            impl ResourceManagerCallbackV1 for Rm {
+                fn predicates(&self, a: &si18::PredicatesArgs) -> Result<(), String> {
+                    self.0.lock().unwrap().push(a.clone());
+                    Ok(())
+                }
+            }
+            let rm = Rm(Mutex::default());
+            rm.predicates_same_wire(&v0).unwrap();
+            assert_eq!(rm.0.lock().unwrap()[..], [v1]);
+        }
     }
 }

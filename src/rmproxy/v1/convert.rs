@@ -10,13 +10,15 @@
 //!   whose `uuid` is that key (in a v1 partition every uuid is the key);
 //! - `NodeInfo` keeps its raw action value (`CREATE_DRAIN` is 6).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::super::wire::share;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
 use crate::scheduler::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
-use crate::scheduler::partition_key::resolve_partition;
+use crate::scheduler::partition_key::check_partition_owner;
 use crate::scheduler::request::{
     AllocationUpdate, AskRequest, ForeignAllocation, PlacedAllocation,
 };
@@ -57,21 +59,8 @@ fn resource_of(r: Option<&si18::Resource>) -> Result<Resource, String> {
     }
 }
 
-/// The last string handed out again when the next one is equal: the
-/// allocations of one request mostly share their application and partition.
-fn share(slot: &mut Option<Arc<str>>, s: String) -> Arc<str> {
-    match slot {
-        Some(a) if **a == *s => a.clone(),
-        _ => {
-            let a: Arc<str> = Arc::from(s);
-            *slot = Some(a.clone());
-            a
-        }
-    }
-}
-
-fn require(value: &str, what: impl FnOnce() -> String) -> Result<(), Error> {
-    if value.is_empty() {
+fn require(present: bool, what: impl FnOnce() -> String) -> Result<(), Error> {
+    if !present {
         Err(Error::invalid(format!("{} must not be empty", what())))
     } else {
         Ok(())
@@ -79,9 +68,47 @@ fn require(value: &str, what: impl FnOnce() -> String) -> Result<(), Error> {
 }
 
 fn own_partition(rm_id: &str, name: &str, what: impl FnOnce() -> String) -> Result<(), Error> {
-    resolve_partition(rm_id, name)
-        .map(|_| ())
-        .map_err(|e| Error::rejected(format!("{}: {e}", what())))
+    check_partition_owner(rm_id, name).map_err(|e| Error::rejected(format!("{}: {e}", what())))
+}
+
+/// The shape check of allocation `i` of a request from `rm_id` (see
+/// [`check_allocation`]): whether it has a key and an application, and
+/// is foreign.
+pub(super) fn check_one_allocation(
+    rm_id: &str,
+    i: usize,
+    (has_key, has_app, foreign): (bool, bool, bool),
+    partition: &str,
+) -> Result<(), Error> {
+    require(has_key, || {
+        format!("AllocationRequest.allocations[{i}].allocationKey")
+    })?;
+    if !foreign {
+        require(has_app, || {
+            format!("AllocationRequest.allocations[{i}].applicationID")
+        })?;
+    }
+    own_partition(rm_id, partition, || {
+        format!("AllocationRequest.allocations[{i}].partitionName")
+    })
+}
+
+/// The shape check of release `i` of a request from `rm_id` (see
+/// [`check_allocation`]): whether it has a key or an application.
+pub(super) fn check_one_release(
+    rm_id: &str,
+    i: usize,
+    has_key_or_app: bool,
+    partition: &str,
+) -> Result<(), Error> {
+    if !has_key_or_app {
+        return Err(Error::invalid(format!(
+            "AllocationRequest.releases.allocationsToRelease[{i}]: allocationKey and applicationID must not both be empty"
+        )));
+    }
+    own_partition(rm_id, partition, || {
+        format!("AllocationRequest.releases.allocationsToRelease[{i}].partitionName")
+    })
 }
 
 /// Shape checks of a v1 `AllocationRequest`, before anything is converted:
@@ -91,98 +118,159 @@ fn own_partition(rm_id: &str, name: &str, what: impl FnOnce() -> String) -> Resu
 /// foreign allocation by key).
 pub fn check_allocation(r: &si18::AllocationRequest) -> Result<(), Error> {
     for (i, a) in r.allocations.iter().enumerate() {
-        require(&a.allocation_key, || {
-            format!("AllocationRequest.allocations[{i}].allocationKey")
-        })?;
-        if !a.allocation_tags.contains_key(TAG_FOREIGN) {
-            require(&a.application_id, || {
-                format!("AllocationRequest.allocations[{i}].applicationID")
-            })?;
-        }
-        own_partition(&r.rm_id, &a.partition_name, || {
-            format!("AllocationRequest.allocations[{i}].partitionName")
-        })?;
+        check_one_allocation(
+            &r.rm_id,
+            i,
+            (
+                !a.allocation_key.is_empty(),
+                !a.application_id.is_empty(),
+                a.allocation_tags.contains_key(TAG_FOREIGN),
+            ),
+            &a.partition_name,
+        )?;
     }
     if let Some(rel) = &r.releases {
         for (i, a) in rel.allocations_to_release.iter().enumerate() {
-            if a.application_id.is_empty() && a.allocation_key.is_empty() {
-                return Err(Error::invalid(format!(
-                    "AllocationRequest.releases.allocationsToRelease[{i}]: allocationKey and applicationID must not both be empty"
-                )));
-            }
-            own_partition(&r.rm_id, &a.partition_name, || {
-                format!("AllocationRequest.releases.allocationsToRelease[{i}].partitionName")
-            })?;
+            let has_key_or_app = !a.allocation_key.is_empty() || !a.application_id.is_empty();
+            check_one_release(&r.rm_id, i, has_key_or_app, &a.partition_name)?;
         }
     }
     Ok(())
 }
 
-/// Converts a checked v1 `AllocationRequest` (see [`check_allocation`]).
-pub fn allocation_update(r: si18::AllocationRequest) -> AllocationUpdate {
-    let mut update = AllocationUpdate {
-        rm_id: r.rm_id,
-        asks: Vec::new(),
-        placed: Vec::new(),
-        foreign: Vec::new(),
-        releases: r.releases.map(releases),
-    };
-    let (mut app, mut partition) = (None, None);
-    for a in r.allocations {
-        if let Some(kind) = a.allocation_tags.get(TAG_FOREIGN) {
-            update.foreign.push(ForeignAllocation {
-                preemptable: kind == FOREIGN_DEFAULT,
-                key: Arc::from(a.allocation_key),
-                partition: share(&mut partition, a.partition_name),
-                node: Arc::from(a.node_id),
-                resource: resource_of(a.resource_per_alloc.as_ref()),
-            });
-            continue;
+/// One v1 `Allocation` as decoded, whichever decoder read it (prost's
+/// message or the request's bytes, see [`super::wire`]).
+pub(super) struct Fields<'a> {
+    pub key: &'a str,
+    pub app: &'a str,
+    pub partition: &'a str,
+    pub node: &'a str,
+    pub task_group: &'a str,
+    pub tags: BTreeMap<String, String>,
+    pub priority: i32,
+    pub placeholder: bool,
+    pub originator: bool,
+    pub preempt_self: bool,
+    pub preempt_other: bool,
+}
+
+/// Builds the [`AllocationUpdate`] of a checked request one allocation at
+/// a time, in the order sent. Consecutive allocations share their
+/// application, partition, task group and node strings.
+pub(super) struct Builder {
+    update: AllocationUpdate,
+    app: Option<Arc<str>>,
+    partition: Option<Arc<str>>,
+    task_group: Option<Arc<str>>,
+    node: Option<Arc<str>>,
+}
+
+impl Builder {
+    /// Room for `asks` requests, `placed` allocations with a node and
+    /// `foreign` ones.
+    pub fn with_capacity(rm_id: String, asks: usize, placed: usize, foreign: usize) -> Self {
+        Builder {
+            update: AllocationUpdate {
+                rm_id,
+                asks: Vec::with_capacity(asks),
+                placed: Vec::with_capacity(placed),
+                foreign: Vec::with_capacity(foreign),
+                releases: None,
+            },
+            app: None,
+            partition: None,
+            task_group: None,
+            node: None,
         }
-        if a.placeholder && a.task_group_name.is_empty() {
+    }
+
+    /// Adds one allocation; `resource` interns its resource, and is not
+    /// called for an allocation that is dropped.
+    pub fn push(&mut self, a: Fields<'_>, resource: impl FnOnce() -> Result<Resource, String>) {
+        if let Some(kind) = a.tags.get(TAG_FOREIGN) {
+            self.update.foreign.push(ForeignAllocation {
+                preemptable: kind == FOREIGN_DEFAULT,
+                key: Arc::from(a.key),
+                partition: share(&mut self.partition, a.partition),
+                node: share(&mut self.node, a.node),
+                resource: resource(),
+            });
+            return;
+        }
+        if a.placeholder && a.task_group.is_empty() {
             log::debug!(
                 "placeholder {} of application {} has no task group: dropped",
-                a.allocation_key,
-                a.application_id
+                a.key,
+                a.app
             );
-            continue;
+            return;
         }
-        let node = a.node_id;
         let ask = AskRequest {
-            key: Arc::from(a.allocation_key),
-            app: share(&mut app, a.application_id),
-            partition: share(&mut partition, a.partition_name),
-            resource: resource_of(a.resource_per_alloc.as_ref()),
+            key: Arc::from(a.key),
+            app: share(&mut self.app, a.app),
+            partition: share(&mut self.partition, a.partition),
+            resource: resource(),
             max_allocations: 1,
             priority: a.priority,
-            required_node: a.allocation_tags.get(TAG_REQUIRED_NODE).cloned(),
-            tags: shared_tags(&a.allocation_tags),
-            task_group: shared_str(&a.task_group_name),
+            required_node: a.tags.get(TAG_REQUIRED_NODE).cloned(),
+            tags: if a.tags.is_empty() {
+                shared_tags(&a.tags)
+            } else {
+                Arc::new(a.tags)
+            },
+            task_group: if a.task_group.is_empty() {
+                shared_str("")
+            } else {
+                share(&mut self.task_group, a.task_group)
+            },
             placeholder: a.placeholder,
-            preempt_other: a
-                .preemption_policy
-                .as_ref()
-                .is_some_and(|p| p.allow_preempt_other),
-            preempt_self: a
-                .preemption_policy
-                .as_ref()
-                .is_some_and(|p| p.allow_preempt_self),
+            preempt_other: a.preempt_other,
+            preempt_self: a.preempt_self,
             originator: a.originator,
         };
-        if node.is_empty() {
-            update.asks.push(ask);
+        if a.node.is_empty() {
+            self.update.asks.push(ask);
         } else {
-            update.placed.push(PlacedAllocation {
+            self.update.placed.push(PlacedAllocation {
                 ask,
-                node: Arc::from(node),
+                node: share(&mut self.node, a.node),
             });
         }
     }
-    update
+
+    /// The update, with the request's releases.
+    pub fn finish(mut self, releases: Option<si18::AllocationReleasesRequest>) -> AllocationUpdate {
+        self.update.releases = releases.map(convert_releases);
+        self.update
+    }
+}
+
+/// Converts a checked v1 `AllocationRequest` (see [`check_allocation`]).
+pub fn allocation_update(r: si18::AllocationRequest) -> AllocationUpdate {
+    let mut b = Builder::with_capacity(r.rm_id, r.allocations.len(), 0, 0);
+    for mut a in r.allocations {
+        let resource = a.resource_per_alloc.take();
+        let policy = a.preemption_policy.unwrap_or_default();
+        let fields = Fields {
+            key: &a.allocation_key,
+            app: &a.application_id,
+            partition: &a.partition_name,
+            node: &a.node_id,
+            task_group: &a.task_group_name,
+            tags: std::mem::take(&mut a.allocation_tags),
+            priority: a.priority,
+            placeholder: a.placeholder,
+            originator: a.originator,
+            preempt_self: policy.allow_preempt_self,
+            preempt_other: policy.allow_preempt_other,
+        };
+        b.push(fields, || resource_of(resource.as_ref()));
+    }
+    b.finish(r.releases)
 }
 
 /// v1 releases as v0.12 allocation releases, the key in `uuid`.
-fn releases(r: si18::AllocationReleasesRequest) -> si::AllocationReleasesRequest {
+fn convert_releases(r: si18::AllocationReleasesRequest) -> si::AllocationReleasesRequest {
     si::AllocationReleasesRequest {
         allocations_to_release: r
             .allocations_to_release

@@ -9,6 +9,7 @@ pub mod api;
 pub mod convert;
 pub mod events;
 pub mod extra;
+pub mod wire;
 
 use std::sync::Arc;
 
@@ -67,6 +68,21 @@ impl RmProxy {
             .names
             .charged_to(&rm_id, || convert::allocation_update(request));
         self.send_update(&rm_id, WHAT, Edition::V1, Command::Allocation(update))
+    }
+
+    /// [`Self::update_allocation_v1`] for an encoded request (the C ABI's
+    /// `sicore_v1_update_allocation`): decoded straight into core terms
+    /// (see [`wire`]), with the same checks, errors and effect, without
+    /// building the messages first.
+    pub fn update_allocation_v1_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
+        const WHAT: &str = "AllocationRequest";
+        let rm_id = wire::rm_id(bytes)?;
+        // The RM first: a refused request leaves no resource names behind.
+        self.check_registered(rm_id, WHAT, Edition::V1)
+            .map_err(|e| wire::unless_malformed(bytes, e))?;
+        let checked = wire::check(bytes, rm_id)?;
+        let update = self.names.charged_to(rm_id, || checked.decode())?;
+        self.send_update(rm_id, WHAT, Edition::V1, Command::Allocation(update))
     }
 
     /// [`api::SchedulerApiV1::update_application_v1`].
