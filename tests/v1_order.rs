@@ -314,10 +314,7 @@ impl Rm for V0Log {
     fn update_allocation(&self, m: si::AllocationResponse) -> Result<(), String> {
         for a in m.new {
             let line = format!("new {}", a.allocation_key);
-            self.uuids
-                .lock()
-                .unwrap()
-                .insert(a.allocation_key, a.uuid);
+            self.uuids.lock().unwrap().insert(a.allocation_key, a.uuid);
             self.log.push(line);
         }
         for r in m.released {
@@ -396,7 +393,6 @@ fn a_v0_rms_resync_comes_after_earlier_messages_and_before_its_update() {
                     ..Default::default()
                 }),
                 rm_id: "rm0".into(),
-                ..Default::default()
             },
         );
         assert_eq!(st, SICORE_OK, "{msg}");
@@ -409,7 +405,13 @@ fn a_v0_rms_resync_comes_after_earlier_messages_and_before_its_update() {
         Log::position(&lines, "assumed pod-1") < Log::position(&lines, "new pod-1"),
         "{lines:#?}"
     );
-    let uuid = rm.uuids.lock().unwrap().get("pod-1").cloned().expect("pod-1's uuid");
+    let uuid = rm
+        .uuids
+        .lock()
+        .unwrap()
+        .get("pod-1")
+        .cloned()
+        .expect("pod-1's uuid");
 
     rm.log.latch.hold("app-2");
     app("app-2");

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::api::ResourceManagerCallback;
+use super::link::RmLink;
 use super::resource::Resource;
 use crate::proto::si::v1 as si;
 
@@ -159,23 +159,19 @@ impl Outcomes {
 }
 
 /// Something the core hands to an RM callback, in the order it produced
-/// them: the dispatcher (`rmproxy::dispatch`) delivers these off the core
-/// thread, and a step-driven test reads them straight from the core.
+/// them, each with its RM's [`RmLink`]: the core thread queues them there
+/// ([`RmLink::post`]) and the dispatcher (`rmproxy::dispatch`) delivers
+/// them off the core thread; a step-driven test reads them straight from
+/// the core.
 pub enum Outbound {
     /// A response for `update_allocation`, `update_application` or `update_node`.
-    Message(Arc<dyn ResourceManagerCallback>, OutMsg),
+    Message(Arc<RmLink>, OutMsg),
     /// A `resync_scheduler_cache` call.
-    Resync(
-        Arc<dyn ResourceManagerCallback>,
-        si::ReSyncSchedulerCacheArgs,
-    ),
+    Resync(Arc<RmLink>, si::ReSyncSchedulerCacheArgs),
     /// A batch for `send_event`.
-    Events(Arc<dyn ResourceManagerCallback>, Vec<si::EventRecord>),
+    Events(Arc<RmLink>, Vec<si::EventRecord>),
     /// One `update_container_scheduling_state` call.
-    ContainerState(
-        Arc<dyn ResourceManagerCallback>,
-        si::UpdateContainerSchedulingStateRequest,
-    ),
+    ContainerState(Arc<RmLink>, si::UpdateContainerSchedulingStateRequest),
 }
 
 impl std::fmt::Debug for Outbound {

@@ -202,7 +202,7 @@ impl Core {
         Ok(ConfigTarget {
             checksum: rm.checksum.clone(),
             text: rm.config_text.clone(),
-            callback: rm.callback.clone(),
+            callback: rm.callback.clone() as Arc<dyn ResourceManagerCallback>,
             rm_id,
         })
     }
@@ -223,10 +223,10 @@ impl Core {
         expected_checksum: Option<&str>,
         registration: &Arc<dyn ResourceManagerCallback>,
     ) -> Result<(), ApplyRefused> {
-        let current = self
-            .rms
-            .get(rm_id)
-            .is_some_and(|rm| same_registration(&rm.callback, registration));
+        let current = self.rms.get(rm_id).is_some_and(|rm| {
+            let link: Arc<dyn ResourceManagerCallback> = rm.callback.clone();
+            same_registration(&link, registration)
+        });
         if !current {
             return Err(ApplyRefused::Replaced);
         }
