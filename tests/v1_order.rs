@@ -146,6 +146,9 @@ impl RmV1 for Log {
             self.latch.pass(&a.application_id);
             self.push(format!("accepted {}", a.application_id));
         }
+        for u in m.updated {
+            self.push(format!("{} {}", u.application_id, u.state));
+        }
         Ok(())
     }
 
@@ -274,6 +277,36 @@ fn the_echo_of_a_release_reaches_a_v1_rm_before_a_later_new() {
     let new = Log::position(&lines, "new pod-2");
     assert!(
         accepted < echo && echo < new,
+        "the RM saw its messages out of the core's order: {lines:#?}"
+    );
+}
+
+#[test]
+fn a_state_change_made_between_two_decisions_of_a_pass_reaches_the_rm_between_them() {
+    let sched = Handle(sicore_c_rm::new_scheduler(&options()).unwrap());
+    let rm = V1::register(sched.0, "rm1");
+    rm.node("n1");
+    rm.add_app("app-1");
+    rm.log.wait_for("accepted app-1");
+    // One pass places both: the first allocation moves the application on
+    // (a state change the core makes between the two decisions).
+    rm.allocate(
+        vec![
+            rmv1::ask("app-1", "pod-1", 10, 1),
+            rmv1::ask("app-1", "pod-2", 10, 1),
+        ],
+        vec![],
+    );
+    rm.log.wait_for("new pod-2");
+    let lines = rm.log.wait_for("app-1 Running");
+    let first = Log::position(&lines, "new pod-1");
+    let second = Log::position(&lines, "new pod-2");
+    let changed = lines
+        .iter()
+        .position(|l| l.starts_with("app-1 ") && l != "app-1 Accepted")
+        .unwrap_or_else(|| panic!("a state change of app-1 in {lines:#?}"));
+    assert!(
+        first < changed && changed < second,
         "the RM saw its messages out of the core's order: {lines:#?}"
     );
 }

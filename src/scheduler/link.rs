@@ -23,6 +23,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::api::ResourceManagerCallback;
+use super::config_txn::same_registration;
 use super::outcome::{NewAllocation, OutMsg, Outbound};
 use crate::proto::si::v1 as si;
 
@@ -98,6 +99,16 @@ impl RmLink {
                 Ok(())
             })
         });
+    }
+
+    /// Whether `registration` is this link's RM: its callback object as
+    /// the RM registered it, or this link (what the core hands out).
+    pub fn is_registration(&self, registration: &Arc<dyn ResourceManagerCallback>) -> bool {
+        same_registration(&self.callback, registration)
+            || std::ptr::eq(
+                (self as *const Self).cast::<()>(),
+                Arc::as_ptr(registration).cast::<()>(),
+            )
     }
 
     /// Runs one callback under the call lock.

@@ -125,6 +125,11 @@ pub struct Outcomes {
     pub timers: Vec<AppTimer>,
     /// Event records for the event system (spec 13).
     pub events: Vec<si::EventRecord>,
+    /// How many of `messages`, from the front, already reached the RM on
+    /// the core thread: the `new` barrier delivers the messages made before
+    /// a decision it delivers (see [`super::resync`]). The rest go to the
+    /// dispatcher; all of them are counted and seen by step-driven tests.
+    pub delivered: usize,
 }
 
 impl Outcomes {

@@ -16,7 +16,7 @@ use crate::config::{self, LoadedConfig, PartitionConfig};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::scheduler::api::ResourceManagerCallback;
-use crate::scheduler::config_txn::{same_registration, ApplyRefused, ConfigTarget};
+use crate::scheduler::config_txn::{ApplyRefused, ConfigTarget};
 use crate::scheduler::edition::Edition;
 use crate::scheduler::partition::Partition;
 use crate::scheduler::resource;
@@ -223,10 +223,10 @@ impl Core {
         expected_checksum: Option<&str>,
         registration: &Arc<dyn ResourceManagerCallback>,
     ) -> Result<(), ApplyRefused> {
-        let current = self.rms.get(rm_id).is_some_and(|rm| {
-            let link: Arc<dyn ResourceManagerCallback> = rm.callback.clone();
-            same_registration(&link, registration)
-        });
+        let current = self
+            .rms
+            .get(rm_id)
+            .is_some_and(|rm| rm.callback.is_registration(registration));
         if !current {
             return Err(ApplyRefused::Replaced);
         }

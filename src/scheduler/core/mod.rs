@@ -344,7 +344,8 @@ impl Core {
     /// Hands what the last step produced to the outbox, in order. The
     /// dispatcher announces new allocations through `ReSyncSchedulerCache`
     /// right before the `UpdateAllocation` that carries them, so the core
-    /// never waits on the RM for either.
+    /// never waits on the RM for either (except through the `new` barrier
+    /// of an RM with `Predicates`, `scheduler::resync`).
     fn flush(&mut self) {
         for (rm_id, out) in std::mem::take(&mut self.outcomes) {
             for t in out.timers {
@@ -361,7 +362,10 @@ impl Core {
             let cb = rm.callback.clone();
             self.metrics.count_messages(&out.messages);
             self.add_events(&rm_id, out.events);
-            for msg in out.messages {
+            // What the barrier delivered on the core thread stays out of
+            // the dispatcher's way.
+            let skip = out.delivered.min(out.messages.len());
+            for msg in out.messages.into_iter().skip(skip) {
                 self.outbox.push(Outbound::Message(cb.clone(), msg));
             }
             // Released allocations are forgotten after their echo (spec 10.2).
