@@ -18,8 +18,9 @@
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
+use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 
 use super::api::ResourceManagerCallback;
@@ -28,7 +29,7 @@ use super::outcome::{NewAllocation, OutMsg, Outbound};
 use crate::proto::si::v1 as si;
 
 /// An ordered message waiting in an RM's queue.
-enum Queued {
+pub(crate) enum Queued {
     Message(OutMsg),
     Resync(si::ReSyncSchedulerCacheArgs),
     Events(Vec<si::EventRecord>),
@@ -51,15 +52,46 @@ pub struct RmLink {
     callback: Arc<dyn ResourceManagerCallback>,
     queue: Mutex<VecDeque<Queued>>,
     calls: Mutex<()>,
+    /// The dispatcher's inbox (none for a core stepped by a test), and
+    /// this link, to wake the dispatcher for what the barrier hands over
+    /// in the middle of a pass ([`RmLink::hand_over`]).
+    wake: Option<Sender<Posted>>,
+    me: Weak<RmLink>,
+}
+
+impl std::fmt::Debug for RmLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RmLink")
+            .field("queued", &self.queue.lock().len())
+            .finish()
+    }
 }
 
 impl RmLink {
-    /// A link to `callback`, with nothing queued.
-    pub fn new(callback: Arc<dyn ResourceManagerCallback>) -> Self {
-        RmLink {
+    /// A link to `callback`, with nothing queued, that wakes the
+    /// dispatcher through `wake` for what it is handed mid-pass.
+    pub fn new(
+        callback: Arc<dyn ResourceManagerCallback>,
+        wake: Option<Sender<Posted>>,
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| RmLink {
             callback,
             queue: Mutex::new(VecDeque::new()),
             calls: Mutex::new(()),
+            wake,
+            me: me.clone(),
+        })
+    }
+
+    /// Queues a message the core made in the middle of a pass, ahead of
+    /// the decisions the barrier is about to deliver (`super::resync`),
+    /// and wakes the dispatcher for it: it goes out off the core thread
+    /// unless the barrier's next delivery finds it still queued (it is
+    /// then delivered first, on the core thread).
+    pub(crate) fn hand_over(&self, item: Queued) {
+        self.queue.lock().push_back(item);
+        if let (Some(wake), Some(me)) = (&self.wake, self.me.upgrade()) {
+            let _ = wake.send(Posted::Next(me));
         }
     }
 

@@ -130,6 +130,11 @@ pub struct Outcomes {
     /// a decision it delivers (see [`super::resync`]). The rest go to the
     /// dispatcher; all of them are counted and seen by step-driven tests.
     pub delivered: usize,
+    /// The RM's link, for a pass: the barrier hands what the pass made
+    /// before a decision to it ([`RmLink::hand_over`]) instead of calling
+    /// the RM on the core thread. `None` (a partition stepped by a test):
+    /// the barrier calls the RM itself.
+    pub link: Option<Arc<RmLink>>,
 }
 
 impl Outcomes {

@@ -21,9 +21,11 @@
 //! application's state change, a preemption's release, another
 //! partition's allocations) are still in the pass's [`Outcomes`], so when
 //! [`ResyncBarrier::record`] finds some behind the allocations it holds, it
-//! delivers them itself, after those allocations, and marks them delivered
-//! ([`Outcomes::delivered`]) so that the dispatcher does not send them
-//! again.
+//! delivers those allocations, hands the messages to the RM's link (the
+//! dispatcher sends them meanwhile; the barrier's next delivery sends first
+//! what is left) and marks them handed over ([`Outcomes::delivered`]) so
+//! that the flush does not queue them again. Without a link (a partition
+//! stepped by a test) it delivers them itself.
 //!
 //! Without a `Predicates` callback there is no barrier: the dispatcher
 //! sends the ReSync right before the `UpdateAllocation`, off the core
@@ -38,6 +40,7 @@ use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use super::link::Queued;
 use super::outcome::{NewAllocation, OutMsg, Outcomes};
 use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
@@ -109,6 +112,22 @@ impl<'a> ResyncBarrier<'a> {
     /// delivered. Failures and panics are logged; the pass goes on.
     fn deliver_earlier(&self, out: &mut Outcomes) {
         self.deliver();
+        if let Some(link) = out.link.clone() {
+            // To the RM's link, behind the pending allocations just
+            // delivered: the dispatcher sends them, unless the barrier's
+            // next delivery finds them still queued.
+            for msg in out.messages.get(out.delivered..).unwrap_or_default() {
+                link.hand_over(Queued::Message(msg.clone()));
+            }
+            out.delivered = out.messages.len();
+            if !out.forget.is_empty() {
+                link.hand_over(Queued::Resync(si::ReSyncSchedulerCacheArgs {
+                    assumed_allocations: Vec::new(),
+                    forget_allocations: std::mem::take(&mut out.forget),
+                }));
+            }
+            return;
+        }
         for msg in out.messages.get(out.delivered..).unwrap_or_default() {
             let rm = self.rm;
             let what = match msg {

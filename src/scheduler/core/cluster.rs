@@ -198,7 +198,7 @@ impl Core {
         self.rms.insert(
             rm_id.to_string(),
             RmState {
-                callback: Arc::new(RmLink::new(callback)),
+                callback: RmLink::new(callback, self.wake.clone()),
                 policy_group: policy_group.to_string(),
                 edition,
                 config_source: loaded.source,
@@ -454,6 +454,7 @@ impl Core {
             let rm = p.rm_id.clone();
             let cb = self.rms.get(&rm).map(|r| r.callback.clone());
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+            out.link.clone_from(&cb);
             let started = self.clock.now();
             let cb_ref = cb.as_deref().map(|c| c as &dyn ResourceManagerCallback);
             let n = p.schedule(cb_ref, super::PASS_BUDGET, &mut out);

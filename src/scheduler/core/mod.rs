@@ -86,6 +86,9 @@ pub struct Core {
     next_metrics_refresh: Instant,
     next_history_sample: Instant,
     registry: Registry,
+    /// The dispatcher's inbox, for the RMs' links (none when stepped by a
+    /// test).
+    wake: Option<crossbeam_channel::Sender<super::link::Posted>>,
 }
 
 /// Text of a caught panic payload.
@@ -123,7 +126,14 @@ impl Core {
             options,
             clock,
             registry: Registry::default(),
+            wake: None,
         }
+    }
+
+    /// Lets the RMs' links wake the dispatcher through `inbox` (the thread
+    /// loop does, before any registration).
+    pub fn set_dispatcher(&mut self, inbox: crossbeam_channel::Sender<super::link::Posted>) {
+        self.wake = Some(inbox);
     }
 
     /// Reports to `metrics` (shared with the scheduler's readers) instead

@@ -25,6 +25,7 @@ const BATCH: usize = 1024;
 /// what it produces to the RMs' links after every step and waking the
 /// dispatcher for each (`scheduler::link`).
 pub fn run(mut core: Core, inbox: Receiver<Command>, outbox: Sender<Posted>) {
+    core.set_dispatcher(outbox.clone());
     let send = |core: &mut Core| {
         core.drain_outbound(|o| {
             let _ = outbox.send(RmLink::post(o));
