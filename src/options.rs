@@ -41,8 +41,12 @@ pub struct Options {
     pub scheduling_interval: Duration,
     /// Period of event flushes to `SendEvent`.
     pub event_flush_interval: Duration,
-    /// Most verbose level the library logs at.
-    pub log_level: log::LevelFilter,
+    /// Most verbose level the library logs at, set for the whole process
+    /// when the scheduler starts (through the C ABI); `None` (the option
+    /// left empty) leaves the level in force alone, so a new scheduler does
+    /// not undo what another scheduler's RM (SI v1.8 `log.level`) or the
+    /// REST service set. A fresh process starts at info.
+    pub log_level: Option<log::LevelFilter>,
     /// Age an ask must reach before it may reserve a node.
     pub reservation_delay: Duration,
     /// Reservations switched off.
@@ -123,7 +127,11 @@ impl Options {
                 p.event_flush_interval_ms,
                 DEFAULT_EVENT_FLUSH_INTERVAL,
             ),
-            log_level: parse_log_level(&p.log_level)?,
+            log_level: if p.log_level.is_empty() {
+                None
+            } else {
+                Some(parse_log_level(&p.log_level)?)
+            },
             reservation_delay: p
                 .reservation_delay_ms
                 .map_or(DEFAULT_RESERVATION_DELAY, Duration::from_millis),

@@ -371,6 +371,36 @@ fn log_level_is_process_wide_whichever_rm_sets_it() {
     assert_eq!(level(), "info");
 }
 
+#[test]
+fn a_new_scheduler_leaves_the_level_an_rm_set_unless_its_options_name_one() {
+    let _level = LOG_LEVEL.lock().unwrap_or_else(|e| e.into_inner());
+    let sched = new_scheduler(true);
+    let mut out = sicore_buffer::empty();
+    let mut err = sicore_buffer::empty();
+    assert_eq!(sicore_rest_address(sched.0, &mut out, &mut err), SICORE_OK);
+    let addr = sicore_c_rm::take_string(out);
+    let level = || {
+        let r = restkit::http(&addr, "GET", "/ws/v1/loglevel", &[], b"");
+        r.body.trim().to_string()
+    };
+    let rm = Rm::register(&sched, "rm1", &[("log.level", "warn")]);
+    assert_eq!(level(), "warn");
+    // Another scheduler without a level: the RM's stays.
+    let other = new_scheduler(false);
+    assert_eq!(level(), "warn");
+    drop(other);
+    // One whose options name a level sets it, for the process.
+    let o = sicore_pb::SchedulerOptions {
+        log_level: "error".into(),
+        ..Default::default()
+    };
+    let third = Handle(sicore_c_rm::new_scheduler(&o).unwrap());
+    assert_eq!(level(), "error");
+    drop(third);
+    rm.update(&[("log.level", "info")]);
+    assert_eq!(level(), "info");
+}
+
 /// Sends one pod to `queue` that never gets placed and shows that its
 /// REQUEST record, with `reason_text` in the message, reaches the RM once
 /// over many flushes.

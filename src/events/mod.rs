@@ -363,11 +363,22 @@ impl EventStats {
     }
 }
 
-/// What the store keeps one record of: type, object, the kind (reason,
-/// where the edition keeps kinds apart) and, for a structured record, its
-/// change and detail and its reference (so one user's usage at two queues,
-/// or one group's links to two applications, stay apart).
-type Key = (i32, String, String, Option<(Change, Detail)>, String);
+/// What the store keeps one record of: type, application (`REQUEST`
+/// records only), object, the kind (reason, where the edition keeps kinds
+/// apart) and, for a structured record, its change and detail and its
+/// reference (so one user's usage at two queues, or one group's links to
+/// two applications, stay apart).
+type Key = (
+    i32,
+    String,
+    String,
+    String,
+    Option<(Change, Detail)>,
+    String,
+);
+
+/// A stored record: its arrival order, when it was made, the record.
+type Stored = (u64, Instant, Record);
 
 /// Latest record per object, bounded, for one RM.
 #[derive(Debug)]
@@ -382,11 +393,18 @@ pub struct EventStore {
     /// NODE ADD), while repeats of one kind still coalesce. Structured
     /// records are keyed by change, detail and reference too; usage
     /// records of one key add up instead of replacing each other.
-    latest: HashMap<Key, (u64, Record)>,
-    /// When each ask (object id) last had a record of each repeating
-    /// reason stored; entries older than the interval are pruned at every
-    /// flush, so this holds at most the asks of one interval.
-    last_repeat: HashMap<String, [Option<Instant>; 2]>,
+    /// A `REQUEST` record's object is its ask: the application (group id)
+    /// and the allocation key, so two applications' asks of one key do not
+    /// hide each other.
+    latest: HashMap<Key, Stored>,
+    /// When each ask (application, allocation key) last had a record of
+    /// each repeating reason sent (the time the record was made); entries
+    /// older than the interval are pruned at every flush, so this holds at
+    /// most the asks of one interval. Stamped when the record goes out, not
+    /// when it is stored: a stored record that a newer one of its object
+    /// replaced (SI v0.12: one record per object) never reached the RM, so
+    /// it must not hold back the next record of its reason.
+    last_repeat: HashMap<(String, String), [Option<Instant>; 2]>,
     next_seq: u64,
     stats: EventStats,
     by_kind: bool,
@@ -463,9 +481,10 @@ impl EventStore {
             log::debug!("event record without object id or reason dropped: {r:?}");
             return;
         }
-        let repeat = repeating(r.base.r#type, &r.base.reason);
-        if let Some(i) = repeat {
-            let recent = self.last_repeat.get(&r.base.object_id).and_then(|at| at[i]);
+        let is_request = r.base.r#type == si::event_record::Type::Request as i32;
+        if let Some(i) = repeating(r.base.r#type, &r.base.reason) {
+            let ask = (r.base.group_id.clone(), r.base.object_id.clone());
+            let recent = self.last_repeat.get(&ask).and_then(|at| at[i]);
             if recent.is_some_and(|at| now.saturating_duration_since(at) < REQUEST_EVENT_INTERVAL) {
                 self.stats.rate_limited += 1;
                 return;
@@ -476,6 +495,11 @@ impl EventStore {
         } else {
             String::new()
         };
+        let app = if is_request {
+            r.base.group_id.clone()
+        } else {
+            String::new()
+        };
         let reference = if shape.is_some() {
             r.base.group_id.clone()
         } else {
@@ -483,6 +507,7 @@ impl EventStore {
         };
         let key = (
             r.base.r#type,
+            app,
             r.base.object_id.clone(),
             kind,
             shape,
@@ -490,35 +515,29 @@ impl EventStore {
         );
         self.next_seq += 1;
         let seq = self.next_seq;
-        let stamp = repeat.map(|i| (r.base.object_id.clone(), i));
         if let Some(slot) = self.latest.get_mut(&key) {
             let delta = r
                 .structured
                 .as_ref()
                 .filter(|s| s.detail.is_delta())
                 .and_then(|s| s.resource.as_ref());
-            let held = slot.1.structured.as_mut().and_then(|s| s.resource.as_mut());
+            let held = slot.2.structured.as_mut().and_then(|s| s.resource.as_mut());
             match (delta, held) {
                 // Usage of one tracker, queue and direction: the sum goes.
                 (Some(d), Some(h)) => {
                     add_resource(h, d);
                     slot.0 = seq;
-                    slot.1.base.timestamp_nano = r.base.timestamp_nano;
+                    slot.2.base.timestamp_nano = r.base.timestamp_nano;
                 }
-                _ => *slot = (seq, r),
+                _ => *slot = (seq, now, r),
             }
             self.stats.superseded += 1;
             self.stats.received += 1;
         } else if self.latest.len() >= self.capacity {
-            // Not stored, so not limited: the ask's next record may go in.
             self.stats.dropped_store_full += 1;
-            return;
         } else {
-            self.latest.insert(key, (seq, r));
+            self.latest.insert(key, (seq, now, r));
             self.stats.received += 1;
-        }
-        if let Some((object, i)) = stamp {
-            self.last_repeat.entry(object).or_default()[i] = Some(now);
         }
     }
 
@@ -534,14 +553,25 @@ impl EventStore {
             self.last_repeat
                 .retain(|_, at| at.iter_mut().fold(false, |any, t| live(t) | any));
         }
-        let mut batch: Vec<(u64, Record)> = self.latest.drain().map(|(_, r)| r).collect();
-        batch.sort_by(|(sa, a), (sb, b)| {
+        let mut batch: Vec<Stored> = self.latest.drain().map(|(_, r)| r).collect();
+        batch.sort_by(|(sa, _, a), (sb, _, b)| {
             a.base
                 .timestamp_nano
                 .cmp(&b.base.timestamp_nano)
                 .then(sa.cmp(sb))
         });
-        let batch: Vec<Record> = batch.into_iter().map(|(_, r)| r).collect();
+        // The records of the repeating reasons that go out now start their
+        // ask's interval, from when they were made.
+        for (_, made, r) in &batch {
+            if let Some(i) = repeating(r.base.r#type, &r.base.reason) {
+                let ask = (r.base.group_id.clone(), r.base.object_id.clone());
+                let slot = &mut self.last_repeat.entry(ask).or_default()[i];
+                if slot.is_none_or(|at| at < *made) {
+                    *slot = Some(*made);
+                }
+            }
+        }
+        let batch: Vec<Record> = batch.into_iter().map(|(_, _, r)| r).collect();
         if !batch.is_empty() {
             self.stats.published += batch.len() as u64;
             self.stats.batches += 1;
@@ -839,6 +869,68 @@ mod tests {
         let quiet = later + REQUEST_EVENT_INTERVAL;
         assert!(s.take_batch(quiet).is_empty());
         assert!(s.last_repeat.is_empty(), "{:?}", s.last_repeat);
+    }
+
+    #[test]
+    fn asks_of_one_key_in_two_applications_are_limited_and_kept_apart() {
+        let t0 = Instant::now();
+        for mut s in [EventStore::default(), EventStore::by_kind()] {
+            let unfit = |app: &str| {
+                record(
+                    Type::Request,
+                    "pod",
+                    app,
+                    REASON_PREDICATE_REFUSED,
+                    format!("{app} waits"),
+                )
+            };
+            s.add(unfit("app-a"), t0);
+            s.add(unfit("app-b"), t0);
+            let apps: Vec<String> = s
+                .take_batch(t0)
+                .into_iter()
+                .map(|r| r.base.group_id)
+                .collect();
+            assert_eq!(apps, ["app-a", "app-b"]);
+            // Each application's ask has its own interval.
+            let later = t0 + Duration::from_secs(2);
+            s.add(unfit("app-a"), later);
+            assert!(s.take_batch(later).is_empty());
+            s.add(unfit("app-c"), later);
+            assert_eq!(s.take_batch(later).len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_replaced_record_that_never_went_out_does_not_hold_back_its_reason() {
+        // SI v0.12: one record per object, so the headroom record replaces
+        // the predicate one before the flush; the RM never got the latter.
+        let t0 = Instant::now();
+        let mut s = EventStore::default();
+        let unfit = |reason: &str| record(Type::Request, "k1", "app", reason, String::new());
+        s.add(unfit(REASON_PREDICATE_REFUSED), t0);
+        s.add(unfit(REASON_QUEUE_HEADROOM), t0);
+        let reasons: Vec<String> = s
+            .take_batch(t0)
+            .into_iter()
+            .map(|r| r.base.reason)
+            .collect();
+        assert_eq!(reasons, [REASON_QUEUE_HEADROOM]);
+        let later = t0 + Duration::from_secs(2);
+        s.add(unfit(REASON_PREDICATE_REFUSED), later);
+        s.add(
+            unfit(REASON_QUEUE_HEADROOM),
+            later + Duration::from_millis(1),
+        );
+        // The predicate record goes now; the headroom one (sent at t0) is
+        // held back and does not replace it.
+        let reasons: Vec<String> = s
+            .take_batch(later)
+            .into_iter()
+            .map(|r| r.base.reason)
+            .collect();
+        assert_eq!(reasons, [REASON_PREDICATE_REFUSED]);
+        assert_eq!(s.stats().rate_limited, 1);
     }
 
     #[test]

@@ -50,11 +50,15 @@ fn level_from_index(i: usize) -> log::LevelFilter {
         .unwrap_or(log::LevelFilter::Info)
 }
 
-/// Sets the level chosen by `SchedulerOptions.log_level`; a later change
-/// (the REST service's) reaches the bridge through the same hook.
-pub(crate) fn set_library_level(level: log::LevelFilter) {
+/// Sets the level chosen by `SchedulerOptions.log_level`, if it names
+/// one (the level is process-wide: an empty option leaves the level in
+/// force); a later change (the REST service's, an SI v1.8 RM's
+/// `log.level`) reaches the bridge through the same hook.
+pub(crate) fn set_library_level(level: Option<log::LevelFilter>) {
     crate::loglevel::on_change(refresh_max_level);
-    crate::loglevel::set(level);
+    if let Some(level) = level {
+        crate::loglevel::set(level);
+    }
 }
 
 fn refresh_max_level() {

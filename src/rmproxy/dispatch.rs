@@ -2,6 +2,13 @@
 //! allocation, application and node responses to the RM's callbacks in the
 //! order the core produced them.
 //!
+//! The core thread queues each RM's messages on that RM's link
+//! ([`RmLink`]) and wakes the dispatcher once per message; the dispatcher
+//! delivers the oldest one of that RM, unless the core thread's `new`
+//! barrier delivered it first (then the wake-up finds nothing). So one
+//! RM's messages keep the core's order whoever delivers them, and one
+//! RM's callbacks never run at once (the link's call lock).
+//!
 //! Container-state reports (spec 8.12) take a separate lane: the core
 //! repeats one per waiting ask every check interval, so with a slow
 //! callback they would pile up without bound and hold back allocations
@@ -17,9 +24,8 @@ use std::sync::Arc;
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
-use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
-use crate::scheduler::outcome::{OutMsg, Outbound};
+use crate::scheduler::link::{Posted, RmLink};
 
 /// Most container-state reports (distinct asks) waiting for a slow RM. At
 /// the bound, reports for further asks are dropped until the RM catches
@@ -27,13 +33,10 @@ use crate::scheduler::outcome::{OutMsg, Outbound};
 /// still-waiting ask is reported again then.
 pub const MAX_PENDING_REPORTS: usize = 100_000;
 
-/// Which RM (by its callback object), application and ask a report is for.
+/// Which RM (by its link), application and ask a report is for.
 type ReportKey = (usize, String, String);
 
-type Report = (
-    Arc<dyn ResourceManagerCallback>,
-    si::UpdateContainerSchedulingStateRequest,
-);
+type Report = (Arc<RmLink>, si::UpdateContainerSchedulingStateRequest);
 
 /// Pending container-state reports: at most one per ask (the newest),
 /// delivered oldest ask first, at most [`MAX_PENDING_REPORTS`].
@@ -45,13 +48,9 @@ struct Reports {
 }
 
 impl Reports {
-    fn push(
-        &mut self,
-        cb: Arc<dyn ResourceManagerCallback>,
-        req: si::UpdateContainerSchedulingStateRequest,
-    ) {
+    fn push(&mut self, cb: Arc<RmLink>, req: si::UpdateContainerSchedulingStateRequest) {
         let key = (
-            Arc::as_ptr(&cb) as *const () as usize,
+            Arc::as_ptr(&cb) as usize,
             req.applicartion_id.clone(),
             req.allocation_key.clone(),
         );
@@ -79,13 +78,13 @@ impl Reports {
 
 /// Delivers until the channel closes; once `stopping` is set, what is left
 /// is dropped unsent (shutdown abandons pending work).
-pub fn run(inbox: Receiver<Outbound>, stopping: Arc<AtomicBool>) {
-    let mut main: VecDeque<Outbound> = VecDeque::new();
+pub fn run(inbox: Receiver<Posted>, stopping: Arc<AtomicBool>) {
+    let mut main: VecDeque<Arc<RmLink>> = VecDeque::new();
     let mut reports = Reports::default();
     let mut closed = false;
-    let take = |item: Outbound, main: &mut VecDeque<Outbound>, reports: &mut Reports| match item {
-        Outbound::ContainerState(cb, req) => reports.push(cb, req),
-        other => main.push_back(other),
+    let take = |item: Posted, main: &mut VecDeque<Arc<RmLink>>, reports: &mut Reports| match item {
+        Posted::Report(link, req) => reports.push(link, req),
+        Posted::Next(link) => main.push_back(link),
     };
     loop {
         loop {
@@ -99,20 +98,21 @@ pub fn run(inbox: Receiver<Outbound>, stopping: Arc<AtomicBool>) {
             }
         }
         if stopping.load(Ordering::Acquire) {
-            main.clear();
+            main.drain(..).for_each(|link| link.discard());
             reports = Reports::default();
             if closed {
                 return;
             }
         }
-        let next = main.pop_front().or_else(|| {
+        let delivered = if let Some(link) = main.pop_front() {
+            Some(catch_unwind(AssertUnwindSafe(|| link.deliver_next())))
+        } else {
             reports
                 .pop()
-                .map(|(cb, req)| Outbound::ContainerState(cb, req))
-        });
-        match next {
-            Some(item) => {
-                let result = catch_unwind(AssertUnwindSafe(|| deliver(item)));
+                .map(|(link, req)| catch_unwind(AssertUnwindSafe(|| link.report(&req))))
+        };
+        match delivered {
+            Some(result) => {
                 if result.is_err() {
                     log::error!("an RM callback panicked; the message was dropped");
                 }
@@ -123,35 +123,5 @@ pub fn run(inbox: Receiver<Outbound>, stopping: Arc<AtomicBool>) {
                 Err(_) => closed = true,
             },
         }
-    }
-}
-
-fn deliver(item: Outbound) {
-    let (what, result) = match item {
-        Outbound::Message(cb, OutMsg::NewAllocations(v)) => {
-            ("UpdateAllocation", cb.new_allocations(&v))
-        }
-        Outbound::Message(cb, OutMsg::NewAllocationsResynced(v)) => {
-            ("UpdateAllocation", cb.announce_allocations(&v))
-        }
-        Outbound::Message(cb, OutMsg::Allocation(r)) => {
-            ("UpdateAllocation", cb.update_allocation(&r))
-        }
-        Outbound::Message(cb, OutMsg::Application(r)) => {
-            ("UpdateApplication", cb.update_application(&r))
-        }
-        Outbound::Message(cb, OutMsg::Node(r)) => ("UpdateNode", cb.update_node(&r)),
-        Outbound::Resync(cb, args) => ("ReSyncSchedulerCache", cb.resync_scheduler_cache(&args)),
-        Outbound::Events(cb, events) => {
-            cb.send_records(&events);
-            ("SendEvent", Ok(()))
-        }
-        Outbound::ContainerState(cb, req) => {
-            cb.update_container_scheduling_state(&req);
-            ("UpdateContainerSchedulingState", Ok(()))
-        }
-    };
-    if let Err(e) = result {
-        log::warn!("RM callback {what} returned an error: {e}");
     }
 }

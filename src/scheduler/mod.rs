@@ -11,6 +11,7 @@ pub mod core;
 pub mod dump;
 pub mod edition;
 pub mod gang;
+pub mod link;
 pub mod objects;
 pub mod observe;
 pub mod outcome;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::api::ResourceManagerCallback;
+use super::link::RmLink;
 use super::resource::Resource;
 use crate::proto::si::v1 as si;
 
@@ -125,6 +125,16 @@ pub struct Outcomes {
     pub timers: Vec<AppTimer>,
     /// Event records for the event system (spec 13).
     pub events: Vec<si::EventRecord>,
+    /// How many of `messages`, from the front, already reached the RM on
+    /// the core thread: the `new` barrier delivers the messages made before
+    /// a decision it delivers (see [`super::resync`]). The rest go to the
+    /// dispatcher; all of them are counted and seen by step-driven tests.
+    pub delivered: usize,
+    /// The RM's link, for a pass: the barrier hands what the pass made
+    /// before a decision to it ([`RmLink::hand_over`]) instead of calling
+    /// the RM on the core thread. `None` (a partition stepped by a test):
+    /// the barrier calls the RM itself.
+    pub link: Option<Arc<RmLink>>,
 }
 
 impl Outcomes {
@@ -159,23 +169,19 @@ impl Outcomes {
 }
 
 /// Something the core hands to an RM callback, in the order it produced
-/// them: the dispatcher (`rmproxy::dispatch`) delivers these off the core
-/// thread, and a step-driven test reads them straight from the core.
+/// them, each with its RM's [`RmLink`]: the core thread queues them there
+/// ([`RmLink::post`]) and the dispatcher (`rmproxy::dispatch`) delivers
+/// them off the core thread; a step-driven test reads them straight from
+/// the core.
 pub enum Outbound {
     /// A response for `update_allocation`, `update_application` or `update_node`.
-    Message(Arc<dyn ResourceManagerCallback>, OutMsg),
+    Message(Arc<RmLink>, OutMsg),
     /// A `resync_scheduler_cache` call.
-    Resync(
-        Arc<dyn ResourceManagerCallback>,
-        si::ReSyncSchedulerCacheArgs,
-    ),
+    Resync(Arc<RmLink>, si::ReSyncSchedulerCacheArgs),
     /// A batch for `send_event` (each edge maps the records).
-    Events(Arc<dyn ResourceManagerCallback>, Vec<crate::events::Record>),
+    Events(Arc<RmLink>, Vec<crate::events::Record>),
     /// One `update_container_scheduling_state` call.
-    ContainerState(
-        Arc<dyn ResourceManagerCallback>,
-        si::UpdateContainerSchedulingStateRequest,
-    ),
+    ContainerState(Arc<RmLink>, si::UpdateContainerSchedulingStateRequest),
 }
 
 impl std::fmt::Debug for Outbound {

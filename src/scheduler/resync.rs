@@ -14,6 +14,19 @@
 //!   allocations to the dispatcher; the dispatcher then sends only that
 //!   `UpdateAllocation` ([`OutMsg::NewAllocationsResynced`]).
 //!
+//! Order. What the barrier delivers on the core thread must not overtake
+//! anything made before it for the same RM: messages of earlier steps
+//! still queued for the dispatcher are delivered first by the RM's link
+//! ([`super::link`]); messages made earlier in the same pass (an
+//! application's state change, a preemption's release, another
+//! partition's allocations) are still in the pass's [`Outcomes`], so when
+//! [`ResyncBarrier::record`] finds some behind the allocations it holds, it
+//! delivers those allocations, hands the messages to the RM's link (the
+//! dispatcher sends them meanwhile; the barrier's next delivery sends first
+//! what is left) and marks them handed over ([`Outcomes::delivered`]) so
+//! that the flush does not queue them again. Without a link (a partition
+//! stepped by a test) it delivers them itself.
+//!
 //! Without a `Predicates` callback there is no barrier: the dispatcher
 //! sends the ReSync right before the `UpdateAllocation`, off the core
 //! thread, as before. The exception is an SI v1.8 RM with
@@ -23,10 +36,11 @@
 //! Whatever else places an allocation during a pass (a placeholder
 //! replacement, say) must go through [`ResyncBarrier::record`] too.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
+use super::link::Queued;
 use super::outcome::{NewAllocation, OutMsg, Outcomes};
 use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
@@ -43,6 +57,9 @@ pub struct ResyncBarrier<'a> {
     /// Decided, not yet announced through `ReSyncSchedulerCache`. The
     /// search reads the partition through shared references, hence a cell.
     pending: RefCell<Vec<Arc<NewAllocation>>>,
+    /// How far [`Self::record`] has looked through the pass's messages for
+    /// ones made after the allocations it holds.
+    scanned: Cell<usize>,
 }
 
 impl<'a> ResyncBarrier<'a> {
@@ -53,19 +70,98 @@ impl<'a> ResyncBarrier<'a> {
             rm,
             asks_predicates: rm.has_predicates(),
             pending: RefCell::new(Vec::new()),
+            scanned: Cell::new(0),
         }
     }
 
     /// Records a decided allocation: pending for the next ReSync, and
     /// queued for the dispatcher as an `UpdateAllocation` that sends no
     /// ReSync of its own (this barrier sends it before the pass ends).
+    /// Messages made since the last allocation it recorded reach the RM
+    /// first, so that this allocation's ReSync cannot overtake them.
     pub fn record(&self, allocation: Arc<NewAllocation>, out: &mut Outcomes) {
+        if self.made_since(out) {
+            self.deliver_earlier(out);
+        }
         self.pending.borrow_mut().push(allocation.clone());
+        // A batch the barrier delivered already is closed.
+        let open = out.messages.len() > out.delivered;
         match out.messages.last_mut() {
-            Some(OutMsg::NewAllocationsResynced(v)) => v.push(allocation),
+            Some(OutMsg::NewAllocationsResynced(v)) if open => v.push(allocation),
             _ => out
                 .messages
                 .push(OutMsg::NewAllocationsResynced(vec![allocation])),
+        }
+        self.scanned.set(out.messages.len());
+    }
+
+    /// Whether the pass made a message other than this barrier's batches
+    /// that has not reached the RM (each message is looked at once).
+    fn made_since(&self, out: &Outcomes) -> bool {
+        let from = self.scanned.get().max(out.delivered);
+        self.scanned.set(out.messages.len());
+        out.messages.get(from..).is_some_and(|tail| {
+            tail.iter()
+                .any(|m| !matches!(m, OutMsg::NewAllocationsResynced(_)))
+        })
+    }
+
+    /// Delivers, on this thread and in order, the pending allocations and
+    /// then every message of the pass not delivered yet (the announcements
+    /// of batches included) and the forgotten allocations, and marks them
+    /// delivered. Failures and panics are logged; the pass goes on.
+    fn deliver_earlier(&self, out: &mut Outcomes) {
+        self.deliver();
+        if let Some(link) = out.link.clone() {
+            // To the RM's link, behind the pending allocations just
+            // delivered: the dispatcher sends them, unless the barrier's
+            // next delivery finds them still queued.
+            for msg in out.messages.get(out.delivered..).unwrap_or_default() {
+                link.hand_over(Queued::Message(msg.clone()));
+            }
+            out.delivered = out.messages.len();
+            if !out.forget.is_empty() {
+                link.hand_over(Queued::Resync(si::ReSyncSchedulerCacheArgs {
+                    assumed_allocations: Vec::new(),
+                    forget_allocations: std::mem::take(&mut out.forget),
+                }));
+            }
+            return;
+        }
+        for msg in out.messages.get(out.delivered..).unwrap_or_default() {
+            let rm = self.rm;
+            let what = match msg {
+                OutMsg::Application(_) => "UpdateApplication",
+                OutMsg::Node(_) => "UpdateNode",
+                _ => "UpdateAllocation",
+            };
+            let result = catch_unwind(AssertUnwindSafe(|| match msg {
+                OutMsg::NewAllocations(v) => rm.new_allocations(v),
+                OutMsg::NewAllocationsResynced(v) => rm.announce_allocations(v),
+                OutMsg::Allocation(r) => rm.update_allocation(r),
+                OutMsg::Application(r) => rm.update_application(r),
+                OutMsg::Node(r) => rm.update_node(r),
+            }))
+            .unwrap_or_else(|_| Err("it panicked; the message was dropped".into()));
+            if let Err(e) = result {
+                log::warn!("RM callback {what} failed: {e}");
+            }
+        }
+        out.delivered = out.messages.len();
+        // Released allocations are forgotten after their echo (spec 10.2),
+        // which just went.
+        if !out.forget.is_empty() {
+            let args = si::ReSyncSchedulerCacheArgs {
+                assumed_allocations: Vec::new(),
+                forget_allocations: std::mem::take(&mut out.forget),
+            };
+            match catch_unwind(AssertUnwindSafe(|| self.rm.resync_scheduler_cache(&args))) {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}")
+                }
+                Err(_) => log::error!("RM callback ReSyncSchedulerCache panicked"),
+            }
         }
     }
 
@@ -161,11 +257,44 @@ mod tests {
                 .assumed_allocations
                 .iter()
                 .map(|a| a.allocation_key.as_str())
+                .chain(
+                    args.forget_allocations
+                        .iter()
+                        .map(|f| f.allocation_key.as_str()),
+                )
+                .collect();
+            let what = if args.forget_allocations.is_empty() {
+                "resync"
+            } else {
+                "forget"
+            };
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("{what} {}", keys.join(",")));
+            Ok(())
+        }
+
+        fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
+            let keys: Vec<&str> = r
+                .new
+                .iter()
+                .map(|a| a.allocation_key.as_str())
+                .chain(r.released.iter().map(|a| a.uuid.as_str()))
                 .collect();
             self.calls
                 .lock()
                 .unwrap()
-                .push(format!("resync {}", keys.join(",")));
+                .push(format!("update {}", keys.join(",")));
+            Ok(())
+        }
+
+        fn update_application(&self, r: &si::ApplicationResponse) -> Result<(), String> {
+            let apps: Vec<&str> = r.updated.iter().map(|a| a.state.as_str()).collect();
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("app {}", apps.join(",")));
             Ok(())
         }
     }
@@ -225,6 +354,60 @@ mod tests {
         // One UpdateAllocation for the dispatcher, marked as resynced.
         match out.messages.as_slice() {
             [OutMsg::NewAllocationsResynced(v)] => assert_eq!(v.len(), 3),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn messages_made_between_decisions_reach_the_rm_between_them() {
+        let rm = Log::default();
+        let mut out = Outcomes::default();
+        {
+            let b = ResyncBarrier::new(&rm);
+            b.record(alloc("k1"), &mut out);
+            b.record(alloc("k2"), &mut out);
+            out.app_updated(si::UpdatedApplication {
+                state: "Running".into(),
+                ..Default::default()
+            });
+            out.new_allocation_message(si::AllocationResponse {
+                released: vec![si::AllocationRelease {
+                    uuid: "v1".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            });
+            out.forget.push(si::ForgotAllocation {
+                allocation_key: "v1".into(),
+            });
+            b.predicates(&ask("k3")).unwrap();
+            b.record(alloc("k3"), &mut out);
+            out.app_updated(si::UpdatedApplication {
+                state: "Completing".into(),
+                ..Default::default()
+            });
+        }
+        assert_eq!(
+            *rm.calls.lock().unwrap(),
+            [
+                "resync k1,k2",
+                "predicates k3",
+                // Before k3: what was made after k1 and k2, their
+                // announcement first.
+                "update k1,k2",
+                "app Running",
+                "update v1",
+                "forget v1",
+                "resync k3",
+            ]
+        );
+        // The dispatcher gets the rest: k3's announcement, the last change.
+        assert_eq!(out.delivered, 3);
+        assert!(out.forget.is_empty());
+        match &out.messages[out.delivered..] {
+            [OutMsg::NewAllocationsResynced(v), OutMsg::Application(_)] => {
+                assert_eq!(&*v[0].key, "k3")
+            }
             other => panic!("{other:?}"),
         }
     }

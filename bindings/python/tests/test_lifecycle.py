@@ -266,7 +266,9 @@ def test_close_from_a_log_handler_is_refused_and_keeps_the_scheduler() -> None:
     log.setLevel(logging.INFO)
     log.addHandler(handler)
     try:
-        with sicore.Scheduler() as a:
+        # The level is process-wide and an earlier test may have lowered
+        # it: this one needs the info records.
+        with sicore.Scheduler(log_level="info") as a:
             # The registration is logged on a's core thread.
             a.register_resource_manager(register_request("rm-a"), RecordingRM())
             assert handler.done.wait(60)

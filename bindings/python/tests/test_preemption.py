@@ -40,8 +40,8 @@ partitions:
 
 class PreemptionV1RM(V1RM):
     """The k8shim's answers: every node passes its filters once the victims
-    up to the start index are gone; ``predicates`` is overridden so that the
-    core asks the RM at all."""
+    up to the start index are gone (with ``predicates`` overridden too; see
+    ``PreemptionOnlyV1RM`` for an RM without it)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -168,3 +168,40 @@ def walk(q: dict) -> Iterator[dict]:
     for c in q.get("children", []):
         yield from walk(c)
 
+
+
+class PreemptionOnlyV1RM(V1RM):
+    """The k8shim without a ``predicates`` override: only the preemption check."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checks: list[si18.PreemptionPredicatesArgs] = []
+
+    def preemption_predicates(self, args: si18.PreemptionPredicatesArgs) -> si18.PreemptionPredicatesResponse:
+        with self.cond:
+            self.checks.append(args)
+        return si18.PreemptionPredicatesResponse(success=True, index=args.startIndex)
+
+
+def test_v1_preemption_predicates_is_asked_without_predicates() -> None:
+    with sicore.v1.Scheduler(scheduling_interval_ms=10, event_flush_interval_ms=50) as sched:
+        rm = PreemptionOnlyV1RM()
+        sched.register_resource_manager(v1_register_request(config=QUEUES.format(switch="")), rm)
+        d = Driver(sched, rm)
+        d.ready_nodes("n1", "n2")
+        d.app("app-a", "root.a")
+        d.app("app-b", "root.b")
+        policy = si18.PreemptionPolicy(allowPreemptSelf=True, allowPreemptOther=True)
+        pods = [("p1", "n1"), ("p2", "n1"), ("p3", "n2"), ("p4", "n2")]
+        d.allocate(*(si18.Allocation(allocationKey=k, applicationID="app-a", partitionName="default",
+                                     resourcePerAlloc=v1_resource(500, 1), nodeID=n, preemptionPolicy=policy)
+                     for k, n in pods))
+        rm.wait_for("the running pods echoed", lambda: len(rm.new) == 4)
+        d.allocate(si18.Allocation(allocationKey="b1", applicationID="app-b", partitionName="default",
+                                   resourcePerAlloc=v1_resource(500, 1), preemptionPolicy=policy))
+        rm.wait_for("a victim", lambda: preempted_v1(rm))
+        with rm.cond:
+            assert [v.allocationKey for v in preempted_v1(rm)] == ["p2"]
+            assert rm.checks, "preemption_predicates was never asked"
+            first = rm.checks[0]
+            assert (first.allocationKey, first.nodeID, first.startIndex) == ("b1", "n1", 0)

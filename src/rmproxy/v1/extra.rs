@@ -10,7 +10,9 @@
 //! Scope: the `event.*` keys are the RM's own (they set its event store
 //! only, so two RMs in one scheduler each keep their own); `log.level` is
 //! process-wide, as the library log level is, and each change is logged
-//! with the rmID that made it.
+//! with the rmID that made it. Whatever names a level last wins; a
+//! scheduler made later leaves it unless its own `SchedulerOptions.log_level`
+//! names one (`Options::log_level`).
 
 use std::collections::BTreeMap;
 

@@ -35,11 +35,13 @@ pub const CREATE_DRAIN: i32 = 6;
 
 use crate::events::{EventStore, EventTypes, Record, RmEventSettings, STORE_CAPACITY};
 use crate::scheduler::edition::{ConfigOrigin, Edition};
+use crate::scheduler::link::RmLink;
 
 /// What the core keeps per registered RM.
 pub struct RmState {
-    /// The RM's callbacks.
-    pub callback: Arc<dyn ResourceManagerCallback>,
+    /// The RM's callbacks, behind the link that keeps its messages in
+    /// order and its callbacks one at a time (`scheduler::link`).
+    pub callback: Arc<RmLink>,
     /// Policy group of the configuration.
     pub policy_group: String,
     /// The interface edition it registered through.
@@ -200,7 +202,7 @@ impl Core {
         self.rms.insert(
             rm_id.to_string(),
             RmState {
-                callback,
+                callback: RmLink::new(callback, self.wake.clone()),
                 policy_group: policy_group.to_string(),
                 edition,
                 config_source: loaded.source,
@@ -456,8 +458,10 @@ impl Core {
             let rm = p.rm_id.clone();
             let cb = self.rms.get(&rm).map(|r| r.callback.clone());
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();
+            out.link.clone_from(&cb);
             let started = self.clock.now();
-            let n = p.schedule(cb.as_deref(), super::PASS_BUDGET, &mut out);
+            let cb_ref = cb.as_deref().map(|c| c as &dyn ResourceManagerCallback);
+            let n = p.schedule(cb_ref, super::PASS_BUDGET, &mut out);
             if n > 0 {
                 self.metrics
                     .observe_scheduling(self.clock.now().saturating_duration_since(started));

@@ -16,7 +16,7 @@ use crate::config::{self, LoadedConfig, PartitionConfig};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::scheduler::api::ResourceManagerCallback;
-use crate::scheduler::config_txn::{same_registration, ApplyRefused, ConfigTarget};
+use crate::scheduler::config_txn::{ApplyRefused, ConfigTarget};
 use crate::scheduler::edition::Edition;
 use crate::scheduler::partition::Partition;
 use crate::scheduler::resource;
@@ -202,7 +202,7 @@ impl Core {
         Ok(ConfigTarget {
             checksum: rm.checksum.clone(),
             text: rm.config_text.clone(),
-            callback: rm.callback.clone(),
+            callback: rm.callback.clone() as Arc<dyn ResourceManagerCallback>,
             rm_id,
         })
     }
@@ -226,7 +226,7 @@ impl Core {
         let current = self
             .rms
             .get(rm_id)
-            .is_some_and(|rm| same_registration(&rm.callback, registration));
+            .is_some_and(|rm| rm.callback.is_registration(registration));
         if !current {
             return Err(ApplyRefused::Replaced);
         }

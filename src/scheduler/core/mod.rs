@@ -86,6 +86,9 @@ pub struct Core {
     next_metrics_refresh: Instant,
     next_history_sample: Instant,
     registry: Registry,
+    /// The dispatcher's inbox, for the RMs' links (none when stepped by a
+    /// test).
+    wake: Option<crossbeam_channel::Sender<super::link::Posted>>,
 }
 
 /// Text of a caught panic payload.
@@ -123,7 +126,14 @@ impl Core {
             options,
             clock,
             registry: Registry::default(),
+            wake: None,
         }
+    }
+
+    /// Lets the RMs' links wake the dispatcher through `inbox` (the thread
+    /// loop does, before any registration).
+    pub fn set_dispatcher(&mut self, inbox: crossbeam_channel::Sender<super::link::Posted>) {
+        self.wake = Some(inbox);
     }
 
     /// Reports to `metrics` (shared with the scheduler's readers) instead
@@ -344,7 +354,8 @@ impl Core {
     /// Hands what the last step produced to the outbox, in order. The
     /// dispatcher announces new allocations through `ReSyncSchedulerCache`
     /// right before the `UpdateAllocation` that carries them, so the core
-    /// never waits on the RM for either.
+    /// never waits on the RM for either (except through the `new` barrier
+    /// of an RM with `Predicates`, `scheduler::resync`).
     fn flush(&mut self) {
         for (rm_id, out) in std::mem::take(&mut self.outcomes) {
             for t in out.timers {
@@ -361,7 +372,10 @@ impl Core {
             let cb = rm.callback.clone();
             self.metrics.count_messages(&out.messages);
             self.add_events(&rm_id, out.events);
-            for msg in out.messages {
+            // What the barrier delivered on the core thread stays out of
+            // the dispatcher's way.
+            let skip = out.delivered.min(out.messages.len());
+            for msg in out.messages.into_iter().skip(skip) {
                 self.outbox.push(Outbound::Message(cb.clone(), msg));
             }
             // Released allocations are forgotten after their echo (spec 10.2).

@@ -11,6 +11,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::{Command, Core};
 use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
+use crate::scheduler::link::{Posted, RmLink};
 use crate::scheduler::observe::{HISTORY_INTERVAL, REFRESH_INTERVAL};
 use crate::scheduler::outcome::Outbound;
 use crate::scheduler::partition::{OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
@@ -20,11 +22,13 @@ use crate::scheduler::partition::{OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET}
 const BATCH: usize = 1024;
 
 /// Runs `core` until `Shutdown` or until every sender is gone, handing
-/// what it produces to `outbox` after every step.
-pub fn run(mut core: Core, inbox: Receiver<Command>, outbox: Sender<Outbound>) {
+/// what it produces to the RMs' links after every step and waking the
+/// dispatcher for each (`scheduler::link`).
+pub fn run(mut core: Core, inbox: Receiver<Command>, outbox: Sender<Posted>) {
+    core.set_dispatcher(outbox.clone());
     let send = |core: &mut Core| {
         core.drain_outbound(|o| {
-            let _ = outbox.send(o);
+            let _ = outbox.send(RmLink::post(o));
         })
     };
     let mut work = false;

@@ -457,3 +457,54 @@ fn timers_of_applications_that_moved_on_are_swept_and_live_ones_kept() {
         "the kept start timer fired: {states:?}"
     );
 }
+
+#[test]
+fn an_application_held_by_maxapplications_leaves_the_held_set_when_its_requests_go() {
+    let yaml = TWO_QUEUES.replace(
+        "          - name: a\n",
+        "          - name: a\n            limits:\n              - {users: [u], maxapplications: 1}\n",
+    );
+    let (mut core, _clock) = core_with_node(options(&yaml));
+    let held = |core: &Core, app: &str| -> bool {
+        let dump: serde_json::Value = serde_json::from_str(&core.dump_json()).unwrap();
+        let apps = dump["partitions"][0]["applications"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let entry = apps
+            .iter()
+            .find(|a| a["id"] == app)
+            .unwrap_or_else(|| panic!("{app} in {apps:?}"));
+        entry["held_by_limits"].as_bool().unwrap()
+    };
+    add_app(&mut core, "app-1", "root.a");
+    ask(&mut core, "app-1", "k1", 1);
+    core.schedule_pass();
+    assert_eq!(new_allocations(&core.take_outbound()).len(), 1);
+    add_app(&mut core, "app-2", "root.a");
+    ask(&mut core, "app-2", "k2", 2);
+    core.schedule_pass();
+    assert!(new_allocations(&core.take_outbound()).is_empty());
+    assert!(held(&core, "app-2"), "held by the user's maxapplications");
+    // The RM takes app-2's request back: nothing waits any more.
+    allocation(
+        &mut core,
+        si::AllocationRequest {
+            rm_id: RM.into(),
+            releases: Some(si::AllocationReleasesRequest {
+                allocation_asks_to_release: vec![si::AllocationAskRelease {
+                    partition_name: "default".into(),
+                    application_id: "app-2".into(),
+                    allocationkey: "k2".into(),
+                    termination_type: si::TerminationType::StoppedByRm as i32,
+                    message: String::new(),
+                }],
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+    );
+    core.schedule_pass();
+    assert!(!held(&core, "app-2"), "no demand, not held");
+    assert!(!held(&core, "app-1"));
+}

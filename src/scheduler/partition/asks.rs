@@ -135,6 +135,12 @@ impl Partition {
         });
         let demand = old.resource.mul(old.pending_repeat.max(0) as i64);
         app.pending.sub_clamped_assign(&demand);
+        // Held by a user/group maxapplications, it waited for its demand;
+        // with none left it waits for nothing (no record: it did not become
+        // runnable). New demand is judged afresh by the next pass.
+        if !self.ugm.held.is_empty() && app.pending.is_zero() {
+            self.ugm.held.remove(&app.seq);
+        }
         let q = app.queue;
         self.queues.sub_pending(q, &demand);
     }

@@ -347,7 +347,9 @@ pub struct Ugm {
     pub quota_failed: FastSet<(u64, Arc<str>)>,
     /// Applications held in Accepted by a user or group
     /// `maxapplications` (limits.md 4.1), by sequence number: an APP
-    /// record went out when they entered, one goes when they leave.
+    /// record went out when they entered, one goes when they may run. One
+    /// whose requests all go leaves without a record (nothing waits), as
+    /// does one that is removed.
     pub held: FastSet<u64>,
     /// Whether some cap limits running applications.
     apps_capped: bool,

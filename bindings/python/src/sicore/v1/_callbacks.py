@@ -70,9 +70,10 @@ class ResourceManagerCallback:
     ) -> si_pb2.PreemptionPredicatesResponse:
         """Whether the allocation fits once some victims are gone; return the answer.
 
-        Called by guarantee preemption, once per candidate node, only when
-        :meth:`predicates` is overridden too (without it the core asks the
-        RM nothing and takes the first node it found).
+        Called by preemption (guarantee, required node and quota change),
+        once per candidate node, whenever it is overridden, with or without
+        :meth:`predicates`; like :meth:`predicates`, after every decision
+        made before it has reached :meth:`update_allocation`.
         Raising, or returning anything but a ``PreemptionPredicatesResponse``,
         answers ``success=False``.
         """
