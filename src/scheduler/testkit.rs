@@ -285,6 +285,18 @@ impl Harness {
         self.step(|p, out| p.release_allocations(&rel, out))
     }
 
+    /// The RM takes back ask `key` of `app` (all its asks when empty).
+    pub fn release_ask(&mut self, app: &str, key: &str) -> Seen {
+        let rel = si::AllocationAskRelease {
+            partition_name: "default".into(),
+            application_id: app.into(),
+            allocationkey: key.into(),
+            termination_type: si::TerminationType::StoppedByRm as i32,
+            message: "released by the test RM".into(),
+        };
+        self.step(|p, out| p.release_asks(&rel, out))
+    }
+
     /// Moves the clock by `d` and fires the timers that are due, earliest
     /// first (a timer armed while firing fires too if it is due).
     pub fn advance(&mut self, d: Duration) -> Seen {
