@@ -173,3 +173,52 @@ fn an_application_whose_slot_went_waits_for_one_when_it_asks_again() {
         assert!(!h.p.ugm.held.contains(&h.p.apps["app-1"].seq));
     }
 }
+
+/// The REQUEST records of `seen` about the user quota, as (key, reason).
+fn quota_records(seen: &crate::scheduler::testkit::Seen) -> Vec<(String, String)> {
+    seen.events
+        .iter()
+        .filter(|e| e.reason.starts_with("UserQuota"))
+        .map(|e| (e.object_id.clone(), e.reason.clone()))
+        .collect()
+}
+
+#[test]
+fn a_removed_request_takes_its_user_quota_state_with_it() {
+    // limits.md 6.1: an ask over the user's headroom is recorded once as
+    // "user quota failed"; when the RM takes it back, the state goes.
+    let mut h = Harness::new(&config(
+        "- {users: [alice], maxresources: {memory: 5}}\n",
+        "",
+    ));
+    h.node("n1", 1000);
+    submit(&mut h, "app-1");
+    h.ask(ask("app-1", "big", 10, 1));
+    let seen = h.schedule();
+    assert_eq!(
+        quota_records(&seen),
+        [("big".to_string(), "UserQuotaExceeded".to_string())]
+    );
+    assert_eq!(h.p.ugm.quota_failed.len(), 1);
+    h.release_ask("app-1", "big");
+    assert!(h.p.ugm.quota_failed.is_empty(), "freed with the ask");
+    // A new request with the same key that fits is a new request: no
+    // "fits again" for one that never failed.
+    h.ask(ask("app-1", "big", 1, 1));
+    let seen = h.schedule();
+    assert_eq!(allocated_to(&seen, "app-1"), 1);
+    assert_eq!(quota_records(&seen), []);
+    // One that does not fit is told once, as a new request.
+    h.ask(ask("app-1", "other", 10, 1));
+    assert_eq!(
+        quota_records(&h.schedule()),
+        [("other".to_string(), "UserQuotaExceeded".to_string())]
+    );
+    h.release_ask("app-1", "other");
+    h.ask(ask("app-1", "other", 10, 1));
+    assert_eq!(
+        quota_records(&h.schedule()),
+        [("other".to_string(), "UserQuotaExceeded".to_string())]
+    );
+    assert_eq!(h.p.ugm.quota_failed.len(), 1);
+}
