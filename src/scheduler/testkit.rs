@@ -80,8 +80,10 @@ pub struct Seen {
     pub states: Vec<(String, String, String)>,
     /// Allocation keys the RM's cache is told to forget.
     pub forgotten: Vec<String>,
-    /// Event records.
+    /// Event records (their SI v0.12 form).
     pub events: Vec<si::EventRecord>,
+    /// The same records whole (with what only SI v1.8 carries).
+    pub records: Vec<crate::events::Record>,
 }
 
 impl Seen {
@@ -106,7 +108,9 @@ impl Seen {
         }
         self.forgotten
             .extend(out.forget.into_iter().map(|f| f.allocation_key));
-        self.events.extend(out.events);
+        self.events
+            .extend(out.events.iter().map(|r| r.base.clone()));
+        self.records.extend(out.events);
     }
 
     /// `(allocation key, node)` of each new allocation, in order.

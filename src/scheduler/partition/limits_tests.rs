@@ -222,3 +222,39 @@ fn a_removed_request_takes_its_user_quota_state_with_it() {
     );
     assert_eq!(h.p.ugm.quota_failed.len(), 1);
 }
+
+#[test]
+fn node_records_carry_the_capacity_for_si_v1() {
+    // NODE ADD and capacity records: the v0.12 record names the partition
+    // as before; the SI v1.8 part is the node's capacity.
+    let mut h = Harness::new(&config("", ""));
+    let seen = h.node("n1", 1000);
+    let added: Vec<_> = seen
+        .records
+        .iter()
+        .filter(|r| r.base.reason == "NodeAdded")
+        .collect();
+    assert_eq!(added.len(), 1);
+    assert_eq!(added[0].base.object_id, "n1");
+    assert_eq!(added[0].base.group_id, "default");
+    let cap = added[0].v1_resource.as_ref().expect("capacity");
+    assert_eq!(cap.resources["memory"].value, 1000);
+    let update = si::NodeInfo {
+        node_id: "n1".into(),
+        action: si::node_info::ActionFromRm::Update as i32,
+        schedulable_resource: Some(crate::scheduler::testkit::res(&[("memory", 500)]).to_proto()),
+        ..Default::default()
+    };
+    let mut out = crate::scheduler::outcome::Outcomes::default();
+    h.p.update_node(&update, &mut out).expect("update accepted");
+    let updated: Vec<_> = out
+        .events
+        .iter()
+        .filter(|r| r.base.reason == "NodeUpdated")
+        .collect();
+    assert_eq!(updated.len(), 1);
+    assert_eq!(
+        updated[0].v1_resource.as_ref().unwrap().resources["memory"].value,
+        500
+    );
+}
