@@ -839,3 +839,94 @@ fn users_of_one_group_share_its_cap_within_one_pass_whatever_their_own_caps() {
         );
     }
 }
+
+#[test]
+fn an_application_back_from_completing_is_still_held_by_the_cap() {
+    // limits.md 4.1: app-2 is held by the user's maxapplications; the RM
+    // takes its request back (Completing), then asks again (Running, with
+    // no allocation). The user still has one slot, app-1's: app-2 gets
+    // nothing until app-1 stops. (Upstream lets it through.)
+    let queues = "- name: default\n  limits:\n    - {users: [testuser], maxapplications: 1}\n";
+    let mut o = options(&yaml("", queues));
+    o.event_types = vec!["REQUEST".into(), "APP".into()];
+    let h = Harness::configured(o, 1);
+    h.submit(app_by("app-1", "root.default", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-1", "k1", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("app-1 allocated", |s| s.allocations.len() == 1);
+    h.submit(app_by("app-2", "root.default", "testuser", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("app-2", "k2", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("held record", |s| {
+        s.events.iter().any(|e| e.reason == "AppCannotRunQuota")
+    });
+    let take_back = |key: &str| si::AllocationAskRelease {
+        partition_name: "default".into(),
+        application_id: "app-2".into(),
+        allocationkey: key.into(),
+        termination_type: si::TerminationType::StoppedByRm as i32,
+        message: String::new(),
+    };
+    assert_eq!(h.releases(vec![], vec![take_back("k2")]).0, SICORE_OK);
+    h.wait("app-2 Completing", |s| {
+        s.app_updates
+            .iter()
+            .any(|u| u.application_id == "app-2" && u.state == "Completing")
+    });
+    assert_eq!(h.asks(vec![ask("app-2", "k3", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("app-2 Running", |s| {
+        s.app_updates
+            .iter()
+            .any(|u| u.application_id == "app-2" && u.state == "Running")
+    });
+    h.wait_dump("app-2 held again", |d| {
+        app_entry(d, "app-2")["held_by_limits"] == true
+    });
+    // Other work makes more passes: app-2 still gets nothing.
+    h.submit(app_by("other", "root.default", "someone", &[]))
+        .unwrap();
+    assert_eq!(h.asks(vec![ask("other", "o", 10, 1, 1)]).0, SICORE_OK);
+    h.wait("other allocated", |s| {
+        s.allocations.iter().any(|a| a.application_id == "other")
+    });
+    h.settle();
+    assert_eq!(h.allocs_of("app-2"), 0);
+    let d = h.dump();
+    let t = user(&d, "testuser").expect("testuser tracked");
+    let running = level(t, "root.default").unwrap()["runningApplications"].clone();
+    assert_eq!(running, serde_json::json!(["app-1"]));
+    // No autoscaler signal for the held request either.
+    h.seen(|s| assert!(!s.container_states.iter().any(|c| c.allocation_key == "k3")));
+    // app-1 stops: app-2 runs.
+    let uuid = h.seen(|s| s.allocations[0].uuid.clone());
+    assert_eq!(
+        h.releases(
+            vec![si::AllocationRelease {
+                partition_name: "default".into(),
+                application_id: "app-1".into(),
+                uuid,
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                message: String::new(),
+            }],
+            vec![],
+        )
+        .0,
+        SICORE_OK
+    );
+    h.wait("app-2 allocated", |s| {
+        s.allocations.iter().any(|a| a.application_id == "app-2")
+    });
+    h.settle();
+    // Held, let go with its demand (no record), held again, runnable.
+    let reasons: Vec<String> = h.seen(|s| {
+        s.events
+            .iter()
+            .filter(|e| e.object_id == "app-2" && e.reason.ends_with("Quota"))
+            .map(|e| e.reason.clone())
+            .collect()
+    });
+    assert_eq!(
+        reasons,
+        ["AppCannotRunQuota", "AppCannotRunQuota", "AppRunnableQuota"]
+    );
+}

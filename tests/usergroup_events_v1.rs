@@ -458,9 +458,21 @@ fn the_default_types_make_no_usergroup_nor_queue_record() {
     rm.rec.wait("released", |s| s.released.len() == 1);
     // A node record after all that: every earlier record was flushed.
     rm.ready_node("n2");
-    rm.wait_for(T::Node, "n2", C::Add, D::DetailsNone, "default");
+    // As the v1.8 core's: no referenceID, the node's capacity as resource.
+    rm.wait_for(T::Node, "n2", C::Add, D::DetailsNone, "");
     std::thread::sleep(Duration::from_millis(100));
     let events = rm.rec.events();
+    let add = events
+        .iter()
+        .find(|e| is(e, T::Node, "n2", C::Add, D::DetailsNone, ""))
+        .unwrap();
+    let cap = &add.resource.as_ref().expect("capacity").resources;
+    assert_eq!((cap["memory"].value, cap["vcore"].value), (100_000, 100));
+    // Its schedulable record carries none (nor does the v1.8 core's).
+    assert!(events
+        .iter()
+        .filter(|e| e.object_id == "n2" && e.event_change_detail == D::NodeSchedulable as i32)
+        .all(|e| e.reference_id.is_empty() && e.resource.is_none()));
     assert!(
         events
             .iter()

@@ -151,6 +151,17 @@ pub struct Record {
     /// The SI v1.8 change, detail and resource, for records SI v0.12
     /// cannot express.
     pub structured: Option<Structured>,
+    /// For a record both editions send, the resource only SI v1.8 has a
+    /// field for (a NODE record's capacity); the v0.12 edge drops it.
+    pub v1_resource: Option<si::Resource>,
+}
+
+impl Record {
+    /// The record with `resource` for the SI v1.8 edge.
+    pub fn with_v1_resource(mut self, resource: si::Resource) -> Self {
+        self.v1_resource = Some(resource);
+        self
+    }
 }
 
 impl From<si::EventRecord> for Record {
@@ -158,6 +169,7 @@ impl From<si::EventRecord> for Record {
         Record {
             base,
             structured: None,
+            v1_resource: None,
         }
     }
 }
@@ -187,6 +199,7 @@ pub fn structured(
             detail,
             resource,
         }),
+        v1_resource: None,
     }
 }
 

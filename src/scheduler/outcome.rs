@@ -124,7 +124,7 @@ pub struct Outcomes {
     /// Timers to arm.
     pub timers: Vec<AppTimer>,
     /// Event records for the event system (spec 13).
-    pub events: Vec<si::EventRecord>,
+    pub events: Vec<crate::events::Record>,
     /// How many of `messages`, from the front, already reached the RM on
     /// the core thread: the `new` barrier delivers the messages made before
     /// a decision it delivers (see [`super::resync`]). The rest go to the
@@ -155,6 +155,11 @@ impl Outcomes {
 
     /// Queues an event record for the event system.
     pub fn event(&mut self, record: si::EventRecord) {
+        self.events.push(record.into());
+    }
+
+    /// Queues a record that carries more for SI v1.8 than the v0.12 one.
+    pub fn record(&mut self, record: crate::events::Record) {
         self.events.push(record);
     }
 

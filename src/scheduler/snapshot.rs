@@ -275,7 +275,7 @@ pub struct AppSnap {
     pub allocations: Vec<Arc<str>>,
     /// Whether it has ever held an allocation.
     pub started: bool,
-    /// Whether it is held in Accepted by a user or group
+    /// Whether it is held back (usually in Accepted) by a user or group
     /// `maxapplications` (limits.md 4.1: the state the APP records
     /// `AppCannotRunQuota` / `AppRunnableQuota` announce).
     pub held_by_limits: bool,

@@ -80,8 +80,10 @@ pub struct Seen {
     pub states: Vec<(String, String, String)>,
     /// Allocation keys the RM's cache is told to forget.
     pub forgotten: Vec<String>,
-    /// Event records.
+    /// Event records (their SI v0.12 form).
     pub events: Vec<si::EventRecord>,
+    /// The same records whole (with what only SI v1.8 carries).
+    pub records: Vec<crate::events::Record>,
 }
 
 impl Seen {
@@ -106,7 +108,9 @@ impl Seen {
         }
         self.forgotten
             .extend(out.forget.into_iter().map(|f| f.allocation_key));
-        self.events.extend(out.events);
+        self.events
+            .extend(out.events.iter().map(|r| r.base.clone()));
+        self.records.extend(out.events);
     }
 
     /// `(allocation key, node)` of each new allocation, in order.
@@ -283,6 +287,18 @@ impl Harness {
             message: "released by the test RM".into(),
         };
         self.step(|p, out| p.release_allocations(&rel, out))
+    }
+
+    /// The RM takes back ask `key` of `app` (all its asks when empty).
+    pub fn release_ask(&mut self, app: &str, key: &str) -> Seen {
+        let rel = si::AllocationAskRelease {
+            partition_name: "default".into(),
+            application_id: app.into(),
+            allocationkey: key.into(),
+            termination_type: si::TerminationType::StoppedByRm as i32,
+            message: "released by the test RM".into(),
+        };
+        self.step(|p, out| p.release_asks(&rel, out))
     }
 
     /// Moves the clock by `d` and fires the timers that are due, earliest

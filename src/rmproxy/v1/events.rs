@@ -1,8 +1,10 @@
 //! v0.12-shaped event records, as the core makes them, translated into
 //! v1.8's structured records: the type and object stay, `groupID` becomes
 //! `referenceID` (for a REQUEST the application, which the k8shim
-//! publishes as a pod event), and the core's reason string picks the
-//! change type and detail. An unknown reason is (NONE, DETAILS_NONE) with
+//! publishes as a pod event; empty for a NODE record, as the v1.8 core's
+//! node records have it), and the core's reason string picks the change
+//! type and detail; a NODE ADD or capacity record carries the node's
+//! capacity as its resource. An unknown reason is (NONE, DETAILS_NONE) with
 //! the message kept. Structured records (USERGROUP, and the QUEUE records
 //! of queue and application changes) carry their change, detail and
 //! resource, mapped one to one.
@@ -57,7 +59,9 @@ fn resource(r: &si::Resource) -> si18::Resource {
 /// [`record`] does.
 pub fn translate(r: &Record) -> si18::EventRecord {
     let Some(s) = &r.structured else {
-        return record(&r.base);
+        let mut out = record(&r.base);
+        out.resource = r.v1_resource.as_ref().map(resource);
+        return out;
     };
     let kind = match r.base.r#type {
         TYPE_QUEUE => T::Queue,
@@ -120,6 +124,14 @@ pub fn record(r: &si::EventRecord) -> si18::EventRecord {
         si::event_record::Type::Queue => T::Queue,
         _ => T::UnknownEventrecordType,
     };
+    // The v1.8 core's NODE records of a node itself (added, removed,
+    // schedulable, capacity) have an empty referenceID; the v0.12 groupID
+    // of sicore's is the partition.
+    let reference_id = if kind == T::Node {
+        String::new()
+    } else {
+        r.group_id.clone()
+    };
     si18::EventRecord {
         r#type: kind as i32,
         object_id: r.object_id.clone(),
@@ -127,7 +139,7 @@ pub fn record(r: &si::EventRecord) -> si18::EventRecord {
         timestamp_nano: r.timestamp_nano,
         event_change_type: change as i32,
         event_change_detail: detail as i32,
-        reference_id: r.group_id.clone(),
+        reference_id,
         resource: None,
     }
 }
@@ -170,6 +182,47 @@ mod tests {
         // A record the core made the v0.12 way translates as before.
         let same = translate(&v0(si::event_record::Type::Node, "NodeAdded").into());
         assert_eq!(same, add);
+    }
+
+    #[test]
+    fn node_records_have_no_reference_and_carry_the_capacity() {
+        // As the v1.8 core's: referenceID empty, the ADD's resource the
+        // node's capacity; the v0.12 form keeps the partition.
+        let mut cap = si::Resource::default();
+        cap.resources
+            .insert("memory".into(), si::Quantity { value: 64 });
+        let v0 = crate::events::record(
+            si::event_record::Type::Node,
+            "node-1",
+            "default",
+            "NodeAdded",
+            "msg".into(),
+        );
+        let r = crate::events::Record::from(v0.clone()).with_v1_resource(cap);
+        assert_eq!(r.base, v0, "the v0.12 record is unchanged");
+        let t = translate(&r);
+        assert_eq!(
+            (t.object_id.as_str(), t.reference_id.as_str()),
+            ("node-1", "")
+        );
+        assert_eq!(
+            (t.event_change_type, t.event_change_detail),
+            (C::Add as i32, D::DetailsNone as i32)
+        );
+        assert_eq!(t.resource.unwrap().resources["memory"].value, 64);
+        let gone = translate(&v0_node("NodeRemoved").into());
+        assert_eq!(gone.reference_id, "");
+        assert!(gone.resource.is_none());
+    }
+
+    fn v0_node(reason: &str) -> si::EventRecord {
+        crate::events::record(
+            si::event_record::Type::Node,
+            "node-1",
+            "default",
+            reason,
+            String::new(),
+        )
     }
 
     #[test]

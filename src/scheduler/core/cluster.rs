@@ -474,7 +474,7 @@ impl Core {
 
     /// Stores the records of the types the RM asked for, stamping those
     /// not stamped yet with the core's clock (one read per batch).
-    pub(super) fn add_events(&mut self, rm_id: &str, mut records: Vec<si::EventRecord>) {
+    pub(super) fn add_events(&mut self, rm_id: &str, mut records: Vec<Record>) {
         if records.is_empty() {
             return;
         }
@@ -483,15 +483,15 @@ impl Core {
             return;
         };
         let types = self.options.event_types;
-        records.retain(|r| types.allows(r.r#type));
+        records.retain(|r| types.allows(r.base.r#type));
         if !records.is_empty() {
             let unix = self.clock.unix_nanos();
             for r in &mut records {
-                if r.timestamp_nano == 0 {
-                    r.timestamp_nano = unix;
+                if r.base.timestamp_nano == 0 {
+                    r.base.timestamp_nano = unix;
                 }
             }
-            store.add_all(records.into_iter().map(Record::from), self.clock.now());
+            store.add_all(records, self.clock.now());
         }
     }
 

@@ -164,7 +164,7 @@ impl Core {
             CONFIG_REJECTED_REASON,
             format!("{source}: {reason}"),
         );
-        self.add_events(rm_id, vec![record]);
+        self.add_events(rm_id, vec![record.into()]);
     }
 
     /// The RM whose configuration `/ws/v1/config` shows and updates (the

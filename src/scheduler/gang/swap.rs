@@ -63,7 +63,11 @@ impl Partition {
         let mut released = Vec::new();
         for (_, app_id) in candidates {
             while made < budget {
-                let Some(plan) = self.find_swap(&app_id, cb, &mut out.events) else {
+                let mut events = Vec::new();
+                let plan = self.find_swap(&app_id, cb, &mut events);
+                out.events
+                    .extend(events.into_iter().map(crate::events::Record::from));
+                let Some(plan) = plan else {
                     break;
                 };
                 released.push(self.make_swap(plan, out));

@@ -254,11 +254,15 @@ impl Partition {
             .filter(move |(_, a)| !full || counts_as_running(a))
     }
 
-    /// User/group `maxapplications` (limits.md 4.1): only an `Accepted`
-    /// application that its user or group has no running slot for is held
-    /// back; it stays `Accepted`.
+    /// User/group `maxapplications` (limits.md 4.1): an application not
+    /// counted as running that its user or group has no running slot for
+    /// is held back. Usually it is `Accepted` and stays so; the state
+    /// alone does not decide, though: one whose requests all went moved on
+    /// to `Completing`, and a new request moves it to `Running` without an
+    /// allocation. Upstream then lets it through and the user runs one
+    /// application more than its cap; here it waits for a slot.
     pub(crate) fn runnable_by_limits(&self, a: &Application) -> bool {
-        a.state != AppState::Accepted || self.ugm.can_run(a)
+        self.ugm.can_run(a)
     }
 
     /// Whether the leaf or an ancestor is at its `maxapplications` limit.

@@ -141,6 +141,12 @@ impl Partition {
         if !self.ugm.held.is_empty() && app.pending.is_zero() {
             self.ugm.held.remove(&app.seq);
         }
+        // Its "user quota failed" state goes with it: no "fits again"
+        // record is owed for a request that is gone, and one that comes
+        // with the same key is judged afresh (upstream: a new ask object).
+        if !self.ugm.quota_failed.is_empty() {
+            self.ugm.quota_failed.remove(&(app.seq, old.key.clone()));
+        }
         let q = app.queue;
         self.queues.sub_pending(q, &demand);
     }

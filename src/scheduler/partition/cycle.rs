@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::preempt::Trigger;
 use super::preempt_required::ReservedRequired;
 use super::*;
+use crate::events::Record;
 use crate::scheduler::objects::queue::AppKey;
 use crate::scheduler::resync::ResyncBarrier;
 use crate::scheduler::ugm::{Fit, APP_CANNOTRUN_QUOTA, APP_RUNNABLE_QUOTA};
@@ -186,7 +187,7 @@ impl Partition {
             self.preemption_pass_done(&mut pass, now);
         }
         // The REQUEST events of the pass.
-        out.events.append(&mut pass.events);
+        out.events.extend(pass.events.drain(..).map(Record::from));
         // The rest of the pass's decisions reach the RM's cache now, before
         // the core hands their UpdateAllocation to the dispatcher.
         if let Some(b) = &barrier {
@@ -293,7 +294,10 @@ impl Partition {
                 }
                 let ask = &self.apps[&r.app].asks[&r.key];
                 let node = &self.nodes[slot];
-                if self.try_node(&r.app, ask, node, cb, true, &mut out.events) {
+                let mut events = Vec::new();
+                let placed = self.try_node(&r.app, ask, node, cb, true, &mut events);
+                out.events.extend(events.into_iter().map(Record::from));
+                if placed {
                     let (a, k) = self.ask_slots(&r);
                     self.commit(a, k, slot, cb, out);
                     made += 1;
@@ -317,6 +321,7 @@ impl Partition {
                 if ask.required_node.is_some() {
                     continue; // its own node only (spec 8.7 step 1)
                 }
+                let mut events = Vec::new();
                 let target = self
                     .nodes
                     .ordered()
@@ -324,8 +329,9 @@ impl Partition {
                         n.schedulable && self.reservations.on_node(n.key().slot()).is_none()
                     })
                     .filter(|n| n.fits_capacity(&ask.resource))
-                    .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut out.events))
+                    .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut events))
                     .map(|n| n.key().slot());
+                out.events.extend(events.into_iter().map(Record::from));
                 if let Some(target) = target {
                     self.reservations.cancel_node(slot);
                     let (a, k) = self.ask_slots(&r);

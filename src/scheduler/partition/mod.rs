@@ -335,6 +335,8 @@ impl Partition {
 }
 
 #[cfg(test)]
+mod limits_tests;
+#[cfg(test)]
 mod preempt_required_tests;
 #[cfg(test)]
 mod preempt_tests;

@@ -164,12 +164,13 @@ impl Partition {
             self.recover_allocation(&on, a, out);
         }
         let recovered = info.existing_allocations.len();
-        self.node_event(
+        self.node_capacity_event(
             node_id,
             "NodeAdded",
             format!(
                 "Node {node_id} added with capacity {capacity}, {recovered} existing allocation(s)"
             ),
+            &capacity,
             out,
         );
         Ok(())
@@ -177,13 +178,32 @@ impl Partition {
 
     /// A `NODE` event record (in the spirit of YuniKorn v1).
     fn node_event(&self, node_id: &str, reason: &str, message: String, out: &mut Outcomes) {
-        out.event(crate::events::record(
+        out.event(self.node_record(node_id, reason, message));
+    }
+
+    fn node_record(&self, node_id: &str, reason: &str, message: String) -> si::EventRecord {
+        crate::events::record(
             si::event_record::Type::Node,
             node_id,
             &self.name,
             reason,
             message,
-        ));
+        )
+    }
+
+    /// A `NODE` record that tells an SI v1.8 RM the node's capacity as
+    /// its resource (the v1.8 core's NODE ADD and NODE_CAPACITY records
+    /// do); the v0.12 record is the same as [`Self::node_event`]'s.
+    fn node_capacity_event(
+        &self,
+        node_id: &str,
+        reason: &str,
+        message: String,
+        capacity: &Resource,
+        out: &mut Outcomes,
+    ) {
+        let record = crate::events::Record::from(self.node_record(node_id, reason, message));
+        out.record(record.with_v1_resource(capacity.to_proto()));
     }
 
     pub(crate) fn recover_allocation(
@@ -356,7 +376,8 @@ impl Partition {
                     n.capacity(),
                     n.occupied()
                 );
-                self.node_event(node_id, "NodeUpdated", message, out);
+                let capacity = n.capacity().clone();
+                self.node_capacity_event(node_id, "NodeUpdated", message, &capacity, out);
             }
             Ok(ActionFromRm::DrainNode) => self.drain_node(node_id, out),
             Ok(ActionFromRm::DrainToSchedulable) => {

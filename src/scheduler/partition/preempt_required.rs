@@ -186,8 +186,11 @@ impl Partition {
                 return ReservedRequired::Waits; // the RM refused the node lately
             }
             let victims = self.required_node_victims(ask, node);
+            let mut events = Vec::new();
             let refused = !victims.is_empty()
-                && !self.required_node_check(&r.app, ask, node, &victims, cb, &mut out.events);
+                && !self.required_node_check(&r.app, ask, node, &victims, cb, &mut events);
+            out.events
+                .extend(events.into_iter().map(crate::events::Record::from));
             // At most one failure event per 15 s per ask (spec 15, 18).
             let failure = (victims.is_empty() || refused)
                 .then(|| {

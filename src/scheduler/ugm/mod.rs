@@ -39,8 +39,9 @@ use super::objects::queue::{QueueId, QueueTree};
 use super::resource::{ResId, Resource};
 use super::{FastMap, FastSet};
 
-/// Reason of the APP record when an application is held in Accepted by a
-/// user or group `maxapplications` (SI v1.8: APP_CANNOTRUN_QUOTA).
+/// Reason of the APP record when an application is held back (usually in
+/// Accepted) by a user or group `maxapplications` (SI v1.8:
+/// APP_CANNOTRUN_QUOTA).
 pub const APP_CANNOTRUN_QUOTA: &str = "AppCannotRunQuota";
 /// Reason of the APP record when it may run again (APP_RUNNABLE_QUOTA).
 pub const APP_RUNNABLE_QUOTA: &str = "AppRunnableQuota";
@@ -345,11 +346,11 @@ pub struct Ugm {
     /// Asks in the "user quota failed" state (limits.md 4.2), by
     /// application sequence number and allocation key.
     pub quota_failed: FastSet<(u64, Arc<str>)>,
-    /// Applications held in Accepted by a user or group
-    /// `maxapplications` (limits.md 4.1), by sequence number: an APP
-    /// record went out when they entered, one goes when they may run. One
-    /// whose requests all go leaves without a record (nothing waits), as
-    /// does one that is removed.
+    /// Applications held back by a user or group `maxapplications`
+    /// (limits.md 4.1; not counted as running, whatever their state), by
+    /// sequence number: an APP record went out when they entered, one goes
+    /// when they may run. One whose requests all go leaves without a
+    /// record (nothing waits), as does one that is removed.
     pub held: FastSet<u64>,
     /// Whether some cap limits running applications.
     apps_capped: bool,
