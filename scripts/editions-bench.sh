@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # Both SI editions side by side, through C and through Go, in one sitting:
-# the same single-ask workload (10,000 allocations, two applications) at
+# the same single-ask workload (ASKS allocations, default 10,000, two
+# applications) at
 # 500 and 5,000 nodes, with and without a Predicates callback. Rounds are
 # interleaved (every binary once per round), so a change of machine load
 # hits all of them alike; the table gives the median over the rounds and
 # the v1/v0.12 ratio of each pair.
 #
-#   bash scripts/editions-bench.sh [ROUNDS]      (default 5)
+#   bash scripts/editions-bench.sh [ROUNDS] [ASKS]      (default 5, 10000)
 #
-# C: `cargo bench --bench scheduling -- NODES 10000 --edition E [--predicates]`
+# A run of 10,000 allocations takes 30-100 ms, so one page-fault burst or
+# descheduling moves its rate by a third on a small machine; 50,000 gives
+# steadier wall-clock rates.
+#
+# C: `cargo bench --bench scheduling -- NODES ASKS --edition E [--predicates]`
 # (allocations per second of the timed part). Go: `BenchmarkScheduling` of
 # bindings/go and bindings/go-v1 (allocations per second and the process's
 # CPU nanoseconds per allocation, every thread included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
+asks=${2:-10000}
 for tool in cargo go python3; do
     command -v "$tool" >/dev/null || { echo "editions-bench: $tool is required" >&2; exit 1; }
 done
@@ -32,8 +38,8 @@ for r in $(seq 1 "$rounds"); do
         for pred in no yes; do
             flag=(); [ "$pred" = yes ] && flag=(--predicates)
             for ed in v0.12 v1; do
-                rate=$(cargo bench --quiet --bench scheduling -- "$nodes" 10000 --edition "$ed" "${flag[@]}" 2>/dev/null |
-                    awk -v n="$nodes" '$1 == n && $2 == 10000 { print $3 }')
+                rate=$(cargo bench --quiet --bench scheduling -- "$nodes" "$asks" --edition "$ed" "${flag[@]}" 2>/dev/null |
+                    awk -v n="$nodes" -v a="$asks" '$1 == n && $2 == a { print $3 }')
                 echo "C $ed $nodes $pred $rate -" >>"$out/results"
             done
         done
@@ -41,7 +47,7 @@ for r in $(seq 1 "$rounds"); do
     for ed in v0.12 v1; do
         bin="$out/go012.test"; dir=bindings/go; filter='BenchmarkScheduling/shape=single-asks'
         [ "$ed" = v1 ] && { bin="$out/gov1.test"; dir=bindings/go-v1/pkg/sicore; filter=BenchmarkScheduling; }
-        (cd "$dir" && "$bin" -test.run XXX -test.bench "$filter" -test.benchtime 3x -sicore.nodes 500,5000) |
+        (cd "$dir" && "$bin" -test.run XXX -test.bench "$filter" -test.benchtime 3x -sicore.nodes 500,5000 -sicore.asks "$asks") |
             python3 -c '
 import re, sys
 ed = sys.argv[1]
@@ -56,7 +62,7 @@ for line in sys.stdin:
     done
 done
 
-python3 - "$out/results" "$rounds" <<'EOF'
+python3 - "$out/results" "$rounds" "$asks" <<'EOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -69,7 +75,7 @@ for line in open(sys.argv[1]):
         r["cpu"].append(float(cpu))
 def med(v):
     return statistics.median(v) if v else float("nan")
-print(f"Medians of {sys.argv[2]} interleaved rounds; 10,000 single-ask allocations.")
+print(f"Medians of {sys.argv[2]} interleaved rounds; {int(sys.argv[3]):,} single-ask allocations.")
 print(f"{'via':<3} {'nodes':>6} {'pred':>4} {'v0.12 allocs/s':>15} {'v1 allocs/s':>12} {'v1/v0.12':>9} {'v0.12 cpu-ns':>13} {'v1 cpu-ns':>10} {'v1/v0.12':>9}")
 for key in sorted(rows):
     a, b = rows[key].get("v0.12"), rows[key].get("v1")
