@@ -6,21 +6,18 @@
 mod common;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use sicore::ffi::sicore_status::*;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
-use sicore::proto::si18::sicore::si18 as sicore18;
 use sicore::proto::si18::v1 as si18;
 use sicore::proto::sicore::v1 as sicore_pb;
-use sicore_c_rm::v1::{self as rmv1, RmV1};
+use sicore_c_rm::v1 as rmv1;
 use sicore_c_rm::{call, Handle};
 
 use si18::event_record::{ChangeDetail as D, ChangeType as C, Type as T};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 /// alice (group dev) capped in `root.a`, and the group too.
 const LIMITS: &str = "
@@ -66,72 +63,9 @@ partitions:
           - name: b
 ";
 
-#[derive(Default, Debug, Clone)]
-struct Seen {
-    new: Vec<si18::Allocation>,
-    released: Vec<String>,
-    apps_accepted: Vec<String>,
-    nodes_accepted: Vec<String>,
-    events: Vec<si18::EventRecord>,
-}
-
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<Seen>,
-    cv: Condvar,
-}
-
-impl Recorder {
-    fn record(&self, f: impl FnOnce(&mut Seen)) {
-        f(&mut self.seen.lock().unwrap());
-        self.cv.notify_all();
-    }
-
-    fn wait(&self, what: &str, cond: impl Fn(&Seen) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        let mut s = self.seen.lock().unwrap();
-        while !cond(&s) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "timed out waiting for {what}: {s:#?}");
-            s = self.cv.wait_timeout(s, left).unwrap().0;
-        }
-    }
-
-    fn events(&self) -> Vec<si18::EventRecord> {
-        self.seen.lock().unwrap().events.clone()
-    }
-}
-
-impl RmV1 for Recorder {
-    fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
-        self.record(|s| {
-            s.new.extend(m.new);
-            s.released
-                .extend(m.released.into_iter().map(|r| r.allocation_key));
-        });
-        Ok(())
-    }
-
-    fn update_application(&self, m: si18::ApplicationResponse) -> Result<(), String> {
-        self.record(|s| {
-            s.apps_accepted
-                .extend(m.accepted.into_iter().map(|a| a.application_id))
-        });
-        Ok(())
-    }
-
-    fn update_node(&self, m: si18::NodeResponse) -> Result<(), String> {
-        self.record(|s| {
-            s.nodes_accepted
-                .extend(m.accepted.into_iter().map(|a| a.node_id))
-        });
-        Ok(())
-    }
-
-    fn send_event(&self, m: sicore18::EventRecords) {
-        self.record(|s| s.events.extend(m.events));
-    }
-}
+/// The shared v1 recorder: what the RM was told, events included.
+type Recorder = common::v1::V1Recorder;
+type Seen = common::v1::V1Seen;
 
 struct V1Rm {
     sched: *mut sicore_scheduler,
@@ -385,7 +319,7 @@ fn usage_links_and_caps_of_a_user_and_a_group_reach_a_v1_rm() {
         usage_sums(&s.events, "alice", D::UgUserResource).1 == m(&[("memory", 300), ("vcore", 3)])
     });
     // Every record of alice and dev adds up to what is tracked: nothing.
-    let events = rm.rec.events();
+    let events = rm.rec.copy().events;
     for (who, detail) in [("alice", D::UgUserResource), ("dev", D::UgGroupResource)] {
         let (add, remove) = usage_sums(&events, who, detail);
         assert_eq!(add, remove, "{who}: {events:#?}");
@@ -416,7 +350,8 @@ fn queue_records_follow_the_configuration_and_the_applications() {
     rm.wait_for(T::Queue, "root.a", C::Set, D::QueueMax, "");
     let max = rm
         .rec
-        .events()
+        .copy()
+        .events
         .into_iter()
         .find(|e| is(e, T::Queue, "root.a", C::Set, D::QueueMax, ""))
         .unwrap();
@@ -429,7 +364,8 @@ fn queue_records_follow_the_configuration_and_the_applications() {
     // No USERGROUP record: that type is off.
     assert!(rm
         .rec
-        .events()
+        .copy()
+        .events
         .iter()
         .all(|e| e.r#type != T::Usergroup as i32));
 }
@@ -461,7 +397,7 @@ fn the_default_types_make_no_usergroup_nor_queue_record() {
     // As the v1.8 core's: no referenceID, the node's capacity as resource.
     rm.wait_for(T::Node, "n2", C::Add, D::DetailsNone, "");
     std::thread::sleep(Duration::from_millis(100));
-    let events = rm.rec.events();
+    let events = rm.rec.copy().events;
     let add = events
         .iter()
         .find(|e| is(e, T::Node, "n2", C::Add, D::DetailsNone, ""))
