@@ -635,11 +635,10 @@ fn app_entry(d: &Value, id: &str) -> Value {
         .clone()
 }
 
-#[test]
-fn app_records_once_per_quota_transition() {
-    // limits.md 6.2 / L20: an application held in Accepted by a user's
-    // maxapplications gets one APP record when held and one when it may
-    // run again, however many passes see it; the dump shows the state.
+/// testuser may run one application (APP records on): app-1 runs and
+/// holds the slot; app-2 asks and is held, its `AppCannotRunQuota` record
+/// seen.
+fn second_app_held_by_the_cap() -> Harness {
     let queues = "- name: default\n  limits:\n    - {users: [testuser], maxapplications: 1}\n";
     let mut o = options(&yaml("", queues));
     o.event_types = vec!["REQUEST".into(), "APP".into()];
@@ -654,6 +653,15 @@ fn app_records_once_per_quota_transition() {
     h.wait("held record", |s| {
         s.events.iter().any(|e| e.reason == "AppCannotRunQuota")
     });
+    h
+}
+
+#[test]
+fn app_records_once_per_quota_transition() {
+    // limits.md 6.2 / L20: an application held in Accepted by a user's
+    // maxapplications gets one APP record when held and one when it may
+    // run again, however many passes see it; the dump shows the state.
+    let h = second_app_held_by_the_cap();
     // More passes (another user's work) see app-2 again: no repeat.
     h.submit(app_by("other", "root.default", "someone", &[]))
         .unwrap();
@@ -846,20 +854,7 @@ fn an_application_back_from_completing_is_still_held_by_the_cap() {
     // takes its request back (Completing), then asks again (Running, with
     // no allocation). The user still has one slot, app-1's: app-2 gets
     // nothing until app-1 stops. (Upstream lets it through.)
-    let queues = "- name: default\n  limits:\n    - {users: [testuser], maxapplications: 1}\n";
-    let mut o = options(&yaml("", queues));
-    o.event_types = vec!["REQUEST".into(), "APP".into()];
-    let h = Harness::configured(o, 1);
-    h.submit(app_by("app-1", "root.default", "testuser", &[]))
-        .unwrap();
-    assert_eq!(h.asks(vec![ask("app-1", "k1", 10, 1, 1)]).0, SICORE_OK);
-    h.wait("app-1 allocated", |s| s.allocations.len() == 1);
-    h.submit(app_by("app-2", "root.default", "testuser", &[]))
-        .unwrap();
-    assert_eq!(h.asks(vec![ask("app-2", "k2", 10, 1, 1)]).0, SICORE_OK);
-    h.wait("held record", |s| {
-        s.events.iter().any(|e| e.reason == "AppCannotRunQuota")
-    });
+    let h = second_app_held_by_the_cap();
     let take_back = |key: &str| si::AllocationAskRelease {
         partition_name: "default".into(),
         application_id: "app-2".into(),
