@@ -60,24 +60,31 @@ def preempted_v1(rm: V1RM) -> list[si18.AllocationRelease]:
     return [r for r in rm.released if r.terminationType == si18.PREEMPTED_BY_SCHEDULER]
 
 
+def start_one_preemption(sched: sicore.v1.Scheduler, rm: V1RM) -> Driver:
+    """app-a's four running pods fill n1 and n2, then app-b asks b1, which
+    needs one of them; returns once the first victim is released."""
+    sched.register_resource_manager(v1_register_request(config=QUEUES.format(switch="")), rm)
+    d = Driver(sched, rm)
+    d.ready_nodes("n1", "n2")
+    d.app("app-a", "root.a")
+    d.app("app-b", "root.b")
+    policy = si18.PreemptionPolicy(allowPreemptSelf=True, allowPreemptOther=True)
+    # Running pods, in age order: p2 is newer than p1 on n1.
+    pods = [("p1", "n1"), ("p2", "n1"), ("p3", "n2"), ("p4", "n2")]
+    d.allocate(*(si18.Allocation(allocationKey=k, applicationID="app-a", partitionName="default",
+                                 resourcePerAlloc=v1_resource(500, 1), nodeID=n, preemptionPolicy=policy)
+                 for k, n in pods))
+    rm.wait_for("the running pods echoed", lambda: len(rm.new) == 4)
+    d.allocate(si18.Allocation(allocationKey="b1", applicationID="app-b", partitionName="default",
+                               resourcePerAlloc=v1_resource(500, 1), preemptionPolicy=policy))
+    rm.wait_for("a victim", lambda: preempted_v1(rm))
+    return d
+
+
 def test_v1_one_preemption_end_to_end() -> None:
     with sicore.v1.Scheduler(scheduling_interval_ms=10, event_flush_interval_ms=50) as sched:
         rm = PreemptionV1RM()
-        sched.register_resource_manager(v1_register_request(config=QUEUES.format(switch="")), rm)
-        d = Driver(sched, rm)
-        d.ready_nodes("n1", "n2")
-        d.app("app-a", "root.a")
-        d.app("app-b", "root.b")
-        policy = si18.PreemptionPolicy(allowPreemptSelf=True, allowPreemptOther=True)
-        # Running pods, in age order: p2 is newer than p1 on n1.
-        pods = [("p1", "n1"), ("p2", "n1"), ("p3", "n2"), ("p4", "n2")]
-        d.allocate(*(si18.Allocation(allocationKey=k, applicationID="app-a", partitionName="default",
-                                     resourcePerAlloc=v1_resource(500, 1), nodeID=n, preemptionPolicy=policy)
-                     for k, n in pods))
-        rm.wait_for("the running pods echoed", lambda: len(rm.new) == 4)
-        d.allocate(si18.Allocation(allocationKey="b1", applicationID="app-b", partitionName="default",
-                                   resourcePerAlloc=v1_resource(500, 1), preemptionPolicy=policy))
-        rm.wait_for("a victim", lambda: preempted_v1(rm))
+        d = start_one_preemption(sched, rm)
         with rm.cond:
             victims = preempted_v1(rm)
             assert [(v.allocationKey, v.applicationID) for v in victims] == [("p2", "app-a")]
@@ -186,20 +193,7 @@ class PreemptionOnlyV1RM(V1RM):
 def test_v1_preemption_predicates_is_asked_without_predicates() -> None:
     with sicore.v1.Scheduler(scheduling_interval_ms=10, event_flush_interval_ms=50) as sched:
         rm = PreemptionOnlyV1RM()
-        sched.register_resource_manager(v1_register_request(config=QUEUES.format(switch="")), rm)
-        d = Driver(sched, rm)
-        d.ready_nodes("n1", "n2")
-        d.app("app-a", "root.a")
-        d.app("app-b", "root.b")
-        policy = si18.PreemptionPolicy(allowPreemptSelf=True, allowPreemptOther=True)
-        pods = [("p1", "n1"), ("p2", "n1"), ("p3", "n2"), ("p4", "n2")]
-        d.allocate(*(si18.Allocation(allocationKey=k, applicationID="app-a", partitionName="default",
-                                     resourcePerAlloc=v1_resource(500, 1), nodeID=n, preemptionPolicy=policy)
-                     for k, n in pods))
-        rm.wait_for("the running pods echoed", lambda: len(rm.new) == 4)
-        d.allocate(si18.Allocation(allocationKey="b1", applicationID="app-b", partitionName="default",
-                                   resourcePerAlloc=v1_resource(500, 1), preemptionPolicy=policy))
-        rm.wait_for("a victim", lambda: preempted_v1(rm))
+        start_one_preemption(sched, rm)
         with rm.cond:
             assert [v.allocationKey for v in preempted_v1(rm)] == ["p2"]
             assert rm.checks, "preemption_predicates was never asked"
