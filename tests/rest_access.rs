@@ -1,7 +1,7 @@
 //! Access control of the REST service (docs/rest-access.md): the Host
 //! header must name the service (DNS rebinding), mutating requests need the
-//! operator's bearer token when one is set, and binding beyond loopback
-//! without a token is refused at sicore_new.
+//! operator's bearer token when one is set, and a service bound beyond
+//! loopback without a token serves reads and refuses every change.
 
 mod common;
 mod restkit;
@@ -101,25 +101,44 @@ fn mutating_requests_need_the_token_when_one_is_set() {
 }
 
 #[test]
-fn binding_beyond_loopback_needs_a_token() {
-    for address in ["0.0.0.0:0", "[::]:0"] {
+fn beyond_loopback_without_a_token_serves_reads_and_refuses_changes() {
+    // ":port" is every address, as Go's net.Listen reads YuniKorn's ":9080".
+    for address in ["0.0.0.0:0", "[::]:0", ":0"] {
         let mut o = yaml_options(YAML);
         o.rest_address = address.into();
-        let bytes = options_bytes(&o);
-        let mut sched = std::ptr::null_mut();
-        let mut err = sicore_buffer::empty();
-        let st = sicore_new(bytes.as_ptr(), bytes.len(), &mut sched, &mut err);
-        let msg = take_string(err);
-        assert_eq!(
-            st,
-            sicore_status::SICORE_INVALID_ARGUMENT,
-            "{address}: {msg}"
-        );
-        assert!(
-            msg.contains("rest.token") && msg.contains("loopback"),
-            "{msg}"
-        );
-        assert!(sched.is_null());
+        let h = Harness::new(o);
+        let rm = ConfigRm::new();
+        let (st, msg) = register(h.sched, "rm", "queues", &rm);
+        assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+        let port = rest_address(h.sched)
+            .rsplit_once(':')
+            .unwrap()
+            .1
+            .to_string();
+        let addr = format!("127.0.0.1:{port}");
+        // Any Host: a Kubernetes service name, a proxy passing the browser's.
+        for host in [
+            "yunikorn-service.yunikorn.svc:9080",
+            "ui.example.com",
+            "10.0.0.7",
+        ] {
+            let r = with_host(&addr, host, "/ws/v1/queues");
+            assert_eq!(r.status, 200, "{address} Host {host}: {}", r.body);
+        }
+        let base = config_checksum(&addr);
+        let text = format!("{YAML}          - name: b\nchecksum: {base}\n");
+        for (path, body) in [
+            ("/ws/v1/config", text.as_bytes()),
+            ("/ws/v1/loglevel/debug", b""),
+        ] {
+            let r = http(&addr, "PUT", path, &[], body);
+            assert_eq!(r.status, 403, "{address} PUT {path}: {}", r.body);
+            assert!(r.body.contains("rest.token"), "{}", r.body);
+        }
+        assert_eq!(rm.log(|l| l.entered), 0, "nothing reached the RM");
+        assert_eq!(core_checksum(h.sched, "rm"), base);
+        let v = http(&addr, "POST", "/ws/v1/validate-conf", &[], YAML.as_bytes());
+        assert_eq!(v.status, 200, "validation stays open: {}", v.body);
     }
     // Loopback needs none (every other test), and a bad token is refused.
     let mut o = yaml_options(YAML);

@@ -15,10 +15,12 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::security::{is_valid_group_name, is_valid_user_name, Acl};
+pub use quantity::QuantityGrammar;
 
 mod de;
 pub mod limits;
 pub(crate) mod placement;
+pub mod quantity;
 #[cfg(test)]
 mod tests;
 
@@ -381,8 +383,22 @@ fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
 /// configuration without partitions. Child template quantities are checked by
 /// the strict quantity parse. The checksum (2.6) is computed from `text`.
 pub fn parse(text: &str) -> Result<SchedulerConfig, ConfigError> {
-    let raw: RawConfig = serde_yaml_ng::from_str(text)
-        .map_err(|e| ConfigError::new(format!("failed to parse configuration: {e}")))?;
+    parse_with(text, QuantityGrammar::Integer)
+}
+
+/// [`parse`] with the quantities written in `grammar`: the SI v1 edition
+/// reads them as YuniKorn v1.x does ([`QuantityGrammar::Units`]).
+pub fn parse_with(text: &str, grammar: QuantityGrammar) -> Result<SchedulerConfig, ConfigError> {
+    let failed =
+        |e: serde_yaml_ng::Error| ConfigError::new(format!("failed to parse configuration: {e}"));
+    let raw: RawConfig = match grammar {
+        QuantityGrammar::Integer => serde_yaml_ng::from_str(text).map_err(failed)?,
+        QuantityGrammar::Units => {
+            let mut tree: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(failed)?;
+            quantity::rewrite_units(&mut tree).map_err(ConfigError::new)?;
+            serde_yaml_ng::from_value(tree).map_err(failed)?
+        }
+    };
     if raw.partitions.is_empty() {
         return Err(ConfigError::new("configuration has no partitions defined"));
     }
@@ -719,8 +735,23 @@ pub fn load(
     config_dir: &str,
     policy_configs: &BTreeMap<String, String>,
 ) -> Result<LoadedConfig, ConfigError> {
+    load_with(
+        policy_group,
+        config_dir,
+        policy_configs,
+        QuantityGrammar::Integer,
+    )
+}
+
+/// [`load`] with the quantities written in `grammar`.
+pub fn load_with(
+    policy_group: &str,
+    config_dir: &str,
+    policy_configs: &BTreeMap<String, String>,
+    grammar: QuantityGrammar,
+) -> Result<LoadedConfig, ConfigError> {
     let (text, source) = read(policy_group, config_dir, policy_configs)?;
-    from_text(text, source)
+    from_text_with(text, source, grammar)
 }
 
 /// Finds and reads the text of `policy_group` by the rules of [`load`],
@@ -768,7 +799,16 @@ fn read_file(path: &Path) -> Result<(String, String), ConfigError> {
 
 /// Parses `text` that came from `source` into a [`LoadedConfig`].
 pub fn from_text(text: String, source: String) -> Result<LoadedConfig, ConfigError> {
-    let config = parse(&text)?;
+    from_text_with(text, source, QuantityGrammar::Integer)
+}
+
+/// [`from_text`] with the quantities written in `grammar`.
+pub fn from_text_with(
+    text: String,
+    source: String,
+    grammar: QuantityGrammar,
+) -> Result<LoadedConfig, ConfigError> {
+    let config = parse_with(&text, grammar)?;
     Ok(LoadedConfig {
         config,
         text,

@@ -39,6 +39,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
+use crate::config::QuantityGrammar;
 use crate::error::{Error, Status};
 use crate::metrics::Metrics;
 use crate::proto::sicore::v1::RestOptions;
@@ -46,7 +47,7 @@ use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Reply};
 use config_txn::{ConfigWorker, Refusal};
 use handlers::Endpoint;
-use settings::Settings;
+use settings::{Mutation, Settings};
 use snapshot::Snapshot;
 
 pub use settings::{CONNECTION_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS};
@@ -132,6 +133,29 @@ impl Context {
     }
 }
 
+/// The addresses `address` names: `host:port`, or `:port` for every
+/// address (IPv6 and IPv4 where the host has IPv6, IPv4 alone otherwise),
+/// as Go's `net.Listen` reads it and so as the YuniKorn core's `:9080`.
+fn resolve(address: &str) -> Result<Vec<SocketAddr>, Error> {
+    let bad = |e: &dyn std::fmt::Display| {
+        Error::invalid(format!(
+            "SchedulerOptions.rest_address: '{address}' is not host:port or :port: {e}"
+        ))
+    };
+    if let Some(port) = address.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|e| bad(&e))?;
+        return Ok(vec![
+            SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)),
+            SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port)),
+        ]);
+    }
+    let addrs: Vec<SocketAddr> = address.to_socket_addrs().map_err(|e| bad(&e))?.collect();
+    if addrs.is_empty() {
+        return Err(bad(&"it names no address"));
+    }
+    Ok(addrs)
+}
+
 /// A running REST service. [`RestServer::stop`] (or drop) ends it and
 /// joins its thread.
 pub struct RestServer {
@@ -156,14 +180,7 @@ impl RestServer {
         metrics: Arc<Metrics>,
         config_lock: ConfigLock,
     ) -> Result<Self, Error> {
-        let addrs: Vec<SocketAddr> = address
-            .to_socket_addrs()
-            .map_err(|e| {
-                Error::invalid(format!(
-                    "SchedulerOptions.rest_address: '{address}' is not host:port: {e}"
-                ))
-            })?
-            .collect();
+        let addrs = resolve(address)?;
         // Checked before binding, so a refused address is never opened.
         for a in &addrs {
             Settings::new(options, address, *a)?;
@@ -416,11 +433,23 @@ async fn handle(ctx: Arc<Context>, slot: Slot, req: Request<Incoming>) -> Result
         );
         return Ok(resp);
     }
-    if handlers::mutates(req.method())
-        && !ctx
-            .settings
-            .authorized(header(&req, hyper::header::AUTHORIZATION))
-    {
+    let mutation = if handlers::mutates(req.method()) {
+        ctx.settings
+            .mutation(header(&req, hyper::header::AUTHORIZATION))
+    } else {
+        Mutation::Allowed
+    };
+    if mutation == Mutation::Disabled {
+        return Ok(error(
+            StatusCode::FORBIDDEN,
+            format!(
+                "{} {} is refused: this service is reachable beyond loopback and no token is set, so it only serves reads; set SchedulerOptions.rest.token (SICORE_REST_TOKEN for the yunikorn-core drop-in) to enable changes",
+                req.method(),
+                req.uri().path()
+            ),
+        ));
+    }
+    if mutation == Mutation::WrongToken {
         let mut resp = error(
             StatusCode::UNAUTHORIZED,
             format!(
@@ -758,10 +787,29 @@ async fn get_config(ctx: &Context, req: &Request<Incoming>) -> Result<Resp, Fail
     ))
 }
 
+/// How posted configuration text writes its quantities: as the v0.12
+/// edition does when every registered RM is a v0.12 one, else as YuniKorn
+/// v1.x does (the k8shim's admission controller may post before its
+/// scheduler has registered).
+async fn validation_grammar(ctx: &Context) -> Result<QuantityGrammar, Fail> {
+    let snap = ctx.snapshot(false).await?;
+    let all_v012 = !snap.rms.is_empty()
+        && snap
+            .rms
+            .iter()
+            .all(|rm| rm.grammar == QuantityGrammar::Integer);
+    Ok(if all_v012 {
+        QuantityGrammar::Integer
+    } else {
+        QuantityGrammar::Units
+    })
+}
+
 /// `{"allowed": bool, "reason": string}`, HTTP 200 either way.
 async fn validate(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
     let text = read_body(ctx, req).await?;
-    let v = match crate::config::parse(&text) {
+    let grammar = validation_grammar(ctx).await?;
+    let v = match crate::config::parse_with(&text, grammar) {
         Ok(_) => json!({"allowed": true, "reason": ""}),
         Err(e) => json!({"allowed": false, "reason": e.to_string()}),
     };
@@ -774,7 +822,8 @@ async fn validate(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
 /// dropped (the client went away).
 async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
     let text = read_body(ctx, req).await?;
-    crate::config::parse(&text).map_err(|e| {
+    let grammar = validation_grammar(ctx).await?;
+    crate::config::parse_with(&text, grammar).map_err(|e| {
         fail(
             StatusCode::BAD_REQUEST,
             format!("invalid configuration: {e}"),

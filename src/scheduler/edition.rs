@@ -18,6 +18,15 @@ pub enum Edition {
 }
 
 impl Edition {
+    /// How this edition's RMs write resource quantities in `queues.yaml`:
+    /// v0.12 plain integers, v1.x with units and `vcore` in cores.
+    pub fn quantity_grammar(self) -> crate::config::QuantityGrammar {
+        match self {
+            Edition::V012 => crate::config::QuantityGrammar::Integer,
+            Edition::V1 => crate::config::QuantityGrammar::Units,
+        }
+    }
+
     /// The name used in messages ("SI v0.12", "SI v1.8").
     pub fn name(self) -> &'static str {
         match self {

@@ -81,6 +81,9 @@ pub struct RmSnap {
     pub config_text: String,
     /// Its event settings in force.
     pub events: RmEventsSnap,
+    /// How its configuration writes quantities (its SI edition's way).
+    #[serde(skip)]
+    pub grammar: crate::config::QuantityGrammar,
 }
 
 /// One RM's event settings in force (its own, SI v1.8 `extraConfig`, or
@@ -409,6 +412,8 @@ pub struct RmView<'a> {
     pub config_text: &'a str,
     /// Its event store's bound; `None` while its events are off.
     pub event_capacity: Option<usize>,
+    /// How its configuration writes quantities (its SI edition's way).
+    pub grammar: crate::config::QuantityGrammar,
 }
 
 /// Converts a monotonic instant in the past to Unix ns.
@@ -700,6 +705,7 @@ pub fn build<'a>(
                 config_source: rm.config_source.to_string(),
                 checksum: rm.checksum.to_string(),
                 config_text: rm.config_text.to_string(),
+                grammar: rm.grammar,
                 events: RmEventsSnap {
                     enabled: rm.event_capacity.is_some(),
                     request_capacity: rm.event_capacity.unwrap_or(0) as u64,

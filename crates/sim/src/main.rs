@@ -123,9 +123,15 @@ struct Args {
     #[arg(long, value_name = "ADDR")]
     serve: Option<String>,
     /// Bearer token that PUT requests to the --serve REST service must
-    /// carry; needed to serve beyond loopback (see docs/rest-access.md).
+    /// carry; beyond loopback, without one, changes are refused (see
+    /// docs/rest-access.md).
     #[arg(long, value_name = "TOKEN", requires = "serve")]
     rest_token: Option<String>,
+    /// A Host header value the --serve REST service accepts besides
+    /// localhost and its address ("name", "name:port", "name:*",
+    /// "*.domain"); repeatable (see docs/rest-access.md).
+    #[arg(long, value_name = "HOST", requires = "serve")]
+    rest_allowed_host: Vec<String>,
     /// The SI edition the RM speaks: v0.12 (`sicore_*`) or v1 (SI v1.8,
     /// `sicore_v1_*`). The gang workload needs v0.12.
     #[arg(long, value_enum, default_value = "v0.12")]
@@ -543,6 +549,12 @@ fn run(args: Args) -> Result<(), String> {
         options.rest_address = addr.clone();
         if let Some(token) = &args.rest_token {
             options.rest.get_or_insert_with(Default::default).token = token.clone();
+        }
+        if !args.rest_allowed_host.is_empty() {
+            options
+                .rest
+                .get_or_insert_with(Default::default)
+                .allowed_hosts = args.rest_allowed_host.clone();
         }
     }
     let sched = sicore_c_rm::new_scheduler(&options)?;

@@ -223,6 +223,12 @@ impl Driver {
             if let Some(token) = &args.rest_token {
                 options.rest.get_or_insert_with(Default::default).token = token.clone();
             }
+            if !args.rest_allowed_host.is_empty() {
+                options
+                    .rest
+                    .get_or_insert_with(Default::default)
+                    .allowed_hosts = args.rest_allowed_host.clone();
+            }
         }
         let sched = sicore_c_rm::new_scheduler(&options)?;
         let sim = Sim {

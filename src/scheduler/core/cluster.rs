@@ -154,17 +154,24 @@ impl Core {
         // Re-registration starts afresh (spec 1.4): the RM's old state goes
         // first, so a failed re-registration leaves it unregistered.
         self.remove_rm(rm_id);
+        let grammar = edition.quantity_grammar();
         let loaded = match origin {
-            ConfigOrigin::PolicyGroup => {
-                config::load(policy_group, &self.options.config_dir, &self.options.policy_configs)
-            }
-            ConfigOrigin::Text(text) if text.trim().is_empty() => config::from_text(
+            ConfigOrigin::PolicyGroup => config::load_with(
+                policy_group,
+                &self.options.config_dir,
+                &self.options.policy_configs,
+                grammar,
+            ),
+            ConfigOrigin::Text(text) if text.trim().is_empty() => config::from_text_with(
                 config::DEFAULT_CONFIG_V1.to_string(),
                 "built-in SI v1.8 default".to_string(),
+                grammar,
             ),
-            ConfigOrigin::Text(text) => {
-                config::from_text(text, "RegisterResourceManager request".to_string())
-            }
+            ConfigOrigin::Text(text) => config::from_text_with(
+                text,
+                "RegisterResourceManager request".to_string(),
+                grammar,
+            ),
         }
         .map_err(|e| {
                 Error::rejected(format!(
@@ -549,6 +556,7 @@ impl Core {
                 checksum: &rm.checksum,
                 config_text: &rm.config_text,
                 event_capacity: self.events.get(id.as_str()).map(EventStore::capacity),
+                grammar: rm.edition.quantity_grammar(),
             }),
             self.partitions.values(),
             self.event_stats(),

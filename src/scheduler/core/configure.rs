@@ -33,10 +33,11 @@ impl Core {
                 "failed to reload configuration, because RM {rm_id} is unknown to the scheduler"
             )));
         };
-        let loaded = config::load(
+        let loaded = config::load_with(
             &rm.policy_group,
             &self.options.config_dir,
             &self.options.policy_configs,
+            rm.edition.quantity_grammar(),
         )
         .map_err(|e| Error::rejected(format!("configuration reload for RM {rm_id} failed: {e}")))?;
         if loaded.config.checksum == rm.checksum {
@@ -80,11 +81,11 @@ impl Core {
         } else {
             configs.insert(policy_group.to_string(), yaml);
         }
-        let users: Vec<String> = self
+        let users: Vec<(String, Edition)> = self
             .rms
             .iter()
             .filter(|(_, rm)| rm.policy_group == policy_group)
-            .map(|(id, _)| id.clone())
+            .map(|(id, rm)| (id.clone(), rm.edition))
             .collect();
         if users.is_empty() && !configs.contains_key(policy_group) {
             // Dropping the text of a group no RM uses: nothing to reload.
@@ -94,20 +95,34 @@ impl Core {
         }
         // Without an RM the text is still checked, so a later registration
         // cannot be the first to find it broken.
-        let loaded = config::load(policy_group, &self.options.config_dir, &configs)
-            .map_err(|e| failed(e.to_string()))?;
-        for rm_id in &users {
+        // Each RM reads the text with its edition's quantities; without an
+        // RM it is checked as v0.12 text, the form a policy-group file has.
+        let load = |edition: Edition| {
+            config::load_with(
+                policy_group,
+                &self.options.config_dir,
+                &configs,
+                edition.quantity_grammar(),
+            )
+            .map_err(|e| failed(e.to_string()))
+        };
+        let mut loads = Vec::with_capacity(users.len());
+        if users.is_empty() {
+            load(Edition::V012)?;
+        }
+        for (rm_id, edition) in &users {
+            let loaded = load(*edition)?;
             self.check_config(rm_id, &loaded)
                 .map_err(|e| failed(e.message))?;
+            loads.push(loaded);
         }
         self.options.policy_configs = configs;
         log::info!(
-            "configuration of policy group '{policy_group}' set from {} ({} RM(s) reloaded)",
-            loaded.source,
+            "configuration of policy group '{policy_group}' set ({} RM(s) reloaded)",
             users.len()
         );
-        for rm_id in &users {
-            self.apply_config(rm_id, loaded.clone())
+        for ((rm_id, _), loaded) in users.iter().zip(loads) {
+            self.apply_config(rm_id, loaded)
                 .map_err(|e| failed(e.message))?;
         }
         Ok(())
@@ -192,7 +207,8 @@ impl Core {
                 Edition::V1.name()
             )));
         }
-        let config = config::parse(text).map_err(|e| Error::rejected(e.to_string()))?;
+        let config = config::parse_with(text, rm.edition.quantity_grammar())
+            .map_err(|e| Error::rejected(e.to_string()))?;
         let loaded = LoadedConfig {
             config,
             text: text.to_string(),
@@ -259,7 +275,8 @@ impl Core {
             Edition::V012 => REST_SOURCE,
             Edition::V1 => V1_UPDATE_SOURCE,
         };
-        let config = config::parse(&text).map_err(|e| Error::rejected(e.to_string()))?;
+        let config = config::parse_with(&text, rm.edition.quantity_grammar())
+            .map_err(|e| Error::rejected(e.to_string()))?;
         // SI v1.8: an unchanged checksum is a no-op (not even the label).
         if rm.edition == Edition::V1 && config.checksum == rm.checksum {
             return Ok(());

@@ -12,7 +12,15 @@
 // defaults:
 //
 //   - SICORE_REST_ADDRESS: where the REST service listens (default
-//     ":9080", the YuniKorn core's port; "off" starts none);
+//     ":9080", every interface on the YuniKorn core's port, so the
+//     k8shim's admission controller, a liveness probe and Prometheus reach
+//     it through the scheduler's service; "off" starts none);
+//   - SICORE_REST_TOKEN: the bearer token that enables changes through
+//     REST (configuration, log level). Without it every read is served
+//     and every change is refused with 403 naming this variable;
+//   - SICORE_REST_ALLOWED_HOSTS: comma-separated Host values to accept
+//     ("name", "name:port", "name:*", "*.domain"). Unset, a service bound
+//     beyond loopback accepts any Host, as behind YuniKorn's web server;
 //   - the queue configuration and the extraConfig keys (log levels, event
 //     settings) come from the RM, in its registration request and in
 //     UpdateConfiguration, as with the YuniKorn core.
@@ -25,6 +33,7 @@ package entrypoint
 import (
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/api"
 	"go.uber.org/zap"
@@ -34,6 +43,12 @@ import (
 
 // EnvRESTAddress names the variable that sets the REST address.
 const EnvRESTAddress = "SICORE_REST_ADDRESS"
+
+// EnvRESTToken names the variable that sets the REST token.
+const EnvRESTToken = "SICORE_REST_TOKEN"
+
+// EnvRESTAllowedHosts names the variable that sets the accepted Host values.
+const EnvRESTAllowedHosts = "SICORE_REST_ALLOWED_HOSTS"
 
 // DefaultRESTAddress is where the REST service listens by default, the
 // port of the YuniKorn core's web service.
@@ -87,6 +102,18 @@ func start(l *slog.Logger, extra ...sicore.Option) *ServiceContext {
 	}
 	if addr != "off" && addr != "" {
 		opts = append(opts, sicore.WithRESTAddress(addr))
+		if token := strings.TrimSpace(os.Getenv(EnvRESTToken)); token != "" {
+			opts = append(opts, sicore.WithRESTToken(token))
+		}
+		var hosts []string
+		for _, h := range strings.Split(os.Getenv(EnvRESTAllowedHosts), ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hosts = append(hosts, h)
+			}
+		}
+		if len(hosts) > 0 {
+			opts = append(opts, sicore.WithRESTAllowedHosts(hosts...))
+		}
 	}
 	sched, err := sicore.New(opts...)
 	if err != nil {

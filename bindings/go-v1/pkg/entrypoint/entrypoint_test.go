@@ -1,8 +1,11 @@
 package entrypoint
 
 import (
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -148,5 +151,103 @@ func TestZapHandler(t *testing.T) {
 	}
 	if got := startLevel(zap.New(core), nil); got != slog.LevelInfo {
 		t.Errorf("start level of an info logger: %v", got)
+	}
+}
+
+// restCall sends one request to the scheduler's REST service at port with
+// the Host header a Kubernetes service name gives, and returns the status
+// and body.
+func restCall(t *testing.T, method string, port string, path string, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, "http://127.0.0.1:"+port+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "yunikorn-service.yunikorn.svc:9080"
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestDefaultStart: with no environment at all the drop-in starts as
+// yunikorn-core does: REST on every interface at port 9080, reads served
+// to any Host (the admission controller, probes and Prometheus come
+// through the scheduler's service), and changes refused with a message
+// naming the variable that enables them.
+func TestDefaultStart(t *testing.T) {
+	for _, k := range []string{EnvRESTAddress, EnvRESTToken, EnvRESTAllowedHosts} {
+		if v, ok := os.LookupEnv(k); ok {
+			os.Unsetenv(k)
+			defer os.Setenv(k, v)
+		}
+	}
+	ctx := StartAllServices()
+	if ctx.RMProxy == nil {
+		t.Fatal("RMProxy is nil with the default environment")
+	}
+	defer ctx.StopAll()
+	addr, err := ctx.Scheduler.RESTAddress()
+	if err != nil || !strings.HasSuffix(addr, ":9080") {
+		t.Fatalf("REST address %q (%v), want port 9080 on every interface", addr, err)
+	}
+	if host, _, _ := net.SplitHostPort(addr); host != "::" && host != "0.0.0.0" {
+		t.Errorf("REST bound to %q, want every interface", host)
+	}
+	if _, err := ctx.RMProxy.RegisterResourceManager(&si.RegisterResourceManagerRequest{
+		RmID: "mycluster", Version: "1.9.0", PolicyGroup: "queues"}, &nodeRM{answered: map[string]bool{}}); err != nil {
+		t.Fatalf("RegisterResourceManager: %v", err)
+	}
+	code, body := restCall(t, http.MethodGet, "9080", "/ws/v1/partitions", "")
+	if code != http.StatusOK || !strings.Contains(body, `"default"`) {
+		t.Errorf("GET /ws/v1/partitions: %d %s", code, body)
+	}
+	code, body = restCall(t, http.MethodGet, "9080", "/ws/v1/scheduler/healthcheck", "")
+	if code != http.StatusOK && code != http.StatusServiceUnavailable {
+		t.Errorf("health check: %d %s", code, body)
+	}
+	code, body = restCall(t, http.MethodPut, "9080", "/ws/v1/loglevel/info", "")
+	if code != http.StatusForbidden || !strings.Contains(body, EnvRESTToken) {
+		t.Errorf("PUT without a token: %d %s, want 403 naming %s", code, body, EnvRESTToken)
+	}
+}
+
+// TestRESTToken: SICORE_REST_TOKEN enables changes for requests that
+// carry it; a ":port" address binds every interface.
+func TestRESTToken(t *testing.T) {
+	t.Setenv(EnvRESTAddress, ":0")
+	t.Setenv(EnvRESTToken, "s3cret")
+	t.Setenv(EnvRESTAllowedHosts, "yunikorn-service.yunikorn.svc:*, ui.example")
+	ctx := StartAllServices()
+	if ctx.RMProxy == nil {
+		t.Fatal("RMProxy is nil")
+	}
+	defer ctx.StopAll()
+	addr, err := ctx.Scheduler.RESTAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	if code, body := restCall(t, http.MethodPut, port, "/ws/v1/loglevel/info", ""); code != http.StatusUnauthorized {
+		t.Errorf("PUT without the token: %d %s, want 401", code, body)
+	}
+	if code, body := restCall(t, http.MethodPut, port, "/ws/v1/loglevel/info", "s3cret"); code != http.StatusOK {
+		t.Errorf("PUT with the token: %d %s, want 200", code, body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+port+"/ws/v1/partitions", nil)
+	req.Host = "evil.example"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a Host outside SICORE_REST_ALLOWED_HOSTS: %d, want 403", resp.StatusCode)
 	}
 }

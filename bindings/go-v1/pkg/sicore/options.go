@@ -41,6 +41,8 @@ type config struct {
 	eventTypes                 []string
 	logger                     *slog.Logger
 	restAddress                string
+	restToken                  string
+	restAllowedHosts           []string
 	withoutPredicates          bool
 	goexitGuard                *bool // nil: testing.Testing()
 }
@@ -180,6 +182,9 @@ const (
 	fieldPlaceholderTimeoutMs       = 14
 	fieldEventTypes                 = 13
 	fieldRESTAddress                = 16
+	fieldREST                       = 17
+	fieldRESTToken                  = 1
+	fieldRESTAllowedHosts           = 2
 )
 
 // encode writes the options as a sicore.v1.SchedulerOptions message. The
@@ -226,5 +231,53 @@ func (c *config) encode() []byte {
 		str(fieldEventTypes, t)
 	}
 	str(fieldRESTAddress, c.restAddress)
+	if rest := c.encodeREST(); len(rest) > 0 {
+		b = protowire.AppendTag(b, fieldREST, protowire.BytesType)
+		b = protowire.AppendBytes(b, rest)
+	}
 	return b
+}
+
+// encodeREST writes the sicore.v1.RestOptions the options set.
+func (c *config) encodeREST() []byte {
+	var b []byte
+	if c.restToken != "" {
+		b = protowire.AppendTag(b, fieldRESTToken, protowire.BytesType)
+		b = protowire.AppendString(b, c.restToken)
+	}
+	for _, h := range c.restAllowedHosts {
+		b = protowire.AppendTag(b, fieldRESTAllowedHosts, protowire.BytesType)
+		b = protowire.AppendString(b, h)
+	}
+	return b
+}
+
+// WithRESTToken sets the bearer token that requests changing state through
+// the REST service must carry (Authorization: Bearer TOKEN). Without a
+// token a service bound beyond loopback serves reads only; one bound to
+// loopback accepts changes from this machine (docs/rest-access.md).
+func WithRESTToken(token string) Option {
+	return func(c *config) error {
+		if token == "" {
+			return fmt.Errorf("WithRESTToken: empty token")
+		}
+		c.restToken = token
+		return nil
+	}
+}
+
+// WithRESTAllowedHosts adds Host header values the REST service accepts:
+// "name", "name:port", "name:*" (any port) or "*.domain" (any subdomain).
+// Once any is set, a service bound beyond loopback serves only those names
+// and IP addresses (docs/rest-access.md).
+func WithRESTAllowedHosts(hosts ...string) Option {
+	return func(c *config) error {
+		for _, h := range hosts {
+			if h == "" {
+				return fmt.Errorf("WithRESTAllowedHosts: empty host")
+			}
+		}
+		c.restAllowedHosts = append(c.restAllowedHosts, hosts...)
+		return nil
+	}
 }
