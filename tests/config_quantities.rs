@@ -60,11 +60,11 @@ fn a_v1_rm_writes_units_and_vcore_in_cores_everywhere() {
     assert_eq!(named(&a, "max", "vcore"), 2000);
     assert_eq!(named(&a, "guaranteed", "memory"), 400_000_000);
     assert_eq!(named(&a, "guaranteed", "vcore"), 500);
-    let limit = &a["limits"][0]["max_resources"];
+    let limit = &a["limits"][0]["maxResources"];
     assert_eq!(limit["memory"].as_i64(), Some(512 << 20), "{a}");
     assert_eq!(limit["vcore"].as_i64(), Some(1500), "{a}");
     let root = find_queue(&dump, "default", "root").expect("root");
-    let everyone = &root["limits"][0]["max_resources"];
+    let everyone = &root["limits"][0]["maxResources"];
     assert_eq!(everyone["memory"].as_i64(), Some(1 << 30), "{root}");
     assert_eq!(everyone["vcore"].as_i64(), Some(4000), "{root}");
 
