@@ -301,3 +301,51 @@ fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     books::check_books(&d).unwrap();
     assert_eq!(rm.rec.copy().released.len(), 2);
 }
+
+/// YuniKorn v1.9 renamed the queue's delay to `quota.preemption.delay`;
+/// sicore reads both names for every RM, and the new one wins when a queue
+/// sets both (delta spec 3.1).
+#[test]
+fn v1_the_v19_delay_key_is_read_and_wins_over_the_v18_one() {
+    let with = |props: &str, max: i64| {
+        let queues = format!(
+            "          - name: a
+            resources: {{max: {{memory: {max}}}}}
+            properties: {{application.sort.policy: fifo, {props}}}
+          - name: b
+"
+        );
+        partition_yaml(ON, &queues)
+    };
+    // The new name alone enforces a lowered max.
+    let new_key = "quota.preemption.delay: 1ms";
+    let rm = v1_rm(&with(new_key, 1000));
+    let pods = (0..5)
+        .map(|i| rmv1::ask("app-1", &format!("pod-{i}"), 200, 1))
+        .collect();
+    rm.allocate(pods, vec![]);
+    rm.rec.wait("five pods placed", |s| s.new.len() == 5);
+    rm.settle();
+    assert_eq!(rm.update_config(&with(new_key, 500)).0, SICORE_OK);
+    rm.rec.wait("victims", |s| v1_preempted(s).len() >= 3);
+    let d = rm.dump();
+    let a = find_queue(&d, "default", "root.a").unwrap();
+    assert_eq!(a["quota_preemption_delay"], "1ms", "{a}");
+
+    // Both names: the new one (0 = off) wins over the old one.
+    let both = "quota.preemption.delay: 0s, preemption.quota.delay: 1ms";
+    let rm = v1_rm(&with(both, 1000));
+    let pods = (0..5)
+        .map(|i| rmv1::ask("app-1", &format!("pod-{i}"), 200, 1))
+        .collect();
+    rm.allocate(pods, vec![]);
+    rm.rec.wait("five pods placed", |s| s.new.len() == 5);
+    rm.settle();
+    assert_eq!(rm.update_config(&with(both, 500)).0, SICORE_OK);
+    rm.settle();
+    rm.settle();
+    assert!(
+        v1_preempted(&rm.rec.copy()).is_empty(),
+        "the v1.9 key said off"
+    );
+}

@@ -18,9 +18,8 @@ use serde::{Serialize, Serializer};
 use super::objects::application::AppState;
 use super::objects::queue::{PriorityPolicy, QueueId, ROOT};
 use super::outcome::NewAllocation;
-use super::partition::preempt::{
-    delay_of, go_duration_string, parse_go_duration, PreemptionPolicy, DEFAULT_DELAY,
-};
+use super::partition::preempt::{delay_of, go_duration_string, PreemptionPolicy, DEFAULT_DELAY};
+use super::partition::preempt_quota::quota_delay_of;
 use super::partition::Partition;
 use super::resource::{name_of, Resource};
 use crate::events::EventStats;
@@ -215,7 +214,8 @@ pub struct QueueSnap {
     /// `preemption.delay` as a Go duration (`30s`); parents always show
     /// the default, as only leaves read it.
     pub preemption_delay: String,
-    /// `preemption.quota.delay` as a Go duration (`0s`: off).
+    /// `quota.preemption.delay` (or the v1.8 `preemption.quota.delay`) as a
+    /// Go duration (`0s`: off).
     pub quota_preemption_delay: String,
 }
 
@@ -464,12 +464,7 @@ fn queue_snap(p: &Partition, id: QueueId) -> QueueSnap {
             DEFAULT_DELAY
         }),
         // Read on any queue and inherited; bad or absent is 0 (off).
-        quota_preemption_delay: go_duration_string(
-            q.properties
-                .get("preemption.quota.delay")
-                .and_then(|v| parse_go_duration(v))
-                .unwrap_or_default(),
-        ),
+        quota_preemption_delay: go_duration_string(quota_delay_of(&q.properties)),
         limits: p
             .ugm
             .caps

@@ -83,6 +83,29 @@ pub struct AppGang {
     pub timer_epoch: u64,
 }
 
+/// The application tag holding its creation time in Unix seconds; the
+/// SI v1 RM (the k8shim) sets it from the pod's creation time.
+pub const CREATION_TIME_TAG: &str = "yunikorn.apache.org/creationTime";
+
+/// The placeholder timeout of an application created at `created` (the
+/// text of [`CREATION_TIME_TAG`], Unix seconds), seen at `now_unix_ns`:
+/// what is left of `timeout` since then, so that a gang resubmitted after a
+/// scheduler restart keeps its first deadline. A deadline already past
+/// leaves 1 ms (the timeout then fires at once); a creation time that does
+/// not parse leaves `timeout` whole; a negative one counts as 1970, as the
+/// YuniKorn v1.x core reads it.
+pub fn timeout_since_creation(timeout: Duration, created: &str, now_unix_ns: i64) -> Duration {
+    let Ok(secs) = created.trim().parse::<i64>() else {
+        return timeout;
+    };
+    let deadline_ns = i128::from(secs.max(0)) * 1_000_000_000 + timeout.as_nanos() as i128;
+    let left_ns = deadline_ns - i128::from(now_unix_ns);
+    if left_ns <= 0 {
+        return Duration::from_millis(1);
+    }
+    Duration::from_nanos(u64::try_from(left_ns).unwrap_or(u64::MAX))
+}
+
 impl AppGang {
     /// The application's placeholder timeout; `default` when it sets none.
     pub fn timeout(&self, default: Duration) -> Duration {
@@ -169,6 +192,36 @@ mod tests {
         assert_eq!(g.timeout(Duration::from_secs(1)), Duration::from_secs(1));
         g.timeout_ms = 5;
         assert_eq!(g.timeout(Duration::from_secs(1)), Duration::from_millis(5));
+    }
+
+    #[test]
+    fn a_creation_time_shortens_the_timeout_to_what_is_left() {
+        let t = Duration::from_secs(900);
+        let now = 1_700_000_600 * 1_000_000_000;
+        // Created 600 s ago: 300 s left of 900.
+        let left = timeout_since_creation(t, "1700000000", now);
+        assert_eq!(left, Duration::from_secs(300));
+        // Past its deadline: the smallest timeout, it fires at once.
+        assert_eq!(
+            timeout_since_creation(t, "1699990000", now),
+            Duration::from_millis(1)
+        );
+        assert_eq!(
+            timeout_since_creation(t, "-5", now),
+            Duration::from_millis(1)
+        );
+        // Unreadable: the whole timeout.
+        assert_eq!(timeout_since_creation(t, "soon", now), t);
+        assert_eq!(timeout_since_creation(t, "", now), t);
+        // In the future (clock skew): more than the timeout, as the reference.
+        assert_eq!(
+            timeout_since_creation(t, "1700000700", now),
+            Duration::from_secs(1000)
+        );
+        assert_eq!(
+            timeout_since_creation(t, &i64::MAX.to_string(), now),
+            Duration::from_nanos(u64::MAX)
+        );
     }
 }
 

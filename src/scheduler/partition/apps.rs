@@ -5,8 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::*;
+use crate::scheduler::edition::Edition;
+use crate::scheduler::gang;
 use crate::scheduler::objects::queue::QueueChange;
 use crate::scheduler::ugm::Ugm;
 
@@ -58,6 +61,19 @@ impl Partition {
         }
         let seq = self.next_seq();
         let id: Arc<str> = Arc::from(app_id);
+        let mut timeout_ms = req.execution_timeout_milli_seconds;
+        // SI v1: a gang resubmitted after a restart keeps its first deadline.
+        if self.edition == Edition::V1 {
+            if let Some(created) = req.tags.get(gang::CREATION_TIME_TAG) {
+                let whole = if timeout_ms > 0 {
+                    Duration::from_millis(timeout_ms as u64)
+                } else {
+                    self.timeouts.placeholder
+                };
+                let left = gang::timeout_since_creation(whole, created, self.clock.unix_nanos());
+                timeout_ms = i64::try_from(left.as_millis()).unwrap_or(i64::MAX).max(1);
+            }
+        }
         let (slot, _) = self.apps.insert(
             id.clone(),
             Application::new(
@@ -70,7 +86,7 @@ impl Partition {
                 placeholder_ask,
                 crate::scheduler::gang::AppGang {
                     style: crate::scheduler::gang::GangStyle::parse(&req.gang_scheduling_style),
-                    timeout_ms: req.execution_timeout_milli_seconds,
+                    timeout_ms,
                     ..Default::default()
                 },
             ),

@@ -1,6 +1,7 @@
 //! Quota-change preemption (`shared/spec/policy/preemption.md` 13): after
 //! a reload lowers a configured queue's max below what it uses, and the
-//! queue's `preemption.quota.delay` has passed, allocations in that queue
+//! queue's `quota.preemption.delay` (v1.8: `preemption.quota.delay`) has
+//! passed, allocations in that queue
 //! (a leaf, or the leaves below a parent, each taking a share) are
 //! released to the RM with `PREEMPTED_BY_SCHEDULER` until the queue's
 //! usage is back at or under the new max.
@@ -30,19 +31,24 @@ use crate::scheduler::objects::allocs::AllocSlot;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 
 /// Queue property: how long after a lowering of the max quota-change
-/// preemption starts; absent, invalid or zero = off for the queue.
-pub const PROP_QUOTA_DELAY: &str = "preemption.quota.delay";
+/// preemption starts; absent, invalid or zero = off for the queue. The
+/// YuniKorn v1.9 name.
+pub const PROP_QUOTA_DELAY: &str = "quota.preemption.delay";
+/// The v1.8 name of [`PROP_QUOTA_DELAY`], still read for every RM (a v1.8
+/// k8shim's configuration uses it); the v1.9 name wins when both are set.
+pub const PROP_QUOTA_DELAY_V18: &str = "preemption.quota.delay";
 /// Event message of a quota-change victim (spec 15), before the path.
 pub const QUOTA_EVENT_PREFIX: &str = "Preempted by Quota change enforcement process in ";
 /// Release message of a quota-change victim (spec 18), before the path.
 pub const QUOTA_RELEASE_PREFIX: &str =
     "preempting allocations to enforce new max quota for queue : ";
 
-/// A queue's `preemption.quota.delay`: a Go duration, zero when absent
-/// or invalid.
+/// A queue's quota delay: `quota.preemption.delay`, else the v1.8
+/// `preemption.quota.delay`; a Go duration, zero when absent or invalid.
 pub fn quota_delay_of(props: &BTreeMap<String, String>) -> Duration {
     props
         .get(PROP_QUOTA_DELAY)
+        .or_else(|| props.get(PROP_QUOTA_DELAY_V18))
         .and_then(|v| parse_go_duration(v))
         .unwrap_or(Duration::ZERO)
 }
@@ -207,6 +213,20 @@ impl Partition {
             let (old_max, old_delay) = old.get(&*q.path).copied().unwrap_or((None, Duration::ZERO));
             let current = self.preempt.quota.armed.get(&q.path).copied();
             let new_delay = quota_delay_of(&q.properties);
+            if q.parent.is_some_and(|p| {
+                !self
+                    .queues
+                    .get(p)
+                    .properties
+                    .contains_key(PROP_QUOTA_DELAY_V18)
+            }) && q.properties.contains_key(PROP_QUOTA_DELAY_V18)
+                && !q.properties.contains_key(PROP_QUOTA_DELAY)
+            {
+                log::warn!(
+                    "queue {}: property {PROP_QUOTA_DELAY_V18} is the YuniKorn v1.8 name, which v1.9 no longer reads; use {PROP_QUOTA_DELAY}",
+                    q.path
+                );
+            }
             if let Some(at) = rearm(old_max, q.max.as_ref(), old_delay, new_delay, current, now) {
                 armed.insert(q.path.clone(), at);
             }

@@ -61,7 +61,7 @@ func main() {
 	var proxy api.SchedulerAPI = serviceContext.RMProxy
 	cb := &rm{answered: make(chan string, 1)}
 	if _, err := proxy.RegisterResourceManager(&si.RegisterResourceManagerRequest{
-		RmID: "mycluster", Version: "1.8.0", PolicyGroup: "queues"}, cb); err != nil {
+		RmID: "mycluster", Version: "SIVERSION", PolicyGroup: "queues"}, cb); err != nil {
 		fmt.Println("register:", err)
 		os.Exit(1)
 	}
@@ -90,6 +90,20 @@ func main() {
 // runs: start, register, a node answered, Stop. The real k8shim is not on
 // this machine's proxy; this program does what its main does with the core.
 func TestOneReplaceLine(t *testing.T) {
+	oneReplaceLine(t, "v1.8.0", "1.24.0", "")
+}
+
+// TestOneReplaceLineV19: the same for a program written for yunikorn-core
+// v1.9.0 (SI v1.9, go 1.25). The core's go.mod pins SI v1.9.0-0, which
+// the module proxy this test reaches does not serve; the program's own
+// go.mod maps it to SI v1.9.0 (the same go.mod hash) before the switch,
+// as an environment matter, and the switch is still the one line.
+func TestOneReplaceLineV19(t *testing.T) {
+	oneReplaceLine(t, "v1.9.0", "1.25.0",
+		"\nreplace github.com/apache/yunikorn-scheduler-interface v1.9.0-0 => github.com/apache/yunikorn-scheduler-interface v1.9.0\n")
+}
+
+func oneReplaceLine(t *testing.T, coreVersion, goVersion, preamble string) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -118,8 +132,9 @@ func TestOneReplaceLine(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("main.go", shimLikeMain)
-	write("go.mod", "module example.com/shimlike\n\ngo 1.24.0\n\nrequire github.com/apache/yunikorn-core v1.8.0\n")
+	siVersion := strings.TrimPrefix(coreVersion, "v")
+	write("main.go", strings.Replace(shimLikeMain, "SIVERSION", siVersion, 1))
+	write("go.mod", "module example.com/shimlike\n\ngo "+goVersion+"\n\nrequire github.com/apache/yunikorn-core "+coreVersion+"\n"+preamble)
 	// The program as written for the YuniKorn core.
 	run(5*time.Minute, []string{"GOFLAGS=-mod=mod"}, goTool, "mod", "tidy")
 	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
@@ -127,7 +142,7 @@ func TestOneReplaceLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, _ := os.ReadFile(filepath.Join(dir, "go.sum"))
-	if !bytes.Contains(mod, []byte("github.com/apache/yunikorn-core v1.8.0")) {
+	if !bytes.Contains(mod, []byte("github.com/apache/yunikorn-core "+coreVersion)) {
 		t.Fatalf("tidied go.mod lost the core:\n%s", mod)
 	}
 	// The one line.
