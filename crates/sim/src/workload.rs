@@ -265,7 +265,7 @@ impl Driver {
                     rm_id: "sim".into(),
                     policy_group: "queues".into(),
                     version: library_version(),
-                    config: config.to_string(),
+                    config: v1_config(config),
                     ..Default::default()
                 };
                 sicore_c_rm::check(
@@ -586,4 +586,37 @@ pub fn nodes(count: usize, memory: i64, vcore: i64) -> Vec<si::NodeInfo> {
             }
         })
         .collect()
+}
+
+/// A built-in configuration as an SI v1 RM writes it. The simulator's RM
+/// sends the same vcore numbers in both editions, so that both run the same
+/// workload; a v1.x configuration reads a bare `vcore` in cores (stored in
+/// millicores), so each `vcore: N` becomes `vcore: Nm`, the same stored N.
+fn v1_config(config: &str) -> String {
+    let mut out = String::with_capacity(config.len() + 16);
+    let mut rest = config;
+    while let Some(at) = rest.find("vcore: ") {
+        let (head, tail) = rest.split_at(at + "vcore: ".len());
+        out.push_str(head);
+        let digits = tail.len() - tail.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        out.push_str(&tail[..digits]);
+        if digits > 0 {
+            out.push('m');
+        }
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod v1_config_tests {
+    #[test]
+    fn vcore_in_millicores() {
+        assert_eq!(
+            super::v1_config("a: {memory: 20, vcore: 20}\nb: {vcore: 4, memory: 1}"),
+            "a: {memory: 20, vcore: 20m}\nb: {vcore: 4m, memory: 1}"
+        );
+        assert_eq!(super::v1_config("vcore: x"), "vcore: x");
+    }
 }

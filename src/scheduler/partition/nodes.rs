@@ -64,8 +64,9 @@ impl Partition {
                 p = self.internal_name
             )));
         }
-        let capacity =
-            Resource::from_proto_opt(info.schedulable_resource.as_ref())?.unwrap_or_default();
+        let capacity = self.node_capacity(
+            Resource::from_proto_opt(info.schedulable_resource.as_ref())?.unwrap_or_default(),
+        );
         let occupied =
             Resource::from_proto_opt(info.occupied_resource.as_ref())?.unwrap_or_default();
         if capacity.has_negative() || occupied.has_negative() {
@@ -326,6 +327,17 @@ impl Partition {
     /// UPDATE, DRAIN_NODE, DRAIN_TO_SCHEDULABLE and DECOMISSION (spec 11.4-11.5).
     /// `Err` says why nothing was done (unknown node or action, bad
     /// resource): v0.12 only logs it, SI v1.8 answers it as a rejection.
+    /// A node's capacity as the RM's edition keeps it: SI v1 drops zero
+    /// quantities, as YuniKorn v1.9 does (REST, the NODE records and the
+    /// partition total list no `name: 0` entries; fit is unchanged, since
+    /// a missing type is zero on a node). v0.12 keeps what it was sent.
+    fn node_capacity(&self, reported: Resource) -> Resource {
+        match self.edition {
+            Edition::V012 => reported,
+            Edition::V1 => reported.without_zeros(),
+        }
+    }
+
     /// In SI v1.8 an UPDATE sets the capacity only: the node's occupied
     /// resource is the sum of its foreign allocations.
     pub fn update_node(&mut self, info: &si::NodeInfo, out: &mut Outcomes) -> Result<(), String> {
@@ -346,6 +358,7 @@ impl Partition {
                 let (Ok(cap), Ok(occ)) = (cap, occ) else {
                     return Err(format!("node update for {node_id} ignored: bad resource"));
                 };
+                let cap = cap.map(|c| self.node_capacity(c));
                 if cap.as_ref().is_some_and(Resource::has_negative)
                     || occ.as_ref().is_some_and(Resource::has_negative)
                 {

@@ -296,6 +296,14 @@ impl Resource {
         }
     }
 
+    /// The same resource without its zero quantities: the same value for
+    /// every arithmetic, but a listing (REST, records) no longer names
+    /// them.
+    pub fn without_zeros(mut self) -> Resource {
+        self.entries.retain(|(_, v)| *v != 0);
+        self
+    }
+
     /// Strict fit: every type of `self` fits in `big`, where a type missing
     /// from `big` is zero and negative quantities of `big` count as zero.
     pub fn fits_in(&self, big: &Resource) -> bool {
