@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 use crate::security::{is_valid_group_name, is_valid_user_name, Acl};
 pub use quantity::QuantityGrammar;
 
+pub mod bounds;
 mod de;
 pub mod limits;
 pub(crate) mod placement;
@@ -391,6 +392,7 @@ pub fn parse(text: &str) -> Result<SchedulerConfig, ConfigError> {
 pub fn parse_with(text: &str, grammar: QuantityGrammar) -> Result<SchedulerConfig, ConfigError> {
     let failed =
         |e: serde_yaml_ng::Error| ConfigError::new(format!("failed to parse configuration: {e}"));
+    bounds::check_nesting(text).map_err(ConfigError::new)?;
     let raw: RawConfig = match grammar {
         QuantityGrammar::Integer => serde_yaml_ng::from_str(text).map_err(failed)?,
         QuantityGrammar::Units => {
@@ -521,6 +523,15 @@ fn check_acl(acl: &str) -> Result<(), ConfigError> {
 }
 
 fn check_queue_structure(queue: &QueueConfig, level: usize) -> Result<(), ConfigError> {
+    // The deserializer's own depth limit keeps this recursion short; the
+    // explicit bound is the one dynamic queues get too.
+    if level > bounds::MAX_QUEUE_LEVELS {
+        return Err(ConfigError::new(format!(
+            "queue {} is nested {level} levels deep, more than the {} allowed",
+            queue.name,
+            bounds::MAX_QUEUE_LEVELS
+        )));
+    }
     check_acl(&queue.admin_acl)?;
     check_acl(&queue.submit_acl)?;
     limits::check_queue_limits(queue, level == 1)?;
