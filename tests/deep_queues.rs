@@ -82,3 +82,65 @@ fn a_level_past_the_bound_is_refused_and_creates_nothing() {
         "nothing created: {dump:#}"
     );
 }
+
+/// Flow collections nested 32,000 deep in 64 KB: cost the old parser
+/// seconds on the REST runtime thread.
+fn nested_flow() -> String {
+    format!("partitions: {}", "[".repeat(32_000))
+}
+
+#[test]
+fn nested_configuration_text_is_refused_before_parsing_over_rest() {
+    let h = harness();
+    let addr = restkit::rest_address(h.sched);
+    let body = nested_flow();
+    // validate-conf stays open (no token): its cost is bounded instead.
+    let v = restkit::http(&addr, "POST", "/ws/v1/validate-conf", &[], body.as_bytes());
+    assert_eq!(v.status, 200, "{}", v.body);
+    let v = v.json();
+    assert_eq!(v["allowed"], false, "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("flow collections") && reason.contains("128 levels"),
+        "{reason}"
+    );
+    let dry = restkit::http(
+        &addr,
+        "POST",
+        "/ws/v1/config?dry_run=1",
+        &[],
+        body.as_bytes(),
+    );
+    assert!(
+        dry.body.contains("128 levels"),
+        "{} {}",
+        dry.status,
+        dry.body
+    );
+    let health = restkit::http(&addr, "GET", "/ws/v1/scheduler/healthcheck", &[], b"");
+    assert_eq!(health.status, 200, "{}", health.body);
+}
+
+#[test]
+fn nested_configuration_text_is_refused_on_the_rm_path() {
+    let h = harness();
+    let (st, msg) = restkit::set_policy_config(h.sched, "queues", &nested_flow());
+    assert_ne!(st, sicore::ffi::sicore_status::SICORE_OK);
+    assert!(msg.contains("128 levels"), "{msg}");
+}
+
+#[test]
+fn a_configured_queue_past_the_depth_bound_is_refused() {
+    // 33 levels of configured queues, each under the one before.
+    let mut queues = String::new();
+    for i in 1..MAX_QUEUE_LEVELS {
+        let pad = " ".repeat(10 + 4 * (i - 1));
+        queues.push_str(&format!("{pad}- name: c{i}\n{pad}  queues:\n"));
+    }
+    let pad = " ".repeat(10 + 4 * (MAX_QUEUE_LEVELS - 1));
+    queues.push_str(&format!("{pad}- name: last\n"));
+    let h = harness();
+    let (st, msg) = restkit::set_policy_config(h.sched, "queues", &partition_yaml("", &queues));
+    assert_ne!(st, sicore::ffi::sicore_status::SICORE_OK);
+    assert!(msg.contains("more than the 32 allowed"), "{msg}");
+}

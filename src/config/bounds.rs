@@ -121,7 +121,7 @@ mod tests {
             err.contains("33 levels") && err.contains("32 allowed"),
             "{err}"
         );
-        let long = format!("root.{}", ["a".repeat(60); 17].join("."));
+        let long = format!("root.{}", vec!["a".repeat(60); 17].join("."));
         assert!(long.len() > MAX_QUEUE_PATH_LEN);
         let err = check_queue_path(&long).unwrap_err();
         assert!(err.contains("1024 allowed"), "{err}");
