@@ -58,3 +58,53 @@ fn a_user_cap_keeps_counting_after_huge_placed_allocations() {
     assert_eq!(placed(&rm, &keys), 1, "later passes hold the cap too");
     assert_eq!(rm.memory("root.a"), 60);
 }
+
+/// Group resolution reads at most the first 1,024 of a user's groups
+/// (docs/limits.md): a named group listed later is not seen, the wildcard
+/// group is.
+#[test]
+fn group_resolution_reads_a_bounded_number_of_the_users_groups() {
+    let mut named = String::new();
+    for i in 0..2000 {
+        named.push_str(&format!(
+            "              - {{groups: [g{i}], maxapplications: 5}}\n"
+        ));
+    }
+    let config = format!(
+        "
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            limits:
+{named}              - {{groups: ['*'], maxapplications: 5}}
+"
+    );
+    let rm = V1Rm::new(&config);
+    let with_groups = |id: &str, groups: Vec<String>| {
+        let mut a = rmv1::app(id, "root.a", "bob");
+        a.ugi.as_mut().unwrap().groups = groups;
+        a
+    };
+    // Within the bound: the named group, found among 1,024 that match none.
+    let mut early: Vec<String> = (0..1023).map(|i| format!("other{i}")).collect();
+    early.push("g1999".into());
+    // Past it: the same named group as the 1,025th.
+    let mut late: Vec<String> = (0..1024).map(|i| format!("other{i}")).collect();
+    late.push("g1999".into());
+    let (st, msg) = rm.apps(vec![with_groups("early", early), with_groups("late", late)]);
+    assert_eq!(st, sicore::ffi::sicore_status::SICORE_OK, "{msg}");
+    rm.rec.wait("apps", |s| s.apps_accepted.len() == 2);
+    rm.settle();
+    let d = rm.dump();
+    let bob = d["partitions"][0]["usage"]["users"]
+        .as_array()
+        .and_then(|u| u.iter().find(|u| u["userName"] == "bob"))
+        .cloned()
+        .unwrap_or_else(|| panic!("bob tracked: {d:#}"));
+    assert_eq!(bob["groups"]["early"], "g1999", "{bob:#}");
+    assert_eq!(bob["groups"]["late"], "*", "{bob:#}");
+}
