@@ -19,6 +19,7 @@ pub mod config_txn;
 pub(crate) mod handlers;
 pub mod health;
 mod parse_guard;
+mod partition_address;
 pub mod settings;
 pub mod usage;
 pub use crate::scheduler::snapshot;
