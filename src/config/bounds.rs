@@ -42,6 +42,16 @@ pub fn check_queue_path(path: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses a configured queue `level` levels deep (root is level 1).
+pub fn check_queue_level(name: &str, level: usize) -> Result<(), String> {
+    if level > MAX_QUEUE_LEVELS {
+        return Err(format!(
+            "queue {name} is nested {level} levels deep, more than the {MAX_QUEUE_LEVELS} allowed"
+        ));
+    }
+    Ok(())
+}
+
 /// One linear pass over configuration text: refuses flow nesting deeper
 /// than [`MAX_FLOW_NESTING`] and block indentation deeper than
 /// [`MAX_BLOCK_NESTING`]. Brackets inside quotes and comments do not count;

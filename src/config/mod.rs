@@ -523,15 +523,9 @@ fn check_acl(acl: &str) -> Result<(), ConfigError> {
 }
 
 fn check_queue_structure(queue: &QueueConfig, level: usize) -> Result<(), ConfigError> {
-    // The deserializer's own depth limit keeps this recursion short; the
+    // The deserializer's depth limit keeps this recursion short; the
     // explicit bound is the one dynamic queues get too.
-    if level > bounds::MAX_QUEUE_LEVELS {
-        return Err(ConfigError::new(format!(
-            "queue {} is nested {level} levels deep, more than the {} allowed",
-            queue.name,
-            bounds::MAX_QUEUE_LEVELS
-        )));
-    }
+    bounds::check_queue_level(&queue.name, level).map_err(ConfigError::new)?;
     check_acl(&queue.admin_acl)?;
     check_acl(&queue.submit_acl)?;
     limits::check_queue_limits(queue, level == 1)?;
