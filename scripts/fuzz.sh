@@ -23,7 +23,7 @@ split=0
 if [ $# -gt 0 ]; then
   targets=("$@")
 else
-  targets=(wire_decoder v1_wire_decoder config_loader two_rms)
+  targets=(wire_decoder v1_wire_decoder config_loader config_nesting two_rms)
   # The v0.12 and v1 AllocationRequest decoders share one target's time.
   split=1
 fi

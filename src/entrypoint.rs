@@ -87,6 +87,9 @@ impl Scheduler {
             .with_metrics(metrics.clone());
         let core_thread = std::thread::Builder::new()
             .name(format!("sicore-core-{id}"))
+            // Defence in depth only: every walk of user-shaped data is
+            // bounded or iterative (config::bounds); this is headroom.
+            .stack_size(8 << 20)
             .spawn(move || {
                 mark_library_thread(id);
                 resource::set_home(core_names);

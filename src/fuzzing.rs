@@ -97,3 +97,59 @@ mod tests {
         }
     }
 }
+
+/// Wraps the text after the first byte of `bytes` in nested flow
+/// collections (`[` or `{` chosen by the bits of the text, as deep as the
+/// first byte says: up to 199 levels, or thousands) and parses it as a
+/// configuration in both quantity grammars. Past the nesting bound the text
+/// must be refused naming the bound; within it, any outcome but a panic.
+pub fn check_nested_config(bytes: &[u8]) -> Result<(), String> {
+    use crate::config::{bounds, parse_with, QuantityGrammar};
+    let Some((&head, rest)) = bytes.split_first() else {
+        return Ok(());
+    };
+    let Ok(tail) = std::str::from_utf8(rest) else {
+        return Ok(());
+    };
+    let depth = match head {
+        0..=199 => usize::from(head),
+        _ => usize::from(head - 199) * 600,
+    };
+    let mut text = String::with_capacity(depth + tail.len() + 12);
+    text.push_str("partitions: ");
+    for i in 0..depth {
+        let bit = rest.get(i / 8).map_or(0, |b| (b >> (i % 8)) & 1);
+        text.push(if bit == 0 { '[' } else { '{' });
+    }
+    text.push_str(tail);
+    for grammar in [QuantityGrammar::Integer, QuantityGrammar::Units] {
+        let outcome = parse_with(&text, grammar);
+        if depth > bounds::MAX_FLOW_NESTING {
+            match outcome {
+                Err(e) if e.to_string().contains("flow collections") => {}
+                other => {
+                    return Err(format!(
+                        "{depth} levels of flow nesting not refused by the bound: {other:?}"
+                    ))
+                }
+            }
+        } else if let Err(e) = outcome {
+            if e.to_string().is_empty() {
+                return Err("an error without a message".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod nesting_tests {
+    #[test]
+    fn nested_config_checks_both_sides_of_the_bound() {
+        for head in [0u8, 5, 127, 128, 129, 199, 200, 255] {
+            let mut input = vec![head];
+            input.extend_from_slice(b"\xaa\x55]}");
+            super::check_nested_config(&input).unwrap();
+        }
+    }
+}

@@ -20,6 +20,14 @@ func Version() string {
 	return C.GoString(C.sicore_version())
 }
 
+// StatusName is the library's own name of a status code, as the C
+// function sicore_status_str gives it (for example "SICORE_REJECTED"),
+// for logs next to the library's messages; a value the library does not
+// know gives "unknown sicore_status".
+func StatusName(s Status) string {
+	return C.GoString(C.sicore_status_str(C.int(s)))
+}
+
 // enter marks the start of a call into the library; it fails once Close
 // has begun, so the library pointer is never used after it is freed.
 func (s *Scheduler) enter(op string) (*C.sicore_scheduler, error) {

@@ -20,6 +20,7 @@ pub use load::{
 };
 pub use quantity::QuantityGrammar;
 
+pub mod bounds;
 mod de;
 pub mod limits;
 mod load;
@@ -395,6 +396,7 @@ pub fn parse(text: &str) -> Result<SchedulerConfig, ConfigError> {
 pub fn parse_with(text: &str, grammar: QuantityGrammar) -> Result<SchedulerConfig, ConfigError> {
     let failed =
         |e: serde_yaml_ng::Error| ConfigError::new(format!("failed to parse configuration: {e}"));
+    bounds::check_nesting(text).map_err(ConfigError::new)?;
     let raw: RawConfig = match grammar {
         QuantityGrammar::Integer => serde_yaml_ng::from_str(text).map_err(failed)?,
         QuantityGrammar::Units => {
@@ -525,6 +527,9 @@ fn check_acl(acl: &str) -> Result<(), ConfigError> {
 }
 
 fn check_queue_structure(queue: &QueueConfig, level: usize) -> Result<(), ConfigError> {
+    // The deserializer's depth limit keeps this recursion short; the
+    // explicit bound is the one dynamic queues get too.
+    bounds::check_queue_level(&queue.name, level).map_err(ConfigError::new)?;
     check_acl(&queue.admin_acl)?;
     check_acl(&queue.submit_acl)?;
     limits::check_queue_limits(queue, level == 1)?;

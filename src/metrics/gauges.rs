@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{
-    usage_bucket, GroupLabel, HistorySample, Metrics, PreemptionSample, StateSample, UserLabel,
+    usage_bucket, GroupLabel, HistorySample, Metrics, PreemptionSample, QueueKey, StateSample,
+    UserLabel,
 };
 use crate::events::EventStats;
 use crate::scheduler::objects::application::AppState;
@@ -36,7 +37,20 @@ pub fn refresh<K>(
     };
     // By id while counting (no name lookups per node), by name at the end.
     let mut usage: BTreeMap<ResId, [i64; 10]> = BTreeMap::new();
+    // Labels beyond YuniKorn's only where series would collide
+    // (docs/rest-and-metrics.md): `rm` once two RMs hold partitions,
+    // `partition` on the queue gauges once there are two partitions.
+    let mut rms = partitions.values().map(|p| p.rm_id.as_str());
+    let first_rm = rms.next();
+    let many_rms = rms.any(|r| Some(r) != first_rm);
+    let many_partitions = partitions.len() > 1;
     for p in partitions.values() {
+        let rm = many_rms.then(|| p.rm_id.clone());
+        let key = |path: &str| QueueKey {
+            partition: many_partitions.then(|| p.name.clone()),
+            rm: rm.clone(),
+            path: path.to_string(),
+        };
         sample.nodes += p.nodes.len() as i64;
         sample.applications += p.apps.len() as u64;
         sample.containers += p.allocations.len() as u64;
@@ -58,12 +72,13 @@ pub fn refresh<K>(
             }
         }
         if p.ugm.enabled() {
-            tracker_gauges(p, &mut sample);
+            tracker_gauges(p, rm.as_ref(), &mut sample);
         }
         let book = &p.preempt;
         let c = &book.counters;
         sample.preemption.push(PreemptionSample {
             partition: p.name.clone(),
+            rm: rm.clone(),
             instance: book.instance,
             results: [
                 c.successes,
@@ -77,18 +92,14 @@ pub fn refresh<K>(
         });
         for (id, q) in p.queues.iter() {
             if let Some(r) = book.preempting.get(&id).filter(|r| !r.is_zero()) {
-                sample.queue_preempting.push((q.path.to_string(), pairs(r)));
+                sample.queue_preempting.push((key(&q.path), pairs(r)));
             }
             if !q.leaf {
-                sample.queue_parents.push(q.path.to_string());
+                sample.queue_parents.push(key(&q.path));
             }
             if q.leaf {
-                sample
-                    .queue_usage
-                    .push((q.path.to_string(), pairs(&q.allocated)));
-                sample
-                    .queue_pending
-                    .push((q.path.to_string(), pairs(&q.pending)));
+                sample.queue_usage.push((key(&q.path), pairs(&q.allocated)));
+                sample.queue_pending.push((key(&q.path), pairs(&q.pending)));
             }
         }
     }
@@ -109,7 +120,7 @@ pub fn refresh<K>(
 
 /// The per-user and per-group usage gauges of a partition under limits:
 /// one per tracker, level and resource type.
-fn tracker_gauges(p: &Partition, sample: &mut StateSample) {
+fn tracker_gauges(p: &Partition, rm: Option<&String>, sample: &mut StateSample) {
     for t in p.ugm.users.iter() {
         // A level lives while an application on its (live) queue is linked.
         for level in t.levels().filter(|l| !l.usage.is_zero()) {
@@ -118,6 +129,7 @@ fn tracker_gauges(p: &Partition, sample: &mut StateSample) {
                 sample.user_usage.push((
                     UserLabel {
                         partition: p.name.clone(),
+                        rm: rm.cloned(),
                         user: t.name.to_string(),
                         queue: queue.clone(),
                         resource: name_of(id).to_string(),
@@ -135,6 +147,7 @@ fn tracker_gauges(p: &Partition, sample: &mut StateSample) {
                 sample.group_usage.push((
                     GroupLabel {
                         partition: p.name.clone(),
+                        rm: rm.cloned(),
                         group: t.name.to_string(),
                         queue: queue.clone(),
                         resource: name_of(id).to_string(),

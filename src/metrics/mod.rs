@@ -10,6 +10,10 @@
 //! `/ws/v1/history/*`. Reading the metrics never waits for the core.
 
 pub mod gauges;
+mod labels;
+
+pub use labels::{GroupLabel, QueueKey, UserLabel};
+use labels::{PartitionLabel, PreemptionLabel, QueueLabel};
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -41,44 +45,6 @@ struct ResultLabel {
     result: String,
 }
 
-/// Labels of a per-user usage gauge.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct UserLabel {
-    /// Partition name.
-    pub partition: String,
-    /// User name.
-    pub user: String,
-    /// Queue path of the level.
-    pub queue: String,
-    /// Resource type.
-    pub resource: String,
-}
-
-/// Labels of a per-group usage gauge.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct GroupLabel {
-    /// Partition name.
-    pub partition: String,
-    /// Group name (`*` for the wildcard group).
-    pub group: String,
-    /// Queue path of the level.
-    pub queue: String,
-    /// Resource type.
-    pub resource: String,
-}
-
-/// Labels of a preemption outcome counter.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PreemptionLabel {
-    partition: String,
-    result: String,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PartitionLabel {
-    partition: String,
-}
-
 /// The `result` label values of `preemption_attempt_total`, in the order
 /// of [`PreemptionSample::results`].
 pub const PREEMPTION_RESULTS: [&str; 5] = [
@@ -95,6 +61,8 @@ pub const PREEMPTION_RESULTS: [&str; 5] = [
 pub struct PreemptionSample {
     /// Partition name.
     pub partition: String,
+    /// The owning RM, when partitions of several RMs exist.
+    pub rm: Option<String>,
     /// Which partition of that name (a partition made anew starts from
     /// zero under a new instance).
     pub instance: u64,
@@ -104,11 +72,6 @@ pub struct PreemptionSample {
     pub victims: u64,
     /// Requests stopped by the per-leaf cap of 10 attempts per pass.
     pub attempts_exhausted: u64,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResourceLabel {
-    resource: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -178,10 +141,10 @@ pub struct StateSample {
     pub completed_apps: i64,
     /// Per resource type: node counts in the ten usage buckets.
     pub node_usage: Vec<(String, [i64; 10])>,
-    /// Per queue path: allocated quantity per resource type.
-    pub queue_usage: Vec<(String, Vec<(String, i64)>)>,
-    /// Per queue path: pending quantity per resource type.
-    pub queue_pending: Vec<(String, Vec<(String, i64)>)>,
+    /// Per queue: allocated quantity per resource type.
+    pub queue_usage: Vec<(QueueKey, Vec<(String, i64)>)>,
+    /// Per queue: pending quantity per resource type.
+    pub queue_pending: Vec<(QueueKey, Vec<(String, i64)>)>,
     /// Event system counters.
     pub events: EventStats,
     /// User usage per level (only partitions with limits track it live).
@@ -193,9 +156,9 @@ pub struct StateSample {
     /// Per queue path (leaves and parents) with victims in flight or a
     /// gauge already shown: resources of the victims released and not yet
     /// confirmed, per type.
-    pub queue_preempting: Vec<(String, Vec<(String, i64)>)>,
-    /// Paths of the parent queues (leaves are those of `queue_usage`).
-    pub queue_parents: Vec<String>,
+    pub queue_preempting: Vec<(QueueKey, Vec<(String, i64)>)>,
+    /// The parent queues (leaves are those of `queue_usage`).
+    pub queue_parents: Vec<QueueKey>,
     /// Active applications (history).
     pub applications: u64,
     /// Allocations held (history).
@@ -207,9 +170,10 @@ pub struct StateSample {
 struct Dynamic {
     node_usage: HashMap<String, Family<RangeLabel, Gauge>>,
     /// The last raw value seen per counter (partition, instance, name):
-    /// counters grow by the difference. Partitions of one name (made anew,
-    /// or of two RMs) add into the same series.
-    preemption_seen: HashMap<(String, u64, &'static str), u64>,
+    /// counters grow by the difference. A partition made anew adds into
+    /// the series of its name; two RMs' partitions have series of their own
+    /// (the `rm` label).
+    preemption_seen: HashMap<(Option<String>, String, u64, &'static str), u64>,
 }
 
 /// The per-queue gauges (one metric name per leaf queue, as the reference
@@ -223,12 +187,12 @@ struct QueueGauges {
 
 #[derive(Debug, Default)]
 struct QueueSample {
-    used: Vec<(String, Vec<(String, i64)>)>,
-    pending: Vec<(String, Vec<(String, i64)>)>,
-    preempting: Vec<(String, Vec<(String, i64)>)>,
+    used: Vec<(QueueKey, Vec<(String, i64)>)>,
+    pending: Vec<(QueueKey, Vec<(String, i64)>)>,
+    preempting: Vec<(QueueKey, Vec<(String, i64)>)>,
     /// The resource types each queue has shown as preempting: shown at 0,
     /// not dropped, once their victims are confirmed, while the queue lives.
-    preempting_types: std::collections::BTreeMap<String, Vec<String>>,
+    preempting_types: std::collections::BTreeMap<QueueKey, Vec<String>>,
 }
 
 impl Collector for QueueGauges {
@@ -244,16 +208,24 @@ impl Collector for QueueGauges {
             ),
         ];
         for (queues, suffix, help) in kinds {
-            for (path, values) in queues {
-                let name = format!("{}_{suffix}", queue_metric_name(path));
-                let help = format!("{help} of queue {path}");
+            // One block per metric name: queues of one path in several
+            // partitions share it, told apart by their labels.
+            let mut by_name: std::collections::BTreeMap<String, Vec<_>> = Default::default();
+            for (key, values) in queues {
+                by_name
+                    .entry(format!("{}_{suffix}", queue_metric_name(&key.path)))
+                    .or_default()
+                    .push((key, values));
+            }
+            for (name, entries) in by_name {
+                let help = format!("{help} of queue {}", entries[0].0.path);
                 let mut metric =
                     encoder.encode_descriptor(&name, &help, None, MetricType::Gauge)?;
-                for (resource, v) in values {
-                    let label = ResourceLabel {
-                        resource: resource.clone(),
-                    };
-                    ConstGauge::new(*v).encode(metric.encode_family(&label)?)?;
+                for (key, values) in entries {
+                    for (resource, v) in values {
+                        let label = QueueLabel { key, resource };
+                        ConstGauge::new(*v).encode(metric.encode_family(&label)?)?;
+                    }
                 }
             }
         }
@@ -527,7 +499,7 @@ impl Metrics {
         for p in &s.preemption {
             let mut grow = |name: &'static str, raw: u64, counter: &Counter| {
                 let last = preemption_seen
-                    .insert((p.partition.clone(), p.instance, name), raw)
+                    .insert((p.rm.clone(), p.partition.clone(), p.instance, name), raw)
                     .unwrap_or(0);
                 counter.inc_by(raw.saturating_sub(last));
             };
@@ -536,6 +508,7 @@ impl Metrics {
                     .preemption_attempts
                     .get_or_create(&PreemptionLabel {
                         partition: p.partition.clone(),
+                        rm: p.rm.clone(),
                         result: result.to_string(),
                     })
                     .clone();
@@ -543,6 +516,7 @@ impl Metrics {
             }
             let label = PartitionLabel {
                 partition: p.partition.clone(),
+                rm: p.rm.clone(),
             };
             let c = self.preemption_victims.get_or_create(&label).clone();
             grow("victims", p.victims, &c);
@@ -578,20 +552,17 @@ impl Metrics {
         queues.pending.clone_from(&s.queue_pending);
         // Preempting: a queue seen preempting keeps its gauges, at 0 once
         // its victims are confirmed; a queue that is gone shows nothing.
-        let now: HashMap<&str, &Vec<(String, i64)>> = s
-            .queue_preempting
-            .iter()
-            .map(|(p, v)| (p.as_str(), v))
-            .collect();
-        let known: std::collections::HashSet<&str> = s
+        let now: HashMap<&QueueKey, &Vec<(String, i64)>> =
+            s.queue_preempting.iter().map(|(p, v)| (p, v)).collect();
+        let known: std::collections::HashSet<&QueueKey> = s
             .queue_usage
             .iter()
-            .map(|(p, _)| p.as_str())
-            .chain(s.queue_parents.iter().map(String::as_str))
+            .map(|(p, _)| p)
+            .chain(s.queue_parents.iter())
             .collect();
         queues
             .preempting_types
-            .retain(|path, _| known.contains(path.as_str()) || now.contains_key(path.as_str()));
+            .retain(|path, _| known.contains(path) || now.contains_key(path));
         for (path, usage) in &s.queue_preempting {
             let types = queues.preempting_types.entry(path.clone()).or_default();
             for (res, _) in usage {
@@ -608,7 +579,7 @@ impl Metrics {
                     .iter()
                     .map(|t| {
                         let v = now
-                            .get(path.as_str())
+                            .get(path)
                             .and_then(|u| u.iter().find(|(r, _)| r == t))
                             .map_or(0, |(_, v)| *v);
                         (t.clone(), v)
@@ -760,6 +731,7 @@ mod tests {
                 queue_parents: vec!["root".into()],
                 preemption: vec![PreemptionSample {
                     partition: "default".into(),
+                    rm: None,
                     instance,
                     results,
                     victims,
@@ -847,6 +819,7 @@ mod tests {
             user_usage: vec![(
                 UserLabel {
                     partition: "default".into(),
+                    rm: None,
                     user: "alice".into(),
                     queue: "root.a".into(),
                     resource: "memory".into(),

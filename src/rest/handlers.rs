@@ -361,9 +361,9 @@ pub fn apps(snap: &Snapshot, queue: Option<&str>) -> Result<Value, String> {
     Ok(Value::Array(out))
 }
 
-/// A partition by its plain name.
+/// A partition by its plain name or `[rmID]name`.
 pub fn partition<'a>(snap: &'a Snapshot, name: &str) -> Option<&'a PartitionSnap> {
-    snap.partitions.iter().find(|p| p.name == name)
+    super::partition_address::resolve(snap, name)
 }
 
 /// `GET /ws/v1/partition/{p}/queue/{q}/applications`; `Err` names what

@@ -18,6 +18,8 @@
 pub mod config_txn;
 pub(crate) mod handlers;
 pub mod health;
+mod parse_guard;
+mod partition_address;
 pub mod settings;
 pub mod usage;
 pub use crate::scheduler::snapshot;
@@ -809,7 +811,7 @@ async fn validation_grammar(ctx: &Context) -> Result<QuantityGrammar, Fail> {
 async fn validate(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
     let text = read_body(ctx, req).await?;
     let grammar = validation_grammar(ctx).await?;
-    let v = match crate::config::parse_with(&text, grammar) {
+    let v = match parse_guard::check_posted(&text, grammar).await? {
         Ok(_) => json!({"allowed": true, "reason": ""}),
         Err(e) => json!({"allowed": false, "reason": e.to_string()}),
     };
@@ -823,12 +825,14 @@ async fn validate(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
 async fn put_config(ctx: &Context, req: Request<Incoming>) -> Result<Resp, Fail> {
     let text = read_body(ctx, req).await?;
     let grammar = validation_grammar(ctx).await?;
-    crate::config::parse_with(&text, grammar).map_err(|e| {
-        fail(
-            StatusCode::BAD_REQUEST,
-            format!("invalid configuration: {e}"),
-        )
-    })?;
+    parse_guard::check_posted(&text, grammar)
+        .await?
+        .map_err(|e| {
+            fail(
+                StatusCode::BAD_REQUEST,
+                format!("invalid configuration: {e}"),
+            )
+        })?;
     let base = handlers::checksum_entry(&text).unwrap_or_default();
     let new_text = handlers::strip_checksum(&text).map_err(|e| {
         fail(

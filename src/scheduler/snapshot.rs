@@ -422,7 +422,31 @@ fn unix_ns(at: Instant, now: Instant, now_unix: i64) -> i64 {
     now_unix.saturating_sub(i64::try_from(ago).unwrap_or(i64::MAX))
 }
 
-fn queue_snap(p: &Partition, id: QueueId) -> QueueSnap {
+/// The queue tree below `root` as nested snaps, built bottom-up in a loop
+/// so that a deep tree costs heap, not stack.
+fn queue_snap(p: &Partition, root: QueueId) -> QueueSnap {
+    let mut order = vec![root];
+    let mut next = 0;
+    while let Some(&id) = order.get(next) {
+        order.extend(p.queues.get(id).children.values().copied());
+        next += 1;
+    }
+    // Breadth-first order reversed puts every child before its parent.
+    let mut built = std::collections::HashMap::with_capacity(order.len());
+    for &id in order.iter().rev() {
+        let children = p
+            .queues
+            .get(id)
+            .children
+            .values()
+            .filter_map(|c| built.remove(c))
+            .collect();
+        built.insert(id, queue_node(p, id, children));
+    }
+    built.remove(&root).expect("root is built last")
+}
+
+fn queue_node(p: &Partition, id: QueueId, children: Vec<QueueSnap>) -> QueueSnap {
     let q = p.queues.get(id);
     let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.at(*a)).collect();
     QueueSnap {
@@ -453,7 +477,7 @@ fn queue_snap(p: &Partition, id: QueueId) -> QueueSnap {
             guaranteed: t.guaranteed.as_ref().map(named),
             properties: t.properties.clone(),
         }),
-        children: q.children.values().map(|c| queue_snap(p, *c)).collect(),
+        children,
         preempting: p.preempt.preempting.get(&id).map(named).unwrap_or_default(),
         preemption_enabled: PreemptionPolicy::of(&q.properties) != PreemptionPolicy::Disabled,
         preemption_fence: PreemptionPolicy::of(&q.properties) == PreemptionPolicy::Fence

@@ -142,6 +142,18 @@ impl Partition {
         {
             return None;
         }
+        // And the user's and group's headroom, as the queue's: the excess of
+        // this application's swaps still in flight is not in the trackers
+        // yet, so it counts here (docs/limits.md). Unsure waits too.
+        if !excess.is_zero() && self.ugm.enabled() {
+            let mut wanted = excess.clone();
+            for s in self.gang.swaps.values().filter(|s| *s.real.app == *app.id) {
+                wanted.add_assign(&s.excess);
+            }
+            if self.ugm.fits(app, &wanted) != crate::scheduler::ugm::Fit::Fits {
+                return None;
+            }
+        }
         let me = (!self.reservations.is_empty()).then(|| ReservedAsk {
             app: app.id.clone(),
             key: ask.key.clone(),

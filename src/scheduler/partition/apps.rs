@@ -133,6 +133,9 @@ impl Partition {
                 self.placement
                     .place(app_id, requested, user, tags, &TreeView(&self.queues))?;
             if self.queues.lookup(&placed).is_none() {
+                // Refused with the bound named; the path itself may be huge.
+                crate::config::bounds::check_queue_path(&placed)
+                    .map_err(|e| format!("application '{app_id}' rejected: {e}"))?;
                 self.queues.create_dynamic(&placed, user).map_err(|e| {
                     log::info!("queue creation for {app_id} failed: {e}");
                     format!("failed to create rule based queue {placed} for application {app_id}")

@@ -104,7 +104,8 @@ impl Partition {
     ///   is reported in `new`), as in v0.12;
     /// - `TIMEOUT` or `PREEMPTED_BY_SCHEDULER` of an allocation the core
     ///   itself released: the RM confirms it gone; it is removed with no
-    ///   further message;
+    ///   further message. Naming another application than the owner is
+    ///   refused (a `ReleaseRefused` request record) and changes nothing;
     /// - otherwise (`STOPPED_BY_RM`): the request and the allocation of
     ///   that key go (every request and allocation of the application for
     ///   an empty key), each allocation echoed in `released` with
@@ -133,6 +134,22 @@ impl Partition {
         let confirms = (t == T::Timeout as i32 || t == T::PreemptedByScheduler as i32)
             && (self.gang.releasing.contains(key) || self.preempt.is_victim(key));
         if !key.is_empty() && confirms {
+            // As the ordinary path: only the owner's confirmation counts.
+            if let Some(owner) = self.allocations.get(key).map(|a| a.app.clone()) {
+                if *owner != *app_id {
+                    log::warn!(
+                        "release of {key} by application {app_id} refused: it belongs to {owner}"
+                    );
+                    out.event(crate::events::record(
+                        si::event_record::Type::Request,
+                        key,
+                        app_id,
+                        "ReleaseRefused",
+                        format!("allocation {key} belongs to application {owner}, not {app_id}: the release changes nothing"),
+                    ));
+                    return;
+                }
+            }
             self.remove_ask(app_id, key);
             if let Some(a) = self.remove_allocation(key) {
                 self.after_allocations_removed(app_id, !a.placeholder, a.placeholder, false, out);

@@ -13,6 +13,10 @@ use crate::scheduler::FastMap;
 /// The wildcard user or group name.
 pub const WILDCARD: &str = "*";
 
+/// Most of a user's groups read for group resolution (docs/limits.md):
+/// far above real directories, and it bounds the work of one submission.
+pub const MAX_USER_GROUPS: usize = 1024;
+
 /// One cap at one level.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Cap {
@@ -155,7 +159,8 @@ impl Caps {
     /// Group resolution (limits.md 2.3) for an application in leaf `leaf`
     /// run by a user with `groups`: the first configured group (config
     /// order) among the user's groups at the leaf, else the wildcard group
-    /// there, else the same one level up; `None` when nothing matches.
+    /// there, else the same one level up; `None` when nothing matches. Only
+    /// the first [`MAX_USER_GROUPS`] of the user's groups are read.
     pub fn resolve_group(
         &self,
         tree: &QueueTree,
@@ -165,14 +170,17 @@ impl Caps {
         if groups.is_empty() {
             return None;
         }
+        // One set of the user's groups, read at most MAX_USER_GROUPS deep:
+        // each level then costs its configured groups, not their product.
+        let mine: std::collections::HashSet<&str> = groups
+            .iter()
+            .take(MAX_USER_GROUPS)
+            .map(String::as_str)
+            .collect();
         let mut cur = Some(leaf);
         while let Some(q) = cur {
             if let Some(level) = self.levels.get(&q) {
-                if let Some((g, _)) = level
-                    .groups
-                    .iter()
-                    .find(|(g, _)| groups.iter().any(|ug| ug.as_str() == &**g))
-                {
+                if let Some((g, _)) = level.groups.iter().find(|(g, _)| mine.contains(&**g)) {
                     return Some(g.clone());
                 }
                 if level.group_wildcard.is_some() {

@@ -124,8 +124,9 @@ pub struct Tracker {
     /// (positive parts only, never decreased; indexed by type id): no
     /// level's room can have shrunk by more since a link cached its slack.
     /// The pass's allocations count here at once, before they reach the
-    /// levels (see [`Ugm::charge`]).
-    spent: Vec<i64>,
+    /// levels (see [`Ugm::charge`]). Wide, so that it never stops
+    /// counting: 2^64 additions of the largest quantity still fit.
+    spent: Vec<i128>,
 }
 
 impl Tracker {
@@ -284,8 +285,8 @@ type PathLevels = SmallVec<[u32; 6]>;
 struct Slack {
     ty: ResId,
     room: i64,
-    user_spent: i64,
-    group_spent: i64,
+    user_spent: i128,
+    group_spent: i128,
 }
 
 type Slacks = SmallVec<[Slack; 2]>;
@@ -395,13 +396,13 @@ fn level_fits(usage: &Resource, cap: &Resource, ask: &Resource) -> bool {
 
 /// A tracker's `spent` of one type.
 #[inline]
-fn spent_of(spent: &[i64], ty: ResId) -> i64 {
+fn spent_of(spent: &[i128], ty: ResId) -> i128 {
     spent.get(ty as usize).copied().unwrap_or(0)
 }
 
 /// Adds the positive parts of `res` to a `spent`.
 #[inline]
-fn spend(spent: &mut Vec<i64>, res: &Resource) {
+fn spend(spent: &mut Vec<i128>, res: &Resource) {
     for (ty, v) in res.iter() {
         if v <= 0 {
             continue;
@@ -410,7 +411,7 @@ fn spend(spent: &mut Vec<i64>, res: &Resource) {
         if i >= spent.len() {
             spent.resize(i + 1, 0);
         }
-        spent[i] = spent[i].saturating_add(v);
+        spent[i] += i128::from(v);
     }
 }
 
@@ -753,7 +754,7 @@ impl Ugm {
                 let v = res.get(s.ty);
                 if v > 0 {
                     if let Some(x) = user.get_mut(s.ty as usize) {
-                        *x = x.saturating_add(v);
+                        *x += i128::from(v);
                     }
                 }
             }
@@ -763,7 +764,7 @@ impl Ugm {
                     let v = res.get(s.ty);
                     if v > 0 {
                         if let Some(x) = group.get_mut(s.ty as usize) {
-                            *x = x.saturating_add(v);
+                            *x += i128::from(v);
                         }
                     }
                 }
@@ -1056,11 +1057,13 @@ fn slack_all(
     let user = &users.at(link.user).spent;
     let group = link.group.map(|g| &groups.at(g).spent);
     link.slack.iter().all(|s| {
-        let mut used = spent_of(user, s.ty).saturating_sub(s.user_spent);
+        // Exact in i128: each difference is at most what was spent since.
+        let mut used = spent_of(user, s.ty) - s.user_spent;
         if let Some(g) = group {
-            used = used.saturating_add(spent_of(g, s.ty).saturating_sub(s.group_spent));
+            used += spent_of(g, s.ty) - s.group_spent;
         }
-        f(s.ty, s.room, s.room.saturating_sub(used))
+        let left = i64::try_from(i128::from(s.room) - used).unwrap_or(i64::MIN);
+        f(s.ty, s.room, left)
     })
 }
 

@@ -43,6 +43,11 @@ type config struct {
 	restAddress                string
 	restToken                  string
 	restAllowedHosts           []string
+	restTimeoutsMs             [3]uint64 // header, body, connection
+	restMaxConnections         uint32
+	restMaxConnectionsPerPeer  uint32
+	maxAsksPerRM               *uint64
+	queueCleanerIntervalMs     *uint64
 	withoutPredicates          bool
 	goexitGuard                *bool // nil: testing.Testing()
 }
@@ -183,8 +188,13 @@ const (
 	fieldEventTypes                 = 13
 	fieldRESTAddress                = 16
 	fieldREST                       = 17
+	fieldMaxAsksPerRM               = 18
+	fieldQueueCleanerIntervalMs     = 19
 	fieldRESTToken                  = 1
 	fieldRESTAllowedHosts           = 2
+	fieldRESTHeaderTimeoutMs        = 3
+	fieldRESTMaxConnections         = 6
+	fieldRESTMaxConnectionsPerPeer  = 7
 )
 
 // encode writes the options as a sicore.v1.SchedulerOptions message. The
@@ -231,6 +241,8 @@ func (c *config) encode() []byte {
 		str(fieldEventTypes, t)
 	}
 	str(fieldRESTAddress, c.restAddress)
+	opt(fieldMaxAsksPerRM, c.maxAsksPerRM)
+	opt(fieldQueueCleanerIntervalMs, c.queueCleanerIntervalMs)
 	if rest := c.encodeREST(); len(rest) > 0 {
 		b = protowire.AppendTag(b, fieldREST, protowire.BytesType)
 		b = protowire.AppendBytes(b, rest)
@@ -249,6 +261,18 @@ func (c *config) encodeREST() []byte {
 		b = protowire.AppendTag(b, fieldRESTAllowedHosts, protowire.BytesType)
 		b = protowire.AppendString(b, h)
 	}
+	u64 := func(num protowire.Number, v uint64) {
+		if v != 0 {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, v)
+		}
+	}
+	// Header, body and connection timeouts are fields 3, 4 and 5.
+	for i, ms := range c.restTimeoutsMs {
+		u64(fieldRESTHeaderTimeoutMs+protowire.Number(i), ms)
+	}
+	u64(fieldRESTMaxConnections, uint64(c.restMaxConnections))
+	u64(fieldRESTMaxConnectionsPerPeer, uint64(c.restMaxConnectionsPerPeer))
 	return b
 }
 
@@ -278,6 +302,59 @@ func WithRESTAllowedHosts(hosts ...string) Option {
 			}
 		}
 		c.restAllowedHosts = append(c.restAllowedHosts, hosts...)
+		return nil
+	}
+}
+
+// WithRESTTimeouts sets how long a REST client has to send its request
+// headers, then its body, and the longest life of one connection. A zero
+// duration keeps that library default (10s, 10s, 60s).
+func WithRESTTimeouts(header, body, connection time.Duration) Option {
+	return func(c *config) error {
+		for i, d := range [3]time.Duration{header, body, connection} {
+			if d < 0 {
+				return fmt.Errorf("WithRESTTimeouts: negative duration %v", d)
+			}
+			c.restTimeoutsMs[i] = uint64((d + time.Millisecond - 1) / time.Millisecond)
+		}
+		return nil
+	}
+}
+
+// WithRESTConnectionLimits sets the most REST connections open at once and
+// the most from one client address (health and metrics keep reserved
+// slots beyond them). Zero keeps that library default (64, 32).
+func WithRESTConnectionLimits(total, perPeer uint32) Option {
+	return func(c *config) error {
+		c.restMaxConnections = total
+		c.restMaxConnectionsPerPeer = perPeer
+		return nil
+	}
+}
+
+// WithMaxAsksPerRM sets the most waiting asks one RM may hold across its
+// partitions (library default 500,000); an ask beyond it is rejected with
+// a reason naming the limit. 0 is refused.
+func WithMaxAsksPerRM(n uint64) Option {
+	return func(c *config) error {
+		if n == 0 {
+			return fmt.Errorf("WithMaxAsksPerRM: 0 asks")
+		}
+		c.maxAsksPerRM = &n
+		return nil
+	}
+}
+
+// WithQueueCleanerInterval sets the period of the queue cleaner, which
+// removes empty draining queues (library default 10s). It must be at
+// least a millisecond.
+func WithQueueCleanerInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("WithQueueCleanerInterval: %v is below 1ms", d)
+		}
+		ms := uint64(d / time.Millisecond)
+		c.queueCleanerIntervalMs = &ms
 		return nil
 	}
 }

@@ -68,7 +68,13 @@ __all__ = [
     "options_message",
     "si_pb2",
     "sicore_pb2",
+    "status_str",
 ]
+
+
+def status_str(status: int, library: str | None = None) -> str:
+    """The native library's name of a status value, as ``sicore_status_str`` gives it."""
+    return load_library(library).status_str(status)
 
 
 def library_version(library: str | None = None) -> str:

@@ -177,6 +177,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "sicore_reply_set": (None, [_P, _BYTES, ctypes.c_size_t]),
     "sicore_set_logger": (None, [LOG_CALLBACK, _P, ctypes.c_int32]),
     "sicore_version": (ctypes.c_char_p, []),
+    "sicore_status_str": (ctypes.c_char_p, [ctypes.c_int]),
     "sicore_new": (ctypes.c_int, [_BYTES, ctypes.c_size_t, ctypes.POINTER(_P), _BUF_P]),
     "sicore_free": (None, [_P]),
     "sicore_shutdown": (ctypes.c_int, [_P, _BUF_P]),
@@ -277,6 +278,7 @@ class Library:
     sicore_reply_set: Callable[..., None]
     sicore_set_logger: Callable[..., None]
     sicore_version: Callable[..., bytes]
+    sicore_status_str: Callable[..., bytes]
     sicore_new: Callable[..., int]
     sicore_free: Callable[..., None]
     sicore_shutdown: Callable[..., int]
@@ -294,6 +296,10 @@ class Library:
     sicore_v1_update_application: Callable[..., int]
     sicore_v1_update_node: Callable[..., int]
     sicore_v1_update_configuration: Callable[..., int]
+
+    def status_str(self, status: int) -> str:
+        """The library's name of a ``sicore_status`` value (``"unknown sicore_status"`` for others)."""
+        return self.sicore_status_str(int(status)).decode("utf-8", "replace")
 
     def take_buffer(self, buf: sicore_buffer) -> bytes:
         """Copy the bytes out of a library-owned buffer and free it."""

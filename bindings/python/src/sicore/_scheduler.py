@@ -44,8 +44,12 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
     ``reservation_delay_ms``, ``disable_reservation``, ``app_start_timeout_ms``,
     ``app_completing_timeout_ms``, ``app_terminated_timeout_ms``,
     ``disable_events``, ``outstanding_check_interval_ms``, ``event_types``,
-    ``placeholder_timeout_ms``, ``rest_address``). ``None`` leaves a field
-    unset; ``config_dir`` accepts any path-like object.
+    ``placeholder_timeout_ms``, ``rest_address``, ``rest``, ...). ``None``
+    leaves a field unset; ``config_dir`` accepts any path-like object.
+
+    ``rest`` takes a ``sicore_pb2.RestOptions`` or a mapping of its fields:
+    ``rest={"token": "s3cret", "allowed_hosts": ["sched.example"],
+    "header_timeout_ms": 5000, "max_connections": 32}``.
 
     ``event_types`` lists the event record types sent to ``send_event``, as
     names (``"REQUEST"``, ``"APP"``, ``"NODE"``, ``"QUEUE"``) or
@@ -72,9 +76,27 @@ def options_message(**options: Any) -> sicore_pb2.SchedulerOptions:
             msg.config_dir = os.fspath(value)
         elif name == "event_types":
             msg.event_types.extend(_event_type_names(value))
+        elif isinstance(getattr(msg, name), Message):
+            _set_message(msg, name, value)
         else:
             setattr(msg, name, value)
     return msg
+
+
+def _set_message(msg: sicore_pb2.SchedulerOptions, name: str, value: Any) -> None:
+    # A message field cannot be assigned: copy a message of its type, or
+    # build one from a mapping of its field names (``rest={"token": ...}``).
+    field = getattr(msg, name)
+    if isinstance(value, type(field)):
+        field.CopyFrom(value)
+    elif isinstance(value, Mapping):
+        try:
+            field.CopyFrom(type(field)(**value))
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"{name}: {e}") from e
+    else:
+        raise TypeError(f"{name} must be a {type(field).__name__} or a mapping of its fields, "
+                        f"not {type(value).__name__}")
 
 
 def _event_type_names(value: Any) -> list[str]:

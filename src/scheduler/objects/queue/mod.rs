@@ -386,6 +386,7 @@ impl QueueTree {
         if !path.starts_with("root.") {
             return Err("illegal queue name passed in".into());
         }
+        crate::config::bounds::check_queue_path(&path)?;
         let parts: Vec<&str> = path.split('.').collect();
         let mut existing = ROOT;
         let mut depth = 1;
@@ -563,27 +564,37 @@ impl QueueTree {
 
     /// How much more the queue may allocate (spec 3.3); `None` = unlimited.
     pub fn headroom(&self, id: QueueId) -> Option<Resource> {
-        let q = self.get(id);
-        let parent = q.parent.map(|p| self.headroom(p));
-        let own = q.max.as_ref().map(|m| m.sub(&q.allocated));
-        match (own, parent) {
-            // root, or no max and unlimited parent.
-            (own, None) => own,
-            (None, Some(ph)) => ph,
-            (Some(own), Some(None)) => Some(own),
-            (Some(mut own), Some(Some(ph))) => {
-                // Types the own max does not define come from the parent
-                // (decided on the max, not on `own`: the subtraction above
-                // adds every allocated type to `own`).
-                let max = q.max.as_ref().expect("own max is set");
-                for (t, v) in ph.iter() {
-                    if max.lookup(t).is_none() {
-                        own.set(t, v);
-                    }
-                }
-                Some(own.min(&ph))
-            }
+        // Root first, then down to `id`: a loop, so depth costs no stack.
+        let mut chain = Vec::new();
+        let mut cur = Some(id);
+        while let Some(c) = cur {
+            chain.push(c);
+            cur = self.get(c).parent;
         }
+        let mut above: Option<Option<Resource>> = None;
+        for &c in chain.iter().rev() {
+            let q = self.get(c);
+            let own = q.max.as_ref().map(|m| m.sub(&q.allocated));
+            above = Some(match (own, above) {
+                // root, or no max and unlimited parent.
+                (own, None) => own,
+                (None, Some(ph)) => ph,
+                (Some(own), Some(None)) => Some(own),
+                (Some(mut own), Some(Some(ph))) => {
+                    // Types the own max does not define come from the parent
+                    // (decided on the max, not on `own`: the subtraction above
+                    // adds every allocated type to `own`).
+                    let max = q.max.as_ref().expect("own max is set");
+                    for (t, v) in ph.iter() {
+                        if max.lookup(t).is_none() {
+                            own.set(t, v);
+                        }
+                    }
+                    Some(own.min(&ph))
+                }
+            });
+        }
+        above.flatten()
     }
 
     /// Whether adding `res` keeps every queue from `id` to root within its max.
