@@ -75,7 +75,6 @@ fn set_extra(rm: &V1Rm, pairs: &[(&str, &str)]) {
             policy_group: "queues".into(),
             config: CONFIG.into(),
             extra_config: extra(pairs),
-            ..Default::default()
         },
     );
     assert_eq!(st, SICORE_OK, "{msg}");
