@@ -10,8 +10,8 @@
 //! A stream is a position in the history: its body is polled by the
 //! connection, reads the records after its position and waits on the
 //! history otherwise, so a client that does not read costs no buffer. A
-//! stream whose client leaves records unread for [`STREAM_STALL`] is
-//! dropped; one the history overtook ends with a closing error line. A
+//! stream whose client leaves records unread for [`STREAM_STALL`] (as
+//! seen by checks a second apart) is dropped; one the history overtook ends with a closing error line. A
 //! stream is exempt from the connection lifetime limit (it is meant to
 //! last) but holds a connection slot, and the streams are bounded in all
 //! and per client address (`event.maxStreams`, `event.maxStreamsPerHost`).
@@ -58,6 +58,9 @@ struct Progress {
     ring: Arc<EventRing>,
     position: u64,
     last_poll: Instant,
+    /// Since when the checks have seen records waiting for this stream
+    /// with no read by the connection in between.
+    pending_since: Option<Instant>,
 }
 
 /// A connection's view of the stream it serves, if any.
@@ -69,12 +72,27 @@ impl ConnWatch {
         self.0.lock().is_some()
     }
 
-    /// Records wait for the client and it has taken none for
-    /// [`STREAM_STALL`].
+    /// Records have waited for the client for [`STREAM_STALL`] and the
+    /// connection has read none since (a stream woken an instant ago is
+    /// not stalled: the wait counts from the first check that saw them).
     fn stalled(&self) -> bool {
-        match &*self.0.lock() {
-            Some(p) => p.ring.next_id() > p.position && p.last_poll.elapsed() >= STREAM_STALL,
-            None => false,
+        let mut g = self.0.lock();
+        let Some(p) = g.as_mut() else {
+            return false;
+        };
+        let now = Instant::now();
+        if p.ring.next_id() <= p.position {
+            p.pending_since = None;
+            return false;
+        }
+        match p.pending_since {
+            Some(since) if p.last_poll < since => {
+                now.saturating_duration_since(since) >= STREAM_STALL
+            }
+            _ => {
+                p.pending_since = Some(now);
+                false
+            }
         }
     }
 }
@@ -106,6 +124,7 @@ pub(super) async fn serve(
         ring,
         position: ticket.position(),
         last_poll: Instant::now(),
+        pending_since: None,
     });
     let first = json!({ "InstanceUUID": uuid }).to_string() + "\n";
     let stream = RingBody {
