@@ -397,3 +397,90 @@ pub(super) async fn stream(ctx: &Context, req: &Request<Incoming>) -> Result<Res
         ))))));
     Ok(resp)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::record;
+    use crate::proto::si::v1::event_record::Type;
+
+    fn watch_at(ring: &Arc<EventRing>, position: u64, last_poll: Instant) -> ConnWatch {
+        let w = ConnWatch::default();
+        *w.0.lock() = Some(Progress {
+            ring: ring.clone(),
+            position,
+            last_poll,
+            pending_since: None,
+        });
+        w
+    }
+
+    #[test]
+    fn a_stream_is_stalled_only_when_records_wait_across_checks_unread() {
+        let ring = Arc::new(EventRing::new(true));
+        let long_ago = Instant::now() - 2 * STREAM_STALL;
+        // Caught up (idle for long): never stalled.
+        let w = watch_at(&ring, 0, long_ago);
+        assert!(!w.stalled() && !w.stalled());
+        // A record arrives: the first check only notes it, however long
+        // the stream was idle before.
+        ring.push_all([(
+            record(Type::Node, "n1", "", "NodeAdded", String::new()).into(),
+            "default".to_string(),
+            String::new(),
+        )]);
+        assert!(!w.stalled());
+        // Still unread STREAM_STALL after that check: stalled.
+        if let Some(p) = w.0.lock().as_mut() {
+            p.pending_since = Some(Instant::now() - STREAM_STALL);
+        }
+        assert!(w.stalled());
+        // A read since the check restarts the wait.
+        if let Some(p) = w.0.lock().as_mut() {
+            p.last_poll = Instant::now();
+        }
+        assert!(!w.stalled());
+        assert!(!ConnWatch::default().stalled(), "no stream");
+    }
+
+    #[test]
+    fn records_render_in_the_v1_form_with_partition_and_queue() {
+        let mut cap = crate::proto::si::v1::Resource::default();
+        cap.resources.insert(
+            "memory".into(),
+            crate::proto::si::v1::Quantity { value: 64 },
+        );
+        cap.resources
+            .insert("pods".into(), crate::proto::si::v1::Quantity { value: 0 });
+        let node = Entry {
+            id: 0,
+            record: crate::events::Record::from(record(
+                Type::Node,
+                "n1",
+                "default",
+                "NodeAdded",
+                "added".into(),
+            ))
+            .with_v1_resource(cap),
+            partition: "default".into(),
+            queue: String::new(),
+        };
+        assert_eq!(
+            super::record(&node),
+            json!({"type": 3, "objectID": "n1", "message": "added", "eventChangeType": 2,
+                "resource": {"resources": {"memory": {"value": 64}, "pods": {}}},
+                "partition": "default"})
+        );
+        let app = Entry {
+            id: 1,
+            record: record(Type::App, "app-1", "root.a", "Running", String::new()).into(),
+            partition: "default".into(),
+            queue: "root.a".into(),
+        };
+        let v = super::record(&app);
+        assert_eq!(v["referenceID"], "root.a");
+        assert_eq!(v["queue"], "root.a");
+        assert_eq!(v["eventChangeType"], 1);
+        assert!(v.get("message").is_none() && v.get("timestampNano").is_none());
+    }
+}
