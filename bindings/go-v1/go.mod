@@ -6,6 +6,7 @@ require (
 	github.com/apache/yunikorn-scheduler-interface v1.8.0-0
 	github.com/sasha-s/go-deadlock v0.3.6
 	go.uber.org/zap v1.27.0
+	go.yaml.in/yaml/v3 v3.0.4
 	google.golang.org/protobuf v1.36.5
 )
 

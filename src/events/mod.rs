@@ -19,6 +19,8 @@ use serde::Serialize;
 
 use crate::proto::si::v1 as si;
 
+pub mod ring;
+
 /// Most records accepted from one step of the core before the rest are
 /// dropped (the reference's event channel capacity).
 pub const INPUT_CAPACITY: usize = 100_000;
@@ -62,6 +64,9 @@ pub struct RmEventSettings {
     pub tracking: Option<bool>,
     /// `event.requestCapacity`: most distinct objects between two flushes.
     pub request_capacity: Option<usize>,
+    /// The REST history's keys (`event.ringBufferCapacity`, the stream
+    /// limits, `event.RESTResponseSize`): scheduler-wide, see [`ring`].
+    pub ring: ring::RingSettings,
 }
 
 /// Reasons of records that mark a transition into or out of a state (the

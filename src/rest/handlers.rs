@@ -33,6 +33,10 @@ pub enum Endpoint {
     Metrics,
     HistoryApps,
     HistoryContainers,
+    /// `/ws/v1/events/batch` (`events.rs`).
+    EventBatch,
+    /// `/ws/v1/events/stream` (`events.rs`).
+    EventStream,
     /// A reference endpoint sicore does not provide, with the reason.
     NotProvided(&'static str),
 }
@@ -123,6 +127,8 @@ pub fn route(path: &str) -> Option<Endpoint> {
         ["metrics"] => Endpoint::Metrics,
         ["history", "apps"] => Endpoint::HistoryApps,
         ["history", "containers"] => Endpoint::HistoryContainers,
+        ["events", "batch"] => Endpoint::EventBatch,
+        ["events", "stream"] => Endpoint::EventStream,
         ["stack"] => Endpoint::NotProvided(
             "/ws/v1/stack lists goroutine stacks; sicore is not a Go program and has none",
         ),

@@ -16,6 +16,7 @@
 //! thread ([`config_txn`]).
 
 pub mod config_txn;
+pub mod events;
 pub(crate) mod handlers;
 pub mod health;
 mod parse_guard;
@@ -292,6 +293,8 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
             let ctx = ctx.clone();
             tokio::spawn(async move {
                 let service_ctx = ctx.clone();
+                let watch = events::ConnWatch::default();
+                let conn_watch = watch.clone();
                 let conn = hyper::server::conn::http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(ctx.settings.header_timeout)
@@ -299,9 +302,12 @@ fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<tokio::sync::No
                     .max_buf_size(64 * 1024)
                     .serve_connection(
                         TokioIo::new(stream),
-                        service_fn(move |req| handle(service_ctx.clone(), slot, req)),
+                        service_fn(move |req| {
+                            events::serve(service_ctx.clone(), slot, peer.ip(), watch.clone(), req)
+                        }),
                     );
-                let _ = tokio::time::timeout(ctx.settings.connection_timeout, conn).await;
+                // The lifetime limit, except for a connection serving an event stream.
+                events::drive(conn, ctx.settings.connection_timeout, &conn_watch).await;
                 ctx.give_slot(slot);
             });
         }
@@ -728,6 +734,8 @@ async fn dispatch(ctx: &Context, endpoint: Endpoint, req: Request<Incoming>) -> 
         }
         Endpoint::HistoryApps => ok(handlers::history(&ctx.metrics.history(), false)),
         Endpoint::HistoryContainers => ok(handlers::history(&ctx.metrics.history(), true)),
+        Endpoint::EventBatch => events::batch(ctx, &req).await,
+        Endpoint::EventStream => events::stream(ctx, &req).await,
         Endpoint::NotProvided(reason) => Err(fail(StatusCode::NOT_FOUND, reason)),
     }
 }

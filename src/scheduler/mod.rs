@@ -10,6 +10,7 @@ pub mod config_txn;
 pub mod core;
 pub mod dump;
 pub mod edition;
+pub mod events_v1;
 pub mod gang;
 pub mod link;
 pub mod objects;

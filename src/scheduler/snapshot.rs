@@ -60,6 +60,18 @@ pub struct Snapshot {
     pub partitions: Vec<PartitionSnap>,
     /// Event system counters.
     pub events: EventStats,
+    /// The event history (`/ws/v1/events`): a handle, read directly by
+    /// REST without asking the core again.
+    #[serde(skip)]
+    pub event_ring: Option<std::sync::Arc<crate::events::ring::EventRing>>,
+}
+
+impl Snapshot {
+    /// The snapshot with the handle of the event history.
+    pub fn with_event_ring(mut self, ring: std::sync::Arc<crate::events::ring::EventRing>) -> Self {
+        self.event_ring = Some(ring);
+        self
+    }
 }
 
 /// One registered RM.
@@ -735,5 +747,6 @@ pub fn build<'a>(
             .map(|p| partition_snap(p, at.now, at.now_unix))
             .collect(),
         events,
+        event_ring: None,
     }
 }

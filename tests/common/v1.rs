@@ -154,11 +154,6 @@ impl V1Rm {
         predicates: bool,
         tweak: impl FnOnce(&mut sicore_v1_callbacks),
     ) -> Self {
-        let sched = sicore_c_rm::new_scheduler(&options).unwrap();
-        let owner = Handle(sched);
-        let rec = Arc::new(V1Recorder::default());
-        let mut table = rmv1::table(&rec, predicates);
-        tweak(&mut table);
         let req = si18::RegisterResourceManagerRequest {
             rm_id: "rm1".into(),
             version: "v1.8.0".into(),
@@ -166,7 +161,22 @@ impl V1Rm {
             config: config.into(),
             ..Default::default()
         };
-        let (st, msg) = rmv1::register(sched, &req, &table);
+        Self::registered(options, &req, predicates, tweak)
+    }
+
+    /// Registered by `req` (its rmID must be `rm1`) on `options`.
+    pub fn registered(
+        options: sicore_pb::SchedulerOptions,
+        req: &si18::RegisterResourceManagerRequest,
+        predicates: bool,
+        tweak: impl FnOnce(&mut sicore_v1_callbacks),
+    ) -> Self {
+        let sched = sicore_c_rm::new_scheduler(&options).unwrap();
+        let owner = Handle(sched);
+        let rec = Arc::new(V1Recorder::default());
+        let mut table = rmv1::table(&rec, predicates);
+        tweak(&mut table);
+        let (st, msg) = rmv1::register(sched, req, &table);
         assert_eq!(st, SICORE_OK, "{msg}");
         V1Rm {
             sched,

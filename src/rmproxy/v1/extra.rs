@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::events::ring::{MAX_RING_CAPACITY, MAX_STREAMS_LIMIT};
 use crate::events::{RmEventSettings, MAX_STORE_CAPACITY};
 
 /// The key of the library log level.
@@ -25,17 +26,20 @@ pub const EVENT_TRACKING: &str = "event.trackingEnabled";
 /// The key of the RM's event store bound (distinct objects per flush).
 pub const EVENT_REQUEST_CAPACITY: &str = "event.requestCapacity";
 
+/// The key of the REST event history's size (records).
+pub const EVENT_RING_CAPACITY: &str = "event.ringBufferCapacity";
+/// The key of the most REST event streams at once.
+pub const EVENT_MAX_STREAMS: &str = "event.maxStreams";
+/// The key of the most REST event streams of one client address.
+pub const EVENT_MAX_STREAMS_PER_HOST: &str = "event.maxStreamsPerHost";
+/// The key of the most records one `/ws/v1/events/batch` answer carries.
+pub const EVENT_REST_RESPONSE_SIZE: &str = "event.RESTResponseSize";
+
 /// Keys the v1.8 core reads that have no sicore counterpart, with why.
-const NOT_READ: [(&str, &str); 5] = [
-    ("event.ringBufferCapacity", "sicore keeps no event history"),
-    ("event.maxStreams", "sicore has no REST event stream"),
-    ("event.maxStreamsPerHost", "sicore has no REST event stream"),
-    ("event.RESTResponseSize", "sicore keeps no event history"),
-    (
-        "health.checkInterval",
-        "sicore runs the health checks on each REST request, with no periodic checker",
-    ),
-];
+const NOT_READ: [(&str, &str); 1] = [(
+    "health.checkInterval",
+    "sicore runs the health checks on each REST request, with no periodic checker",
+)];
 
 /// A log level as the v1.8 configuration spells it: zap's names or
 /// numbers (-1 debug, 0 info, 1 warn, 2 and above error), or the names
@@ -62,6 +66,11 @@ pub fn parse_bool(v: &str) -> Option<bool> {
 
 /// A store capacity: a decimal count from 1 to [`MAX_STORE_CAPACITY`].
 pub fn parse_capacity(v: &str) -> Result<usize, String> {
+    parse_count(v, MAX_STORE_CAPACITY)
+}
+
+/// A decimal count from 1 to `max`.
+pub fn parse_count(v: &str, max: usize) -> Result<usize, String> {
     let n: u64 = v
         .parse()
         .map_err(|_| "not a non-negative decimal count".to_string())?;
@@ -70,8 +79,8 @@ pub fn parse_capacity(v: &str) -> Result<usize, String> {
     }
     usize::try_from(n)
         .ok()
-        .filter(|n| *n <= MAX_STORE_CAPACITY)
-        .ok_or_else(|| format!("above the most sicore allows ({MAX_STORE_CAPACITY})"))
+        .filter(|n| *n <= max)
+        .ok_or_else(|| format!("above the most sicore allows ({max})"))
 }
 
 /// Applies the process-wide keys of RM `rm_id`'s `extraConfig` and returns
@@ -106,6 +115,23 @@ pub fn apply(rm_id: &str, extra: &BTreeMap<String, String>) -> RmEventSettings {
                     "extraConfig {EVENT_REQUEST_CAPACITY} of RM {rm_id}: '{value}' {why}, ignored (the default applies)"
                 ),
             },
+            EVENT_RING_CAPACITY | EVENT_REST_RESPONSE_SIZE | EVENT_MAX_STREAMS
+            | EVENT_MAX_STREAMS_PER_HOST => {
+                let (max, slot) = match key.as_str() {
+                    EVENT_RING_CAPACITY => (MAX_RING_CAPACITY, &mut events.ring.capacity),
+                    EVENT_REST_RESPONSE_SIZE => {
+                        (MAX_RING_CAPACITY, &mut events.ring.rest_response_size)
+                    }
+                    EVENT_MAX_STREAMS => (MAX_STREAMS_LIMIT, &mut events.ring.max_streams),
+                    _ => (MAX_STREAMS_LIMIT, &mut events.ring.max_streams_per_host),
+                };
+                match parse_count(value, max) {
+                    Ok(n) => *slot = Some(n),
+                    Err(why) => log::warn!(
+                        "extraConfig {key} of RM {rm_id}: '{value}' {why}, ignored (the default applies)"
+                    ),
+                }
+            }
             _ => match NOT_READ.iter().find(|(k, _)| k == key) {
                 Some((_, why)) => {
                     log::info!("extraConfig {key} of RM {rm_id} is not read: {why}")
@@ -162,19 +188,35 @@ mod tests {
             &extra(&[
                 (EVENT_TRACKING, "false"),
                 (EVENT_REQUEST_CAPACITY, "10"),
-                ("event.ringBufferCapacity", "7"),
+                (EVENT_RING_CAPACITY, "7"),
+                (EVENT_MAX_STREAMS, "3"),
+                (EVENT_MAX_STREAMS_PER_HOST, "2"),
+                (EVENT_REST_RESPONSE_SIZE, "5"),
             ]),
         );
         assert_eq!(
             got,
             RmEventSettings {
                 tracking: Some(false),
-                request_capacity: Some(10)
+                request_capacity: Some(10),
+                ring: crate::events::ring::RingSettings {
+                    capacity: Some(7),
+                    max_streams: Some(3),
+                    max_streams_per_host: Some(2),
+                    rest_response_size: Some(5),
+                },
             }
         );
         let bad = apply(
             "rm1",
-            &extra(&[(EVENT_TRACKING, "off"), (EVENT_REQUEST_CAPACITY, "-3")]),
+            &extra(&[
+                (EVENT_TRACKING, "off"),
+                (EVENT_REQUEST_CAPACITY, "-3"),
+                (EVENT_RING_CAPACITY, "0"),
+                (EVENT_MAX_STREAMS, "10001"),
+                (EVENT_MAX_STREAMS_PER_HOST, "x"),
+                (EVENT_REST_RESPONSE_SIZE, "1000001"),
+            ]),
         );
         assert_eq!(bad, RmEventSettings::default());
     }

@@ -7,7 +7,7 @@
 pub mod adapter;
 pub mod api;
 pub mod convert;
-pub mod events;
+pub use crate::scheduler::events_v1 as events;
 pub mod extra;
 pub mod wire;
 

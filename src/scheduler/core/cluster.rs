@@ -121,6 +121,7 @@ impl Core {
                 }
             },
         }
+        self.configure_ring(settings.ring);
         let types = self.event_types_for(self.events.contains_key(rm_id), edition);
         let rm = &self.rms[rm_id];
         for key in &rm.partitions {
@@ -140,6 +141,7 @@ impl Core {
         self.outcomes.remove(rm_id);
         // Records meant for the old registration are not delivered to the new one.
         self.retire_events(rm_id);
+        self.sync_ring();
     }
 
     pub(super) fn register(
@@ -225,6 +227,7 @@ impl Core {
                 EventStore::new(edition == Edition::V1, capacity),
             );
         }
+        self.configure_ring(events.ring);
         self.registry.write().insert(rm_id.to_string(), edition);
         Ok(())
     }
@@ -486,9 +489,9 @@ impl Core {
             return;
         }
         // No store: the RM's events are off (or it is gone).
-        let Some(store) = self.events.get_mut(rm_id) else {
+        if !self.events.contains_key(rm_id) {
             return;
-        };
+        }
         let types = self.options.event_types;
         records.retain(|r| types.allows(r.base.r#type));
         if !records.is_empty() {
@@ -498,6 +501,10 @@ impl Core {
                     r.base.timestamp_nano = unix;
                 }
             }
+            self.feed_ring(rm_id, &records, None);
+            let Some(store) = self.events.get_mut(rm_id) else {
+                return;
+            };
             store.add_all(records, self.clock.now());
         }
     }
@@ -512,22 +519,27 @@ impl Core {
         }
         let unix = self.clock.unix_nanos();
         let now = self.clock.now();
+        let mut taken = Vec::new();
         for p in self.partitions.values_mut() {
-            if !p.has_records() {
+            if p.has_records() {
+                taken.push((p.key.clone(), p.take_records()));
+            }
+        }
+        let types = self.options.event_types;
+        for (key, mut records) in taken {
+            if !self.events.contains_key(&key.rm_id) {
                 continue;
             }
-            let mut records = p.take_records();
-            let Some(store) = self.events.get_mut(&p.rm_id) else {
-                continue;
-            };
-            let types = self.options.event_types;
             records.retain(|r| types.allows(r.base.r#type));
             for r in &mut records {
                 if r.base.timestamp_nano == 0 {
                     r.base.timestamp_nano = unix;
                 }
             }
-            store.add_all(records, now);
+            self.feed_ring(&key.rm_id, &records, Some(&key));
+            if let Some(store) = self.events.get_mut(&key.rm_id) {
+                store.add_all(records, now);
+            }
         }
     }
 
@@ -566,6 +578,7 @@ impl Core {
                 started: self.started,
             },
         )
+        .with_event_ring(self.ring.clone())
     }
 
     /// The state dump.

@@ -28,12 +28,14 @@ use super::partition::Partition;
 use super::partition_key::PartitionKey;
 use super::resource::charged_to;
 use crate::error::Error;
+use crate::events::ring::{EventRing, RingFeed};
 use crate::events::{EventStats, EventStore};
 use crate::options::Options;
 
 pub mod cluster;
 mod command;
 pub mod configure;
+mod ring_feed;
 pub mod run;
 #[cfg(test)]
 mod tests;
@@ -72,6 +74,11 @@ pub struct Core {
     events: HashMap<String, EventStore>,
     /// Counters of stores that went with their RM.
     events_retired: EventStats,
+    /// The REST event history (`events::ring`), shared with the readers
+    /// through the snapshot; fed while any RM's events are on.
+    ring: Arc<EventRing>,
+    /// Which records enter the history.
+    ring_feed: RingFeed,
     next_event_flush: Instant,
     next_outstanding_check: Instant,
     next_queue_clean: Instant,
@@ -115,6 +122,8 @@ impl Core {
             started: now,
             events: HashMap::new(),
             events_retired: EventStats::default(),
+            ring: Arc::new(EventRing::new(!options.disable_events)),
+            ring_feed: RingFeed::default(),
             next_event_flush: now + options.event_flush_interval,
             next_outstanding_check: now + options.outstanding_check_interval,
             next_queue_clean: now + options.queue_cleaner_interval,

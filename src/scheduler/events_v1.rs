@@ -8,6 +8,9 @@
 //! the message kept. Structured records (USERGROUP, and the QUEUE records
 //! of queue and application changes) carry their change, detail and
 //! resource, mapped one to one.
+//!
+//! Shared by the SI v1.8 edge (`rmproxy::v1`, what `SendEvent` carries)
+//! and the REST event history (`rest::events`), which shows the v1.x form.
 
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
