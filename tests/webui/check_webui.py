@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "simreport"))
-from check_report import Browser  # noqa: E402
+from check_report import Browser
 
 SETTLE = 4.0
 
@@ -76,11 +76,21 @@ def page_problems(browser: Browser) -> list[str]:
 def na_allowed(cell: dict) -> bool:
     if cell["head"] in KNOWN_NA:
         return True
-    return cell["head"] == "Used Resource" and any(f" {s} " in f" {cell['row']} " for s in HOLDS_NOTHING)
+    return cell["head"] == "Used Resource" and any(
+        f" {s} " in f" {cell['row']} " for s in HOLDS_NOTHING
+    )
 
 
-def visit(browser: Browser, url: str, name: str, out: Path, setup: list[str], rows: bool) -> list[str]:
-    browser.call("Emulation.setDeviceMetricsOverride", width=1440, height=900, deviceScaleFactor=1, mobile=False)
+def visit(
+    browser: Browser, url: str, name: str, out: Path, setup: list[str], rows: bool
+) -> list[str]:
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        width=1440,
+        height=900,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
     # A hash change alone fires no load event: start from a blank page.
     browser.open("about:blank")
     browser.open(url)
@@ -93,18 +103,24 @@ def visit(browser: Browser, url: str, name: str, out: Path, setup: list[str], ro
     where = browser.eval("location.hash")
     if where.startswith("#/error"):
         failures.append(f"{name}: the UI went to its error page ({where})")
-    failures += [f"{name}: {p}" for p in page_problems(browser) + rest_failures(browser.events)]
+    failures += [
+        f"{name}: {p}" for p in page_problems(browser) + rest_failures(browser.events)
+    ]
     text = browser.eval("document.body.innerText") or ""
     if "NaN" in text:
         failures.append(f"{name}: 'NaN' on the page")
     na = [c for c in (browser.eval(NA_CELLS_JS) or []) if not na_allowed(c)]
     for c in na:
-        failures.append(f"{name}: 'n/a' in column {c['head']!r} of row {c['row'][:120]!r}")
+        failures.append(
+            f"{name}: 'n/a' in column {c['head']!r} of row {c['row'][:120]!r}"
+        )
     if rows and not browser.eval(ROWS_JS):
         failures.append(f"{name}: the table has no row")
     browser.screenshot(out / f"{name}.png")
     (out / f"{name}.txt").write_text(text)
-    print(f"{name}: {url} -> {out / (name + '.png')} ({'ok' if not failures else 'FAILED'})")
+    print(
+        f"{name}: {url} -> {out / (name + '.png')} ({'ok' if not failures else 'FAILED'})"
+    )
     return failures
 
 
@@ -119,12 +135,19 @@ def first_app(base: str, partition: str, queue: str) -> str:
 
 
 def first_node(base: str, partition: str) -> str:
-    with urllib.request.urlopen(f"{base}/ws/v1/partition/{partition}/nodes", timeout=10) as r:
+    with urllib.request.urlopen(
+        f"{base}/ws/v1/partition/{partition}/nodes", timeout=10
+    ) as r:
         return json.load(r)[0]["nodeID"]
 
 
 def main() -> int:
-    base, out, partition, queue = sys.argv[1], Path(sys.argv[2]).resolve(), sys.argv[3], sys.argv[4]
+    base, out, partition, queue = (
+        sys.argv[1],
+        Path(sys.argv[2]).resolve(),
+        sys.argv[3],
+        sys.argv[4],
+    )
     out.mkdir(parents=True, exist_ok=True)
     app = first_app(base, partition, queue)
     node = first_node(base, partition)
@@ -152,7 +175,12 @@ def main() -> int:
         ("dashboard", f"{base}/#/dashboard", [], False),
         ("queues", f"{base}/#/queues", [*expand, select], False),
         ("queues-v2", f"{base}/#/queues-v2", [], False),
-        ("applications", f"{base}/#/applications?partition={partition}&queue={queue}&applicationId={app}", [], True),
+        (
+            "applications",
+            f"{base}/#/applications?partition={partition}&queue={queue}&applicationId={app}",
+            [],
+            True,
+        ),
         ("nodes", f"{base}/#/nodes", [], True),
         ("nodes-filtered", f"{base}/#/nodes", [filter_js], True),
         ("status", f"{base}/#/status", [], False),
