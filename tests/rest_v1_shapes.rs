@@ -971,3 +971,82 @@ fn the_v012_paths_keep_their_shapes() {
     let c = ok(&addr, "/ws/v1/clusters");
     assert_eq!(c[0]["runningContainers"], "2");
 }
+
+/// Hostile requests on the new paths: oversized names, escapes that do
+/// not decode, a long `Accept-Encoding` and many compressed answers at
+/// once are answered with bounded errors or normally, and health and
+/// metrics stay reachable.
+#[test]
+fn hostile_requests_on_the_v1_paths_are_bounded() {
+    let (_h, addr) = running();
+    let long = "q".repeat(30_000);
+    for (path, want) in [
+        (format!("/ws/v1/partition/default/queue/root.{long}"), 400),
+        (
+            format!("/ws/v1/partition/default/queue/root.{long}/applications"),
+            400,
+        ),
+        (format!("/ws/v1/partition/default/node/{long}"), 404),
+        (format!("/ws/v1/partition/{long}/applications/active"), 404),
+        (format!("/ws/v1/partition/default/application/{long}"), 404),
+        (
+            "/ws/v1/partition/default/queue/root.a%252/applications".to_string(),
+            400,
+        ),
+        (
+            format!("/ws/v1/partition/default/applications/active?status={long}"),
+            400,
+        ),
+        (format!("/ws/v1/partition/default/applications/{long}"), 400),
+    ] {
+        let r = restkit::try_http(&addr, "GET", &path, &[], b"").expect("an answer");
+        assert_eq!(
+            r.status,
+            want,
+            "{}: {}",
+            &path[..60.min(path.len())],
+            r.body
+        );
+        check(&r.json(), ERROR, "hostile");
+    }
+    let many = vec!["x-nothing;q=0.1"; 2000].join(", ") + ", gzip";
+    let r = restkit::http_raw(&addr, "/debug/fullstatedump", &[("Accept-Encoding", &many)]);
+    assert_eq!(r.0, 200);
+    let readers: Vec<_> = (0..16)
+        .map(|_| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                restkit::http_raw(
+                    &addr,
+                    "/debug/fullstatedump",
+                    &[("Accept-Encoding", "gzip")],
+                )
+                .0
+            })
+        })
+        .collect();
+    for r in readers {
+        assert_eq!(r.join().unwrap(), 200);
+    }
+    assert_eq!(get(&addr, "/ws/v1/scheduler/healthcheck").status, 200);
+    assert_eq!(get(&addr, "/ws/v1/metrics").status, 200);
+}
+
+/// Without nodes the utilisation chart still gets its array.
+#[test]
+fn node_utilizations_without_nodes_is_an_empty_list_per_partition() {
+    let mut o = yaml_options(YAML);
+    o.rest_address = "127.0.0.1:0".into();
+    let h = Harness::configured(o, 0);
+    let addr = restkit::rest_address(h.sched);
+    let nu = ok(&addr, "/ws/v1/scheduler/node-utilizations");
+    check_type(&nu, T::Arr(NODE_UTILIZATIONS), "node-utilizations");
+    assert_eq!(nu[0]["utilizations"], serde_json::json!([]));
+    let p = ok(&addr, "/ws/v1/partitions");
+    check_type(&p, T::Arr(PARTITION), "partitions");
+    assert!(p[0].get("totalNodes").is_none(), "omitted when 0: {}", p[0]);
+    assert_eq!(
+        ok(&addr, "/ws/v1/partition/default/nodes"),
+        serde_json::json!([])
+    );
+}
