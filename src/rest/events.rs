@@ -32,7 +32,9 @@ use hyper::{Request, Response, StatusCode};
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-use super::{body, fail, query_param, Context, Fail, Resp, Slot, JSON};
+use super::dispatch::query_param;
+use super::server::{body, fail, Fail, JSON};
+use super::{Context, Resp, Slot};
 use crate::events::ring::{Entry, EventRing, Next, StreamRefusal, StreamTicket, STREAM_STALL};
 use crate::scheduler::events_v1;
 
@@ -97,7 +99,7 @@ impl ConnWatch {
     }
 }
 
-/// Serves one request: [`super::handle`], with the stream an answer opened
+/// Serves one request: [`super::server::answer`], with the stream an answer opened
 /// as its body.
 pub(super) async fn serve(
     ctx: Arc<Context>,
@@ -107,7 +109,7 @@ pub(super) async fn serve(
     mut req: Request<Incoming>,
 ) -> Result<Response<AnyBody>, Infallible> {
     req.extensions_mut().insert(Peer(peer));
-    let resp = match super::handle(ctx, slot, req).await {
+    let resp = match super::server::answer(ctx, slot, req).await {
         Ok(r) => r,
         Err(never) => match never {},
     };
@@ -389,7 +391,7 @@ pub(super) async fn stream(ctx: &Context, req: &Request<Incoming>) -> Result<Res
     let mut resp = Response::new(http_body_util::Full::new(Bytes::new()));
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
-    let mut resp = super::with_cors(resp);
+    let mut resp = super::server::with_cors(resp);
     resp.extensions_mut()
         .insert(Opened(Arc::new(Mutex::new(Some((
             ticket,

@@ -1,143 +1,12 @@
-//! The v0.12 endpoints: routing and the reference's JSON shapes
-//! (`rest-v0.12.md`), rendered from a [`Snapshot`].
+//! The v0.12 shapes (`rest-v0.12.md`) of the paths only the v0.12 web UI
+//! reads, and the configuration text helpers, rendered from a [`Snapshot`].
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
 use super::snapshot::{AppSnap, Named, NodeSnap, PartitionSnap, QueueSnap, Snapshot};
-use super::usage::UsageQuery;
 use crate::scheduler::outcome::NewAllocation;
-
-/// What a path names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Endpoint {
-    Queues,
-    Clusters,
-    ClusterUtilization,
-    Apps,
-    Nodes,
-    NodeUtilization,
-    Partitions,
-    PartitionQueues(String),
-    PartitionNodes(String),
-    QueueApps(String, String),
-    /// User/group usage of a partition (`usage.rs`).
-    Usage(String, super::usage::UsageQuery),
-    Config,
-    ValidateConf,
-    FullStateDump,
-    HealthCheck,
-    LogLevel,
-    SetLogLevel(String),
-    Metrics,
-    HistoryApps,
-    HistoryContainers,
-    /// `/ws/v1/events/batch` (`events.rs`).
-    EventBatch,
-    /// `/ws/v1/events/stream` (`events.rs`).
-    EventStream,
-    /// A reference endpoint sicore does not provide, with the reason.
-    NotProvided(&'static str),
-}
-
-/// Whether a request with `method` changes state, and so needs the
-/// operator's token when one is set (`POST` only validates here).
-pub fn mutates(method: &hyper::Method) -> bool {
-    !matches!(
-        *method,
-        hyper::Method::GET | hyper::Method::HEAD | hyper::Method::OPTIONS | hyper::Method::POST
-    )
-}
-
-/// Methods each endpoint answers.
-pub fn methods(e: &Endpoint) -> &'static [&'static str] {
-    match e {
-        Endpoint::Config => &["GET", "PUT", "POST"],
-        Endpoint::ValidateConf => &["POST"],
-        Endpoint::SetLogLevel(_) => &["PUT"],
-        Endpoint::NotProvided(_) => &["GET", "PUT", "POST", "DELETE"],
-        _ => &["GET"],
-    }
-}
-
-/// Percent-decodes one path segment or query value; `None` when it is not
-/// valid escapes of UTF-8.
-pub fn decode_segment(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// Maps a path to its endpoint; `None` for an unknown path.
-pub fn route(path: &str) -> Option<Endpoint> {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed == "/metrics" {
-        return Some(Endpoint::Metrics);
-    }
-    if trimmed == "/debug/pprof" || trimmed.starts_with("/debug/pprof/") {
-        return Some(Endpoint::NotProvided(
-            "/debug/pprof is the Go profiler; sicore is not a Go program (use perf or valgrind on the host process)",
-        ));
-    }
-    let rest = trimmed.strip_prefix("/ws/v1/")?;
-    let segs: Vec<String> = rest
-        .split('/')
-        .map(decode_segment)
-        .collect::<Option<Vec<_>>>()?;
-    let s: Vec<&str> = segs.iter().map(String::as_str).collect();
-    Some(match s.as_slice() {
-        ["queues"] => Endpoint::Queues,
-        ["clusters"] => Endpoint::Clusters,
-        ["clusters", "utilization"] => Endpoint::ClusterUtilization,
-        ["apps"] => Endpoint::Apps,
-        ["nodes"] => Endpoint::Nodes,
-        ["nodes", "utilization"] => Endpoint::NodeUtilization,
-        ["partitions"] => Endpoint::Partitions,
-        ["partition", p, "queues"] => Endpoint::PartitionQueues(p.to_string()),
-        ["partition", p, "nodes"] => Endpoint::PartitionNodes(p.to_string()),
-        ["partition", p, "queue", q, "applications"] => {
-            Endpoint::QueueApps(p.to_string(), q.to_string())
-        }
-        ["partition", p, "usage", "users"] => Endpoint::Usage(p.to_string(), UsageQuery::Users),
-        ["partition", p, "usage", "user", u] => {
-            Endpoint::Usage(p.to_string(), UsageQuery::User(u.to_string()))
-        }
-        ["partition", p, "usage", "groups"] => Endpoint::Usage(p.to_string(), UsageQuery::Groups),
-        ["partition", p, "usage", "group", g] => {
-            Endpoint::Usage(p.to_string(), UsageQuery::Group(g.to_string()))
-        }
-        ["config"] => Endpoint::Config,
-        ["validate-conf"] => Endpoint::ValidateConf,
-        ["fullstatedump"] => Endpoint::FullStateDump,
-        ["scheduler", "healthcheck"] => Endpoint::HealthCheck,
-        ["loglevel"] => Endpoint::LogLevel,
-        ["loglevel", level] => Endpoint::SetLogLevel(level.to_string()),
-        ["metrics"] => Endpoint::Metrics,
-        ["history", "apps"] => Endpoint::HistoryApps,
-        ["history", "containers"] => Endpoint::HistoryContainers,
-        ["events", "batch"] => Endpoint::EventBatch,
-        ["events", "stream"] => Endpoint::EventStream,
-        ["stack"] => Endpoint::NotProvided(
-            "/ws/v1/stack lists goroutine stacks; sicore is not a Go program and has none",
-        ),
-        ["periodicstatedump", ..] => Endpoint::NotProvided(
-            "periodic state dumps to a file are not provided by sicore; read /ws/v1/fullstatedump instead",
-        ),
-        _ => return None,
-    })
-}
 
 /// A resource as Go map text without `map`: `[memory:2048 vcore:1000]`;
 /// unset or empty is `[]`.
@@ -241,6 +110,8 @@ pub fn clusters(snap: &Snapshot) -> Value {
                     "activeNodes": active_nodes.to_string(),
                     "totalNodes": p.nodes.len().to_string(),
                     "failedNodes": "0",
+                    // YuniKorn v1.x (rest-v1.9.md 29.9).
+                    "startTime": snap.started_ns,
                 })
             })
             .collect(),
@@ -341,7 +212,7 @@ fn apps_of(p: &PartitionSnap, keep: &dyn Fn(&str) -> bool, out: &mut Vec<Value>)
     }
 }
 
-fn find_queue<'a>(q: &'a QueueSnap, path: &str) -> Option<&'a QueueSnap> {
+pub(crate) fn find_queue<'a>(q: &'a QueueSnap, path: &str) -> Option<&'a QueueSnap> {
     if q.path.eq_ignore_ascii_case(path) {
         return Some(q);
     }
@@ -372,16 +243,6 @@ pub fn partition<'a>(snap: &'a Snapshot, name: &str) -> Option<&'a PartitionSnap
     super::partition_address::resolve(snap, name)
 }
 
-/// `GET /ws/v1/partition/{p}/queue/{q}/applications`; `Err` names what
-/// is unknown.
-pub fn queue_apps(snap: &Snapshot, part: &str, queue: &str) -> Result<Value, String> {
-    let p = partition(snap, part).ok_or_else(|| format!("partition {part} not found"))?;
-    let q = find_queue(&p.root, queue).ok_or_else(|| format!("queue {queue} not found"))?;
-    let mut out = Vec::new();
-    apps_of(p, &|path| path == q.path, &mut out);
-    Ok(Value::Array(out))
-}
-
 fn node_info(p: &PartitionSnap, n: &NodeSnap) -> Value {
     let attr = |k: &str| n.attributes.get(k).cloned().unwrap_or_default();
     json!({
@@ -402,8 +263,8 @@ fn node_info(p: &PartitionSnap, n: &NodeSnap) -> Value {
     })
 }
 
-/// `GET /ws/v1/partition/{p}/nodes`.
-pub fn partition_nodes(p: &PartitionSnap) -> Value {
+/// A partition's nodes in the v0.12 shape.
+fn partition_nodes(p: &PartitionSnap) -> Value {
     Value::Array(p.nodes.iter().map(|n| node_info(p, n)).collect())
 }
 
@@ -452,123 +313,6 @@ pub fn node_utilization(snap: &Snapshot) -> Value {
             })
             .collect(),
     )
-}
-
-/// `GET /ws/v1/partitions`.
-pub fn partitions(snap: &Snapshot) -> Value {
-    Value::Array(
-        snap.partitions
-            .iter()
-            .map(|p| {
-                let mut apps: BTreeMap<String, usize> = BTreeMap::new();
-                for a in &p.apps {
-                    *apps.entry(a.state.to_string()).or_default() += 1;
-                }
-                for f in &p.finished {
-                    *apps.entry(f.state.to_string()).or_default() += 1;
-                }
-                let total: usize = apps.values().sum();
-                apps.insert("total".into(), total);
-                json!({
-                    "clusterId": p.rm_id,
-                    "name": p.name,
-                    "capacity": {
-                        "capacity": res_str(Some(&p.total)),
-                        "usedCapacity": res_str(Some(&p.root.allocated)),
-                    },
-                    "nodeSortingPolicy": {
-                        "type": p.node_policy,
-                        "resourceWeights": p.weights,
-                    },
-                    "applications": apps,
-                    "state": "Active",
-                    "lastStateTransitionTime": go_time_string(snap.started_ns),
-                })
-            })
-            .collect(),
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// Unix ns as the reference's partition state time reads (Go's
-/// `time.Time` text, in UTC): `2006-01-02 15:04:05.999999999 +0000 UTC`,
-/// trailing zeros of the fraction dropped.
-pub fn go_time_string(unix_ns: i64) -> String {
-    let secs = unix_ns.div_euclid(1_000_000_000);
-    let nanos = unix_ns.rem_euclid(1_000_000_000);
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let tod = secs.rem_euclid(86_400);
-    let mut frac = String::new();
-    if nanos > 0 {
-        frac = format!(".{nanos:09}");
-        while frac.ends_with('0') {
-            frac.pop();
-        }
-    }
-    format!(
-        "{y:04}-{mo:02}-{d:02} {:02}:{:02}:{:02}{frac} +0000 UTC",
-        tod / 3600,
-        tod % 3600 / 60,
-        tod % 60
-    )
-}
-
-fn partition_queue(p: &PartitionSnap, q: &QueueSnap) -> Value {
-    let mut v = json!({
-        "queuename": q.path,
-        "status": q.state,
-        "partition": p.name,
-        "maxResource": res_str(q.max.as_ref()),
-        "guaranteedResource": res_str(q.guaranteed.as_ref()),
-        "allocatedResource": res_str(Some(&q.allocated)),
-        "isLeaf": q.leaf,
-        "isManaged": q.managed,
-        "properties": q.properties,
-        "parent": q.parent.clone().unwrap_or_default(),
-        // As YuniKorn v1.8's queue entry: the current priority always, the
-        // offset only when set.
-        "currentPriority": q.current_priority,
-        "prioritySorting": q.priority_sort,
-        "isPriorityFence": q.priority_fence,
-        "template": q.template.as_ref().map(|t| json!({
-            "maxResource": res_str(t.max.as_ref()),
-            "guaranteedResource": res_str(t.guaranteed.as_ref()),
-            "properties": t.properties,
-        })),
-        "children": q.children.iter().map(|c| partition_queue(p, c)).collect::<Vec<_>>(),
-        // sicore's addition: the queue's user/group limits as configured.
-        "limits": q.limits,
-        // As YuniKorn v1.8's queue entry.
-        "preemptionEnabled": q.preemption_enabled,
-        "isPreemptionFence": q.preemption_fence,
-        "preemptionDelay": q.preemption_delay,
-        "quotaPreemptionDelay": q.quota_preemption_delay,
-    });
-    if q.priority_offset != 0 {
-        v["priorityOffset"] = json!(q.priority_offset);
-    }
-    if !q.preempting.is_empty() {
-        v["preemptingResource"] = json!(res_str(Some(&q.preempting)));
-    }
-    v
-}
-
-/// `GET /ws/v1/partition/{p}/queues`.
-pub fn partition_queues(p: &PartitionSnap) -> Value {
-    partition_queue(p, &p.root)
 }
 
 /// `GET /ws/v1/history/apps` or `/containers`.
@@ -653,22 +397,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn routes() {
-        assert_eq!(route("/ws/v1/queues"), Some(Endpoint::Queues));
-        assert_eq!(route("/ws/v1/queues/"), Some(Endpoint::Queues));
-        assert_eq!(
-            route("/ws/v1/partition/default/queue/root.a%2Db/applications"),
-            Some(Endpoint::QueueApps("default".into(), "root.a-b".into()))
-        );
-        assert!(matches!(
-            route("/debug/pprof/heap"),
-            Some(Endpoint::NotProvided(_))
-        ));
-        assert_eq!(route("/ws/v1/nope"), None);
-        assert_eq!(route("/ws/v2/queues"), None);
-    }
-
-    #[test]
     fn resource_text() {
         let r: Named = [("vcore".to_string(), 1000), ("memory".to_string(), 2048)]
             .into_iter()
@@ -694,19 +422,6 @@ mod tests {
         // A nested key of that name stays.
         let n = "partitions:\n  - name: x\n    checksum: keep\n";
         assert_eq!(strip_checksum(n).unwrap(), n);
-    }
-
-    #[test]
-    fn time_strings() {
-        assert_eq!(go_time_string(0), "1970-01-01 00:00:00 +0000 UTC");
-        assert_eq!(
-            go_time_string(1_764_581_014_123_400_000),
-            "2025-12-01 09:23:34.1234 +0000 UTC"
-        );
-        assert_eq!(
-            go_time_string(951_782_400_000_000_001),
-            "2000-02-29 00:00:00.000000001 +0000 UTC"
-        );
     }
 
     #[test]

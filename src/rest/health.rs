@@ -20,10 +20,10 @@ pub struct HealthCheck {
     #[serde(rename = "Succeeded")]
     pub succeeded: bool,
     /// What it checks.
-    #[serde(rename = "Description")]
+    #[serde(rename = "Description", skip_serializing_if = "str::is_empty")]
     pub description: &'static str,
     /// What was wrong (empty when it passed).
-    #[serde(rename = "DiagnosisMessage")]
+    #[serde(rename = "DiagnosisMessage", skip_serializing_if = "String::is_empty")]
     pub diagnosis: String,
 }
 

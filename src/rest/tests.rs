@@ -1,6 +1,9 @@
 use super::*;
 use crate::options::Options;
 use crate::scheduler::core::Core;
+use dispatch::dump_response;
+use http_body_util::BodyExt;
+use hyper::body::Bytes;
 
 /// A core thread with no RM, and a context using it.
 fn context(reuse: Duration) -> (Arc<Context>, JoinHandle<()>) {

@@ -136,6 +136,15 @@ pub struct PartitionSnap {
     pub nodes: Vec<NodeSnap>,
     /// Reservations, by node id.
     pub reservations: Vec<ReservationSnap>,
+    /// Recently rejected applications, oldest first (REST only).
+    #[serde(skip)]
+    pub rejected: Vec<FinishedSnap>,
+    /// How long terminated and rejected applications stay listed, ns.
+    #[serde(skip)]
+    pub terminated_timeout_ns: i64,
+    /// Partition preemption is on.
+    #[serde(skip)]
+    pub preemption_enabled: bool,
     /// Every allocation, by UUID (the partition's shared records).
     #[serde(skip)]
     pub allocations: BTreeMap<Arc<str>, Arc<NewAllocation>>,
@@ -269,6 +278,9 @@ pub struct AppSnap {
     /// Unix time of submission, ns.
     #[serde(skip)]
     pub submitted_ns: i64,
+    /// States entered with their Unix ns times, oldest first.
+    #[serde(skip)]
+    pub state_log: Vec<(&'static str, i64)>,
     /// Submitting user.
     pub user: String,
     /// Its groups.
@@ -277,6 +289,9 @@ pub struct AppSnap {
     pub allocated: Named,
     /// Pending.
     pub pending: Named,
+    /// Per type the highest allocated seen (REST only).
+    #[serde(skip)]
+    pub max_used: Named,
     /// The highest priority of its pending asks (`i32::MIN`: none).
     pub max_request_priority: i32,
     /// Asks with allocations still to make, in scheduling order (at most
@@ -351,6 +366,21 @@ pub struct AskSnap {
     pub pending_repeat: i32,
     /// Priority.
     pub priority: i32,
+    /// Tags as sent (REST only).
+    #[serde(skip)]
+    pub tags: Arc<BTreeMap<String, String>>,
+    /// A gang placeholder ask.
+    #[serde(skip)]
+    pub placeholder: bool,
+    /// Its task group.
+    #[serde(skip)]
+    pub task_group: String,
+    /// The node it must run on.
+    #[serde(skip)]
+    pub required_node: Option<String>,
+    /// Unix ns it was created.
+    #[serde(skip)]
+    pub created_ns: i64,
 }
 
 /// A terminated application.
@@ -364,6 +394,35 @@ pub struct FinishedSnap {
     pub state: &'static str,
     /// Unix time it terminated, ns.
     pub finished_ns: i64,
+    /// Submitting user (REST only, like the fields below).
+    #[serde(skip)]
+    pub user: String,
+    /// The user's groups.
+    #[serde(skip)]
+    pub groups: Vec<String>,
+    /// Unix ns of submission.
+    #[serde(skip)]
+    pub submitted_ns: i64,
+    /// States entered with their times.
+    #[serde(skip)]
+    pub state_log: Vec<(&'static str, i64)>,
+    /// Why it was rejected.
+    #[serde(skip)]
+    pub message: String,
+}
+
+fn finished_snap(f: &super::partition::FinishedApp) -> FinishedSnap {
+    FinishedSnap {
+        id: f.id.to_string(),
+        queue: f.queue.clone(),
+        state: f.state.as_str(),
+        finished_ns: f.finished_ns,
+        user: f.user.clone(),
+        groups: f.groups.clone(),
+        submitted_ns: f.submitted_ns,
+        state_log: f.state_log.iter().map(|(s, t)| (s.as_str(), *t)).collect(),
+        message: f.message.clone(),
+    }
 }
 
 /// One node.
@@ -541,6 +600,11 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                         resource: named(&ask.resource),
                         pending_repeat: ask.pending_repeat,
                         priority: ask.priority,
+                        tags: ask.tags.clone(),
+                        placeholder: ask.placeholder,
+                        task_group: ask.task_group.to_string(),
+                        required_node: ask.required_node.clone(),
+                        created_ns: unix_ns(ask.created, now, now_unix),
                     }
                 })
                 .collect();
@@ -574,11 +638,17 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 id: a.id.to_string(),
                 queue: p.queues.get(a.queue).path.to_string(),
                 state: a.state.as_str(),
-                submitted_ns: unix_ns(a.submitted, now, now_unix),
+                submitted_ns: if a.submitted_ns != 0 {
+                    a.submitted_ns
+                } else {
+                    unix_ns(a.submitted, now, now_unix)
+                },
+                state_log: a.state_log.iter().map(|(s, t)| (s.as_str(), *t)).collect(),
                 user: a.user.user.clone(),
                 groups: a.user.groups.clone(),
                 allocated: named(a.allocated()),
                 pending: named(&a.pending),
+                max_used: named(&a.max_used),
                 max_request_priority: a.priority(),
                 pending_asks,
                 pending_allocations: a
@@ -685,16 +755,10 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
         allocation_count: p.allocation_count,
         root: queue_snap(p, ROOT),
         apps: app_snaps(p, now, now_unix),
-        finished: p
-            .finished
-            .iter()
-            .map(|f| FinishedSnap {
-                id: f.id.to_string(),
-                queue: f.queue.clone(),
-                state: f.state.as_str(),
-                finished_ns: f.finished_ns,
-            })
-            .collect(),
+        finished: p.finished.iter().map(finished_snap).collect(),
+        rejected: p.rejected.iter().map(finished_snap).collect(),
+        terminated_timeout_ns: i64::try_from(p.timeouts.terminated.as_nanos()).unwrap_or(i64::MAX),
+        preemption_enabled: p.preemption_on(),
         nodes: node_snaps(p),
         reservations,
         allocations: p

@@ -105,6 +105,27 @@ pub fn try_http(
     parse_reply(&raw)
 }
 
+/// A GET whose body is kept as bytes (a compressed answer): status,
+/// headers, body.
+pub fn http_raw(
+    addr: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>, Vec<u8>) {
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(PATIENCE)).unwrap();
+    s.write_all(&request_text("GET", path, addr, headers, b""))
+        .unwrap();
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).unwrap();
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a complete answer");
+    let head = parse_reply(&raw[..split + 4]).expect("a status line");
+    (head.status, head.headers, raw[split + 4..].to_vec())
+}
+
 /// [`try_http`] that must succeed.
 pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
     try_http(addr, method, path, headers, body).unwrap_or_else(|e| panic!("{method} {path}: {e}"))

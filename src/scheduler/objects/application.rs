@@ -176,6 +176,10 @@ impl Ask {
 /// the partition, so the key is too).
 pub type AskOrderKey = (Reverse<i32>, u64);
 
+/// Most state changes an application remembers: states cycle only through
+/// Running and Completing, so a real application stays far below it.
+pub const MAX_STATE_LOG: usize = 64;
+
 /// An application in a partition.
 #[derive(Debug, Clone)]
 pub struct Application {
@@ -193,6 +197,11 @@ pub struct Application {
     pub seq: u64,
     /// Submission time.
     pub submitted: Instant,
+    /// Submission time, Unix ns (what REST clients read).
+    pub submitted_ns: i64,
+    /// Every state entered with its Unix ns time, oldest first (at most
+    /// [`MAX_STATE_LOG`]; the `New` entry is always kept).
+    pub state_log: Vec<(AppState, i64)>,
     /// Asks by slot and by key.
     pub asks: super::keyed::KeyedSlab<Ask>,
     /// Asks with repeats left, in scheduling order.
@@ -204,6 +213,8 @@ pub struct Application {
     /// only by [`Application::allocate`] and [`Application::release`],
     /// which keep `fair_key` with it.
     allocated: Resource,
+    /// Per type the highest `allocated` seen (REST's `maxUsedResource`).
+    pub max_used: Resource,
     /// Slots of its allocations (in the partition's table).
     pub allocations: super::allocs::AllocList,
     /// Bumped on each state change so stale timers do nothing.
@@ -228,6 +239,15 @@ pub struct Application {
 }
 
 impl Application {
+    /// Records entering `state` at `unix_ns` (bounded: past the cap the
+    /// oldest entry after `New` makes room).
+    pub fn log_state(&mut self, state: AppState, unix_ns: i64) {
+        if self.state_log.len() >= MAX_STATE_LOG {
+            self.state_log.remove(1);
+        }
+        self.state_log.push((state, unix_ns));
+    }
+
     /// A new application in state `New`, with nothing asked or allocated,
     /// filed in a fair leaf under the default key (the first allocation
     /// re-files it).
@@ -250,10 +270,13 @@ impl Application {
             state: AppState::New,
             seq,
             submitted,
+            submitted_ns: 0,
+            state_log: Vec::new(),
             asks: Default::default(),
             ask_order: BTreeMap::new(),
             pending: Resource::new(),
             allocated: Resource::new(),
+            max_used: Resource::new(),
             allocations: Default::default(),
             state_epoch: 0,
             placeholder_ask,
@@ -289,6 +312,11 @@ impl Application {
     /// and it moves in `leaf`'s fair order (its own leaf).
     pub fn allocate(&mut self, res: &Resource, leaf: &mut Queue) {
         self.allocated.add_assign(res);
+        for (id, v) in self.allocated.iter() {
+            if v > self.max_used.get(id) {
+                self.max_used.set(id, v);
+            }
+        }
         if leaf.sort_policy == AppSortPolicy::Fair {
             self.refile(leaf);
         }

@@ -14,8 +14,42 @@ use crate::scheduler::objects::queue::QueueChange;
 use crate::scheduler::ugm::Ugm;
 
 impl Partition {
-    /// Adds one application (spec 6.1); `Err` is the rejection reason.
+    /// Adds one application (spec 6.1); `Err` is the rejection reason. A
+    /// rejected application is remembered (bounded) for REST readers, as
+    /// YuniKorn lists its rejected applications.
     pub fn add_application(&mut self, req: &si::AddApplicationRequest) -> Result<(), String> {
+        let result = self.admit_application(req);
+        if let Err(reason) = &result {
+            self.note_rejected(req, reason);
+        }
+        result
+    }
+
+    /// Keeps a rejection for REST (not a duplicate of an active one, whose
+    /// id stays the active application's).
+    fn note_rejected(&mut self, req: &si::AddApplicationRequest, reason: &str) {
+        if req.application_id.is_empty() || self.apps.contains_key(req.application_id.as_str()) {
+            return;
+        }
+        if self.rejected.len() >= COMPLETED_HISTORY {
+            self.rejected.pop_front();
+        }
+        let now = self.clock.unix_nanos();
+        let ugi = req.ugi.clone().unwrap_or_default();
+        self.rejected.push_back(FinishedApp {
+            id: Arc::from(req.application_id.as_str()),
+            queue: req.queue_name.clone(),
+            state: AppState::Rejected,
+            finished_ns: now,
+            user: ugi.user,
+            groups: ugi.groups,
+            submitted_ns: now,
+            state_log: vec![(AppState::New, now), (AppState::Rejected, now)],
+            message: reason.to_string(),
+        });
+    }
+
+    fn admit_application(&mut self, req: &si::AddApplicationRequest) -> Result<(), String> {
         let app_id = req.application_id.as_str();
         if app_id.is_empty() {
             return Err("application ID must not be empty".into());
@@ -104,6 +138,10 @@ impl Partition {
         leaf.apps.insert(seq, slot);
         // No pending ask yet: no priority to count in the queues.
         self.apps.at_mut(slot).file_in(leaf);
+        let now_ns = self.clock.unix_nanos();
+        let app = self.apps.at_mut(slot);
+        app.submitted_ns = now_ns;
+        app.log_state(AppState::New, now_ns);
         // Its group is chosen once, now (limits.md 2.3).
         if self.ugm.enabled() {
             self.ugm.link(self.apps.at_mut(slot), slot, &self.queues);

@@ -56,6 +56,7 @@ impl Partition {
         let app = self.apps.get_mut(app_id).expect("looked up above");
         app.state = to;
         app.state_epoch = epoch;
+        app.log_state(to, self.clock.unix_nanos());
         // The leaf counts its Starting applications for the stateaware order.
         let leaf = self.queues.get_mut(app.queue);
         if from == AppState::Starting {
@@ -288,6 +289,11 @@ impl Partition {
             queue: self.queues.get(app.queue).path.to_string(),
             state: app.state,
             finished_ns,
+            user: app.user.user.clone(),
+            groups: app.user.groups.clone(),
+            submitted_ns: app.submitted_ns,
+            state_log: app.state_log.clone(),
+            message: String::new(),
         });
         let q = app.queue;
         if !self.queues.get(q).managed {

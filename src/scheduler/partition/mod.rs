@@ -95,6 +95,16 @@ pub struct FinishedApp {
     pub state: AppState,
     /// When it terminated, ns since the epoch.
     pub finished_ns: i64,
+    /// Submitting user (empty for a rejection before the user was read).
+    pub user: String,
+    /// The user's groups.
+    pub groups: Vec<String>,
+    /// When it was submitted, Unix ns.
+    pub submitted_ns: i64,
+    /// States entered with their times (the application's log).
+    pub state_log: Vec<(AppState, i64)>,
+    /// Why it was rejected (rejections only).
+    pub message: String,
 }
 
 /// Bookkeeping for one scheduling pass: asks, applications and queues that
@@ -169,6 +179,9 @@ pub struct Partition {
     pub allocations: AllocTable,
     /// Recently terminated applications, newest last.
     pub finished: VecDeque<FinishedApp>,
+    /// Recently rejected applications, newest last (at most
+    /// [`COMPLETED_HISTORY`]; REST shows them for the terminated timeout).
+    pub rejected: VecDeque<FinishedApp>,
     /// Allocations made since the partition was created.
     pub allocation_count: u64,
     /// Nodes held by asks that fit nowhere else (spec 8.9).
@@ -254,6 +267,7 @@ impl Partition {
             apps: KeyedSlab::default(),
             allocations: AllocTable::default(),
             finished: VecDeque::new(),
+            rejected: VecDeque::new(),
             allocation_count: 0,
             reservations: Reservations::default(),
             gang: GangBook::default(),
