@@ -24,7 +24,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::preempt::ATTEMPT_SPACING;
 use super::*;
 use crate::scheduler::objects::allocs::AllocSlot;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
@@ -83,7 +82,7 @@ impl Partition {
     /// Spec 12.1, the regular step of a required-node ask while preemption
     /// is on. `None`: nothing to do (node unknown, held by another
     /// required-node ask, never big enough, or this ask already waits on it).
-    pub(super) fn required_node_step(
+    pub(in crate::scheduler::partition) fn required_node_step(
         &self,
         app_slot: Slot,
         app: &Application,
@@ -157,7 +156,7 @@ impl Partition {
 
     /// Spec 12.1 (reserved step) and 12.3-12.6 for the reservation `r` on
     /// node `slot`, whose ask fits its headrooms.
-    pub(super) fn reserved_required_node(
+    pub(in crate::scheduler::partition) fn reserved_required_node(
         &mut self,
         slot: NodeSlot,
         r: &ReservedAsk,
@@ -250,7 +249,7 @@ impl Partition {
                 !a.tags.contains_key(TAG_REQUIRED_NODE)
                     && a.priority <= ask.priority
                     && !self.preempt.is_victim(&a.uuid)
-                    && super::preempt::shares_type(&a.resource, &ask.resource)
+                    && super::guarantee::shares_type(&a.resource, &ask.resource)
                     && !(a.placeholder && gang.placeholder_leaving(&a.uuid))
             })
             .collect();
@@ -328,7 +327,12 @@ impl Partition {
     /// lower priority, without a required node, that never preempted, and
     /// older than twice the reservation wait plus the reservation delay
     /// (2 h 2 s by default), counted from its creation.
-    pub(super) fn stale_for_preemptor(&self, r: &ReservedAsk, ask: &Ask, now: Instant) -> bool {
+    pub(in crate::scheduler::partition) fn stale_for_preemptor(
+        &self,
+        r: &ReservedAsk,
+        ask: &Ask,
+        now: Instant,
+    ) -> bool {
         let Some(held) = self.apps.get(&r.app).and_then(|a| a.asks.get(&r.key)) else {
             return false;
         };
@@ -351,7 +355,10 @@ impl Partition {
     /// Cancels the stale reservations guarantee attempts of this pass
     /// found (spec 7.1: cancelled even when the attempt then fails), each
     /// only if the same ask still holds the node.
-    pub(super) fn cancel_stale_reservations(&mut self, stale: &mut Vec<(NodeSlot, ReservedAsk)>) {
+    pub(in crate::scheduler::partition) fn cancel_stale_reservations(
+        &mut self,
+        stale: &mut Vec<(NodeSlot, ReservedAsk)>,
+    ) {
         for (node, r) in stale.drain(..) {
             if self.reservations.on_node(node) == Some(&r) {
                 self.reservations.cancel_node(node);

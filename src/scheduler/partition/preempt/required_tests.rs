@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::preempt_required::REASON_NO_VICTIM;
+use super::required::REASON_NO_VICTIM;
 use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;

@@ -10,24 +10,15 @@
 //! of the same pass, so a later attempt sees the victims in flight (their
 //! queues' `preempting`) and the new reservation.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::*;
 use crate::scheduler::objects::allocs::AllocSlot;
-use crate::scheduler::objects::queue::PriorityPolicy;
+use crate::scheduler::policies::{
+    delay_of, PreemptionPolicy, PriorityPolicy, PROP_PREEMPTION_POLICY,
+};
 use crate::scheduler::resync::ResyncBarrier;
 
-/// Queue property: `default`, `fence` or `disabled`.
-pub const PROP_PREEMPTION_POLICY: &str = "preemption.policy";
-/// Leaf queue property: how long a request waits before it may preempt.
-pub const PROP_PREEMPTION_DELAY: &str = "preemption.delay";
-/// `preemption.delay` when absent or invalid (spec 18).
-pub const DEFAULT_DELAY: Duration = Duration::from_secs(30);
-/// Minimum spacing of two attempts of one request (spec 3 step 5).
-pub const ATTEMPT_SPACING: Duration = Duration::from_secs(15);
-/// Attempts per leaf queue per pass (spec 2.3).
-pub const ATTEMPTS_PER_LEAF: u32 = 10;
 /// Solution scores (spec 9.3): below this no last-resort victim is used.
 const SCORE_SATISFACTORY: u64 = 1 << 32;
 /// Score bit of a solution that preempts an originator.
@@ -35,235 +26,6 @@ const SCORE_ORIGINATOR: u64 = 1 << 33;
 /// Score bit of a solution that preempts an `allowPreemptSelf: false`
 /// allocation.
 const SCORE_OPTED_OUT: u64 = 1 << 34;
-
-/// A queue's `preemption.policy` (spec 1.2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PreemptionPolicy {
-    /// No restriction.
-    Default,
-    /// On the preemptor's path: victims only inside this subtree.
-    Fence,
-    /// On a leaf: its allocations are never victims.
-    Disabled,
-}
-
-impl PreemptionPolicy {
-    /// The policy of a queue's effective properties; bad values are the
-    /// default (nothing is validated).
-    pub fn of(props: &std::collections::BTreeMap<String, String>) -> Self {
-        match props.get(PROP_PREEMPTION_POLICY) {
-            Some(v) if v.eq_ignore_ascii_case("fence") => PreemptionPolicy::Fence,
-            Some(v) if v.eq_ignore_ascii_case("disabled") => PreemptionPolicy::Disabled,
-            _ => PreemptionPolicy::Default,
-        }
-    }
-}
-
-/// A leaf's `preemption.delay`: a Go duration > 0, else 30 s.
-pub fn delay_of(props: &std::collections::BTreeMap<String, String>) -> Duration {
-    props
-        .get(PROP_PREEMPTION_DELAY)
-        .and_then(|v| parse_go_duration(v))
-        .filter(|d| !d.is_zero())
-        .unwrap_or(DEFAULT_DELAY)
-}
-
-/// A Go duration string (`30s`, `1m30s`, `500ms`, `1.5h`); `None` when it
-/// is not one or is negative.
-pub fn parse_go_duration(s: &str) -> Option<Duration> {
-    let s = s.trim();
-    if s.is_empty() || s.starts_with('-') {
-        return None;
-    }
-    let s = s.strip_prefix('+').unwrap_or(s);
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut rest = s;
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let value: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let nanos = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total += value * nanos;
-    }
-    (total.is_finite() && total < 1e19).then(|| Duration::from_nanos(total as u64))
-}
-
-/// A duration as Go's `time.Duration.String` writes it (`0s`, `500ms`,
-/// `1.5µs`, `30s`, `1m30s`, `2h0m0s`): what the reference's REST shows.
-pub fn go_duration_string(d: Duration) -> String {
-    let ns = d.as_nanos();
-    // ".xyz" of `v` out of 10^digits, trailing zeros dropped.
-    let frac = |v: u128, digits: usize| {
-        if v == 0 {
-            return String::new();
-        }
-        let s = format!("{v:0digits$}");
-        format!(".{}", s.trim_end_matches('0'))
-    };
-    if ns == 0 {
-        return "0s".into();
-    }
-    if ns < 1_000_000_000 {
-        let (unit, div, digits) = match ns {
-            0..1_000 => ("ns", 1, 0),
-            1_000..1_000_000 => ("µs", 1_000, 3),
-            _ => ("ms", 1_000_000, 6),
-        };
-        return format!("{}{}{unit}", ns / div, frac(ns % div, digits));
-    }
-    let f = frac(ns % 1_000_000_000, 9);
-    let secs = ns / 1_000_000_000;
-    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
-    match (h, m) {
-        (0, 0) => format!("{s}{f}s"),
-        (0, _) => format!("{m}m{s}{f}s"),
-        _ => format!("{h}h{m}m{s}{f}s"),
-    }
-}
-
-/// Per-request preemption state (spec 3 steps 2 and 5).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AskMark {
-    /// A successful attempt happened (permanent, spec 10.5).
-    pub triggered: bool,
-    /// The last time the preconditions passed.
-    pub checked: Option<Instant>,
-    /// Required-node preemption: the last failure event (at most one per
-    /// 15 s, spec 15).
-    pub required_failed: Option<Instant>,
-    /// Required-node preemption: the last time the RM refused the node
-    /// (the next check waits 15 s).
-    pub required_refused: Option<Instant>,
-}
-
-/// Counters of the partition's preemption, exported as the
-/// `yunikorn_scheduler_preemption_*` metrics (docs/preemption.md).
-/// `attempts` is the sum of the five outcomes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PreemptionCounters {
-    /// Attempts that passed the preconditions.
-    pub attempts: u64,
-    /// Attempts that released victims.
-    pub successes: u64,
-    /// Victims released.
-    pub victims: u64,
-    /// Attempts stopped by step 1 (spec 5): no potential victim, or
-    /// preempting cannot bring the ask queue within its guarantee
-    /// ("Preemption queue guarantees check failed").
-    pub guarantee_check_failed: u64,
-    /// Attempts that found no node worth asking the RM about.
-    pub no_candidate_node: u64,
-    /// Attempts whose every node check the RM refused.
-    pub rm_refused: u64,
-    /// Attempts whose final victim list would free too little (spec 10.1,
-    /// 10.2: "Preemption helped but short of resources").
-    pub short_of_resources: u64,
-    /// Requests that passed the other preconditions but found their leaf's
-    /// 10 attempts of the pass used ("Preemption max attempts exhausted";
-    /// not attempts).
-    pub attempts_exhausted: u64,
-}
-
-impl PreemptionCounters {
-    fn add(&mut self, o: &PreemptionCounters) {
-        self.attempts += o.attempts;
-        self.successes += o.successes;
-        self.victims += o.victims;
-        self.guarantee_check_failed += o.guarantee_check_failed;
-        self.no_candidate_node += o.no_candidate_node;
-        self.rm_refused += o.rm_refused;
-        self.short_of_resources += o.short_of_resources;
-        self.attempts_exhausted += o.attempts_exhausted;
-    }
-}
-
-/// The partition's preemption bookkeeping.
-#[derive(Debug, Default)]
-pub struct PreemptionBook {
-    /// `preemption.enabled` as configured; `None` = absent (off in the
-    /// v0.12 edition, on in the v1.8 edition).
-    pub configured: Option<bool>,
-    /// Requests that preempted or were checked, by (application, key).
-    pub asks: FastMap<(Arc<str>, Arc<str>), AskMark>,
-    /// Victims released and not yet confirmed: UUID -> leaf queue and
-    /// the resources counted in `preempting`.
-    pub victims: FastMap<Arc<str>, (QueueId, Resource)>,
-    /// Resources of the victims in flight, per queue (leaf and ancestors).
-    pub preempting: FastMap<QueueId, Resource>,
-    /// Counters.
-    pub counters: PreemptionCounters,
-    /// Quota-change preemption (preempt_quota.rs).
-    pub quota: super::preempt_quota::QuotaBook,
-    /// Unique per partition made: the metrics tell a partition made anew
-    /// (counters from zero) from the one it replaces.
-    pub instance: u64,
-}
-
-/// A fresh [`PreemptionBook::instance`].
-pub fn next_instance() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-impl PreemptionBook {
-    /// Whether `uuid` is a victim in flight.
-    pub fn is_victim(&self, uuid: &str) -> bool {
-        !self.victims.is_empty() && self.victims.contains_key(uuid)
-    }
-
-    /// A victim left (the RM confirmed, or it went another way): its
-    /// resources stop counting as preempting.
-    fn forget_victim(&mut self, tree: &QueueTree, uuid: &str) {
-        let Some((q, res)) = self.victims.remove(uuid) else {
-            return;
-        };
-        let mut at = Some(q);
-        while let Some(id) = at {
-            if let Some(p) = self.preempting.get_mut(&id) {
-                p.sub_clamped_assign(&res);
-                if p.is_zero() {
-                    self.preempting.remove(&id);
-                }
-            }
-            at = tree.get(id).parent;
-        }
-    }
-}
-
-/// What one attempt decided, committed by [`Partition::commit_preemption`].
-pub(crate) struct PreemptionPlan {
-    app: Arc<str>,
-    key: Arc<str>,
-    node: NodeSlot,
-    victims: Vec<AllocSlot>,
-}
-
-/// Why an attempt was made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Trigger {
-    /// T1: the ask does not fit the queue's headroom (nodes not tried).
-    QueueBound,
-    /// T2: the ask fits, no node took it (every node tried).
-    NodeBound,
-}
 
 /// Per-queue used resources (allocated − preempting) for what-if steps.
 #[derive(Clone)]
@@ -435,7 +197,7 @@ fn shortfall(ask: &Resource, available: &Resource) -> Resource {
     r
 }
 
-pub(super) fn shares_type(a: &Resource, b: &Resource) -> bool {
+pub(in crate::scheduler::partition) fn shares_type(a: &Resource, b: &Resource) -> bool {
     a.iter().any(|(t, v)| v > 0 && b.get(t) > 0)
 }
 
@@ -451,7 +213,11 @@ impl Partition {
     /// Whether leaf `q` or an ancestor has a guarantee: without one, R is
     /// always unset and no attempt can help (spec 5). One walk per leaf
     /// per pass, cached in the pass.
-    pub(super) fn preemption_possible(&self, q: QueueId, pass: &mut PassState) -> bool {
+    pub(in crate::scheduler::partition) fn preemption_possible(
+        &self,
+        q: QueueId,
+        pass: &mut PassState,
+    ) -> bool {
         if let Some(v) = pass.preempt_leaf.get(&q) {
             return *v;
         }
@@ -469,9 +235,13 @@ impl Partition {
         found
     }
 
-    /// One attempt for `ask` of `app` (spec 3-9). `None` when preemption
-    /// does not help; the search goes on with the next ask.
-    pub(super) fn plan_preemption(
+    /// One attempt for `ask` of `app` (spec 3-10). `None` when preemption
+    /// does not help; the search goes on with the next ask. Three steps:
+    /// whether victims could help the ask's queue at all
+    /// ([`Self::guarantee_search`]), the node and its victims, checked with
+    /// the RM ([`Self::choose_node`]), and the final list with the extra
+    /// victims for the queue's guarantee ([`Self::final_victims`]).
+    pub(in crate::scheduler::partition) fn plan_preemption(
         &self,
         app: &Application,
         ask: &Ask,
@@ -480,38 +250,74 @@ impl Partition {
         pass: &mut PassState,
         now: Instant,
     ) -> Option<PreemptionPlan> {
+        if !self.may_attempt(app, ask, pass, now) {
+            return None;
+        }
+        let victims = self.potential_victims(app, ask);
+        let base = self.guarantee_search(app, ask, &victims, pass)?;
+        let (node, node_victims) =
+            self.choose_node(app, ask, trigger, &base, &victims, cb, pass, now)?;
+        let last = self.final_victims(app.queue, ask, &base, &victims, node, node_victims, pass)?;
+        Some(PreemptionPlan {
+            app: app.id.clone(),
+            key: ask.key.clone(),
+            node,
+            victims: last,
+        })
+    }
+
+    /// The preconditions of an attempt (spec 3), in order; an attempt
+    /// that passes them counts against its leaf's attempts of the pass.
+    fn may_attempt(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> bool {
         // Preconditions (spec 3), in order.
         if !ask.preempt_other || ask.required_node.is_some() {
-            return None;
+            return false;
         }
         let id = (app.id.clone(), ask.key.clone());
         let mark = self.preempt.asks.get(&id).copied().unwrap_or_default();
         if mark.triggered {
-            return None;
+            return false;
         }
         let leaf = self.queues.get(app.queue);
         if now.saturating_duration_since(ask.created) < delay_of(&leaf.properties) {
-            return None;
+            return false;
         }
         if mark
             .checked
             .is_some_and(|c| now.saturating_duration_since(c) < ATTEMPT_SPACING)
         {
-            return None;
+            return false;
         }
         let used = pass.preempt_attempts.entry(app.queue).or_insert(0);
         if *used >= ATTEMPTS_PER_LEAF {
             pass.preempt_counts.attempts_exhausted += 1;
-            return None; // "Preemption max attempts exhausted"
+            return false; // "Preemption max attempts exhausted"
         }
         *used += 1;
         pass.preempt_checked.push(id);
+        true
+    }
 
+    /// Step 1 (spec 5): whether preemption can help the ask's queue at
+    /// all. Returns the queues' used resources (allocated − preempting)
+    /// the later steps start from.
+    fn guarantee_search(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        victims: &[Victim],
+        pass: &mut PassState,
+    ) -> Option<Snap<'_>> {
         let ask_q = app.queue;
-        let victims = self.potential_victims(app, ask);
         let mut base = Snap::new(self, ask_q);
         base.seed(&self.preempt, ask_q);
-        for v in &victims {
+        for v in victims {
             base.seed(&self.preempt, v.leaf);
         }
         // Step 1 (spec 5): can preemption help the ask queue at all?
@@ -537,14 +343,30 @@ impl Partition {
             pass.preempt_counts.guarantee_check_failed += 1;
             return None; // "Preemption queue guarantees check failed"
         }
+        Some(base)
+    }
 
+    /// Steps 3-5 (spec 7-9): the candidate nodes, each one's ordered
+    /// victims, and the RM's check; the chosen node and its victims.
+    #[allow(clippy::too_many_arguments)]
+    fn choose_node(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        trigger: Trigger,
+        base: &Snap<'_>,
+        victims: &[Victim],
+        cb: Option<&ResyncBarrier>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> Option<(NodeSlot, Vec<Victim>)> {
         // Step 3 (spec 7): candidate nodes and their ordered victims.
         let me = ReservedAsk {
             app: app.id.clone(),
             key: ask.key.clone(),
         };
         let mut by_node: FastMap<NodeSlot, Vec<Victim>> = FastMap::default();
-        for v in &victims {
+        for v in victims {
             if let Some(n) = v.node {
                 by_node.entry(n).or_default().push(v.clone());
             }
@@ -563,7 +385,7 @@ impl Partition {
             .values()
             .filter(|n| {
                 // 7.1: every node is walked; a stale lower-priority
-                // reservation is cancelled (preempt_required.rs) whatever
+                // reservation is cancelled (required.rs) whatever
                 // becomes of this attempt, and its node then counts as free
                 // of other reservations. The exclusions come after.
                 let held = self
@@ -605,7 +427,7 @@ impl Partition {
                 let a = self.allocations.at(v.slot);
                 (!a.preempt_self, a.originator, std::cmp::Reverse(v.born))
             });
-            let Some((index, list)) = self.victims_for_node(&base, ask, n.available(), list) else {
+            let Some((index, list)) = self.victims_for_node(base, ask, n.available(), list) else {
                 continue;
             };
             if index < 0 && trigger == Trigger::NodeBound {
@@ -643,7 +465,22 @@ impl Partition {
             }
             return None;
         };
+        Some((node, node_victims))
+    }
 
+    /// Step 6 (spec 10.1-10.2): extra victims elsewhere for the queue's
+    /// guarantee, then the final list that covers the ask.
+    #[allow(clippy::too_many_arguments)]
+    fn final_victims(
+        &self,
+        ask_q: QueueId,
+        ask: &Ask,
+        base: &Snap<'_>,
+        victims: &[Victim],
+        node: NodeSlot,
+        node_victims: Vec<Victim>,
+        pass: &mut PassState,
+    ) -> Option<Vec<AllocSlot>> {
         // Step 6 (spec 10.1): extra victims for the queue's guarantee.
         let mut s = base.clone();
         for v in &node_victims {
@@ -703,12 +540,7 @@ impl Partition {
             pass.preempt_counts.short_of_resources += 1;
             return None; // "Preemption helped but short of resources"
         }
-        Some(PreemptionPlan {
-            app: app.id.clone(),
-            key: ask.key.clone(),
-            node,
-            victims: last,
-        })
+        Some(last)
     }
 
     /// Asks the RM about one node (spec 9.2) and scores a success (9.3,
@@ -939,217 +771,11 @@ impl Partition {
         let own = queue.properties.get(PROP_PREEMPTION_POLICY);
         own.is_some() && own == self.queues.get(p).properties.get(PROP_PREEMPTION_POLICY)
     }
-
-    /// Marks `a` (of leaf `leaf`) a victim in flight: counted in
-    /// `preempting` up the tree until the RM confirms. A placeholder
-    /// leaves its group's free set (spec 11.6): it is neither swapped for a
-    /// real allocation nor released again by the placeholder timeout.
-    pub(super) fn mark_victim(&mut self, a: &Allocation, leaf: QueueId) {
-        self.preempt
-            .victims
-            .insert(a.uuid.clone(), (leaf, a.resource.clone()));
-        let mut at = Some(leaf);
-        while let Some(id) = at {
-            self.preempt
-                .preempting
-                .entry(id)
-                .or_default()
-                .add_assign(&a.resource);
-            at = self.queues.get(id).parent;
-        }
-        if a.placeholder {
-            if let Some(app) = self.apps.get_mut(&a.app) {
-                app.gang.take_free(&a.task_group, &a.uuid);
-            }
-            self.sync_holder(&a.app);
-        }
-    }
-
-    /// Marks the allocation at `slot` (of leaf `leaf`) a victim, records
-    /// the REQUEST event `event` on it (spec 15) and returns its release:
-    /// `PREEMPTED_BY_SCHEDULER` with `message`. Every kind of preemption
-    /// tells the RM of its victims in this one shape.
-    pub(super) fn release_victim(
-        &mut self,
-        slot: AllocSlot,
-        leaf: QueueId,
-        event: &str,
-        message: &str,
-        out: &mut Outcomes,
-    ) -> si::AllocationRelease {
-        let a = self.allocations.at(slot).clone();
-        self.mark_victim(&a, leaf);
-        out.event(crate::events::record(
-            si::event_record::Type::Request,
-            &a.key,
-            &a.app,
-            "Preempted",
-            event.to_string(),
-        ));
-        si::AllocationRelease {
-            partition_name: self.name.clone(),
-            application_id: a.app.to_string(),
-            uuid: a.uuid.to_string(),
-            termination_type: si::TerminationType::PreemptedByScheduler as i32,
-            message: message.to_string(),
-        }
-    }
-
-    /// Spec 10.4 and 12.6: releases `victims` for the preemptor ask `key`
-    /// of `app` in one response (each release saying `message`, each
-    /// victim's event naming the preemptor and its queue), counts the
-    /// success and flags the ask.
-    pub(super) fn release_victims_for(
-        &mut self,
-        app: &Arc<str>,
-        key: &Arc<str>,
-        victims: &[AllocSlot],
-        message: &str,
-        out: &mut Outcomes,
-    ) {
-        let event = {
-            let ask_queue = self
-                .apps
-                .get(app)
-                .map(|a| self.queues.get(a.queue).path.to_string())
-                .unwrap_or_default();
-            format!("Preempted by {key} from application {app} in {ask_queue}")
-        };
-        let mut released = Vec::with_capacity(victims.len());
-        for slot in victims {
-            let leaf = self.allocations.at(*slot).queue;
-            released.push(self.release_victim(*slot, leaf, &event, message, out));
-        }
-        self.preempt.counters.successes += 1;
-        self.preempt.counters.victims += victims.len() as u64;
-        self.preempt
-            .asks
-            .entry((app.clone(), key.clone()))
-            .or_default()
-            .triggered = true;
-        out.new_allocation_message(si::AllocationResponse {
-            released,
-            ..Default::default()
-        });
-    }
-
-    /// Spec 10.3-10.6: marks the victims, releases them to the RM with
-    /// `PREEMPTED_BY_SCHEDULER`, flags the ask and reserves the node.
-    pub(crate) fn commit_preemption(&mut self, plan: PreemptionPlan, out: &mut Outcomes) {
-        let message = format!(
-            "preempting allocations to free up resources to run ask: {}",
-            plan.key
-        );
-        self.release_victims_for(&plan.app, &plan.key, &plan.victims, &message, out);
-        let me = ReservedAsk {
-            app: plan.app,
-            key: plan.key,
-        };
-        self.reservations.cancel_ask(&me);
-        if self.reservations.on_node(plan.node).is_none() {
-            self.reservations.reserve(plan.node, me);
-        }
-    }
-
-    /// Applies what the pass's attempts changed: the check times.
-    pub(super) fn preemption_pass_done(&mut self, pass: &mut PassState, now: Instant) {
-        let attempts: u64 = pass.preempt_attempts.values().map(|v| u64::from(*v)).sum();
-        self.preempt.counters.attempts += attempts;
-        self.preempt
-            .counters
-            .add(&std::mem::take(&mut pass.preempt_counts));
-        for id in pass.preempt_checked.drain(..) {
-            self.preempt.asks.entry(id).or_default().checked = Some(now);
-        }
-    }
-
-    /// A victim's allocation is gone: it stops counting as preempting.
-    pub(crate) fn preemption_released(&mut self, uuid: &str) {
-        if self.preempt.is_victim(uuid) {
-            self.preempt.forget_victim(&self.queues, uuid);
-        }
-    }
-
-    /// Forgets victims whose allocation left by a path that bypasses
-    /// [`Self::preemption_released`] (a gang swap of a placeholder victim):
-    /// their resources stop counting as preempting. Only runs while
-    /// victims are in flight.
-    pub(crate) fn preemption_sweep(&mut self) {
-        let gone: Vec<Arc<str>> = self
-            .preempt
-            .victims
-            .keys()
-            .filter(|u| !self.allocations.contains_key(u))
-            .cloned()
-            .collect();
-        for u in gone {
-            self.preempt.forget_victim(&self.queues, &u);
-        }
-    }
-
-    /// Forgets the marks of a request that left.
-    pub(crate) fn preemption_ask_gone(&mut self, app: &str, key: &str) {
-        if !self.preempt.asks.is_empty() {
-            self.preempt.asks.remove(&(Arc::from(app), Arc::from(key)));
-        }
-    }
-
-    /// Forgets the marks of every request of an application that leaves
-    /// with its asks (termination does not remove them one by one).
-    pub(crate) fn preemption_app_gone(&mut self, app: &Application) {
-        if self.preempt.asks.is_empty() {
-            return;
-        }
-        for key in app.asks.keys() {
-            self.preempt.asks.remove(&(app.id.clone(), key.clone()));
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_durations_parse() {
-        assert_eq!(parse_go_duration("30s"), Some(Duration::from_secs(30)));
-        assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
-        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_go_duration("1ms"), Some(Duration::from_millis(1)));
-        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
-        assert_eq!(parse_go_duration("-1s"), None);
-        assert_eq!(parse_go_duration("10"), None);
-        assert_eq!(parse_go_duration("abc"), None);
-    }
-
-    #[test]
-    fn durations_print_as_go_does() {
-        for (d, s) in [
-            (Duration::ZERO, "0s"),
-            (Duration::from_nanos(1), "1ns"),
-            (Duration::from_nanos(1_500), "1.5µs"),
-            (Duration::from_millis(500), "500ms"),
-            (Duration::from_micros(1_250), "1.25ms"),
-            (Duration::from_secs(30), "30s"),
-            (Duration::from_millis(1_500), "1.5s"),
-            (Duration::from_secs(90), "1m30s"),
-            (Duration::from_secs(3600), "1h0m0s"),
-            (Duration::from_millis(7_384_005), "2h3m4.005s"),
-        ] {
-            assert_eq!(go_duration_string(d), s);
-            assert_eq!(parse_go_duration(s), Some(d), "{s}");
-        }
-    }
-
-    #[test]
-    fn bad_or_zero_delay_is_the_default() {
-        let mut p = std::collections::BTreeMap::new();
-        assert_eq!(delay_of(&p), DEFAULT_DELAY);
-        p.insert(PROP_PREEMPTION_DELAY.to_string(), "0s".to_string());
-        assert_eq!(delay_of(&p), DEFAULT_DELAY);
-        p.insert(PROP_PREEMPTION_DELAY.to_string(), "2s".to_string());
-        assert_eq!(delay_of(&p), Duration::from_secs(2));
-    }
 
     #[test]
     fn covers_follows_the_reference() {

@@ -8,7 +8,7 @@
 //! Opt-in twice: the partition's `preemption.quotapreemptionenabled` and
 //! a non-zero delay on the queue. No RM check is made (the victims free a
 //! queue's quota, not a node, spec 13). Victims join the guarantee
-//! preemption's book ([`super::preempt::PreemptionBook`]): their resources
+//! preemption's book ([`super::PreemptionBook`]): their resources
 //! count as `preempting` until the RM confirms, so no later step (of
 //! either kind) picks them again or counts them as usage.
 //!
@@ -24,10 +24,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::preempt::parse_go_duration;
 use super::*;
 use crate::scheduler::objects::allocs::AllocSlot;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
+use crate::scheduler::policies::parse_go_duration;
 
 /// Queue property: how long after a lowering of the max quota-change
 /// preemption starts; absent, invalid or zero = off for the queue.
@@ -69,7 +69,7 @@ pub struct QuotaBook {
 
 /// A configured queue's max and delay before a reload, to compare with
 /// after it.
-pub(super) type QuotaBefore = Vec<(Arc<str>, Option<Resource>, Duration)>;
+pub(in crate::scheduler::partition) type QuotaBefore = Vec<(Arc<str>, Option<Resource>, Duration)>;
 
 /// The new start time of a queue after a reload (spec 13.2). `armed` is
 /// the current one; the result replaces it.
@@ -183,7 +183,7 @@ fn excess_over(used: &Resource, max: &Resource) -> Resource {
 impl Partition {
     /// What [`Self::quota_after_reload`] compares with: every configured
     /// queue's max and delay, read before the tree changes.
-    pub(super) fn quota_before_reload(&self) -> QuotaBefore {
+    pub(in crate::scheduler::partition) fn quota_before_reload(&self) -> QuotaBefore {
         self.queues
             .iter()
             .filter(|(_, q)| q.managed)
@@ -193,7 +193,7 @@ impl Partition {
 
     /// Arms, shifts or disarms each configured queue after a reload (spec
     /// 13.2); queues that are no longer configured are disarmed.
-    pub(super) fn quota_after_reload(&mut self, before: QuotaBefore) {
+    pub(in crate::scheduler::partition) fn quota_after_reload(&mut self, before: QuotaBefore) {
         let now = self.clock.now();
         let old: FastMap<&str, (Option<&Resource>, Duration)> = before
             .iter()
@@ -228,7 +228,11 @@ impl Partition {
     /// The quota step of a pass (spec 13.3): each armed queue whose start
     /// time has passed, parents before their children, runs once; a queue
     /// back at or under its max is disarmed. Returns the number of runs.
-    pub(super) fn quota_pass(&mut self, now: Instant, out: &mut Outcomes) -> usize {
+    pub(in crate::scheduler::partition) fn quota_pass(
+        &mut self,
+        now: Instant,
+        out: &mut Outcomes,
+    ) -> usize {
         if !self.preempt.quota.enabled || self.preempt.quota.armed.is_empty() {
             return 0;
         }
@@ -454,7 +458,7 @@ impl Partition {
 }
 
 #[cfg(test)]
-#[path = "preempt_quota_tests.rs"]
+#[path = "quota_tests.rs"]
 mod step_tests;
 
 #[cfg(test)]
