@@ -34,9 +34,9 @@ use super::policies::{AppSortPolicy, NodeSortPolicy};
 use super::request::priority_of;
 use super::resource::Resource;
 use super::{FastMap, FastSet};
-use crate::api::ResourceManagerCallback;
 use crate::config::PartitionConfig;
 use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
 use crate::security::{resolve_user, UserGroup};
 
 use si::node_info::ActionFromRm;

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
+use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::testkit::{ask, res, Harness};
 
 /// Leaves `a` (guarantee 500) and `b` (guarantee 500) under `root`, fifo,

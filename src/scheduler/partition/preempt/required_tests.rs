@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::required::REASON_NO_VICTIM;
-use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
+use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::outcome::Outcomes;
 use crate::scheduler::request::AskRequest;
