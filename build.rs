@@ -2,7 +2,7 @@
 //! generates the C header with cbindgen.
 //!
 //! The header is written to `$OUT_DIR/sicore.h`; the committed copy in
-//! `include/sicore.h` is compared against it by `tests/header_fresh.rs`.
+//! `include/sicore.h` is compared against it by `tests/it/header_fresh.rs`.
 //! Set `SICORE_UPDATE_HEADER=1` to refresh the committed copy.
 
 use std::path::PathBuf;

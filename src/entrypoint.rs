@@ -14,13 +14,13 @@ use std::thread::JoinHandle;
 use crossbeam_channel::unbounded;
 use parking_lot::Mutex;
 
-use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
 use crate::metrics::Metrics;
 use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::rest::RestServer;
 use crate::rmproxy::{dispatch, watcher, RmProxy};
+use crate::scheduler::api::{ResourceManagerCallback, SchedulerApi};
 use crate::scheduler::clock;
 use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{self, Command, Core, Registry};
@@ -197,11 +197,11 @@ impl SchedulerApi for Scheduler {
     }
 }
 
-impl crate::v1::SchedulerApiV1 for Scheduler {
+impl crate::rmproxy::v1::api::SchedulerApiV1 for Scheduler {
     fn register_resource_manager_v1(
         &self,
         request: crate::proto::si18::v1::RegisterResourceManagerRequest,
-        callback: Arc<dyn crate::v1::ResourceManagerCallbackV1>,
+        callback: Arc<dyn crate::rmproxy::v1::api::ResourceManagerCallbackV1>,
     ) -> Result<crate::proto::si18::v1::RegisterResourceManagerResponse, Error> {
         self.proxy.register_resource_manager_v1(request, callback)
     }

@@ -17,7 +17,7 @@
 //! Imports point down: `ffi` → `entrypoint` → `rmproxy` → `scheduler` →
 //! `config`, `events`, `security`; `rest` and `metrics` read what the
 //! scheduler publishes (`scheduler::snapshot`, `scheduler::observe`).
-//! `tests/layers.rs` holds the crate to it.
+//! `tests/it/layers.rs` holds the crate to it.
 
 pub mod config;
 pub(crate) mod entrypoint;

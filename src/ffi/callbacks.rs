@@ -6,10 +6,10 @@ use std::mem::{offset_of, size_of};
 
 use prost::Message;
 
-use crate::api::{NewAllocation, ResourceManagerCallback};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
+use crate::scheduler::api::{NewAllocation, ResourceManagerCallback};
 
 /// Where a callback puts its answer: an error reason, or for
 /// `update_configuration` an encoded `si.v1.UpdateConfigurationResponse`.

@@ -309,7 +309,7 @@ mod tests {
         let want = si18::AllocationResponse {
             new: v
                 .iter()
-                .map(|a| crate::rmproxy::v1::adapter::new_allocation(a))
+                .map(|a| crate::rmproxy::v1::convert::new_allocation(a))
                 .collect(),
             ..Default::default()
         };

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use super::buffer::{borrow_bytes, borrow_str, decode, sicore_buffer};
 use super::callbacks::{copy_callbacks, sicore_callbacks, CallbackTable};
 use super::{boundary, sicore_status, void_boundary};
-use crate::api::SchedulerApi;
 use crate::entrypoint::Scheduler;
 use crate::error::{Error, Status};
 use crate::options::Options;
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
+use crate::scheduler::api::SchedulerApi;
 
 /// A scheduler instance. Opaque; create with `sicore_new`, destroy with
 /// `sicore_free`.

@@ -16,11 +16,11 @@ use super::callbacks::{
 };
 use super::scheduler::scheduler;
 use super::{boundary, sicore_status};
-use crate::api::NewAllocation;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::sicore::si18 as sicore18;
 use crate::proto::si18::v1 as si18;
+use crate::scheduler::api::NewAllocation;
 use crate::v1::ResourceManagerCallbackV1;
 
 /// A callback that answers through `response`, with no message in.

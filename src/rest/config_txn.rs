@@ -16,9 +16,9 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
-use crate::api::ResourceManagerCallback;
 use crate::error::{Error, Status};
 use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::config_txn::{ApplyRefused, ConfigLock, ConfigTarget};
 use crate::scheduler::core::{Command, Reply};
 use crate::scheduler::owner::mark_library_thread;

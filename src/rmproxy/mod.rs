@@ -19,9 +19,9 @@ use std::sync::Arc;
 use crossbeam_channel::{bounded, Sender};
 use parking_lot::{Condvar, Mutex};
 
-use crate::api::{ResourceManagerCallback, SchedulerApi};
 use crate::error::{Error, Status};
 use crate::proto::si::v1 as si;
+use crate::scheduler::api::{ResourceManagerCallback, SchedulerApi};
 use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Registry, ReloadOutcome, Reply};
 use crate::scheduler::edition::{ConfigOrigin, Edition};

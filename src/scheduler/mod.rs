@@ -20,6 +20,7 @@ pub mod owner;
 pub mod partition;
 pub mod partition_key;
 pub mod placement;
+pub mod policies;
 pub mod request;
 pub mod resource;
 pub mod resync;

@@ -42,8 +42,8 @@ use std::sync::Arc;
 
 use super::link::Queued;
 use super::outcome::{NewAllocation, OutMsg, Outcomes};
-use crate::api::ResourceManagerCallback;
 use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
 
 /// Holds the allocations of one pass that the RM has not been told of yet,
 /// and delivers them before the RM is asked anything (see the module doc).

@@ -1,5 +1,5 @@
 //! One resource manager over the C ABI, shared by the integration tests
-//! (`tests/common`), the bench (`benches/`) and the simulator
+//! (`tests/it/common`), the bench (`benches/`) and the simulator
 //! (`crates/sim`): the `extern "C"` trampolines of a callback table, the
 //! registration, the calls into the library and the messages of a set-up
 //! (nodes, applications, asks), plus the counters the bench and the

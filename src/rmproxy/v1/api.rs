@@ -10,10 +10,10 @@
 
 use std::sync::Arc;
 
-use crate::api::NewAllocation;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
+use crate::scheduler::api::NewAllocation;
 
 /// What a v1.8 resource manager calls. Implemented by [`crate::Scheduler`].
 pub trait SchedulerApiV1: Send + Sync {
@@ -73,7 +73,7 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
         self.update_allocation(&si18::AllocationResponse {
             new: allocations
                 .iter()
-                .map(|a| super::adapter::new_allocation(a))
+                .map(|a| super::convert::new_allocation(a))
                 .collect(),
             ..Default::default()
         })

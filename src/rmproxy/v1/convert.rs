@@ -17,6 +17,7 @@ use super::super::wire::share;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
+use crate::scheduler::api::NewAllocation;
 use crate::scheduler::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
 use crate::scheduler::partition_key::check_partition_owner;
 use crate::scheduler::request::{
@@ -335,6 +336,27 @@ pub fn application_request(r: si18::ApplicationRequest) -> si::ApplicationReques
                 partition_name: a.partition_name,
             })
             .collect(),
+    }
+}
+
+/// A decided allocation in its v1 form: the key is the identity.
+pub fn new_allocation(a: &NewAllocation) -> si18::Allocation {
+    si18::Allocation {
+        allocation_key: a.key.to_string(),
+        allocation_tags: (*a.tags).clone(),
+        resource_per_alloc: Some(resource_to_v1(a.resource.to_proto())),
+        priority: a.priority,
+        node_id: a.node.to_string(),
+        application_id: a.app.to_string(),
+        partition_name: a.partition.to_string(),
+        task_group_name: a.task_group.to_string(),
+        placeholder: a.placeholder,
+        // Echoed as the reference's core does (its request's values).
+        originator: a.originator,
+        preemption_policy: Some(si18::PreemptionPolicy {
+            allow_preempt_self: a.preempt_self,
+            allow_preempt_other: a.preempt_other,
+        }),
     }
 }
 

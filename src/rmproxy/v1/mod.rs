@@ -14,10 +14,10 @@ pub mod wire;
 use std::sync::Arc;
 
 use super::{validate, RmProxy};
-use crate::api::ResourceManagerCallback;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
+use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::config_txn::ApplyRefused;
 use crate::scheduler::core::Command;
 use crate::scheduler::edition::{ConfigOrigin, Edition};

@@ -219,7 +219,7 @@ impl Core {
             let msg = panic_text(&*p);
             log::error!("internal error while handling {what}: {msg}");
             Err(Error::new(
-                crate::Status::Internal,
+                crate::error::Status::Internal,
                 format!("internal error (panic) while handling {what}: {msg}"),
             ))
         })

@@ -88,7 +88,7 @@ impl Core {
             .min(quota)
     }
 
-    /// The earliest start of a quota-change preemption (preempt_quota.rs)
+    /// The earliest start of a quota-change preemption (partition/preempt/quota.rs)
     /// over the partitions: the loop wakes up for it even when nothing is
     /// pending.
     fn quota_wake(&self) -> Option<std::time::Instant> {

@@ -310,7 +310,7 @@ fn a_configuration_reload_applies_or_changes_nothing() {
     assert_eq!(leaves(&core), ["root.a", "root.b", "root.c"]);
     let checksum = core.snapshot().rms[0].checksum.clone();
     let err = set(&mut core, "partitions: [").unwrap_err();
-    assert_eq!(err.status, crate::Status::Rejected, "{err:?}");
+    assert_eq!(err.status, crate::error::Status::Rejected, "{err:?}");
     assert_eq!(leaves(&core), ["root.a", "root.b", "root.c"]);
     assert_eq!(core.snapshot().rms[0].checksum, checksum, "nothing changed");
 }
@@ -380,7 +380,7 @@ fn the_rest_update_steps_dry_run_then_apply_only_for_the_registration_asked() {
         "          - name: a\n            queues:\n              - name: x\n",
     );
     let err = target(&mut core, &a_parent).err().expect("refused");
-    assert_eq!(err.status, crate::Status::Rejected, "{err:?}");
+    assert_eq!(err.status, crate::error::Status::Rejected, "{err:?}");
     assert!(target(&mut core, "partitions: [").is_err());
     assert_eq!(in_force(&core), before, "a dry run changes nothing");
 

@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use crate::scheduler::objects::allocs::{AllocSlot, Allocation};
 use crate::scheduler::objects::application::{AppEvent, AppState, Application, Ask};
-use crate::scheduler::objects::queue::{AppSortPolicy, QueueId};
+use crate::scheduler::objects::queue::QueueId;
 use crate::scheduler::outcome::{AppTimer, NewAllocation, Outcomes, TimerKind};
 use crate::scheduler::partition::Partition;
+use crate::scheduler::policies::AppSortPolicy;
 use crate::scheduler::resource::Resource;
 use crate::scheduler::{FastMap, FastSet};
 

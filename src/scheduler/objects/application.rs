@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::queue::{AppKey, AppSortPolicy, Queue, QueueId, QueueTree, MIN_PRIORITY};
+use super::queue::{AppKey, Queue, QueueId, QueueTree, MIN_PRIORITY};
 use crate::scheduler::gang::AppGang;
+use crate::scheduler::policies::AppSortPolicy;
 use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::UserGroup;
 

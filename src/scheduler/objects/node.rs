@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::scheduler::resource::{intern, intern_builtin, ResId, Resource};
+use crate::scheduler::policies::NodeSortPolicy;
+use crate::scheduler::resource::Resource;
 
 /// Attribute naming a node's partition.
 pub const ATTR_PARTITION: &str = "si/node-partition";
@@ -49,83 +50,6 @@ impl NodeKey {
     /// per B-tree step (labels are unique, so the slot never decides).
     fn packed(&self) -> u128 {
         (u128::from(self.score_bits) << 64) | u128::from(self.label)
-    }
-}
-
-/// Which nodes go first (spec 8.6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeSortKind {
-    /// Least used first: spreads load.
-    Fair,
-    /// Most used first: packs nodes.
-    BinPacking,
-}
-
-/// The partition's node sorting policy with its resource weights.
-#[derive(Debug, Clone)]
-pub struct NodeSortPolicy {
-    /// Fair or bin-packing.
-    pub kind: NodeSortKind,
-    /// Positive weights per resource type.
-    pub weights: Vec<(ResId, f64)>,
-}
-
-impl Default for NodeSortPolicy {
-    fn default() -> Self {
-        NodeSortPolicy::new("fair", &Default::default()).expect("default policy")
-    }
-}
-
-impl NodeSortPolicy {
-    /// Builds the policy; no weights means `{vcore: 1, memory: 1}`.
-    pub fn new(
-        kind: &str,
-        weights: &std::collections::BTreeMap<String, f64>,
-    ) -> Result<Self, String> {
-        let kind = match kind {
-            "binpacking" => NodeSortKind::BinPacking,
-            _ => NodeSortKind::Fair,
-        };
-        let mut w = Vec::new();
-        if weights.is_empty() {
-            w.push((intern_builtin("vcore")?, 1.0));
-            w.push((intern_builtin("memory")?, 1.0));
-        } else {
-            for (name, v) in weights {
-                if *v > 0.0 {
-                    w.push((intern(name)?, *v));
-                }
-            }
-        }
-        Ok(NodeSortPolicy { kind, weights: w })
-    }
-
-    /// The policy name as configured.
-    pub fn name(&self) -> &'static str {
-        match self.kind {
-            NodeSortKind::Fair => "fair",
-            NodeSortKind::BinPacking => "binpacking",
-        }
-    }
-
-    /// The node's score: weighted usage for fair, its complement for
-    /// bin-packing; lower goes first.
-    pub fn score(&self, capacity: &Resource, available: &Resource) -> f64 {
-        let (mut sum, mut wsum) = (0.0, 0.0);
-        for (id, w) in &self.weights {
-            let cap = capacity.get(*id);
-            if cap == 0 || capacity.lookup(*id).is_none() {
-                continue;
-            }
-            let usage = 1.0 - available.get(*id) as f64 / cap as f64;
-            sum += w * usage;
-            wsum += w;
-        }
-        let u = if wsum > 0.0 { sum / wsum } else { 0.0 };
-        match self.kind {
-            NodeSortKind::Fair => u,
-            NodeSortKind::BinPacking => 1.0 - u,
-        }
     }
 }
 

@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::preempt::ReservedRequired;
 use super::preempt::Trigger;
-use super::preempt_required::ReservedRequired;
 use super::*;
 use crate::events::Record;
 use crate::scheduler::objects::queue::AppKey;
@@ -43,10 +43,10 @@ enum Decision {
         key: Arc<str>,
         node: NodeSlot,
     },
-    /// Release victims and reserve a node for a preemptor (preempt.rs).
+    /// Release victims and reserve a node for a preemptor (preempt/).
     Preempt(super::preempt::PreemptionPlan),
-    /// A required-node ask takes its node (preempt_required.rs).
-    Required(super::preempt_required::RequiredStep),
+    /// A required-node ask takes its node (preempt/required.rs).
+    Required(super::preempt::RequiredStep),
     /// A user/group check needs the pass's allocations at the levels
     /// (`Fit::Unsure`): flush them and search again, from the same place.
     FlushLimits,
@@ -94,7 +94,7 @@ impl Partition {
                 b.deliver();
             }
         }
-        // Quota-change preemption first, pending work or not (preempt_quota.rs).
+        // Quota-change preemption first, pending work or not (preempt/quota.rs).
         let quota_runs = if self.preempt.quota.armed.is_empty() {
             0
         } else {
@@ -281,7 +281,7 @@ impl Partition {
                 if !fits_queue {
                     continue;
                 }
-                // Required-node preemption (preempt_required.rs).
+                // Required-node preemption (preempt/required.rs).
                 if preempt_on {
                     match self.reserved_required_node(slot, &r, cb, now, out) {
                         ReservedRequired::Ordinary => {}
@@ -504,7 +504,7 @@ impl Partition {
             // change); a failed or reserving one moves the cursor past it.
             let fits_queue = headroom.is_none_or(|h| ask.resource.fits_in_max_undef(h));
             if fits_queue && pass.preempt_on && ask.required_node.is_some() {
-                // Required-node preemption's path (preempt_required.rs).
+                // Required-node preemption's path (preempt/required.rs).
                 let step =
                     self.required_node_step(app_slot, app, *ask_slot, ask, cb, &mut pass.events);
                 if let Some(step) = step {

@@ -10,10 +10,8 @@ mod merge; // SI v1.8: allocations merged by key
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass
-pub mod preempt; // guarantee preemption
-pub mod preempt_quota; // quota-change preemption
-mod preempt_required;
-mod records; // USERGROUP and QUEUE records (SI v1.8) // required-node preemption, stale reservations
+pub mod preempt; // guarantee, required-node and quota-change preemption
+mod records; // USERGROUP and QUEUE records (SI v1.8)
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 
@@ -27,17 +25,18 @@ use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
 use super::objects::keyed::{KeyedSlab, Slot};
-use super::objects::node::{Node, NodeSlot, NodeSortPolicy, NodeTable};
-use super::objects::queue::{AppSortPolicy, QueueId, QueueTree, ROOT};
+use super::objects::node::{Node, NodeSlot, NodeTable};
+use super::objects::queue::{QueueId, QueueTree, ROOT};
 use super::objects::reservation::{Reservations, ReservedAsk};
 use super::outcome::{AppTimer, NewAllocation, Outcomes};
 use super::placement::{PlacementManager, QueueView};
+use super::policies::{AppSortPolicy, NodeSortPolicy};
 use super::request::priority_of;
 use super::resource::Resource;
 use super::{FastMap, FastSet};
-use crate::api::ResourceManagerCallback;
 use crate::config::PartitionConfig;
 use crate::proto::si::v1 as si;
+use crate::scheduler::api::ResourceManagerCallback;
 use crate::security::{resolve_user, UserGroup};
 
 use si::node_info::ActionFromRm;
@@ -135,7 +134,7 @@ struct PassState {
     held_flips: FastMap<u64, (bool, Arc<str>)>,
     /// Whether guarantee preemption runs in this pass.
     preempt_on: bool,
-    /// Per leaf: whether it or an ancestor has a guarantee (preempt.rs).
+    /// Per leaf: whether it or an ancestor has a guarantee (preempt/guarantee.rs).
     preempt_leaf: FastMap<QueueId, bool>,
     /// Per leaf: preemption attempts made in this pass (spec 2.3).
     preempt_attempts: FastMap<QueueId, u32>,
@@ -144,7 +143,7 @@ struct PassState {
     /// Stale reservations attempts found (spec 7.1), cancelled before the
     /// next commit and when the pass ends.
     preempt_stale: Vec<(NodeSlot, ReservedAsk)>,
-    /// Outcomes of the pass's attempts that did not commit (preempt.rs).
+    /// Outcomes of the pass's attempts that did not commit (preempt/guarantee.rs).
     preempt_counts: preempt::PreemptionCounters,
 }
 
@@ -252,7 +251,7 @@ impl Partition {
             placement: PlacementManager::new(&cfg.placement_rules)?,
             preempt: preempt::PreemptionBook {
                 configured: cfg.preemption.enabled,
-                quota: preempt_quota::QuotaBook {
+                quota: preempt::quota::QuotaBook {
                     enabled: cfg.preemption.quota_enabled.unwrap_or(false),
                     ..Default::default()
                 },
@@ -332,7 +331,7 @@ impl Partition {
         // cleaner removes them (spec 3.7).
         let quota_before = self.quota_before_reload();
         self.queues.reconfigure(root)?;
-        // Lowered maxes arm quota-change preemption (preempt_quota.rs).
+        // Lowered maxes arm quota-change preemption (preempt/quota.rs).
         self.quota_after_reload(quota_before);
         // Headroom is recomputed from the new caps; links are rebuilt
         // (limits.md 5, docs/limits.md for where sicore differs).
@@ -350,9 +349,5 @@ impl Partition {
 
 #[cfg(test)]
 mod limits_tests;
-#[cfg(test)]
-mod preempt_required_tests;
-#[cfg(test)]
-mod preempt_tests;
 #[cfg(test)]
 mod tests;

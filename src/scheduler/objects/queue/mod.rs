@@ -14,44 +14,13 @@ mod config;
 mod priority;
 use priority::inherited;
 pub(crate) use priority::quietly;
-pub use priority::{PriorityPolicy, PrioritySettings, MIN_PRIORITY};
+pub use priority::{PrioritySettings, MIN_PRIORITY};
+// snapshot.rs reads the priority policy through this name.
+pub use crate::scheduler::policies::PriorityPolicy;
+use crate::scheduler::policies::{AppSortPolicy, PROP_APP_SORT_POLICY};
 
 /// Index of a queue in its tree's arena.
 pub type QueueId = usize;
-
-/// The property that selects a leaf's application order.
-pub const PROP_APP_SORT_POLICY: &str = "application.sort.policy";
-
-/// How a leaf queue orders its applications (spec 8.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AppSortPolicy {
-    /// Oldest submission first.
-    Fifo,
-    /// Lowest usage relative to the queue's guarantee first.
-    Fair,
-    /// One application at a time out of `Accepted`, then fifo.
-    StateAware,
-}
-
-impl AppSortPolicy {
-    /// Absent, empty or unknown values mean fifo.
-    pub fn from_property(value: Option<&String>) -> Self {
-        match value.map(String::as_str) {
-            Some("fair") => AppSortPolicy::Fair,
-            Some("stateaware") => AppSortPolicy::StateAware,
-            _ => AppSortPolicy::Fifo,
-        }
-    }
-
-    /// The configured name.
-    pub fn name(self) -> &'static str {
-        match self {
-            AppSortPolicy::Fifo => "fifo",
-            AppSortPolicy::Fair => "fair",
-            AppSortPolicy::StateAware => "stateaware",
-        }
-    }
-}
 
 /// Queue lifecycle (spec 3.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 
 use super::{Queue, QueueId, QueueTree};
+use crate::scheduler::policies::{PriorityPolicy, PROP_PRIORITY_POLICY};
 
 thread_local! {
     /// Nesting depth of [`quietly`] on this thread.
@@ -38,44 +39,10 @@ fn warn(msg: std::fmt::Arguments<'_>) {
 /// idle queue report. Also the lowest request priority.
 pub const MIN_PRIORITY: i32 = i32::MIN;
 
-/// Queue property: `default` or `fence`.
-pub const PROP_PRIORITY_POLICY: &str = "priority.policy";
 /// Queue property: an int32 added to the queue's priority.
 pub const PROP_PRIORITY_OFFSET: &str = "priority.offset";
 /// Queue property: `enabled` (priority first) or `disabled` (tie-break).
 pub const PROP_APP_SORT_PRIORITY: &str = "application.sort.priority";
-
-/// How a queue's priority is seen from outside it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PriorityPolicy {
-    /// The highest priority below the queue plus its offset.
-    #[default]
-    Default,
-    /// Exactly the offset, whatever happens inside.
-    Fence,
-}
-
-impl PriorityPolicy {
-    /// `default`/empty or `fence`, case-insensitively; anything else is
-    /// an error the caller logs before using the default.
-    pub fn parse(value: &str) -> Result<Self, String> {
-        if value.is_empty() || value.eq_ignore_ascii_case("default") {
-            Ok(PriorityPolicy::Default)
-        } else if value.eq_ignore_ascii_case("fence") {
-            Ok(PriorityPolicy::Fence)
-        } else {
-            Err(format!("unknown priority policy: {value}"))
-        }
-    }
-
-    /// The configured name.
-    pub fn name(self) -> &'static str {
-        match self {
-            PriorityPolicy::Default => "default",
-            PriorityPolicy::Fence => "fence",
-        }
-    }
-}
 
 /// A queue's priority settings, parsed from its effective properties.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
