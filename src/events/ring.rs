@@ -392,7 +392,9 @@ impl Drop for StreamTicket {
 /// and reason, as the reference limits its own.
 #[derive(Debug, Default)]
 pub struct RingFeed {
-    last: HashMap<(String, String), [Option<Instant>; 2]>,
+    /// By application, then ask: when each repeating reason last entered
+    /// (nested so a record held back costs lookups, no allocation).
+    last: HashMap<String, HashMap<String, [Option<Instant>; 2]>>,
     next_prune: Option<Instant>,
 }
 
@@ -400,7 +402,7 @@ impl RingFeed {
     /// Whether `r`, made at `now`, enters the ring.
     pub fn admit(&mut self, r: &Record, now: Instant) -> bool {
         if self.next_prune.is_none_or(|at| now >= at) {
-            self.last.retain(|_, at| {
+            let live = |at: &mut [Option<Instant>; 2]| {
                 at.iter_mut().fold(false, |live, t| {
                     if t.is_some_and(|t| now.saturating_duration_since(t) >= REQUEST_EVENT_INTERVAL)
                     {
@@ -408,18 +410,34 @@ impl RingFeed {
                     }
                     live | t.is_some()
                 })
+            };
+            self.last.retain(|_, asks| {
+                asks.retain(|_, at| live(at));
+                !asks.is_empty()
             });
             self.next_prune = Some(now + REQUEST_EVENT_INTERVAL);
         }
         let Some(i) = repeating(r.base.r#type, &r.base.reason) else {
             return true;
         };
-        let ask = (r.base.group_id.clone(), r.base.object_id.clone());
-        let slot = &mut self.last.entry(ask).or_default()[i];
-        if slot.is_some_and(|at| now.saturating_duration_since(at) < REQUEST_EVENT_INTERVAL) {
+        let (app, ask) = (&r.base.group_id, &r.base.object_id);
+        let recent = self
+            .last
+            .get(app)
+            .and_then(|asks| asks.get(ask))
+            .and_then(|at| at[i]);
+        if recent.is_some_and(|at| now.saturating_duration_since(at) < REQUEST_EVENT_INTERVAL) {
             return false;
         }
-        *slot = Some(now);
+        let asks = match self.last.get_mut(app) {
+            Some(asks) => asks,
+            None => self.last.entry(app.clone()).or_default(),
+        };
+        let slot = match asks.get_mut(ask) {
+            Some(slot) => slot,
+            None => asks.entry(ask.clone()).or_default(),
+        };
+        slot[i] = Some(now);
         true
     }
 }

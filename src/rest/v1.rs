@@ -445,3 +445,50 @@ pub fn node_utilizations(snap: &Snapshot) -> Value {
     });
     Value::Array(per_partition.collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_follow_the_reference_rules() {
+        assert_eq!(percent_of(0, 100), 0);
+        assert_eq!(percent_of(-5, 100), 0);
+        assert_eq!(percent_of(5, 0), 100);
+        assert_eq!(percent_of(1, 3), 33);
+        assert_eq!(percent_of(250, 100), 250);
+        assert_eq!(percent_of(i64::MAX, 1), i64::from(i32::MAX));
+        let used: Named = [("memory".to_string(), 50)].into_iter().collect();
+        let cap: Named = [("memory".to_string(), 200), ("vcore".to_string(), 4)]
+            .into_iter()
+            .collect();
+        // A type `used` lacks is left out, not 0.
+        assert_eq!(percent(&used, &cap), Some(json!({"memory": 25})));
+        assert_eq!(percent(&Named::new(), &cap), None);
+    }
+
+    #[test]
+    fn nodes_fall_in_the_reference_buckets() {
+        let node = |used: i64| NodeSnap {
+            id: format!("n{used}"),
+            capacity: [("memory".to_string(), 100)].into_iter().collect(),
+            allocated: [("memory".to_string(), used)].into_iter().collect(),
+            ..Default::default()
+        };
+        let snap = Snapshot {
+            partitions: vec![PartitionSnap {
+                name: "default".into(),
+                nodes: vec![node(0), node(10), node(11), node(100), node(150)],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let v = node_utilizations(&snap);
+        let buckets = &v[0]["utilizations"][0]["utilization"];
+        assert_eq!(buckets[0]["nodeNames"], json!(["n0", "n10"]));
+        assert_eq!(buckets[1]["nodeNames"], json!(["n11"]));
+        assert_eq!(buckets[9]["nodeNames"], json!(["n100", "n150"]));
+        assert_eq!(buckets[5]["numOfNodes"], 0);
+        assert!(buckets[5].get("nodeNames").is_none());
+    }
+}

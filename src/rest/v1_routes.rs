@@ -39,9 +39,15 @@ pub fn unescape(s: &str) -> Result<String, RouteError> {
         .ok_or_else(|| err(400, format!("invalid URL escape in {s:?}")))
 }
 
-/// A queue path whose every part is 1–64 of the allowed characters.
+/// A queue path parameter, decoded once more and checked.
 fn queue_name(raw: &str) -> Result<String, RouteError> {
     let q = unescape(raw)?;
+    check_queue_name(&q)?;
+    Ok(q)
+}
+
+/// A queue path whose every part is 1–64 of the allowed characters.
+fn check_queue_name(q: &str) -> Result<(), RouteError> {
     let ok = q.split('.').all(|part| {
         (1..=64).contains(&part.len())
             && part
@@ -49,7 +55,7 @@ fn queue_name(raw: &str) -> Result<String, RouteError> {
                 .all(|b| b.is_ascii_alphanumeric() || b"_:#/@-".contains(&b))
     });
     if ok {
-        Ok(q)
+        Ok(())
     } else {
         Err(err(400, INVALID_QUEUE))
     }
@@ -119,7 +125,7 @@ pub fn queue_apps(snap: &Snapshot, p: &str, q: &str) -> Result<Value, RouteError
 pub fn queue_app(snap: &Snapshot, p: &str, q: &str, app: &str) -> Result<Value, RouteError> {
     let q = unescape(q)?;
     let p = part(snap, p)?;
-    let q = queue_name(&q)?;
+    check_queue_name(&q)?;
     let q = queue(p, &q)?;
     p.apps
         .iter()
@@ -354,4 +360,31 @@ pub fn debug_dump(
     }
     m.insert("placementRules".into(), Value::Array(rules));
     Value::Object(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_are_decoded_once_and_checked_per_part() {
+        assert_eq!(queue_name("root.a%2Db").unwrap(), "root.a-b");
+        assert_eq!(queue_name("root.with+space").unwrap_err().0, 400);
+        assert_eq!(queue_name("root.%zz").unwrap_err().0, 400);
+        assert_eq!(queue_name("root..a").unwrap_err().1, INVALID_QUEUE);
+        let long = format!("root.{}", "x".repeat(65));
+        assert_eq!(queue_name(&long).unwrap_err().1, INVALID_QUEUE);
+        assert!(queue_name(&format!("root.{}", "x".repeat(64))).is_ok());
+        assert!(check_queue_name("root.ns#1@a/b:c_d").is_ok());
+    }
+
+    #[test]
+    fn statuses_are_checked_case_insensitively() {
+        assert_eq!(status_filter(None).unwrap(), None);
+        assert_eq!(
+            status_filter(Some("Running")).unwrap().as_deref(),
+            Some("running")
+        );
+        assert_eq!(status_filter(Some("completed")).unwrap_err().0, 400);
+    }
 }
