@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use super::config_txn::Refusal;
-use super::router::{self, Endpoint};
-use super::server::{body, fail, json_resp, Fail, JSON, TEXT};
+use super::response::{body, fail, json_resp, query_param, Fail, JSON, TEXT};
+use super::router::Endpoint;
 use super::snapshot::{self, Snapshot};
 use super::{
     events, handlers, health, parse_guard, usage, v1, v1_routes, Context, Resp, CORE_TIMEOUT,
@@ -20,15 +20,6 @@ use super::{
 };
 use crate::config::QuantityGrammar;
 use crate::scheduler::core::{Command, Reply};
-
-pub(super) fn query_param(req: &Request<Incoming>, name: &str) -> Option<String> {
-    req.uri().query().and_then(|q| {
-        q.split('&').find_map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (k == name).then(|| router::decode_segment(&v.replace('+', " ")).unwrap_or_default())
-        })
-    })
-}
 
 /// Reads the body within the size and time limits; 413 beyond the size,
 /// 408 beyond the time, 400 when it is not UTF-8.

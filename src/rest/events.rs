@@ -32,8 +32,7 @@ use hyper::{Request, Response, StatusCode};
 use parking_lot::Mutex;
 use serde_json::{json, Map, Value};
 
-use super::dispatch::query_param;
-use super::server::{body, fail, Fail, JSON};
+use super::response::{body, fail, query_param, Fail, JSON};
 use super::{Context, Resp, Slot};
 use crate::events::ring::{Entry, EventRing, Next, StreamRefusal, StreamTicket, STREAM_STALL};
 use crate::scheduler::events_v1;
@@ -99,17 +98,23 @@ impl ConnWatch {
     }
 }
 
-/// Serves one request: [`super::server::answer`], with the stream an answer opened
-/// as its body.
-pub(super) async fn serve(
+/// Serves one request through `answer` (the service's whole answer: access
+/// checks, dispatch, encoding; passed in so that this file does not import
+/// the server that calls it), with the stream an answer opened as its body.
+pub(super) async fn serve<F, A>(
     ctx: Arc<Context>,
     slot: Slot,
     peer: IpAddr,
     watch: ConnWatch,
     mut req: Request<Incoming>,
-) -> Result<Response<AnyBody>, Infallible> {
+    answer: F,
+) -> Result<Response<AnyBody>, Infallible>
+where
+    F: FnOnce(Arc<Context>, Slot, Request<Incoming>) -> A,
+    A: Future<Output = Result<Resp, Infallible>>,
+{
     req.extensions_mut().insert(Peer(peer));
-    let resp = match super::server::answer(ctx, slot, req).await {
+    let resp = match answer(ctx, slot, req).await {
         Ok(r) => r,
         Err(never) => match never {},
     };
@@ -391,7 +396,7 @@ pub(super) async fn stream(ctx: &Context, req: &Request<Incoming>) -> Result<Res
     let mut resp = Response::new(http_body_util::Full::new(Bytes::new()));
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
-    let mut resp = super::server::with_cors(resp);
+    let mut resp = super::response::with_cors(resp);
     resp.extensions_mut()
         .insert(Opened(Arc::new(Mutex::new(Some((
             ticket,

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use hyper::StatusCode;
 use tokio::sync::Semaphore;
 
-use super::server::{fail, Fail};
+use super::response::{fail, Fail};
 use crate::config::{ConfigError, QuantityGrammar};
 
 /// Parses running at once, across every REST service of the process.

@@ -11,14 +11,14 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use serde_json::{json, Value};
 
 use super::dispatch::dispatch;
 use super::events;
+use super::response::{body, error, header, TEXT};
 use super::router::{self, Endpoint};
 use super::settings::Mutation;
 use super::{Context, Resp, Slot};
@@ -77,7 +77,14 @@ pub(super) fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<toki
                     .serve_connection(
                         TokioIo::new(stream),
                         service_fn(move |req| {
-                            events::serve(service_ctx.clone(), slot, peer.ip(), watch.clone(), req)
+                            events::serve(
+                                service_ctx.clone(),
+                                slot,
+                                peer.ip(),
+                                watch.clone(),
+                                req,
+                                answer,
+                            )
                         }),
                     );
                 // The lifetime limit, except for a connection serving an event stream.
@@ -91,69 +98,6 @@ pub(super) fn serve(listener: TcpListener, ctx: Arc<Context>, shutdown: Arc<toki
     // finishes a running update and is joined: no RM callback runs after
     // the scheduler is freed.
     drop(runtime);
-}
-
-pub(super) fn with_cors(mut resp: Resp) -> Resp {
-    let h = resp.headers_mut();
-    h.insert("Access-Control-Allow-Origin", HeaderValue::from_static("*"));
-    h.insert(
-        "Access-Control-Allow-Credentials",
-        HeaderValue::from_static("true"),
-    );
-    h.insert(
-        "Access-Control-Allow-Methods",
-        HeaderValue::from_static("GET,POST,HEAD,OPTIONS"),
-    );
-    h.insert(
-        "Access-Control-Allow-Headers",
-        HeaderValue::from_static("X-Requested-With,Content-Type,Accept,Origin"),
-    );
-    resp
-}
-
-pub(super) fn body(status: StatusCode, content_type: &'static str, text: impl Into<Bytes>) -> Resp {
-    let mut resp = Response::new(Full::new(text.into()));
-    *resp.status_mut() = status;
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
-    with_cors(resp)
-}
-
-pub(super) const JSON: &str = "application/json; charset=UTF-8";
-pub(super) const TEXT: &str = "text/plain; charset=UTF-8";
-
-pub(super) fn json_resp(status: StatusCode, v: &Value) -> Resp {
-    body(status, JSON, v.to_string())
-}
-
-/// The reference's error body.
-pub(super) fn error(status: StatusCode, message: impl Into<String>) -> Resp {
-    let message = message.into();
-    json_resp(
-        status,
-        &json!({
-            "status_code": status.as_u16(),
-            "message": message,
-            "description": message,
-        }),
-    )
-}
-
-/// A failed request: its status and the reason, answered with [`error`].
-pub(super) struct Fail {
-    pub(super) status: StatusCode,
-    pub(super) message: String,
-}
-
-pub(super) fn fail(status: StatusCode, message: impl Into<String>) -> Fail {
-    Fail {
-        status,
-        message: message.into(),
-    }
-}
-
-pub(super) fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
-    req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
 async fn handle(ctx: Arc<Context>, slot: Slot, req: Request<Incoming>) -> Result<Resp, Infallible> {
