@@ -7,20 +7,18 @@
 //! of an ask that stays unplaced, and the records of a CREATE_DRAIN.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use sicore::ffi::sicore_status::*;
 use sicore::ffi::*;
-use sicore::proto::si18::sicore::si18 as sicore18;
 use sicore::proto::si18::v1 as si18;
 use sicore::proto::sicore::v1 as sicore_pb;
-use sicore_c_rm::v1::{self as rmv1, RmV1};
+use sicore_c_rm::v1 as rmv1;
+
+use crate::common::v1::V1Recorder;
 use sicore_c_rm::{call, Handle};
 
 use si18::event_record::{ChangeDetail, ChangeType, Type};
-
-const WAIT: Duration = Duration::from_secs(20);
 
 /// Queue `a` is open; queue `small` holds 50 memory, less than any ask here.
 const CONFIG: &str = "
@@ -39,61 +37,6 @@ partitions:
               max:
                 memory: 50
 ";
-
-/// The records and node answers one RM was sent.
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<(Vec<si18::EventRecord>, Vec<String>, Vec<String>)>,
-    cv: Condvar,
-    /// Its predicates refuse every node (registered with predicates then).
-    refuse_all: bool,
-}
-
-impl Recorder {
-    fn wait(&self, what: &str, cond: impl Fn(&[si18::EventRecord], &[String]) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        let mut s = self.seen.lock().unwrap();
-        while !cond(&s.0, &s.1) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "timed out waiting for {what}: {:#?}", s.0);
-            s = self.cv.wait_timeout(s, left).unwrap().0;
-        }
-    }
-
-    fn events(&self) -> Vec<si18::EventRecord> {
-        self.seen.lock().unwrap().0.clone()
-    }
-}
-
-impl RmV1 for Recorder {
-    fn update_node(&self, m: si18::NodeResponse) -> Result<(), String> {
-        let mut s = self.seen.lock().unwrap();
-        s.1.extend(m.accepted.into_iter().map(|a| a.node_id));
-        self.cv.notify_all();
-        Ok(())
-    }
-
-    fn update_application(&self, m: si18::ApplicationResponse) -> Result<(), String> {
-        let mut s = self.seen.lock().unwrap();
-        s.2.extend(m.accepted.into_iter().map(|a| a.application_id));
-        self.cv.notify_all();
-        Ok(())
-    }
-
-    fn predicates(&self, m: si18::PredicatesArgs) -> Result<(), String> {
-        if self.refuse_all {
-            Err(format!("node {} is cordoned by the test RM", m.node_id))
-        } else {
-            Ok(())
-        }
-    }
-
-    fn send_event(&self, m: sicore18::EventRecords) {
-        let mut s = self.seen.lock().unwrap();
-        s.0.extend(m.events);
-        self.cv.notify_all();
-    }
-}
 
 fn extra(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -126,19 +69,19 @@ fn new_scheduler(rest: bool) -> Handle {
 struct Rm {
     sched: *mut sicore_scheduler,
     id: String,
-    rec: Arc<Recorder>,
+    rec: Arc<V1Recorder>,
     /// Nodes added so far, to name the next one.
     nodes: Mutex<usize>,
 }
 
 impl Rm {
     fn register(sched: &Handle, id: &str, extra_config: &[(&str, &str)]) -> Rm {
-        Rm::register_as(sched, id, extra_config, Recorder::default())
+        Rm::register_as(sched, id, extra_config, V1Recorder::default())
     }
 
-    fn register_as(sched: &Handle, id: &str, extra_config: &[(&str, &str)], rec: Recorder) -> Rm {
+    fn register_as(sched: &Handle, id: &str, extra_config: &[(&str, &str)], rec: V1Recorder) -> Rm {
         let rec = Arc::new(rec);
-        let table = rmv1::table(&rec, rec.refuse_all);
+        let table = rmv1::table(&rec, rec.refuse_predicates);
         let req = si18::RegisterResourceManagerRequest {
             rm_id: id.into(),
             version: "v1.8.0".into(),
@@ -182,8 +125,8 @@ impl Rm {
             },
         );
         assert_eq!(st, SICORE_OK, "{msg}");
-        self.rec.wait("nodes answered", |_, accepted| {
-            ids.iter().all(|n| accepted.contains(n))
+        self.rec.wait("nodes answered", |s| {
+            ids.iter().all(|n| s.nodes_accepted.contains(n))
         });
     }
 
@@ -208,13 +151,14 @@ impl Rm {
     fn sync(&self) {
         for _ in 0..2 {
             let id = self.add_nodes(1).remove(0);
-            self.rec.wait("the node's ADD", |ev, _| has_add(ev, &id));
+            self.rec.wait("the node's ADD", |s| has_add(&s.events, &id));
         }
     }
 
     fn node_records(&self) -> Vec<si18::EventRecord> {
         self.rec
-            .events()
+            .copy()
+            .events
             .into_iter()
             .filter(|e| e.r#type == Type::Node as i32)
             .collect()
@@ -255,22 +199,26 @@ fn event_tracking_is_each_rms_own_and_follows_its_updates() {
     // The quiet RM's nodes make no records; the other RM's still do.
     let silent = quiet.add_nodes(2);
     loud.sync();
-    assert!(quiet.rec.events().is_empty(), "{:?}", quiet.rec.events());
+    assert!(
+        quiet.rec.copy().events.is_empty(),
+        "{:?}",
+        quiet.rec.copy().events
+    );
 
     // Its update turns them on (for its later records only)...
     quiet.update(&[("event.trackingEnabled", "T")]);
     assert_eq!(quiet.settings()["enabled"], true);
     quiet.sync();
     assert!(
-        !silent.iter().any(|n| has_add(&quiet.rec.events(), n)),
+        !silent.iter().any(|n| has_add(&quiet.rec.copy().events, n)),
         "records made while off are never sent"
     );
     // ... and off again, without touching the other RM.
     quiet.update(&[("event.trackingEnabled", "0")]);
-    let before = quiet.rec.events().len();
+    let before = quiet.rec.copy().events.len();
     quiet.add_nodes(1);
     loud.sync();
-    assert_eq!(quiet.rec.events().len(), before);
+    assert_eq!(quiet.rec.copy().events.len(), before);
     assert_eq!(loud.settings()["enabled"], true);
 
     // A value that cannot be read is logged and the default applies, as
@@ -400,7 +348,7 @@ fn a_new_scheduler_leaves_the_level_an_rm_set_unless_its_options_name_one() {
 /// Sends one pod to `queue` that never gets placed and shows that its
 /// REQUEST record, with `reason_text` in the message, reaches the RM once
 /// over many flushes.
-fn unplaced_pod_is_reported_once(rec: Recorder, queue: &str, reason_text: &str) {
+fn unplaced_pod_is_reported_once(rec: V1Recorder, queue: &str, reason_text: &str) {
     let sched = scheduler(false);
     let rm = Rm::register_as(&sched, "rm1", &[], rec);
     let nodes = rm.add_nodes(3);
@@ -444,13 +392,13 @@ fn unplaced_pod_is_reported_once(rec: Recorder, queue: &str, reason_text: &str) 
             .collect::<Vec<_>>()
     };
     rm.rec
-        .wait("the pod's record", |ev, _| !for_pod(ev).is_empty());
+        .wait("the pod's record", |s| !for_pod(&s.events).is_empty());
     // Many flushes later (each sync is at least one more flush, with
     // scheduling passes trying the pod in between), still one record.
     for _ in 0..10 {
         rm.sync();
     }
-    let records = for_pod(&rm.rec.events());
+    let records = for_pod(&rm.rec.copy().events);
     assert_eq!(records.len(), 1, "{records:?}");
     let r = &records[0];
     assert_eq!(r.reference_id, "app-1");
@@ -465,15 +413,12 @@ fn unplaced_pod_is_reported_once(rec: Recorder, queue: &str, reason_text: &str) 
 
 #[test]
 fn an_unplaced_asks_queue_record_is_not_repeated_every_flush() {
-    unplaced_pod_is_reported_once(Recorder::default(), "root.small", "does not fit");
+    unplaced_pod_is_reported_once(V1Recorder::default(), "root.small", "does not fit");
 }
 
 #[test]
 fn an_unplaced_asks_predicate_record_is_not_repeated_every_flush() {
-    let rec = Recorder {
-        refuse_all: true,
-        ..Default::default()
-    };
+    let rec = V1Recorder::refusing_predicates();
     unplaced_pod_is_reported_once(rec, "root.a", "cordoned by the test RM");
 }
 
@@ -482,7 +427,8 @@ fn a_create_drain_sends_its_add_and_its_drain_record() {
     let sched = scheduler(false);
     let rm = Rm::register(&sched, "rm1", &[]);
     let id = rm.add_nodes(1).remove(0);
-    rm.rec.wait("ADD and drain of one CREATE_DRAIN", |ev, _| {
+    rm.rec.wait("ADD and drain of one CREATE_DRAIN", |s| {
+        let ev = &s.events;
         let of = |change: ChangeType, detail: ChangeDetail| {
             ev.iter().any(|e| {
                 e.object_id == id

@@ -28,7 +28,7 @@ pub struct V1Seen {
     pub events: Vec<si18::EventRecord>,
     /// The `PreemptionPredicates` checks it was asked.
     pub checks: Vec<si18::PreemptionPredicatesArgs>,
-    /// How many `Predicates` calls it answered (each one with yes).
+    /// How many `Predicates` calls it answered.
     pub predicate_calls: usize,
 }
 
@@ -43,9 +43,20 @@ pub struct V1Recorder {
     pub accept: Mutex<HashSet<(String, String)>>,
     /// Nodes `PreemptionPredicates` refuses whatever `accept` says.
     pub refuse: Mutex<HashSet<String>>,
+    /// `Predicates` refuses every node (a cordoned cluster); else it
+    /// accepts every one.
+    pub refuse_predicates: bool,
 }
 
 impl V1Recorder {
+    /// A recorder whose `Predicates` refuses every node.
+    pub fn refusing_predicates() -> Self {
+        V1Recorder {
+            refuse_predicates: true,
+            ..Default::default()
+        }
+    }
+
     fn record(&self, f: impl FnOnce(&mut V1Seen)) {
         f(&mut self.seen.lock().unwrap());
         self.cv.notify_all();
@@ -93,9 +104,13 @@ impl RmV1 for V1Recorder {
         Ok(())
     }
 
-    fn predicates(&self, _: si18::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, m: si18::PredicatesArgs) -> Result<(), String> {
         self.record(|s| s.predicate_calls += 1);
-        Ok(())
+        if self.refuse_predicates {
+            Err(format!("node {} is cordoned by the test RM", m.node_id))
+        } else {
+            Ok(())
+        }
     }
 
     fn send_event(&self, m: sicore18::EventRecords) {
