@@ -21,6 +21,10 @@ use super::{
 use crate::config::QuantityGrammar;
 use crate::scheduler::core::{Command, Reply};
 
+/// How long an RM's own dump part is reused before its plugin is asked
+/// again.
+const RM_DUMP_REUSE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Reads the body within the size and time limits; 413 beyond the size,
 /// 408 beyond the time, 400 when it is not UTF-8.
 async fn read_body(ctx: &Context, req: Request<Incoming>) -> Result<String, Fail> {
@@ -134,21 +138,56 @@ impl Context {
         if let Some(d) = Self::cached(&self.dump_cache, since) {
             return Ok(d);
         }
-        let _turn = self.fetching.lock().await;
+        let _turn = self.dumping.lock().await;
         if let Some(d) = Self::cached(&self.dump_cache, since) {
             return Ok(d);
         }
         let taken = Instant::now();
-        let dump = self
-            .on_core(|reply| Command::Dump {
-                settle: false,
-                reply,
-            })
-            .await?
-            .map_err(|e| fail(StatusCode::INTERNAL_SERVER_ERROR, e.message))?;
-        let dump = Bytes::from(dump);
+        // The core's part on the core thread; the RMs' own parts here,
+        // off it, so a slow dump plugin holds only this reader (and its
+        // own RM's callbacks), never the scheduling of every RM.
+        let (core, sources) = self.on_core(|reply| Command::DumpParts { reply }).await?;
+        let mut parts = Vec::with_capacity(sources.len());
+        for (id, callback) in sources {
+            if let Some(part) = self.rm_dump(id.clone(), callback).await? {
+                parts.push((id, part));
+            }
+        }
+        let dump = Bytes::from(crate::scheduler::dump::with_rm_dumps(core, parts));
         *self.dump_cache.lock() = Some((taken, dump.clone()));
         Ok(dump)
+    }
+
+    /// RM `id`'s own dump part: fetched on a blocking thread through its
+    /// callbacks (one call at a time with its others), and reused for
+    /// [`RM_DUMP_REUSE`], so readers polling the dump ask a slow plugin at
+    /// most once a second.
+    async fn rm_dump(
+        &self,
+        id: String,
+        callback: std::sync::Arc<dyn crate::scheduler::api::ResourceManagerCallback>,
+    ) -> Result<Option<Result<String, String>>, Fail> {
+        let now = Instant::now();
+        if let Some((at, part)) = self.rm_dumps.lock().get(&id) {
+            if now.saturating_duration_since(*at) < RM_DUMP_REUSE {
+                return Ok(part.clone());
+            }
+        }
+        let part = tokio::task::spawn_blocking(move || callback.rm_state_dump())
+            .await
+            .map_err(|e| {
+                fail(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the state dump of RM {id} failed: {e}"),
+                )
+            })?;
+        // Reused from when it arrived: a slow plugin is asked again only
+        // a second after its last answer.
+        let done = Instant::now();
+        let mut cache = self.rm_dumps.lock();
+        cache.retain(|_, (at, _)| done.saturating_duration_since(*at) < RM_DUMP_REUSE);
+        cache.insert(id, (done, part.clone()));
+        Ok(part)
     }
 
     fn invalidate(&self) {

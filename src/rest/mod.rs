@@ -81,9 +81,16 @@ pub(crate) struct Context {
     /// Held while a copy is requested from the core, so concurrent
     /// requests wait for that one copy instead of asking for their own.
     fetching: tokio::sync::Mutex<()>,
+    /// One state dump is built at a time; concurrent readers share it.
+    dumping: tokio::sync::Mutex<()>,
+    /// Each RM's own dump part as last fetched, by rmID, and when.
+    rm_dumps: Mutex<HashMap<String, (Instant, RmDumpPart)>>,
     slots: Mutex<Slots>,
     config: ConfigWorker,
 }
+
+/// An RM's own dump part: its JSON, its error, or none (no plugin).
+type RmDumpPart = Option<Result<String, String>>;
 
 /// Open connections: in the general pool, per client address, and on
 /// reserved slots.
@@ -210,6 +217,8 @@ impl RestServer {
             cache: Mutex::new(None),
             dump_cache: Mutex::new(None),
             fetching: tokio::sync::Mutex::new(()),
+            dumping: tokio::sync::Mutex::new(()),
+            rm_dumps: Mutex::new(HashMap::new()),
             slots: Mutex::new(Slots::default()),
             config,
         });

@@ -25,6 +25,8 @@ fn context(reuse: Duration) -> (Arc<Context>, JoinHandle<()>) {
         cache: Mutex::new(None),
         dump_cache: Mutex::new(None),
         fetching: tokio::sync::Mutex::new(()),
+        dumping: tokio::sync::Mutex::new(()),
+        rm_dumps: Mutex::new(std::collections::HashMap::new()),
         slots: Mutex::new(Slots::default()),
         config,
     });

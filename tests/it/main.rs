@@ -51,6 +51,7 @@ mod release_owner;
 mod rest_access;
 mod rest_api;
 mod rest_config_txn;
+mod rest_dump_polling;
 mod rest_events;
 mod rest_hostile;
 mod rest_partitions;

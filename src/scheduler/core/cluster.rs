@@ -581,43 +581,31 @@ impl Core {
         .with_event_ring(self.ring.clone())
     }
 
-    /// The state dump.
+    /// The state dump, the RMs' own dumps included (asked here, on the
+    /// core thread: the RM's own synchronous `sicore_state_dump`).
     pub fn dump_json(&self) -> String {
-        let mut json = crate::scheduler::dump::render(&self.snapshot());
-        // The RMs' own dumps (v1.8 StateDumpPlugin) under
-        // `resourceManagerDumps`, by rmID: the JSON an RM gave, as it gave
-        // it, or an error object.
-        let mut rms = String::new();
-        for (id, rm) in &self.rms {
-            let Some(dump) = rm.callback.rm_state_dump() else {
-                continue;
-            };
-            let value = match dump {
-                Ok(text) => match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
-                    Ok(_) => text,
-                    Err(e) => serde_json::json!({ "error": format!("not JSON: {e}") }).to_string(),
-                },
-                Err(e) => serde_json::json!({ "error": e }).to_string(),
-            };
-            if !rms.is_empty() {
-                rms.push_str(", ");
-            }
-            rms.push_str(&serde_json::Value::from(id.as_str()).to_string());
-            rms.push_str(": ");
-            rms.push_str(value.trim());
-        }
-        let body = json.trim_end();
-        if rms.is_empty() || !body.ends_with('}') {
-            return json;
-        }
-        let open = body.len() - 1;
-        let empty = body[..open].trim_end().ends_with('{');
-        json.truncate(open);
-        let json = json.trim_end().to_string();
-        format!(
-            "{json}{}\n  \"resourceManagerDumps\": {{{rms}}}\n}}",
-            if empty { "" } else { "," }
-        )
+        let parts = self
+            .rm_dump_sources()
+            .into_iter()
+            .filter_map(|(id, cb)| cb.rm_state_dump().map(|d| (id, d)))
+            .collect();
+        crate::scheduler::dump::with_rm_dumps(self.dump_core_json(), parts)
+    }
+
+    /// The state dump without the RMs' own parts.
+    pub fn dump_core_json(&self) -> String {
+        crate::scheduler::dump::render(&self.snapshot())
+    }
+
+    /// The RMs that may add a part of their own to the state dump.
+    pub fn rm_dump_sources(&self) -> Vec<super::command::RmDumpSource> {
+        self.rms
+            .iter()
+            .map(|(id, rm)| {
+                let cb: Arc<dyn ResourceManagerCallback> = rm.callback.clone();
+                (id.clone(), cb)
+            })
+            .collect()
     }
 }
 

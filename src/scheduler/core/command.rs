@@ -147,6 +147,13 @@ pub enum Command {
         /// Where the dump goes.
         reply: Reply<Result<String, Error>>,
     },
+    /// The state dump without the RMs' own parts, and the RMs to ask for
+    /// theirs: an observer (the REST service) calls those callbacks on its
+    /// own threads, so a slow one never holds the core thread.
+    DumpParts {
+        /// Where the core's dump and the RMs with a dump plugin go.
+        reply: Reply<(String, Vec<RmDumpSource>)>,
+    },
     /// A copy of the state for an observer (the REST service), in order
     /// with the requests before it.
     Snapshot(Reply<Snapshot>),
@@ -188,3 +195,11 @@ pub enum WatchVerdict {
 
 /// Event reason of a configuration the reload watcher refused.
 pub const CONFIG_REJECTED_REASON: &str = "ConfigurationRejected";
+
+/// An RM whose own state dump (the SI v1 `StateDumpPlugin`) belongs in the
+/// full state dump: its id, and its callbacks (calls through them keep the
+/// RM's one-callback-at-a-time order).
+pub type RmDumpSource = (
+    String,
+    std::sync::Arc<dyn crate::scheduler::api::ResourceManagerCallback>,
+);

@@ -237,6 +237,7 @@ impl Core {
             | Command::RmEvents { rm_id, .. } => self.touch(rm_id),
             // Observers and dry runs only read.
             Command::Dump { .. }
+            | Command::DumpParts { .. }
             | Command::Snapshot(_)
             | Command::ConfigTarget { .. }
             | Command::Shutdown
@@ -329,6 +330,9 @@ impl Core {
                 }
                 Ok(core.dump_json())
             })),
+            Command::DumpParts { reply } => {
+                reply.send((self.dump_core_json(), self.rm_dump_sources()))
+            }
             Command::Snapshot(reply) => reply.send(self.snapshot()),
             Command::Shutdown => {}
         }
