@@ -1,6 +1,6 @@
 //! A live scheduler driven by two RMs with random, sometimes hostile,
 //! requests through the public Rust API; after each request the state dump
-//! must balance (tests/common/books.rs) and every partition must hold only
+//! must balance (tests/it/common/books.rs) and every partition must hold only
 //! what its own RM made; at the end each RM must hold exactly the
 //! allocations of its partitions.
 #![no_main]
@@ -11,10 +11,10 @@ use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 
 #[allow(dead_code)]
-#[path = "../../tests/common/books.rs"]
+#[path = "../../tests/it/common/books.rs"]
 mod books;
 #[allow(dead_code)]
-#[path = "../../tests/common/rms.rs"]
+#[path = "../../tests/it/common/rms.rs"]
 mod rms;
 
 use rms::{Actor, Choose, World};
