@@ -1,3 +1,5 @@
+// Code generated from bindings/go/options_more_test.go by go generate (internal/shared/gen); DO NOT EDIT.
+
 package sicore
 
 import (
