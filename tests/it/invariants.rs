@@ -644,10 +644,17 @@ fn random_operations_keep_the_books_balanced() {
     // Whether a random gang timed out depends on the machine's speed; one
     // that can never assemble (one of two placeholders), on a fresh node in
     // a queue of its own, makes the timeout path run on every machine.
-    let _ = h.nodes(vec![node("n-timeout", 10_000, 100)]);
+    // The node is far larger than every ask the run left pending, and the
+    // user is new: neither alice's limit nor a full node can keep the
+    // placeholder from being placed.
+    let _ = h.nodes(vec![node("n-timeout", 1 << 40, 1 << 30)]);
     let mut a = app("app-timeout", "root.timeout");
+    a.ugi = Some(si::UserGroupInformation {
+        user: "erin".into(),
+        groups: vec!["timeout".into()],
+    });
     a.placeholder_ask = res(&[("memory", 200), ("vcore", 2)]);
-    a.execution_timeout_milli_seconds = 100;
+    a.execution_timeout_milli_seconds = 1_000;
     let _ = h.apps(vec![a], vec![]);
     let mut p = ask("app-timeout", "p0", 100, 1, 1);
     p.placeholder = true;

@@ -240,9 +240,14 @@ fn batches_carry_v1_records_with_partition_and_queue_and_check_their_parameters(
     // More records than the ring holds: the oldest IDs fall off, the
     // batch is bounded by event.RESTResponseSize.
     apps(&rm, "many-", 60);
-    let later = poll("the ring to wrap", || {
+    // The core emits these events on its own thread: wait until the ring
+    // has wrapped and no record came for a while, so the IDs below hold.
+    let later = poll("the ring to wrap and settle", || {
         let v = batch(&addr, "");
-        (v["LowestID"].as_u64().unwrap() > 0).then_some(v)
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let again = batch(&addr, "");
+        (v["LowestID"].as_u64().unwrap() > 0 && v["HighestID"] == again["HighestID"])
+            .then_some(again)
     });
     let (low, high) = (
         later["LowestID"].as_u64().unwrap(),
