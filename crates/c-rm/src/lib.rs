@@ -9,6 +9,7 @@
 //! error reason out) and gets a table with [`table`]; the library's
 //! `release` drops the `Arc` the table holds.
 
+pub mod convert;
 pub mod v1;
 
 use std::ffi::c_void;
