@@ -93,12 +93,12 @@ pub(crate) struct Args {
     pub(crate) serve: Option<String>,
     /// Bearer token that PUT requests to the --serve REST service must
     /// carry; beyond loopback, without one, changes are refused (see
-    /// docs/rest-access.md).
+    /// docs/rest-and-metrics.md).
     #[arg(long, value_name = "TOKEN", requires = "serve")]
     pub(crate) rest_token: Option<String>,
     /// A Host header value the --serve REST service accepts besides
     /// localhost and its address ("name", "name:port", "name:*",
-    /// "*.domain"); repeatable (see docs/rest-access.md).
+    /// "*.domain"); repeatable (see docs/rest-and-metrics.md).
     #[arg(long, value_name = "HOST", requires = "serve")]
     pub(crate) rest_allowed_host: Vec<String>,
     /// The SI edition the RM speaks: v0.12 (`sicore_*`) or v1 (SI v1.8,
