@@ -1,4 +1,5 @@
-//! The RM's callback table and its adapter to [`ResourceManagerCallback`].
+//! The RM's callback table: the core's [`RmPort`] over C function
+//! pointers, encoding straight from the core's records.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -9,7 +10,8 @@ use prost::Message;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
-use crate::scheduler::api::{NewAllocation, ResourceManagerCallback};
+use crate::scheduler::outcome::{NewAllocation, OutMsg};
+use crate::scheduler::port::RmPort;
 
 /// Where a callback puts its answer: an error reason, or for
 /// `update_configuration` an encoded `si.v1.UpdateConfigurationResponse`.
@@ -282,11 +284,40 @@ impl Drop for CallbackTable {
     }
 }
 
-impl ResourceManagerCallback for CallbackTable {
-    fn assume_allocations(
-        &self,
-        allocations: &[std::sync::Arc<NewAllocation>],
-    ) -> Result<(), String> {
+impl CallbackTable {
+    /// One `UpdateAllocation` with `new`, encoded from the records.
+    fn announce(&self, allocations: &[std::sync::Arc<NewAllocation>]) -> Result<(), String> {
+        if self.0.update_allocation.is_none() {
+            return Ok(());
+        }
+        let bytes = super::encode::allocation_response(allocations);
+        self.status_call_bytes(self.0.update_allocation, &bytes, "update_allocation")
+    }
+}
+
+impl RmPort for CallbackTable {
+    fn deliver(&self, msg: &OutMsg) -> Result<(), String> {
+        match msg {
+            // Without a barrier: the ReSync right before the announcement
+            // (spec 8.11); its error is only logged.
+            OutMsg::NewAllocations(v) => {
+                if let Err(e) = self.assume(v) {
+                    log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
+                }
+                self.announce(v)
+            }
+            OutMsg::NewAllocationsResynced(v) => self.announce(v),
+            OutMsg::Allocation(r) => {
+                self.status_call(self.0.update_allocation, r, "update_allocation")
+            }
+            OutMsg::Application(r) => {
+                self.status_call(self.0.update_application, r, "update_application")
+            }
+            OutMsg::Node(r) => self.status_call(self.0.update_node, r, "update_node"),
+        }
+    }
+
+    fn assume(&self, allocations: &[std::sync::Arc<NewAllocation>]) -> Result<(), String> {
         if self.0.resync_scheduler_cache.is_none() {
             return Ok(());
         }
@@ -296,27 +327,12 @@ impl ResourceManagerCallback for CallbackTable {
         })
     }
 
-    fn announce_allocations(
-        &self,
-        allocations: &[std::sync::Arc<NewAllocation>],
-    ) -> Result<(), String> {
-        if self.0.update_allocation.is_none() {
-            return Ok(());
-        }
-        let bytes = super::encode::allocation_response(allocations);
-        self.status_call_bytes(self.0.update_allocation, &bytes, "update_allocation")
-    }
-
-    fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
-        self.status_call(self.0.update_allocation, r, "update_allocation")
-    }
-
-    fn update_application(&self, r: &si::ApplicationResponse) -> Result<(), String> {
-        self.status_call(self.0.update_application, r, "update_application")
-    }
-
-    fn update_node(&self, r: &si::NodeResponse) -> Result<(), String> {
-        self.status_call(self.0.update_node, r, "update_node")
+    fn resync(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        self.status_call(
+            self.0.resync_scheduler_cache,
+            args,
+            "resync_scheduler_cache",
+        )
     }
 
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
@@ -327,23 +343,23 @@ impl ResourceManagerCallback for CallbackTable {
         self.0.predicates.is_some()
     }
 
-    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
-        self.status_call(
-            self.0.resync_scheduler_cache,
-            args,
-            "resync_scheduler_cache",
-        )
+    /// The v0.12 table has no such check: preemption asks `predicates`.
+    fn preemption_predicates(
+        &self,
+        _ask: &str,
+        _node: &str,
+        _victims: &[String],
+        _start_index: i32,
+    ) -> Option<Option<i32>> {
+        None
     }
 
-    fn send_event(&self, events: &[si::EventRecord]) {
-        let batch = sicore::EventRecords {
-            events: events.to_vec(),
-        };
-        self.notify_call(self.0.send_event, &batch);
+    fn has_preemption_predicates(&self) -> bool {
+        false
     }
 
-    fn send_records(&self, records: &[crate::events::Record]) {
-        // One copy, as `send_event` makes; no SI v1.8-only record.
+    fn records(&self, records: &[crate::events::Record]) {
+        // No SI v1.8-only record.
         let batch = sicore::EventRecords {
             events: records
                 .iter()
@@ -356,12 +372,16 @@ impl ResourceManagerCallback for CallbackTable {
         }
     }
 
-    fn update_container_scheduling_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
+    fn container_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
         self.notify_call(self.0.update_container_scheduling_state, r);
     }
 
-    fn has_container_scheduling_state(&self) -> bool {
+    fn has_container_state(&self) -> bool {
         self.0.update_container_scheduling_state.is_some()
+    }
+
+    fn state_dump(&self) -> Option<Result<String, String>> {
+        None
     }
 
     fn update_configuration(

@@ -165,7 +165,7 @@ pub extern "C" fn sicore_register_resource_manager(
             request_len,
             "request (si.v1.RegisterResourceManagerRequest)",
         )?;
-        let resp = sched.register_resource_manager(req, table)?;
+        let resp = sched.register_port(req, table)?;
         // SAFETY: null or writable storage for one sicore_buffer.
         if let Some(out) = unsafe { response_out.as_mut() } {
             *out = sicore_buffer::from_vec(prost::Message::encode_to_vec(&resp));

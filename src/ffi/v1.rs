@@ -20,8 +20,9 @@ use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::sicore::si18 as sicore18;
 use crate::proto::si18::v1 as si18;
-use crate::scheduler::api::NewAllocation;
-use crate::v1::ResourceManagerCallbackV1;
+use crate::rmproxy::v1::edge;
+use crate::scheduler::outcome::{NewAllocation, OutMsg};
+use crate::scheduler::port::RmPort;
 
 /// A callback that answers through `response`, with no message in.
 pub type sicore_dump_callback =
@@ -215,48 +216,22 @@ impl V1Table {
     }
 }
 
-impl ResourceManagerCallbackV1 for V1Table {
-    fn update_allocation(&self, r: &si18::AllocationResponse) -> Result<(), String> {
-        self.status_call(self.0.update_allocation, r, "update_allocation")
-    }
-
-    /// `new` encoded straight from the records, as the v0.12 family does.
-    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+impl V1Table {
+    /// `new` encoded straight from the records, as the v0.12 table does.
+    fn deliver_new(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
         let Some(f) = self.0.update_allocation else {
             return Ok(());
         };
+        if allocations.is_empty() {
+            return Ok(());
+        }
         with_scratch(|buf| {
             super::encode::allocation_response_v1_into(allocations, buf);
             self.call_bytes(f, buf, "update_allocation")
         })
     }
 
-    fn update_application(&self, r: &si18::ApplicationResponse) -> Result<(), String> {
-        self.status_call(self.0.update_application, r, "update_application")
-    }
-
-    fn update_node(&self, r: &si18::NodeResponse) -> Result<(), String> {
-        self.status_call(self.0.update_node, r, "update_node")
-    }
-
-    fn predicates(&self, args: &si18::PredicatesArgs) -> Result<(), String> {
-        self.status_call(self.0.predicates, args, "predicates")
-    }
-
-    /// The core's v0.12 arguments encoded as they are: the wire is v1.8's.
-    fn predicates_same_wire(&self, args: &si::PredicatesArgs) -> Result<(), String> {
-        self.status_call(self.0.predicates, args, "predicates")
-    }
-
-    fn has_predicates(&self) -> bool {
-        self.0.predicates.is_some()
-    }
-
-    fn has_preemption_predicates(&self) -> bool {
-        self.0.preemption_predicates.is_some()
-    }
-
-    fn preemption_predicates(
+    fn ask_preemption(
         &self,
         args: &si18::PreemptionPredicatesArgs,
     ) -> si18::PreemptionPredicatesResponse {
@@ -276,23 +251,89 @@ impl ResourceManagerCallbackV1 for V1Table {
             .and_then(|d| si18::PreemptionPredicatesResponse::decode(d.as_slice()).ok())
             .unwrap_or(refused)
     }
+}
 
-    fn send_event(&self, events: &[si18::EventRecord]) {
+/// The v1 edge's rules (`rmproxy::v1::edge`) over the table: `new` goes
+/// once, at the barrier when there is one; the messages whose wire is the
+/// same in both editions (applications, nodes, predicates) are encoded as
+/// the core made them.
+impl RmPort for V1Table {
+    fn deliver(&self, msg: &OutMsg) -> Result<(), String> {
+        match msg {
+            OutMsg::NewAllocations(v) => self.deliver_new(v),
+            OutMsg::NewAllocationsResynced(_) => Ok(()),
+            OutMsg::Allocation(r) => {
+                let v1 = edge::allocation_response(r);
+                if !edge::has_content(&v1) {
+                    return Ok(());
+                }
+                self.status_call(self.0.update_allocation, &v1, "update_allocation")
+            }
+            OutMsg::Application(r) => {
+                self.status_call(self.0.update_application, r, "update_application")
+            }
+            OutMsg::Node(r) => self.status_call(self.0.update_node, r, "update_node"),
+        }
+    }
+
+    fn assume(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+        self.deliver_new(allocations)
+    }
+
+    /// No ReSync in v1.
+    fn resync(&self, _args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        self.status_call(self.0.predicates, args, "predicates")
+    }
+
+    fn has_predicates(&self) -> bool {
+        self.0.predicates.is_some()
+    }
+
+    fn preemption_predicates(
+        &self,
+        ask: &str,
+        node: &str,
+        victims: &[String],
+        start_index: i32,
+    ) -> Option<Option<i32>> {
+        let call = |a: &si18::PreemptionPredicatesArgs| self.ask_preemption(a);
+        let installed = self.0.preemption_predicates.is_some();
+        edge::preemption_check(
+            installed.then_some(&call as _),
+            ask,
+            node,
+            victims,
+            start_index,
+        )
+    }
+
+    fn has_preemption_predicates(&self) -> bool {
+        self.0.preemption_predicates.is_some()
+    }
+
+    fn records(&self, records: &[crate::events::Record]) {
         let batch = sicore18::EventRecords {
-            events: events.to_vec(),
+            events: edge::records(records),
         };
         self.notify_call(self.0.send_event, &batch);
     }
 
-    fn update_container_scheduling_state(&self, r: &si18::UpdateContainerSchedulingStateRequest) {
-        self.notify_call(self.0.update_container_scheduling_state, r);
+    fn container_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
+        self.notify_call(
+            self.0.update_container_scheduling_state,
+            &edge::container_state(r),
+        );
     }
 
-    fn has_container_scheduling_state(&self) -> bool {
+    fn has_container_state(&self) -> bool {
         self.0.update_container_scheduling_state.is_some()
     }
 
-    fn get_state_dump(&self) -> Option<Result<String, String>> {
+    fn state_dump(&self) -> Option<Result<String, String>> {
         let f = self.0.get_state_dump?;
         let mut reply = sicore_reply { data: None };
         // SAFETY: a non-null function pointer registered by the RM, called
@@ -302,6 +343,13 @@ impl ResourceManagerCallbackV1 for V1Table {
         // a StateDumpPlugin).
         let d = reply.data?;
         Some(String::from_utf8(d).map_err(|e| format!("state dump is not UTF-8: {e}")))
+    }
+
+    fn update_configuration(
+        &self,
+        _request: &si::UpdateConfigurationRequest,
+    ) -> si::UpdateConfigurationResponse {
+        edge::no_update_configuration()
     }
 }
 
@@ -350,7 +398,7 @@ pub extern "C" fn sicore_v1_register_resource_manager(
             request_len,
             "request (SI v1.8 RegisterResourceManagerRequest)",
         )?;
-        let resp = sched.register_resource_manager_v1(req, table)?;
+        let resp = sched.register_port_v1(req, table)?;
         // SAFETY: null or writable storage for one sicore_buffer.
         if let Some(out) = unsafe { response_out.as_mut() } {
             *out = sicore_buffer::from_vec(resp.encode_to_vec());
