@@ -7,6 +7,7 @@
 //! started and stopped by [`crate::entrypoint`].
 
 pub mod dispatch;
+pub mod edge;
 pub mod v1;
 mod validate;
 pub mod watcher;
@@ -26,6 +27,7 @@ use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Registry, ReloadOutcome, Reply};
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 use crate::scheduler::owner::current_scheduler;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::request::AllocationUpdate;
 use crate::scheduler::resource;
 
@@ -50,10 +52,10 @@ pub struct RmProxy {
     names: Arc<resource::ResourceNames>,
     /// Serialises configuration changes (see [`ConfigLock`]).
     config_lock: ConfigLock,
-    /// The callbacks (adapters) of the RMs registered through the v1.8
-    /// edition, as the core holds them: a v1 `UpdateConfiguration` names
+    /// The ports of the RMs registered through the v1.8 edition, as the
+    /// core holds them: a v1 `UpdateConfiguration` names
     /// the registration it is meant for. Written under `config_lock`.
-    v1_registrations: Mutex<HashMap<String, Arc<dyn ResourceManagerCallback>>>,
+    v1_registrations: Mutex<HashMap<String, Arc<dyn RmPort>>>,
 }
 
 /// The function family an RM of `edition` calls, for refusals.
@@ -248,7 +250,7 @@ impl RmProxy {
         edition: Edition,
         config: ConfigOrigin,
         events: crate::events::RmEventSettings,
-        callback: Arc<dyn ResourceManagerCallback>,
+        callback: Arc<dyn RmPort>,
     ) -> Result<(), Error> {
         let _config = self.config_lock.lock();
         let (reply, answer) = bounded(1);
@@ -323,11 +325,13 @@ impl RmProxy {
     }
 }
 
-impl SchedulerApi for RmProxy {
-    fn register_resource_manager(
+impl RmProxy {
+    /// [`SchedulerApi::register_resource_manager`] with the RM's port: the
+    /// Rust edge's, or a C callback table, which is its own.
+    pub fn register_port(
         &self,
         request: si::RegisterResourceManagerRequest,
-        callback: Arc<dyn ResourceManagerCallback>,
+        callback: Arc<dyn RmPort>,
     ) -> Result<si::RegisterResourceManagerResponse, Error> {
         self.refuse_sync("RegisterResourceManager")?;
         validate::register(&request)?;
@@ -340,6 +344,16 @@ impl SchedulerApi for RmProxy {
             callback,
         )?;
         Ok(si::RegisterResourceManagerResponse {})
+    }
+}
+
+impl SchedulerApi for RmProxy {
+    fn register_resource_manager(
+        &self,
+        request: si::RegisterResourceManagerRequest,
+        callback: Arc<dyn ResourceManagerCallback>,
+    ) -> Result<si::RegisterResourceManagerResponse, Error> {
+        self.register_port(request, Arc::new(edge::Edge::new(callback)))
     }
 
     fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {
