@@ -66,6 +66,18 @@ fn family(edition: Edition) -> &'static str {
     }
 }
 
+/// What a registration hands the core, whichever edition it came through.
+struct Registration {
+    rm_id: String,
+    policy_group: String,
+    edition: Edition,
+    config: ConfigOrigin,
+    /// The RM's own event settings (SI v1 `extraConfig`).
+    events: crate::events::RmEventSettings,
+    /// What the RM said of its build.
+    build_info: std::collections::BTreeMap<String, String>,
+}
+
 impl RmProxy {
     /// The proxy of scheduler `id`, queueing to `tx`; `registered` is the
     /// set the core publishes, `watchers` the scheduler's reload watchers,
@@ -235,7 +247,7 @@ impl RmProxy {
         }
     }
 
-    /// Registers `rm_id` through `edition`: queued under the update lock
+    /// Registers `r.rm_id` through `r.edition`: queued under the update lock
     /// and counted as in flight until the core answers; no lock but the
     /// configuration lock is held while waiting, since the core may run
     /// callbacks that call back into this scheduler meanwhile. The core
@@ -243,15 +255,15 @@ impl RmProxy {
     /// registration leaves it unregistered). A registration replaces the
     /// RM's configuration: it waits for a configuration change in progress
     /// and holds the next off until it is answered.
-    fn register_as(
-        &self,
-        rm_id: String,
-        policy_group: String,
-        edition: Edition,
-        config: ConfigOrigin,
-        events: crate::events::RmEventSettings,
-        callback: Arc<dyn RmPort>,
-    ) -> Result<(), Error> {
+    fn register_as(&self, r: Registration, callback: Arc<dyn RmPort>) -> Result<(), Error> {
+        let Registration {
+            rm_id,
+            policy_group,
+            edition,
+            config,
+            events,
+            build_info,
+        } = r;
         let _config = self.config_lock.lock();
         let (reply, answer) = bounded(1);
         {
@@ -262,6 +274,7 @@ impl RmProxy {
                 edition,
                 config,
                 events,
+                build_info,
                 callback: callback.clone(),
                 reply: reply.into(),
             })?;
@@ -335,12 +348,20 @@ impl RmProxy {
     ) -> Result<si::RegisterResourceManagerResponse, Error> {
         self.refuse_sync("RegisterResourceManager")?;
         validate::register(&request)?;
+        // SI v0.12 has no build information; its version stands for it.
+        let build_info = (!request.version.is_empty())
+            .then(|| ("buildVersion".to_string(), request.version.clone()))
+            .into_iter()
+            .collect();
         self.register_as(
-            request.rm_id,
-            request.policy_group,
-            Edition::V012,
-            ConfigOrigin::PolicyGroup,
-            Default::default(),
+            Registration {
+                rm_id: request.rm_id,
+                policy_group: request.policy_group,
+                edition: Edition::V012,
+                config: ConfigOrigin::PolicyGroup,
+                events: Default::default(),
+                build_info,
+            },
             callback,
         )?;
         Ok(si::RegisterResourceManagerResponse {})

@@ -56,11 +56,14 @@ impl RmProxy {
         )?;
         let events = extra::apply(&request.rm_id, &request.extra_config);
         self.register_as(
-            request.rm_id,
-            request.policy_group,
-            Edition::V1,
-            ConfigOrigin::Text(request.config),
-            events,
+            super::Registration {
+                rm_id: request.rm_id,
+                policy_group: request.policy_group,
+                edition: Edition::V1,
+                config: ConfigOrigin::Text(request.config),
+                events,
+                build_info: request.build_info.into_iter().collect(),
+            },
             port,
         )?;
         Ok(si18::RegisterResourceManagerResponse {})

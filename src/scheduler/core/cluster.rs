@@ -54,6 +54,8 @@ pub struct RmState {
     pub config_text: String,
     /// Keys of its partitions.
     pub partitions: Vec<PartitionKey>,
+    /// What it said of its build at registration.
+    pub build_info: std::collections::BTreeMap<String, String>,
 }
 
 /// The rmIDs the core holds, with the edition each registered through,
@@ -218,6 +220,7 @@ impl Core {
                 checksum: loaded.config.checksum,
                 config_text: loaded.text,
                 partitions: names,
+                build_info: Default::default(),
             },
         );
         if let Some(capacity) = capacity {
@@ -569,6 +572,7 @@ impl Core {
                 config_text: &rm.config_text,
                 event_capacity: self.events.get(id.as_str()).map(EventStore::capacity),
                 grammar: rm.edition.quantity_grammar(),
+                build_info: &rm.build_info,
             }),
             self.partitions.values(),
             self.event_stats(),

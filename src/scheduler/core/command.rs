@@ -52,6 +52,9 @@ pub enum Command {
         config: crate::scheduler::edition::ConfigOrigin,
         /// Its own event settings (SI v1.8 `extraConfig`; none for v0.12).
         events: crate::events::RmEventSettings,
+        /// What it says of its build (SI v1 `buildInfo`; v0.12: its
+        /// version), for REST's `rmBuildInformation`.
+        build_info: std::collections::BTreeMap<String, String>,
         /// The RM's callbacks.
         callback: Arc<dyn RmPort>,
         /// Where the outcome goes.

@@ -45,6 +45,7 @@ fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
         edition: crate::scheduler::edition::Edition::V012,
         config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
         events: Default::default(),
+        build_info: Default::default(),
         callback: Arc::new(Rm),
         reply: tx.into(),
     });

@@ -62,6 +62,7 @@ fn register(core: &mut Core, edition: Edition) {
         edition,
         config: o_config,
         events: Default::default(),
+        build_info: Default::default(),
         callback: Arc::new(Rm),
         reply: tx.into(),
     });
