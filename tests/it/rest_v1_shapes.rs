@@ -157,6 +157,7 @@ const QUEUE: &[F] = &[
     ("allocatedResource", T::Res, false),
     ("preemptingResource", T::Res, false),
     ("headroom", T::Res, false),
+    ("headroom", T::Res, false),
     ("isLeaf", T::Bool, true),
     ("isManaged", T::Bool, true),
     ("properties", T::StrMap, false),
@@ -618,6 +619,20 @@ fn every_v1_route_has_the_v19_shapes() {
     assert_eq!(
         root["childNames"],
         serde_json::json!(["root.a", "root.done"])
+    );
+    // Headroom: the least max - allocated on the path; root's max is the
+    // partition's size (2 nodes of 1000 memory and 10 vcore), so root.a's
+    // own room (3800, 38) is cut to root's (1800, 18), and root.done, with
+    // no max of its own, has root's.
+    let room = serde_json::json!({"memory": 1800, "vcore": 18});
+    assert_eq!(root["headroom"], room, "{root}");
+    assert_eq!(a["headroom"], room, "{a}");
+    let done = crate::restkit::queue_entry(&root, "root.done").unwrap();
+    assert_eq!(done["headroom"], room, "{done}");
+    let alone = ok(&addr, "/ws/v1/partition/default/queue/root.a");
+    assert_eq!(
+        alone["headroom"], room,
+        "the same from the one-queue route: {alone}"
     );
 
     // 10 one queue, with and without its subtree
