@@ -45,6 +45,7 @@ mod preemption_scenarios;
 mod priority_ordering;
 mod priority_warnings;
 mod queues_api;
+mod quota_v19;
 mod reference_details;
 mod reference_gaps;
 mod release_owner;
