@@ -42,6 +42,7 @@ mod preemption_guarantee;
 mod preemption_quota;
 mod preemption_required;
 mod preemption_scenarios;
+mod preemption_v19;
 mod priority_ordering;
 mod priority_warnings;
 mod queues_api;

@@ -411,3 +411,53 @@ fn a_parent_run_splits_with_flooring_and_sends_one_record() {
         summary("map[memory:105]", "map[memory:60]", 10, 5)
     );
 }
+
+/// Q19-14: a run with no candidate (every pod of `a` is pinned to its node
+/// by the RM) sends no record and releases nothing; `b`'s run in the same
+/// pass does send one.
+#[test]
+fn a_run_without_candidates_sends_no_record() {
+    let two = |a_max: i64, b_max: i64| {
+        let queues = format!(
+            "          - name: a
+            resources: {{max: {{memory: {a_max}}}}}
+            properties: {{quota.preemption.delay: 1ms}}
+          - name: b
+            resources: {{max: {{memory: {b_max}}}}}
+            properties: {{quota.preemption.delay: 1ms}}
+"
+        );
+        partition_yaml(ON, &queues)
+    };
+    let rm = rm_with(&two(100, 100), "root.a");
+    rm.app("app-2", "root.b");
+    let pinned = |key: &str| si18::Allocation {
+        allocation_tags: [(
+            "yunikorn.apache.org/requiredNode".to_string(),
+            "n1".to_string(),
+        )]
+        .into(),
+        ..running("app-1", key, &[("memory", 10)])
+    };
+    place(
+        &rm,
+        vec![
+            pinned("ds-1"),
+            pinned("ds-2"),
+            running("app-2", "b-1", &[("memory", 10)]),
+            running("app-2", "b-2", &[("memory", 10)]),
+        ],
+    );
+    assert_eq!(rm.update_config(&two(10, 10)).0, SICORE_OK);
+    let s = rm.rec.wait("b's summary", |s| !summaries(s).is_empty());
+    rm.settle();
+    let s = V1Seen {
+        events: rm.rec.copy().events,
+        ..s
+    };
+    let recs = summaries(&s);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0].object_id, "root.b");
+    assert_eq!(victims(&s).len(), 1);
+    assert!(victims(&s)[0].starts_with("b-"));
+}
