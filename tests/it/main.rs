@@ -52,6 +52,7 @@ mod reference_gaps;
 mod release_owner;
 mod rest_access;
 mod rest_api;
+mod rest_build_info;
 mod rest_config_txn;
 mod rest_dump_polling;
 mod rest_events;

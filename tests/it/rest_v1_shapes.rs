@@ -224,10 +224,22 @@ const PARTITION: &[F] = &[
     ("lastStateTransitionTime", T::Int, false),
 ];
 
+/// One RM's build information: what it sent, plus its rmId.
+const BUILD_INFO: &[F] = &[
+    ("rmId", T::Str, true),
+    ("buildVersion", T::Str, false),
+    ("buildDate", T::Str, false),
+    ("goVersion", T::Str, false),
+    ("arch", T::Str, false),
+    ("coreSHA", T::Str, false),
+    ("siSHA", T::Str, false),
+    ("shimSHA", T::Str, false),
+];
+
 /// v1.x fields plus the v0.12 string counters the v0.12 UI reads (33.2).
 const CLUSTER: &[F] = &[
     ("startTime", T::Int, false),
-    ("rmBuildInformation", T::Obj, false),
+    ("rmBuildInformation", T::Arr(BUILD_INFO), false),
     ("partition", T::Str, true),
     ("clusterName", T::Str, true),
     ("totalApplications", T::Str, true),
@@ -496,6 +508,11 @@ fn every_v1_route_has_the_v19_shapes() {
     check_type(&c, T::Arr(CLUSTER), "clusters");
     assert_eq!(c[0]["clusterName"], "kubernetes");
     assert!(c[0]["startTime"].as_i64().unwrap() > 1_600_000_000_000_000_000);
+    // A v0.12 RM sends no build information: its rmId and version.
+    let build = &c[0]["rmBuildInformation"];
+    assert_eq!(build.as_array().map(Vec::len), Some(1), "{build}");
+    assert_eq!(build[0]["rmId"], "rm", "{build}");
+    assert!(build[0]["buildVersion"].is_string(), "{build}");
 
     // 2 metrics: text
     seen("/metrics");

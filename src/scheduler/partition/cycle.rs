@@ -75,7 +75,7 @@ impl Partition {
     /// number of decisions taken (allocations and reservations).
     pub fn schedule(
         &mut self,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&dyn RmPort>,
         budget: usize,
         out: &mut Outcomes,
     ) -> usize {
@@ -97,7 +97,7 @@ impl Partition {
         // Quota-change preemption first, pending work or not (preempt/quota.rs).
         let quota_runs = self.quota_step(out);
         let root = self.queues.get(ROOT);
-        let track_tried = cb.is_some_and(|c| c.has_container_scheduling_state());
+        let track_tried = cb.is_some_and(|c| c.has_container_state());
         // No max on root means no nodes, or an unlimited node (spec 11.6;
         // v0.12 could not allocate there, sicore does). Without nodes the
         // pass only finds which asks wait (the outstanding check, for an

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
-use crate::scheduler::api::ResourceManagerCallback;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::testkit::{ask, res, Harness};
 
 /// Leaves `a` (guarantee 500) and `b` (guarantee 500) under `root`, fifo,
@@ -181,7 +181,7 @@ struct Refusing {
     calls: Mutex<Vec<(String, bool)>>,
 }
 
-impl ResourceManagerCallback for Refusing {
+impl RmPort for Refusing {
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
         self.calls
             .lock()
@@ -461,7 +461,7 @@ struct Ordered {
     log: Mutex<Vec<String>>,
 }
 
-impl ResourceManagerCallback for Ordered {
+impl RmPort for Ordered {
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
         self.log.lock().unwrap().push(format!(
             "predicates {} {} {}",
@@ -470,12 +470,12 @@ impl ResourceManagerCallback for Ordered {
         Ok(())
     }
 
-    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
-        for a in &args.assumed_allocations {
-            self.log
-                .lock()
-                .unwrap()
-                .push(format!("assume {}", a.allocation_key));
+    fn assume(
+        &self,
+        allocations: &[std::sync::Arc<crate::scheduler::outcome::NewAllocation>],
+    ) -> Result<(), String> {
+        for a in allocations {
+            self.log.lock().unwrap().push(format!("assume {}", a.key));
         }
         Ok(())
     }

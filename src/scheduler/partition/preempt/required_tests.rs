@@ -9,9 +9,9 @@ use std::time::Duration;
 use super::required::REASON_NO_VICTIM;
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::outcome::Outcomes;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::request::AskRequest;
 use crate::scheduler::testkit::{ask, res, Harness, Seen};
 
@@ -305,7 +305,7 @@ struct Refusing {
     calls: Mutex<Vec<(String, String, bool)>>,
 }
 
-impl ResourceManagerCallback for Refusing {
+impl RmPort for Refusing {
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
         self.calls.lock().unwrap().push((
             args.allocation_key.clone(),
