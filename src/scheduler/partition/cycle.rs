@@ -95,12 +95,7 @@ impl Partition {
             }
         }
         // Quota-change preemption first, pending work or not (preempt/quota.rs).
-        let quota_runs = if self.preempt.quota.armed.is_empty() {
-            0
-        } else {
-            let now = self.clock.now();
-            self.quota_pass(now, out)
-        };
+        let quota_runs = self.quota_step(out);
         let root = self.queues.get(ROOT);
         let track_tried = cb.is_some_and(|c| c.has_container_state());
         // No max on root means no nodes, or an unlimited node (spec 11.6;
@@ -140,7 +135,8 @@ impl Partition {
                         "reserving node {} for ask {key} of {app}",
                         self.nodes[node].id
                     );
-                    self.reservations.reserve(node, ReservedAsk { app, key });
+                    self.reservations
+                        .reserve(node, ReservedAsk { app, key }, now);
                 }
                 Some(Decision::Preempt(plan)) => {
                     self.cancel_stale_reservations(&mut pass.preempt_stale);
@@ -279,6 +275,7 @@ impl Partition {
                     continue;
                 };
                 if !fits_queue {
+                    self.expire_reservation(slot, &r, now); // YuniKorn v1.9, 7.1
                     continue;
                 }
                 // Required-node preemption (preempt/required.rs).

@@ -505,3 +505,49 @@ fn the_rm_hears_of_the_pass_s_allocations_before_the_preemption_check() {
         .expect("the stand-in check");
     assert!(assumed < check, "{log:?}");
 }
+
+#[test]
+fn a_parent_the_ask_would_push_past_its_max_is_the_fence_root() {
+    // YuniKorn v1.9 (delta 6.1): p1 (max 600) holds 500 and the ask of 250
+    // would take it to 750: victims are looked for only below p1 (none:
+    // x is protected), although p1 is not exactly at its max, where v1.8
+    // would have taken from q. A max whose types the ask and the usage do
+    // not have fences nothing: with p1's max in vcore only, q gives way.
+    let yaml = |max: &str| {
+        format!(
+            "partitions:
+  - name: default
+    preemption: {{enabled: true}}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: p1
+            resources: {{max: {max}}}
+            queues:
+              - name: y
+                resources: {{guaranteed: {{memory: 250}}}}
+                properties: {{application.sort.policy: fifo}}
+              - name: x
+                resources: {{guaranteed: {{memory: 250}}}}
+                properties: {{application.sort.policy: fifo, preemption.policy: disabled}}
+          - name: q
+            resources: {{guaranteed: {{memory: 100}}}}
+            properties: {{application.sort.policy: fifo}}
+"
+        )
+    };
+    for (max, victims) in [("{memory: 600}", 0), ("{vcore: 5}", 1)] {
+        let mut h = Harness::new(&yaml(max));
+        h.node("n1", 1000);
+        h.app("app-x", "root.p1.x");
+        h.ask(ask("app-x", "x", 250, 2));
+        h.app("app-q", "root.q");
+        h.ask(ask("app-q", "q", 250, 2));
+        assert_eq!(h.schedule().allocated.len(), 4);
+        h.app("app-y", "root.p1.y");
+        h.ask(ask("app-y", "y", 250, 1));
+        h.advance(Duration::from_secs(31));
+        assert_eq!(h.schedule().preempted().len(), victims, "max {max}");
+    }
+}
