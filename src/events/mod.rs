@@ -260,6 +260,10 @@ const TYPE_NAMES: [(&str, i32); 5] = [
 /// The bit that says the records go to an SI v1.8 RM.
 const STRUCTURED: u8 = 1 << 7;
 
+/// The bit that says that RM registered as SI v1.9 or later, and takes
+/// the records v1.9 added (the `QUEUE_PREEMPTION` summary).
+const SI_1_9: u8 = 1 << 6;
+
 impl Default for EventTypes {
     fn default() -> Self {
         EventTypes::of(&[
@@ -318,6 +322,22 @@ impl EventTypes {
         } else {
             EventTypes(self.0 & !STRUCTURED & !Self::bit(TYPE_USERGROUP))
         }
+    }
+
+    /// The set for an RM of SI v1.9 or later (`v19`) or of v1.8.
+    pub fn for_release(self, v19: bool) -> Self {
+        if v19 {
+            EventTypes(self.0 | SI_1_9)
+        } else {
+            EventTypes(self.0 & !SI_1_9)
+        }
+    }
+
+    /// Whether quota-change runs send their `QUEUE_PREEMPTION` summary:
+    /// an RM of SI v1.9 or later that takes QUEUE records.
+    #[inline]
+    pub fn queue_preemption(self) -> bool {
+        self.0 & SI_1_9 != 0 && self.structured(TYPE_QUEUE)
     }
 
     /// Whether structured records of type `t` are made (an SI v1.8 RM

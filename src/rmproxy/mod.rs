@@ -76,6 +76,8 @@ struct Registration {
     events: crate::events::RmEventSettings,
     /// What the RM said of its build.
     build_info: std::collections::BTreeMap<String, String>,
+    /// Whether it registered as SI v1.9 or later.
+    v19: bool,
 }
 
 impl RmProxy {
@@ -263,6 +265,7 @@ impl RmProxy {
             config,
             events,
             build_info,
+            v19,
         } = r;
         let _config = self.config_lock.lock();
         let (reply, answer) = bounded(1);
@@ -275,6 +278,7 @@ impl RmProxy {
                 config,
                 events,
                 build_info,
+                v19,
                 callback: callback.clone(),
                 reply: reply.into(),
             })?;
@@ -361,6 +365,7 @@ impl RmProxy {
                 config: ConfigOrigin::PolicyGroup,
                 events: Default::default(),
                 build_info,
+                v19: true,
             },
             callback,
         )?;

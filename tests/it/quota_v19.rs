@@ -31,12 +31,24 @@ fn leaf(switch: &str, a_res: &str) -> String {
     partition_yaml(switch, &queues)
 }
 
-/// A v1 RM taking REQUEST and QUEUE records, node `n1` ready, `app-1` in
-/// `queue`.
+/// A v1 RM of SI v1.9 taking REQUEST and QUEUE records, node `n1` ready,
+/// `app-1` in `queue`.
 fn rm_with(config: &str, queue: &str) -> V1Rm {
+    rm_at("1.9.0", config, queue)
+}
+
+/// [`rm_with`] for an RM registered with `version`.
+fn rm_at(version: &str, config: &str, queue: &str) -> V1Rm {
     let mut o = v1_options();
     o.event_types = vec!["REQUEST".into(), "QUEUE".into(), "NODE".into()];
-    let rm = V1Rm::with(o, config, false, |_| {});
+    let req = si18::RegisterResourceManagerRequest {
+        rm_id: "rm1".into(),
+        version: version.into(),
+        policy_group: "queues".into(),
+        config: config.into(),
+        ..Default::default()
+    };
+    let rm = V1Rm::registered(o, &req, false, |_| {});
     rm.node("n1", 100_000);
     rm.app("app-1", queue);
     rm
@@ -162,6 +174,36 @@ fn a_leaf_run_never_takes_past_its_amount_and_sends_one_summary() {
     rm.rec.wait("later placed", |s| {
         s.new.iter().any(|a| a.allocation_key == "later")
     });
+}
+
+/// An RM registered as SI v1.8.x gets the same run but not the v1.9
+/// summary record, which v1.8 never sent (issue 32: the RM's version picks
+/// the records where an RM can tell the two apart).
+#[test]
+fn an_rm_of_v18_gets_the_run_without_the_summary() {
+    let rm = rm_at("1.8.0", &leaf(ON, "{max: {memory: 100}}"), "root.a");
+    place(
+        &rm,
+        vec![
+            running("app-1", "v5", &[("memory", 5)]),
+            running("app-1", "v9", &[("memory", 9)]),
+            running("app-1", "v6", &[("memory", 6)]),
+        ],
+    );
+    let (st, msg) = rm.update_config(&leaf(ON, "{max: {memory: 10}}"));
+    assert_eq!(st, SICORE_OK, "{msg}");
+    let s = rm.rec.wait("the victim", |s| !victims(s).is_empty());
+    assert_eq!(victims(&s), ["v5"]);
+    rm.settle();
+    rm.settle();
+    let s = rm.rec.copy();
+    assert!(summaries(&s).is_empty(), "{:?}", summaries(&s));
+    assert!(
+        s.events
+            .iter()
+            .any(|e| e.object_id == "v5" && e.r#type == Type::Request as i32),
+        "the victim's REQUEST record still goes"
+    );
 }
 
 /// Q19-9 second half: victims 8 and 10 with an amount of 8: the 8 is

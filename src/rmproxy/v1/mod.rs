@@ -31,6 +31,29 @@ fn require(value: &str, what: &str) -> Result<(), Error> {
     }
 }
 
+/// Whether an RM registered with `version` is of SI v1.9 or later: any
+/// version but 1.8.x and earlier. One that is not a version number (a
+/// development build's "latest", or none) counts as the newest.
+fn reads_v19(version: &str) -> bool {
+    let v = version.trim().trim_start_matches(['v', 'V']);
+    let mut parts = v.split(['.', '-', '+']).map(str::parse::<u64>);
+    match (parts.next(), parts.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) => major > 1 || (major == 1 && minor >= 9),
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn versions_before_1_9_read_v18_records() {
+    for v in ["1.8.0", "v1.8.0", "1.8.3-1", "1.7", "0.12.2", " V1.8.1 "] {
+        assert!(!reads_v19(v), "{v}");
+    }
+    for v in ["1.9.0", "v1.9.0-0", "1.10.0", "2.0", "latest", "", "1"] {
+        assert!(reads_v19(v), "{v}");
+    }
+}
+
 impl RmProxy {
     /// [`api::SchedulerApiV1::register_resource_manager_v1`].
     pub fn register_resource_manager_v1(
@@ -62,6 +85,7 @@ impl RmProxy {
                 edition: Edition::V1,
                 config: ConfigOrigin::Text(request.config),
                 events,
+                v19: reads_v19(&request.version),
                 build_info: request.build_info.into_iter().collect(),
             },
             port,

@@ -56,6 +56,8 @@ pub struct RmState {
     pub partitions: Vec<PartitionKey>,
     /// What it said of its build at registration.
     pub build_info: std::collections::BTreeMap<String, String>,
+    /// Whether it registered as SI v1.9 or later.
+    pub v19: bool,
 }
 
 /// The rmIDs the core holds, with the edition each registered through,
@@ -72,8 +74,13 @@ impl Core {
     /// store takes (none when the RM's events are off).
     pub(super) fn timeouts_for(&self, rm_id: &str) -> AppTimeouts {
         let mut t = self.timeouts();
-        let edition = self.rms.get(rm_id).map_or(Edition::V012, |rm| rm.edition);
-        t.events = self.event_types_for(self.events.contains_key(rm_id), edition);
+        let (edition, v19) = self
+            .rms
+            .get(rm_id)
+            .map_or((Edition::V012, true), |rm| (rm.edition, rm.v19));
+        t.events = self
+            .event_types_for(self.events.contains_key(rm_id), edition)
+            .for_release(v19);
         t
     }
 
@@ -111,7 +118,7 @@ impl Core {
         let Some(rm) = self.rms.get(rm_id) else {
             return;
         };
-        let edition = rm.edition;
+        let (edition, v19) = (rm.edition, rm.v19);
         let by_kind = edition == Edition::V1;
         match self.store_capacity(&settings) {
             None => self.retire_events(rm_id),
@@ -124,9 +131,26 @@ impl Core {
             },
         }
         self.configure_ring(settings.ring);
-        let types = self.event_types_for(self.events.contains_key(rm_id), edition);
+        let types = self
+            .event_types_for(self.events.contains_key(rm_id), edition)
+            .for_release(v19);
         let rm = &self.rms[rm_id];
         for key in &rm.partitions {
+            if let Some(p) = self.partitions.get_mut(key) {
+                p.set_event_types(types);
+            }
+        }
+    }
+
+    /// Notes whether a registered RM is of SI v1.9 or later, and gives its
+    /// partitions the record types that go with it.
+    pub(super) fn set_rm_release(&mut self, rm_id: &str, v19: bool) {
+        let Some(rm) = self.rms.get_mut(rm_id) else {
+            return;
+        };
+        rm.v19 = v19;
+        let types = self.timeouts_for(rm_id).events;
+        for key in &self.rms[rm_id].partitions {
             if let Some(p) = self.partitions.get_mut(key) {
                 p.set_event_types(types);
             }
@@ -221,6 +245,7 @@ impl Core {
                 config_text: loaded.text,
                 partitions: names,
                 build_info: Default::default(),
+                v19: true,
             },
         );
         if let Some(capacity) = capacity {

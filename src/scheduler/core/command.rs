@@ -55,6 +55,9 @@ pub enum Command {
         /// What it says of its build (SI v1 `buildInfo`; v0.12: its
         /// version), for REST's `rmBuildInformation`.
         build_info: std::collections::BTreeMap<String, String>,
+        /// Whether it registered as SI v1.9 or later (its `version`), and
+        /// gets the records v1.9 added; v1.8.x RMs do not.
+        v19: bool,
         /// The RM's callbacks.
         callback: Arc<dyn RmPort>,
         /// Where the outcome goes.

@@ -256,6 +256,7 @@ impl Core {
                 config,
                 events,
                 build_info,
+                v19,
                 callback,
                 reply,
             } => reply.send(self.answer("RegisterResourceManager", |core| {
@@ -263,6 +264,7 @@ impl Core {
                 if let Some(rm) = core.rms.get_mut(&rm_id) {
                     rm.build_info = build_info;
                 }
+                core.set_rm_release(&rm_id, v19);
                 Ok(())
             })),
             Command::RmEvents { rm_id, events } => self.set_rm_events(&rm_id, events),

@@ -46,6 +46,7 @@ fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
         config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
         events: Default::default(),
         build_info: Default::default(),
+        v19: true,
         callback: Arc::new(Rm),
         reply: tx.into(),
     });

@@ -63,6 +63,7 @@ fn register(core: &mut Core, edition: Edition) {
         config: o_config,
         events: Default::default(),
         build_info: Default::default(),
+        v19: true,
         callback: Arc::new(Rm),
         reply: tx.into(),
     });

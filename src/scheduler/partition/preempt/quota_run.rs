@@ -100,7 +100,7 @@ impl Partition {
             }
             self.quota_commit(l, &path, picked, out);
         }
-        if tally.candidates > 0 && self.timeouts.events.structured(TYPE_QUEUE) {
+        if tally.candidates > 0 && self.timeouts.events.queue_preemption() {
             out.record(summary_record(&path, max, &amount, &tally, leaf));
         }
         tally.taken
