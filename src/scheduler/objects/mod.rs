@@ -7,4 +7,5 @@ pub mod application;
 pub mod keyed;
 pub mod node;
 pub mod queue;
+pub mod pending;
 pub mod reservation;

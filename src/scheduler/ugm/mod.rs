@@ -25,6 +25,7 @@
 //! changed; the partition turns the notes into records after each step.
 
 pub mod caps;
+pub mod explain;
 pub mod snap;
 
 use std::sync::Arc;
