@@ -135,6 +135,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                         task_group: ask.task_group.to_string(),
                         required_node: ask.required_node.clone(),
                         created_ns: unix_ns(ask.created, now, now_unix),
+                        pending_reason: super::reason::reason_of(p, a, ask),
                     }
                 })
                 .collect();
