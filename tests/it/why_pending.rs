@@ -1,0 +1,328 @@
+//! Why is it pending (issue 31, docs/why-pending.md): an RM of each
+//! edition makes an ask wait for one cause at a time and reads the reason
+//! back from REST (`pendingReason`, `allocationLog`, the grouped
+//! `/partition/{p}/pending`) and from the state dump.
+
+use crate::common::editions::{req, req_p, Edition, EditionRm};
+use crate::common::partition_yaml;
+use crate::restkit::{http, poll, rest_address};
+use serde_json::Value;
+
+/// A partition (preemption off unless `switch` says so) with `queues`.
+fn yaml(switch: &str, queues: &str) -> String {
+    partition_yaml(switch, queues)
+}
+
+/// The pending request `key` of `app` as REST shows it, once present.
+fn request(rm: &EditionRm, app: &str, key: &str) -> Option<Value> {
+    let addr = rest_address(rm.sched());
+    let r = http(
+        &addr,
+        "GET",
+        &format!("/ws/v1/partition/default/application/{app}"),
+        &[],
+        b"",
+    );
+    if r.status != 200 {
+        return None;
+    }
+    r.json()["requests"]
+        .as_array()?
+        .iter()
+        .find(|q| q["allocationKey"] == key)
+        .cloned()
+}
+
+/// Waits until request `key` of `app` waits for `cause` and `ok` holds
+/// on its `pendingReason`; returns the request.
+fn wait_cause(
+    rm: &EditionRm,
+    app: &str,
+    key: &str,
+    cause: &str,
+    ok: impl Fn(&Value) -> bool,
+) -> Value {
+    poll(&format!("{app}/{key} pending for {cause}"), || {
+        request(rm, app, key)
+            .filter(|r| r["pendingReason"]["cause"] == cause && ok(&r["pendingReason"]))
+    })
+}
+
+/// The dump's reason of ask `key`.
+fn dump_reason(rm: &EditionRm, key: &str) -> Value {
+    fn find(v: &Value, key: &str) -> Option<Value> {
+        match v {
+            Value::Object(m) => {
+                if m.get("allocation_key").is_some_and(|k| k == key) {
+                    if let Some(r) = m.get("pending_reason") {
+                        return Some(r.clone());
+                    }
+                }
+                m.values().find_map(|c| find(c, key))
+            }
+            Value::Array(a) => a.iter().find_map(|c| find(c, key)),
+            _ => None,
+        }
+    }
+    find(&rm.dump(), key).unwrap_or(Value::Null)
+}
+
+/// `/partition/default/pending`; its group counts add up to the waiting
+/// asks, which are the asks REST lists as requests.
+fn grouped(rm: &EditionRm) -> Value {
+    let addr = rest_address(rm.sched());
+    let r = http(&addr, "GET", "/ws/v1/partition/default/pending", &[], b"");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let g = r.json();
+    let sum: u64 = g["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["asks"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(sum), g["waitingAsks"].as_u64(), "{g}");
+    g
+}
+
+/// The group of `/pending` holding `key`.
+fn group_of<'a>(g: &'a Value, key: &str) -> &'a Value {
+    g["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| {
+            x["requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["allocationKey"] == key)
+        })
+        .unwrap_or_else(|| panic!("{key} in no group: {g}"))
+}
+
+fn log_has(r: &Value, message: &str) -> bool {
+    r["allocationLog"].as_array().is_some_and(|l| {
+        l.iter()
+            .any(|e| e["message"] == message && e["count"].as_u64() >= Some(1))
+    })
+}
+
+const QUEUE_A: &str = "          - name: a
+            resources: {max: {memory: 1000}}
+          - name: b
+";
+
+fn queue_headroom(e: Edition) {
+    let rm = EditionRm::with_rest(e, &yaml("", QUEUE_A), &[]);
+    rm.nodes(&[("n1", 4000)], 100);
+    rm.fill("app-1", "root.a", &[req("f", 800, 1)], 1);
+    rm.request("app-1", &[req("big", 500, 1)]);
+    let r = wait_cause(&rm, "app-1", "big", "queueHeadroom", |_| true);
+    let p = &r["pendingReason"];
+    assert_eq!(p["queue"], "root.a", "{r}");
+    assert_eq!(p["resource"], "memory", "{r}");
+    assert_eq!(p["asked"], 500, "{r}");
+    assert_eq!(p["free"], 200, "{r}");
+    assert_eq!(
+        p["message"], "queue root.a at max memory: asked 500, free 200",
+        "{r}"
+    );
+    assert!(log_has(&r, "Not enough queue quota"), "{r}");
+    assert_eq!(r["schedulingAttempted"], true);
+    assert_eq!(dump_reason(&rm, "big")["cause"], "queueHeadroom");
+    assert_eq!(dump_reason(&rm, "big")["queue"], "root.a");
+    let g = grouped(&rm);
+    let group = group_of(&g, "big");
+    assert_eq!(group["group"], "queueHeadroom root.a memory", "{g}");
+    assert_eq!(group["asks"], 1);
+}
+
+#[test]
+fn queue_headroom_names_the_queue() {
+    queue_headroom(Edition::V012);
+}
+
+#[test]
+fn queue_headroom_names_the_queue_v1() {
+    queue_headroom(Edition::V1);
+}
+
+fn user_limit(e: Edition) {
+    let queues = "          - name: a
+            limits:
+              - {limit: per-user, users: [alice], maxresources: {memory: 1000}}
+";
+    let rm = EditionRm::with_rest(e, &yaml("", queues), &[]);
+    rm.nodes(&[("n1", 4000)], 100);
+    rm.fill("app-1", "root.a", &[req("f", 700, 1)], 1);
+    rm.request("app-1", &[req("more", 500, 1)]);
+    let r = wait_cause(&rm, "app-1", "more", "userLimit", |_| true);
+    let p = &r["pendingReason"];
+    assert_eq!(p["scope"], "user", "{r}");
+    assert_eq!(p["name"], "alice", "{r}");
+    assert_eq!(p["queue"], "root.a", "{r}");
+    assert_eq!(p["free"], 300, "{r}");
+    assert!(log_has(&r, "Not enough user quota"), "{r}");
+    assert_eq!(dump_reason(&rm, "more")["name"], "alice");
+}
+
+#[test]
+fn user_limit_names_the_user() {
+    user_limit(Edition::V012);
+}
+
+#[test]
+fn user_limit_names_the_user_v1() {
+    user_limit(Edition::V1);
+}
+
+fn nodes_short_and_refused(e: Edition) {
+    let rm = EditionRm::with_rest(e, &yaml("", "          - name: a\n"), &["n4", "n5"]);
+    rm.nodes(
+        &[
+            ("n1", 100),
+            ("n2", 100),
+            ("n3", 100),
+            ("n4", 1000),
+            ("n5", 1000),
+        ],
+        100,
+    );
+    rm.submit("app-1", "root.a");
+    rm.request("app-1", &[req("x", 500, 1)]);
+    let r = wait_cause(&rm, "app-1", "x", "nodes", |_| true);
+    let p = &r["pendingReason"];
+    let nodes = &p["nodes"];
+    assert_eq!(nodes["total"], 5, "{r}");
+    assert_eq!(nodes["examined"], 5, "{r}");
+    assert_eq!(nodes["insufficient"]["memory"], 3, "{r}");
+    assert_eq!(nodes["refused"], 2, "{r}");
+    let text = match e {
+        Edition::V012 => "node refused by the test RM",
+        Edition::V1 => "port 8080 in use",
+    };
+    assert_eq!(nodes["refusals"][0]["reason"], text, "{r}");
+    assert_eq!(nodes["refusals"][0]["count"], 2, "{r}");
+    assert_eq!(
+        p["message"],
+        format!("0/5 nodes fit: 3 short of memory, 2 refused by the RM (2: {text})"),
+        "{r}"
+    );
+    assert!(log_has(&r, "Insufficient memory"), "{r}");
+    assert!(log_has(&r, "Refused by the RM's predicates"), "{r}");
+    assert_eq!(dump_reason(&rm, "x")["nodes"]["refused"], 2);
+    let g = grouped(&rm);
+    assert_eq!(group_of(&g, "x")["group"], "nodes insufficient memory");
+}
+
+#[test]
+fn nodes_short_of_memory_and_refused_by_the_rm() {
+    nodes_short_and_refused(Edition::V012);
+}
+
+#[test]
+fn nodes_short_of_memory_and_refused_by_the_rm_v1() {
+    nodes_short_and_refused(Edition::V1);
+}
+
+fn queue_max_applications(e: Edition) {
+    let queues = "          - name: a
+            maxapplications: 1
+";
+    let rm = EditionRm::with_rest(e, &yaml("", queues), &[]);
+    rm.nodes(&[("n1", 4000)], 100);
+    rm.fill("app-1", "root.a", &[req("f", 100, 1)], 1);
+    rm.submit("app-2", "root.a");
+    rm.request("app-2", &[req("w", 100, 1)]);
+    let r = wait_cause(&rm, "app-2", "w", "applicationLimit", |_| true);
+    let p = &r["pendingReason"];
+    assert_eq!(p["scope"], "queue", "{r}");
+    assert_eq!(p["queue"], "root.a", "{r}");
+    assert_eq!(p["limit"], 1, "{r}");
+    assert_eq!(dump_reason(&rm, "w")["cause"], "applicationLimit");
+    let g = grouped(&rm);
+    assert_eq!(group_of(&g, "w")["group"], "applicationLimit queue root.a");
+}
+
+#[test]
+fn queue_max_applications_holds_the_application() {
+    queue_max_applications(Edition::V012);
+}
+
+#[test]
+fn queue_max_applications_holds_the_application_v1() {
+    queue_max_applications(Edition::V1);
+}
+
+fn user_max_applications(e: Edition) {
+    let queues = "          - name: a
+            limits:
+              - {limit: one-app, users: [alice], maxapplications: 1}
+";
+    let rm = EditionRm::with_rest(e, &yaml("", queues), &[]);
+    rm.nodes(&[("n1", 4000)], 100);
+    rm.fill("app-1", "root.a", &[req("f", 100, 1)], 1);
+    rm.submit("app-2", "root.a");
+    rm.request("app-2", &[req("w", 100, 1)]);
+    let r = wait_cause(&rm, "app-2", "w", "applicationLimit", |_| true);
+    let p = &r["pendingReason"];
+    assert_eq!(p["scope"], "user", "{r}");
+    assert_eq!(p["name"], "alice", "{r}");
+    assert_eq!(p["queue"], "root.a", "{r}");
+    assert_eq!(p["limit"], 1, "{r}");
+}
+
+#[test]
+fn user_max_applications_names_the_user() {
+    user_max_applications(Edition::V012);
+}
+
+#[test]
+fn user_max_applications_names_the_user_v1() {
+    user_max_applications(Edition::V1);
+}
+
+fn fence(e: Edition) {
+    let queues = "          - name: parent1
+            properties: {preemption.policy: fence}
+            queues:
+              - name: leaf1
+                resources: {guaranteed: {memory: 500}}
+                properties: {preemption.delay: 1ms}
+          - name: parent2
+            queues:
+              - name: leaf2
+";
+    let rm = EditionRm::with_rest(e, &yaml("    preemption: {enabled: true}\n", queues), &[]);
+    rm.nodes(&[("node-0", 1000)], 100);
+    rm.fill(
+        "app-2",
+        "root.parent2.leaf2",
+        &[req_p("v1", 500, -1000), req_p("v2", 500, -1000)],
+        2,
+    );
+    rm.preemptor("app-1", "root.parent1.leaf1", req_p("p", 500, 0));
+    // The partition is full: root (its size) is the queue at max.
+    let r = wait_cause(&rm, "app-1", "p", "queueHeadroom", |p| {
+        p["preemption"]["outcome"] == "fence"
+    });
+    let p = &r["pendingReason"];
+    assert!(p["preemption"]["attempted"].as_i64() > Some(0), "{r}");
+    assert!(
+        p["message"].as_str().unwrap().ends_with("; preemption: fence"),
+        "{r}"
+    );
+    assert_eq!(p["queue"], "root", "{r}");
+    assert_eq!(p["free"], 0, "{r}");
+    rm.assert_no_victim("fenced");
+}
+
+#[test]
+fn preemption_stopped_by_a_fence() {
+    fence(Edition::V012);
+}
+
+#[test]
+fn preemption_stopped_by_a_fence_v1() {
+    fence(Edition::V1);
+}
