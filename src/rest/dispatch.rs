@@ -15,9 +15,8 @@ use super::response::{body, fail, json_resp, query_param, Fail, JSON, TEXT};
 use super::router::Endpoint;
 use super::snapshot::{self, Snapshot};
 use super::{
-    pending,
-    events, handlers, health, parse_guard, usage, v1, v1_routes, Context, Resp, CORE_TIMEOUT,
-    MAX_BODY_BYTES,
+    events, handlers, health, parse_guard, pending, usage, v1, v1_routes, Context, Resp,
+    CORE_TIMEOUT, MAX_BODY_BYTES,
 };
 use crate::config::QuantityGrammar;
 use crate::scheduler::core::{Command, Reply};

@@ -42,10 +42,16 @@ fn wait_cause(
     cause: &str,
     ok: impl Fn(&Value) -> bool,
 ) -> Value {
-    poll(&format!("{app}/{key} pending for {cause}"), || {
-        request(rm, app, key)
-            .filter(|r| r["pendingReason"]["cause"] == cause && ok(&r["pendingReason"]))
-    })
+    let last = std::cell::RefCell::new(None);
+    let what = format!("{app}/{key} pending for {cause}");
+    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        poll(&what, || {
+            let r = request(rm, app, key);
+            *last.borrow_mut() = r.clone();
+            r.filter(|r| r["pendingReason"]["cause"] == cause && ok(&r["pendingReason"]))
+        })
+    }));
+    found.unwrap_or_else(|_| panic!("{what}: last seen {:?}", last.borrow()))
 }
 
 /// The dump's reason of ask `key`.
@@ -309,7 +315,10 @@ fn fence(e: Edition) {
     let p = &r["pendingReason"];
     assert!(p["preemption"]["attempted"].as_i64() > Some(0), "{r}");
     assert!(
-        p["message"].as_str().unwrap().ends_with("; preemption: fence"),
+        p["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("; preemption: fence"),
         "{r}"
     );
     assert_eq!(p["queue"], "root", "{r}");
@@ -325,4 +334,144 @@ fn preemption_stopped_by_a_fence() {
 #[test]
 fn preemption_stopped_by_a_fence_v1() {
     fence(Edition::V1);
+}
+
+/// A v0.12 RM with REST and `options` tweaked.
+fn v012_rm(
+    queues: &str,
+    tweak: impl FnOnce(&mut sicore::proto::sicore::v1::SchedulerOptions),
+) -> EditionRm {
+    let mut o = crate::common::yaml_options(&yaml("", queues));
+    o.rest_address = "127.0.0.1:0".into();
+    tweak(&mut o);
+    EditionRm::V012(crate::common::preempt::predicates_rm(o, &[]))
+}
+
+#[test]
+fn a_reservation_names_its_node_and_keeps_its_age() {
+    let rm = v012_rm("          - name: a\n", |o| {
+        o.reservation_delay_ms = Some(1)
+    });
+    // Room in the partition (800), on no node (400 each).
+    rm.nodes(&[("n1", 1000), ("n2", 1000)], 100);
+    rm.fill("app-1", "root.a", &[req("f", 600, 2)], 2);
+    rm.request("app-1", &[req("r", 600, 1)]);
+    let first = wait_cause(&rm, "app-1", "r", "reserved", |_| true);
+    let later = wait_cause(&rm, "app-1", "r", "reserved", |p| {
+        p["passes"].as_u64() > first["pendingReason"]["passes"].as_u64()
+    });
+    let (p0, p) = (&first["pendingReason"], &later["pendingReason"]);
+    let node = p["reservedNode"].as_str().unwrap().to_string();
+    assert!(node == "n1" || node == "n2", "{later}");
+    assert_eq!(p["since"], p0["since"], "the age is the first sighting's");
+    assert_eq!(
+        p["message"],
+        format!("node {node} is reserved for it, waiting for room there"),
+        "{later}"
+    );
+    assert!(log_has(&later, "Waiting on a reserved node"), "{later}");
+    assert_eq!(group_of(&grouped(&rm), "r")["group"], "reserved");
+}
+
+#[test]
+fn a_gang_at_one_of_three_placeholders() {
+    use crate::common::{ask, res};
+    let rm = v012_rm("          - name: a\n", |_| {});
+    // Room in the partition for a second placeholder, on no node.
+    rm.nodes(&[("n1", 150), ("n2", 50)], 100);
+    let h = rm.harness();
+    let mut a = crate::common::app("gang-1", "root.a");
+    a.placeholder_ask = res(&[("memory", 300), ("vcore", 3)]);
+    h.submit(a).unwrap();
+    let mut ph = ask("gang-1", "ph", 100, 1, 3);
+    ph.task_group_name = "tg".into();
+    ph.placeholder = true;
+    assert_eq!(h.asks(vec![ph]).0, sicore::ffi::sicore_status::SICORE_OK);
+    let r = wait_cause(&rm, "gang-1", "ph", "nodes", |p| p["gang"]["placed"] == 1);
+    let p = &r["pendingReason"];
+    assert_eq!(p["gang"]["taskGroup"], "tg", "{r}");
+    assert_eq!(p["gang"]["total"], 3, "{r}");
+    assert_eq!(p["gang"]["waitingFor"], "placeholders", "{r}");
+    assert_eq!(p["nodes"]["insufficient"]["memory"], 2, "{r}");
+    assert_eq!(dump_reason(&rm, "ph")["gang"]["placed"], 1);
+}
+
+#[test]
+fn a_type_no_node_has_is_not_accepted() {
+    use crate::common::{ask, res};
+    let rm = v012_rm("          - name: a\n", |_| {});
+    rm.nodes(&[("n1", 1000), ("n2", 1000)], 100);
+    rm.submit("app-1", "root.a");
+    let mut g = ask("app-1", "gpu", 100, 1, 1);
+    g.resource_ask = res(&[("memory", 100), ("vcore", 1), ("nvidia.com/gpu", 1)]);
+    assert_eq!(
+        rm.harness().asks(vec![g]).0,
+        sicore::ffi::sicore_status::SICORE_OK
+    );
+    let r = wait_cause(&rm, "app-1", "gpu", "resourceType", |_| true);
+    let p = &r["pendingReason"];
+    assert_eq!(p["scope"], "partition", "{r}");
+    assert_eq!(p["resource"], "nvidia.com/gpu", "{r}");
+    assert_eq!(
+        p["message"], "no node of the partition has resource nvidia.com/gpu",
+        "{r}"
+    );
+}
+
+/// The v1 RM of the cause-change scenario: REST on, no reservations.
+fn v1_rm(queues: &str) -> EditionRm {
+    let mut o = crate::common::v1::v1_options();
+    o.rest_address = "127.0.0.1:0".into();
+    o.disable_reservation = true;
+    let rm = crate::common::v1::V1Rm::with(o, &yaml("", queues), false, |_| {});
+    EditionRm::V1(rm)
+}
+
+#[test]
+fn a_cause_that_changes_queue_then_nodes_then_placed_v1() {
+    let queues = |max: i64| {
+        format!(
+            "          - name: a
+            resources: {{max: {{memory: {max}}}}}
+          - name: b
+"
+        )
+    };
+    let rm = v1_rm(&queues(600));
+    // Once root.a may grow: room in the partition (900), on no node (300 each).
+    rm.nodes(&[("n1", 1000), ("n2", 1000), ("n3", 1000)], 10);
+    rm.fill("app-2", "root.b", &[req("hog", 700, 3)], 3);
+    rm.submit("app-1", "root.a");
+    rm.request("app-1", &[req("x", 800, 1)]);
+    // Held by its queue, pass after pass: one cause, one age.
+    let q1 = wait_cause(&rm, "app-1", "x", "queueHeadroom", |p| p["free"] == 600);
+    let q2 = wait_cause(&rm, "app-1", "x", "queueHeadroom", |p| {
+        p["passes"].as_u64() > q1["pendingReason"]["passes"].as_u64()
+    });
+    assert_eq!(q1["pendingReason"]["since"], q2["pendingReason"]["since"]);
+    // The queue grows: now the node is short.
+    let EditionRm::V1(v1) = &rm else {
+        unreachable!()
+    };
+    let (st, msg) = v1.update_config(&yaml("", &queues(5000)));
+    assert_eq!(st, sicore::ffi::sicore_status::SICORE_OK, "{msg}");
+    let n = wait_cause(&rm, "app-1", "x", "nodes", |_| true);
+    let p = &n["pendingReason"];
+    assert_eq!(p["nodes"]["insufficient"]["memory"], 3, "{n}");
+    assert!(
+        p["since"].as_i64() > q2["pendingReason"]["since"].as_i64(),
+        "{n}"
+    );
+    assert!(
+        log_has(&n, "Not enough queue quota"),
+        "the log keeps the old cause: {n}"
+    );
+    assert!(log_has(&n, "Insufficient memory"), "{n}");
+    // The hog goes: placed, and no longer listed.
+    v1.allocate(vec![], vec![sicore_c_rm::v1::release("app-2", "hog-0")]);
+    rm.wait_allocated("x");
+    poll("x no longer pending", || {
+        request(&rm, "app-1", "x").is_none().then_some(())
+    });
+    assert_eq!(grouped(&rm)["waitingAsks"], 0);
 }

@@ -52,7 +52,12 @@ impl Partition {
     /// The user/group headroom check of one ask (limits.md 4.2). A
     /// transition into or out of "user quota failed" gives one REQUEST
     /// event (6.1) and is applied when the pass ends.
-    pub(super) fn user_quota_check(&self, app: &Application, ask: &Ask, pass: &mut PassState) -> Fit {
+    pub(super) fn user_quota_check(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        pass: &mut PassState,
+    ) -> Fit {
         let fit = self.ugm.fits(app, &ask.resource);
         if fit == Fit::Unsure {
             return fit;

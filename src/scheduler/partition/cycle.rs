@@ -13,8 +13,8 @@ use std::time::Instant;
 use super::preempt::Trigger;
 use super::*;
 use crate::events::Record;
-use crate::scheduler::resync::ResyncBarrier;
 use crate::scheduler::objects::pending::{NodeCounts, PreemptOutcome};
+use crate::scheduler::resync::ResyncBarrier;
 use crate::scheduler::ugm::Fit;
 
 /// What the search found for one ask.
@@ -377,7 +377,8 @@ impl Partition {
                 }
             } else {
                 // T1 (preemption.md 2.2): the queue's headroom is the obstacle.
-                let (plan, outcome) = self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now);
+                let (plan, outcome) =
+                    self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now);
                 pass.note(at, self.queue_cause(app.queue, ask), outcome);
                 if let Some(plan) = plan {
                     pass.ask_cursor.insert(app.seq, *okey);
@@ -417,7 +418,8 @@ impl Partition {
         // The attempt's counters say how it ended: a copy of a few integers.
         let before = pass.preempt_counts;
         let plan = self.plan_preemption(app, ask, trigger, cb, pass, now);
-        let outcome = self.preempt_outcome(app.queue, &before, &pass.preempt_counts, plan.is_some());
+        let outcome =
+            self.preempt_outcome(app.queue, &before, &pass.preempt_counts, plan.is_some());
         (plan, outcome)
     }
 

@@ -142,7 +142,11 @@ impl Partition {
             });
         }
         [
-            (after.rm_refused, before.rm_refused, PreemptOutcome::RmRefused),
+            (
+                after.rm_refused,
+                before.rm_refused,
+                PreemptOutcome::RmRefused,
+            ),
             (
                 after.no_candidate_node,
                 before.no_candidate_node,
@@ -189,7 +193,22 @@ impl Partition {
             let Some(ask) = app.asks.try_at_mut(ask_slot).filter(|a| a.seq == ask_seq) else {
                 continue;
             };
-            set_reason(ask, n.cause, n.preempt, now_ns);
+            // An ask holding a node waits for room there, whatever the
+            // regular search found on the other nodes.
+            let mut cause = n.cause;
+            if !self.reservations.is_empty() && !matches!(cause, Cause::Reserved { .. }) {
+                let me = ReservedAsk {
+                    app: app.id.clone(),
+                    key: ask.key.clone(),
+                };
+                if let Some(node) = self.reservations.nodes_of(&me).first() {
+                    cause = Cause::Reserved {
+                        node: self.nodes[*node].id.clone(),
+                        since_ns: now_ns,
+                    };
+                }
+            }
+            set_reason(ask, cause, n.preempt, now_ns);
         }
         if self.reservations.is_empty() {
             return;
@@ -204,10 +223,19 @@ impl Partition {
             let node = self.nodes[node].id.clone();
             // Noted by this pass already (it reserved the node now).
             let fresh = ask.pending.as_ref().is_some_and(|p| {
-                p.at_ns == now_ns && matches!(&p.cause, Cause::Reserved { node: n, .. } if *n == node)
+                p.at_ns == now_ns
+                    && matches!(&p.cause, Cause::Reserved { node: n, .. } if *n == node)
             });
             if !fresh {
-                set_reason(ask, Cause::Reserved { node, since_ns: now_ns }, None, now_ns);
+                set_reason(
+                    ask,
+                    Cause::Reserved {
+                        node,
+                        since_ns: now_ns,
+                    },
+                    None,
+                    now_ns,
+                );
             }
         }
     }

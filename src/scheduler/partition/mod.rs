@@ -2,8 +2,8 @@
 //! nodes and applications. Every RM request and every scheduling decision
 //! for the partition goes through here, on the core thread.
 
-pub(crate) mod apps;
 mod admission; // the user/group checks of the pass
+pub(crate) mod apps;
 mod asks;
 mod commit;
 mod cycle;

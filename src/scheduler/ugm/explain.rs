@@ -81,12 +81,12 @@ impl Ugm {
         }
         let full = |t: &Tracker, levels: &PathLevels, caps: &AppCaps| {
             caps.iter().find_map(|(pos, cap)| {
-                (cap.max_apps > 0
-                    && t.at(levels[*pos]).running.saturating_add(1) > cap.max_apps)
+                (cap.max_apps > 0 && t.at(levels[*pos]).running.saturating_add(1) > cap.max_apps)
                     .then_some((link.path[*pos], cap.max_apps))
             })
         };
-        if let Some((queue, limit)) = full(self.users.at(link.user), &link.user_levels, &link.user_caps)
+        if let Some((queue, limit)) =
+            full(self.users.at(link.user), &link.user_levels, &link.user_caps)
         {
             return Some(AppsFull {
                 scope: Scope::User,

@@ -58,7 +58,10 @@ fn headroom(queue: &str, free: i64) -> Cause {
 #[test]
 fn same_cause_keeps_since_and_counts_passes() {
     let mut r = PendingReason::new(headroom("root.a", 5), 100);
-    assert!(!r.update(headroom("root.a", 3), None, 200), "amounts change, cause stays");
+    assert!(
+        !r.update(headroom("root.a", 3), None, 200),
+        "amounts change, cause stays"
+    );
     assert_eq!((r.since_ns, r.at_ns, r.passes), (100, 200, 2));
     assert!(r.update(headroom("root.b", 3), None, 300), "another queue");
     assert_eq!((r.since_ns, r.passes), (300, 1));
