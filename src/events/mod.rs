@@ -36,6 +36,10 @@ pub const MAX_STORE_CAPACITY: usize = INPUT_CAPACITY;
 pub const REASON_QUEUE_HEADROOM: &str = "InsufficientQueueResources";
 /// Reason of the `REQUEST` record of an ask a node's predicates refused.
 pub const REASON_PREDICATE_REFUSED: &str = "PredicateRefused";
+/// Reason of the `REQUEST` record that says why an ask waits
+/// (docs/why-pending.md): one when its cause changes, at most one a
+/// minute while it stays.
+pub const REASON_PENDING: &str = "WhyPending";
 /// Shortest time between two records of one of the "not placed yet"
 /// reasons ([`REASON_QUEUE_HEADROOM`], [`REASON_PREDICATE_REFUSED`]) for
 /// the same ask: the reference v1.8 limits its predicate-failure records

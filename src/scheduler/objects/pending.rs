@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::super::resource::{ResId, Resource};
+use super::super::resource::{name_of, ResId, Resource};
 
 /// Resource types counted one by one; shortages of further types are summed.
 pub const MAX_SHORT_TYPES: usize = 4;
@@ -18,6 +18,9 @@ pub const MAX_REFUSAL_GROUPS: usize = 4;
 pub const MAX_REFUSAL_TEXT: usize = 120;
 /// Entries of an ask's allocation log (the oldest goes first).
 pub const MAX_LOG: usize = 6;
+/// Shortest time between two REQUEST records of one ask while its cause
+/// stays the same (a change is recorded at once).
+pub const RECORD_INTERVAL_NS: i64 = 60_000_000_000;
 
 /// Per cause, how many nodes turned an ask down in one pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -243,6 +246,99 @@ impl Cause {
     }
 }
 
+impl Cause {
+    /// One line, worded as kube-scheduler words its `FailedScheduling`
+    /// events ("0/5 nodes fit: 3 short of memory, 2 refused by the RM
+    /// (port 8080 in use)"); `nodes` is the partition's node count.
+    pub fn message(&self, nodes: usize) -> String {
+        let name = |t: &ResId| name_of(*t);
+        match self {
+            Cause::AppSlot {
+                scope,
+                name,
+                queue,
+                limit,
+            } => match scope {
+                Scope::Queue => format!(
+                    "application waits for a running slot: queue {queue} is at maxapplications {limit}"
+                ),
+                s => format!(
+                    "application waits for a running slot: {} {name} is at maxapplications {limit} in queue {queue}",
+                    s.as_str()
+                ),
+            },
+            Cause::QueueHeadroom {
+                queue,
+                resource,
+                asked,
+                free,
+            } => format!(
+                "queue {queue} at max {}: asked {asked}, free {free}",
+                name(resource)
+            ),
+            Cause::LimitHeadroom {
+                scope,
+                name: who,
+                queue,
+                resource,
+                asked,
+                free,
+            } => format!(
+                "{} {who} at its limit in queue {queue}: asked {} {asked}, free {free}",
+                scope.as_str(),
+                name(resource)
+            ),
+            Cause::ResourceType {
+                scope,
+                queue,
+                resource,
+            } => match scope {
+                Scope::Partition => {
+                    format!("no node of the partition has resource {}", name(resource))
+                }
+                _ => format!("queue {queue} does not accept resource {}", name(resource)),
+            },
+            Cause::Nodes(c) => nodes_message(c, nodes),
+            Cause::Reserved { node, .. } => {
+                format!("node {node} is reserved for it, waiting for room there")
+            }
+        }
+    }
+}
+
+/// See [`Cause::message`].
+fn nodes_message(c: &NodeCounts, total: usize) -> String {
+    if c.required_missing {
+        return "the required node is not registered".to_string();
+    }
+    let mut parts: Vec<String> = c
+        .shorts()
+        .iter()
+        .map(|(t, n)| format!("{n} short of {}", name_of(*t)))
+        .collect();
+    if c.short_other > 0 {
+        parts.push(format!("{} short of other resources", c.short_other));
+    }
+    if c.refused > 0 {
+        let texts: Vec<String> = c
+            .refusals()
+            .iter()
+            .map(|(t, n)| if *n > 1 { format!("{n}: {t}") } else { t.to_string() })
+            .collect();
+        parts.push(format!("{} refused by the RM ({})", c.refused, texts.join("; ")));
+    }
+    if c.unschedulable > 0 {
+        parts.push(format!("{} unschedulable", c.unschedulable));
+    }
+    if c.reserved_other > 0 {
+        parts.push(format!("{} reserved for another ask", c.reserved_other));
+    }
+    if parts.is_empty() {
+        return format!("0/{total} nodes fit");
+    }
+    format!("0/{total} nodes fit: {}", parts.join(", "))
+}
+
 /// What turned most nodes down (for grouping and for "same cause"): a
 /// short type, the RM, draining or reservations.
 pub fn dominant(c: &NodeCounts) -> Dominant {
@@ -355,6 +451,8 @@ pub struct PendingReason {
     pub passes: u32,
     /// The last preemption attempt for the ask: Unix ns and outcome.
     pub preemption: Option<(i64, PreemptOutcome)>,
+    /// Unix ns of its last REQUEST record (0: none yet).
+    pub recorded_ns: i64,
     log: [Option<LogEntry>; MAX_LOG],
 }
 
@@ -367,6 +465,7 @@ impl PendingReason {
             at_ns: now_ns,
             passes: 0,
             preemption: None,
+            recorded_ns: 0,
             log: [None; MAX_LOG],
         };
         r.update(cause, None, now_ns);
@@ -445,6 +544,19 @@ impl PendingReason {
                 *oldest = entry;
             }
         }
+    }
+
+    /// Whether a REQUEST record is due after an update at `now_ns` that
+    /// `changed` the cause or not: at once on a change, else once a
+    /// [`RECORD_INTERVAL_NS`]. Marks it made.
+    pub fn record_due(&mut self, changed: bool, now_ns: i64) -> bool {
+        let due = changed
+            || self.recorded_ns == 0
+            || now_ns.saturating_sub(self.recorded_ns) >= RECORD_INTERVAL_NS;
+        if due {
+            self.recorded_ns = now_ns;
+        }
+        due
     }
 
     /// The allocation log, oldest last sighting first.

@@ -183,7 +183,7 @@ impl Partition {
             self.preemption_pass_done(&mut pass, now);
         }
         // Why the asks tried and not placed wait.
-        self.apply_reasons(std::mem::take(&mut pass.reasons));
+        self.apply_reasons(std::mem::take(&mut pass.reasons), &mut pass.events);
         // The REQUEST events of the pass.
         out.events.extend(pass.events.drain(..).map(Record::from));
         // The rest of the pass's decisions reach the RM's cache now, before

@@ -182,9 +182,16 @@ impl Partition {
     }
 
     /// The pass ends: each noted ask gets its reason; an ask holding a
-    /// reservation, which the reserved pass tried, gets "reserved".
-    pub(super) fn apply_reasons(&mut self, noted: Vec<Noted>) {
+    /// reservation, which the reserved pass tried, gets "reserved". An ask
+    /// whose cause changed, or stayed a minute, gets a REQUEST record in
+    /// `records` (when that type is wanted).
+    pub(super) fn apply_reasons(&mut self, noted: Vec<Noted>, records: &mut Vec<si::EventRecord>) {
         let now_ns = self.clock.unix_nanos();
+        let wanted = self
+            .timeouts
+            .events
+            .allows(si::event_record::Type::Request as i32);
+        let nodes = self.nodes.len();
         for n in noted {
             let (app_slot, app_seq, ask_slot, ask_seq) = n.at;
             let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {
@@ -208,7 +215,10 @@ impl Partition {
                     };
                 }
             }
-            set_reason(ask, cause, n.preempt, now_ns);
+            let changed = set_reason(ask, cause, n.preempt, now_ns);
+            if wanted {
+                record_reason(ask, &app.id, changed, nodes, now_ns, records);
+            }
         }
         if self.reservations.is_empty() {
             return;
@@ -242,17 +252,47 @@ impl Partition {
 }
 
 /// Replaces an ask's reason (its box is made once, at its first wait).
-fn set_reason(ask: &mut Ask, cause: Cause, preempt: Option<PreemptOutcome>, now_ns: i64) {
+/// Returns whether the cause changed.
+fn set_reason(ask: &mut Ask, cause: Cause, preempt: Option<PreemptOutcome>, now_ns: i64) -> bool {
     match &mut ask.pending {
-        Some(r) => {
-            r.update(cause, preempt, now_ns);
-        }
+        Some(r) => r.update(cause, preempt, now_ns),
         None => {
             let mut r = PendingReason::new(cause, now_ns);
             if let Some(p) = preempt {
                 r.preemption = Some((now_ns, p));
             }
             ask.pending = Some(Box::new(r));
+            true
         }
     }
+}
+
+/// The REQUEST record of an ask's reason, when one is due: at once on a
+/// change, else once a minute. Its message is the reason's line.
+fn record_reason(
+    ask: &mut Ask,
+    app: &str,
+    changed: bool,
+    nodes: usize,
+    now_ns: i64,
+    records: &mut Vec<si::EventRecord>,
+) {
+    let Some(r) = ask.pending.as_deref_mut() else {
+        return;
+    };
+    if !r.record_due(changed, now_ns) {
+        return;
+    }
+    let mut message = r.cause.message(nodes);
+    if let Some((_, outcome)) = r.preemption.filter(|(at, _)| *at == now_ns) {
+        message.push_str("; preemption: ");
+        message.push_str(outcome.as_str());
+    }
+    records.push(crate::events::record(
+        si::event_record::Type::Request,
+        &ask.key,
+        app,
+        crate::events::REASON_PENDING,
+        format!("Request '{}' waits: {message}", ask.key),
+    ));
 }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::scheduler::objects::application::{Application, Ask};
 use crate::scheduler::objects::pending::{
-    dominant, Cause, Dominant, LogWhat, NodeCounts, PendingReason, Scope,
+    dominant, Cause, Dominant, LogWhat, NodeCounts, PendingReason,
 };
 use crate::scheduler::partition::Partition;
 use crate::scheduler::resource::name_of;
@@ -316,6 +316,7 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
         passes: r.passes,
         preemption: preemption(r),
         allocation_log: log_views(r),
+        message: r.cause.message(p.nodes.len()),
         ..Default::default()
     };
     match &r.cause {
@@ -326,10 +327,6 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
             limit,
         } => {
             v.group = format!("applicationLimit {} {name} {queue}", scope.as_str());
-            v.message = format!(
-                "application waits for a running slot: {} {name} maxapplications {limit} in queue {queue}",
-                scope.as_str()
-            );
             v.scope = Some(scope.as_str());
             v.name = (!name.is_empty()).then(|| name.to_string());
             v.queue = Some(queue.to_string());
@@ -343,7 +340,6 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
         } => {
             let res = name_of(*resource);
             v.group = format!("queueHeadroom {queue} {res}");
-            v.message = format!("queue {queue} at max {res}: asked {asked}, free {free}");
             v.scope = Some("queue");
             v.queue = Some(queue.to_string());
             v.resource = Some(res.to_string());
@@ -361,9 +357,6 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
             let res = name_of(*resource);
             let scope = scope.as_str();
             v.group = format!("userLimit {scope} {name} {queue}");
-            v.message = format!(
-                "{scope} {name} at its limit in queue {queue}: asked {res} {asked}, free {free}"
-            );
             v.scope = Some(scope);
             v.name = Some(name.to_string());
             v.queue = Some(queue.to_string());
@@ -378,22 +371,16 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
         } => {
             let res = name_of(*resource);
             v.group = format!("resourceType {} {queue} {res}", scope.as_str());
-            v.message = match scope {
-                Scope::Partition => format!("no node of the partition has resource {res}"),
-                _ => format!("queue {queue} does not accept resource {res}"),
-            };
             v.scope = Some(scope.as_str());
             v.queue = (!queue.is_empty()).then(|| queue.to_string());
             v.resource = Some(res.to_string());
         }
         Cause::Nodes(c) => {
             v.group = nodes_group(c);
-            v.message = nodes_message(c, p.nodes.len());
             v.nodes = Some(nodes_view(c, p.nodes.len()));
         }
         Cause::Reserved { node, since_ns } => {
             v.group = "reserved".to_string();
-            v.message = format!("node {node} is reserved for it, waiting for room there");
             v.reserved_node = Some(node.to_string());
             v.since = *since_ns;
         }
@@ -412,49 +399,6 @@ fn nodes_group(c: &NodeCounts) -> String {
         Dominant::Unschedulable => "nodes unschedulable".to_string(),
         Dominant::ReservedOther => "nodes reserved for other asks".to_string(),
     }
-}
-
-/// "0/5 nodes fit: 3 short of memory, 2 refused by the RM (port 8080 in use)".
-fn nodes_message(c: &NodeCounts, total: usize) -> String {
-    if c.required_missing {
-        return "the required node is not registered".to_string();
-    }
-    let mut parts: Vec<String> = c
-        .shorts()
-        .iter()
-        .map(|(t, n)| format!("{n} short of {}", name_of(*t)))
-        .collect();
-    if c.short_other > 0 {
-        parts.push(format!("{} short of other resources", c.short_other));
-    }
-    if c.refused > 0 {
-        let texts: Vec<String> = c
-            .refusals()
-            .iter()
-            .map(|(t, n)| {
-                if *n > 1 {
-                    format!("{n}: {t}")
-                } else {
-                    t.to_string()
-                }
-            })
-            .collect();
-        parts.push(format!(
-            "{} refused by the RM ({})",
-            c.refused,
-            texts.join("; ")
-        ));
-    }
-    if c.unschedulable > 0 {
-        parts.push(format!("{} unschedulable", c.unschedulable));
-    }
-    if c.reserved_other > 0 {
-        parts.push(format!("{} reserved for another ask", c.reserved_other));
-    }
-    if parts.is_empty() {
-        return format!("0/{total} nodes fit");
-    }
-    format!("0/{total} nodes fit: {}", parts.join(", "))
 }
 
 fn nodes_view(c: &NodeCounts, total: usize) -> NodesView {
