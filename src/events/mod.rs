@@ -77,12 +77,14 @@ pub struct RmEventSettings {
 /// user quota of a request, limits.md 6.1; the user/group application cap
 /// of an application, 6.2). Each is sent once per transition, so none may
 /// hide another record of its object in a flush, nor be hidden by one:
-/// both editions keep them apart by reason.
-pub const TRANSITION_REASONS: [&str; 4] = [
+/// both editions keep them apart by reason. A request's cause changing
+/// ([`REASON_PENDING`]) is such a transition too.
+pub const TRANSITION_REASONS: [&str; 5] = [
     "UserQuotaExceeded",
     "UserQuotaAvailable",
     "AppCannotRunQuota",
     "AppRunnableQuota",
+    REASON_PENDING,
 ];
 
 /// The record type of user and group records (SI v1.8 `USERGROUP`; SI

@@ -73,6 +73,14 @@ fn dump_reason(rm: &EditionRm, key: &str) -> Value {
     find(&rm.dump(), key).unwrap_or(Value::Null)
 }
 
+/// Waits for the REQUEST record saying why `key` of `app` waits.
+fn record(rm: &EditionRm, app: &str, key: &str, line: &str) {
+    let want = format!("Request '{key}' waits: {line}");
+    rm.wait_event(&want, |e| {
+        e.object == key && e.app == app && e.message == want
+    });
+}
+
 /// `/partition/default/pending`; its group counts add up to the waiting
 /// asks, which are the asks REST lists as requests.
 fn grouped(rm: &EditionRm) -> Value {
@@ -141,6 +149,12 @@ fn queue_headroom(e: Edition) {
     let group = group_of(&g, "big");
     assert_eq!(group["group"], "queueHeadroom root.a memory", "{g}");
     assert_eq!(group["asks"], 1);
+    record(
+        &rm,
+        "app-1",
+        "big",
+        "queue root.a at max memory: asked 500, free 200",
+    );
 }
 
 #[test]
@@ -170,6 +184,12 @@ fn user_limit(e: Edition) {
     assert_eq!(p["free"], 300, "{r}");
     assert!(log_has(&r, "Not enough user quota"), "{r}");
     assert_eq!(dump_reason(&rm, "more")["name"], "alice");
+    record(
+        &rm,
+        "app-1",
+        "more",
+        "user alice at its limit in queue root.a: asked memory 500, free 300",
+    );
 }
 
 #[test]
@@ -219,6 +239,12 @@ fn nodes_short_and_refused(e: Edition) {
     assert_eq!(dump_reason(&rm, "x")["nodes"]["refused"], 2);
     let g = grouped(&rm);
     assert_eq!(group_of(&g, "x")["group"], "nodes insufficient memory");
+    record(
+        &rm,
+        "app-1",
+        "x",
+        &format!("0/5 nodes fit: 3 short of memory, 2 refused by the RM (2: {text})"),
+    );
 }
 
 #[test]
@@ -371,6 +397,12 @@ fn a_reservation_names_its_node_and_keeps_its_age() {
     );
     assert!(log_has(&later, "Waiting on a reserved node"), "{later}");
     assert_eq!(group_of(&grouped(&rm), "r")["group"], "reserved");
+    record(
+        &rm,
+        "app-1",
+        "r",
+        &format!("node {node} is reserved for it, waiting for room there"),
+    );
 }
 
 #[test]
@@ -394,6 +426,7 @@ fn a_gang_at_one_of_three_placeholders() {
     assert_eq!(p["gang"]["waitingFor"], "placeholders", "{r}");
     assert_eq!(p["nodes"]["insufficient"]["memory"], 2, "{r}");
     assert_eq!(dump_reason(&rm, "ph")["gang"]["placed"], 1);
+    record(&rm, "gang-1", "ph", "0/2 nodes fit: 2 short of memory");
 }
 
 #[test]
@@ -415,6 +448,12 @@ fn a_type_no_node_has_is_not_accepted() {
     assert_eq!(
         p["message"], "no node of the partition has resource nvidia.com/gpu",
         "{r}"
+    );
+    record(
+        &rm,
+        "app-1",
+        "gpu",
+        "no node of the partition has resource nvidia.com/gpu",
     );
 }
 
@@ -449,6 +488,34 @@ fn a_cause_that_changes_queue_then_nodes_then_placed_v1() {
         p["passes"].as_u64() > q1["pendingReason"]["passes"].as_u64()
     });
     assert_eq!(q1["pendingReason"]["since"], q2["pendingReason"]["since"]);
+    let EditionRm::V1(v1) = &rm else {
+        unreachable!()
+    };
+    // The k8shim's view: REQUEST records for the pod (object = request
+    // key, reference = application), one per cause, not one per pass.
+    let why = |s: &crate::common::v1::V1Seen| -> Vec<String> {
+        s.events
+            .iter()
+            .filter(|e| {
+                e.r#type == sicore::proto::si18::v1::event_record::Type::Request as i32
+                    && e.message.starts_with("Request 'x' waits: ")
+                    && e.object_id == "x"
+                    && e.reference_id == "app-1"
+            })
+            .map(|e| e.message.clone())
+            .collect()
+    };
+    v1.rec.wait("queue record", |s| !why(s).is_empty());
+    // Ten passes more (a record per pass would show in the flushes).
+    let seen = q2["pendingReason"]["passes"].as_u64().unwrap_or(0);
+    wait_cause(&rm, "app-1", "x", "queueHeadroom", |p| {
+        p["passes"].as_u64() > Some(seen + 10)
+    });
+    rm.settle();
+    assert_eq!(
+        why(&v1.rec.copy()),
+        ["Request 'x' waits: queue root.a at max memory: asked 800, free 600"]
+    );
     // The queue grows: now the node is short.
     let EditionRm::V1(v1) = &rm else {
         unreachable!()
@@ -467,6 +534,15 @@ fn a_cause_that_changes_queue_then_nodes_then_placed_v1() {
         "the log keeps the old cause: {n}"
     );
     assert!(log_has(&n, "Insufficient memory"), "{n}");
+    let nodes_line = "Request 'x' waits: 0/3 nodes fit: 3 short of memory";
+    v1.rec.wait("nodes record", |s| why(s).len() == 2);
+    let passes = n["pendingReason"]["passes"].as_u64().unwrap_or(0);
+    wait_cause(&rm, "app-1", "x", "nodes", |p| {
+        p["passes"].as_u64() > Some(passes + 10)
+    });
+    rm.settle();
+    assert_eq!(why(&v1.rec.copy())[1], nodes_line);
+    assert_eq!(why(&v1.rec.copy()).len(), 2, "one record per cause");
     // The hog goes: placed, and no longer listed.
     v1.allocate(vec![], vec![sicore_c_rm::v1::release("app-2", "hog-0")]);
     rm.wait_allocated("x");

@@ -323,9 +323,19 @@ fn nodes_message(c: &NodeCounts, total: usize) -> String {
         let texts: Vec<String> = c
             .refusals()
             .iter()
-            .map(|(t, n)| if *n > 1 { format!("{n}: {t}") } else { t.to_string() })
+            .map(|(t, n)| {
+                if *n > 1 {
+                    format!("{n}: {t}")
+                } else {
+                    t.to_string()
+                }
+            })
             .collect();
-        parts.push(format!("{} refused by the RM ({})", c.refused, texts.join("; ")));
+        parts.push(format!(
+            "{} refused by the RM ({})",
+            c.refused,
+            texts.join("; ")
+        ));
     }
     if c.unschedulable > 0 {
         parts.push(format!("{} unschedulable", c.unschedulable));
