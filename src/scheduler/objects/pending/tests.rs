@@ -114,3 +114,10 @@ fn log_is_bounded_oldest_sighting_goes() {
     assert!(!log.iter().any(|e| e.what == LogWhat::Kind("queueHeadroom")));
     assert_eq!(r.preemption, Some((16, PreemptOutcome::Fence)));
 }
+
+#[test]
+fn a_reason_is_small_and_bounded() {
+    // docs/why-pending.md states this size.
+    let size = std::mem::size_of::<PendingReason>();
+    assert!(size <= 400, "PendingReason is {size} bytes");
+}
