@@ -7,7 +7,10 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::snapshot::{ReasonView, Snapshot};
-use super::v1_routes::RouteError;
+
+/// An answer that is not a document (`v1_routes::RouteError`, spelled
+/// here: the routes' module renders requests through this one).
+type RouteError = (u16, String);
 
 /// Most asks named per group of the `pending` answer.
 pub const MAX_LISTED_PER_GROUP: usize = 20;

@@ -4,6 +4,7 @@
 //! camelCase).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -134,11 +135,26 @@ pub struct LogView {
     pub count: u32,
 }
 
+/// Per task group of an application, its placeholder allocations still
+/// to make: one walk over its asks, made once per application.
+pub fn gang_waiting(app: &Application) -> BTreeMap<Arc<str>, u64> {
+    let mut out = BTreeMap::new();
+    for a in app.asks.values().filter(|a| a.placeholder) {
+        *out.entry(a.task_group.clone()).or_insert(0) += a.pending_repeat.max(0) as u64;
+    }
+    out
+}
+
 /// Why `ask` of `app` waits; `None` when nothing holds it yet (no pass
-/// has tried it).
-pub fn reason_of(p: &Partition, app: &Application, ask: &Ask) -> Option<ReasonView> {
+/// has tried it). `waiting` is [`gang_waiting`] of `app`.
+pub fn reason_of(
+    p: &Partition,
+    app: &Application,
+    ask: &Ask,
+    waiting: &BTreeMap<Arc<str>, u64>,
+) -> Option<ReasonView> {
     let stored = ask.pending.as_deref();
-    let mut v = match held_cause(p, app, ask) {
+    let mut v = match held_cause(p, app, ask, waiting) {
         Some(mut v) => {
             if let Some(r) = stored {
                 v.allocation_log = log_views(r);
@@ -151,7 +167,7 @@ pub fn reason_of(p: &Partition, app: &Application, ask: &Ask) -> Option<ReasonVi
             None => return None,
         },
     };
-    if let Some(g) = gang_view(app, ask) {
+    if let Some(g) = gang_view(app, ask, waiting) {
         if v.gang.is_none() {
             v.gang = Some(g);
         }
@@ -163,7 +179,12 @@ pub fn reason_of(p: &Partition, app: &Application, ask: &Ask) -> Option<ReasonVi
 }
 
 /// Causes the pass never reaches: read from the state.
-fn held_cause(p: &Partition, app: &Application, ask: &Ask) -> Option<ReasonView> {
+fn held_cause(
+    p: &Partition,
+    app: &Application,
+    ask: &Ask,
+    waiting: &BTreeMap<Arc<str>, u64>,
+) -> Option<ReasonView> {
     if !app.counted_active {
         if let Some((q, max)) = p
             .queues
@@ -204,7 +225,7 @@ fn held_cause(p: &Partition, app: &Application, ask: &Ask) -> Option<ReasonView>
             });
         }
     }
-    let g = gang_view(app, ask)?;
+    let g = gang_view(app, ask, waiting)?;
     if ask.placeholder {
         return None;
     }
@@ -252,18 +273,13 @@ fn held_cause(p: &Partition, app: &Application, ask: &Ask) -> Option<ReasonView>
 }
 
 /// The gang state of a task-group ask, `None` outside a gang.
-fn gang_view(app: &Application, ask: &Ask) -> Option<GangView> {
+fn gang_view(app: &Application, ask: &Ask, waiting: &BTreeMap<Arc<str>, u64>) -> Option<GangView> {
     if ask.task_group.is_empty() {
         return None;
     }
     let group = app.gang.groups.get(&ask.task_group);
     let held = group.map_or(0, |g| g.placeholders + g.real) as u64;
-    let waiting: u64 = app
-        .asks
-        .values()
-        .filter(|a| a.placeholder && a.task_group == ask.task_group)
-        .map(|a| a.pending_repeat.max(0) as u64)
-        .sum();
+    let waiting = waiting.get(&ask.task_group).copied().unwrap_or(0);
     let (timeout_at, timeout_outcome) = app.gang.timed_out.unwrap_or((0, ""));
     Some(GangView {
         task_group: ask.task_group.to_string(),
