@@ -1,5 +1,5 @@
 //! The reason an ask waits, as the dump and REST show it: the pass's
-//! [`PendingReason`] with the causes read from the state when asked
+//! `PendingReason` with the causes read from the state when asked
 //! (docs/why-pending.md). Names are the dump's (REST writes them in
 //! camelCase).
 
