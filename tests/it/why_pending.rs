@@ -551,3 +551,30 @@ fn a_cause_that_changes_queue_then_nodes_then_placed_v1() {
     });
     assert_eq!(grouped(&rm)["waitingAsks"], 0);
 }
+
+#[test]
+fn a_required_node_that_is_not_registered() {
+    use crate::common::ask;
+    let rm = v012_rm("          - name: a\n", |_| {});
+    rm.nodes(&[("n1", 1000)], 100);
+    rm.submit("app-1", "root.a");
+    let mut a = ask("app-1", "pinned", 100, 1, 1);
+    a.tags.insert(
+        "yunikorn.apache.org/requiredNode".to_string(),
+        "n9".to_string(),
+    );
+    assert_eq!(
+        rm.harness().asks(vec![a]).0,
+        sicore::ffi::sicore_status::SICORE_OK
+    );
+    let r = wait_cause(&rm, "app-1", "pinned", "requiredNodeMissing", |_| true);
+    let p = &r["pendingReason"];
+    assert_eq!(p["nodes"]["requiredNodeMissing"], true, "{r}");
+    assert_eq!(p["nodes"]["examined"], 0, "{r}");
+    assert_eq!(p["message"], "the required node is not registered", "{r}");
+    assert!(log_has(&r, "Required node not found"), "{r}");
+    assert_eq!(
+        group_of(&grouped(&rm), "pinned")["group"],
+        "requiredNodeMissing"
+    );
+}
