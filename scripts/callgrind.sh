@@ -161,7 +161,10 @@ def profile(path):
     # Only the core thread handles commands.
     if "sicore::scheduler::core::Core::handle" in text:
         kind = "core"
-    elif "sicore::rmproxy::dispatch::run" in text:
+    # The dispatcher's loop, or (when the loop is inlined into the thread's
+    # closure) the delivery it makes.
+    elif ("sicore::rmproxy::dispatch::run" in text
+          or "sicore::scheduler::link::RmLink::deliver_next" in text):
         kind = "disp"
     elif path.endswith("-01"):  # callgrind's thread 1: the process's first
         kind = "main"

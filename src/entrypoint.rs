@@ -25,13 +25,14 @@ use crate::scheduler::clock;
 use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{self, Command, Core, Registry};
 use crate::scheduler::owner::mark_library_thread;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::resource::{self, ResourceNames};
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A running scheduler instance: a core thread, a dispatcher thread, and
 /// the optional REST service; the [`SchedulerApi`] requests go through its
-/// RM proxy (reached through `Deref`, or the trait).
+/// RM proxy (through the traits and the methods below).
 ///
 /// Dropping it stops every thread (see [`Scheduler::close`]).
 pub struct Scheduler {
@@ -155,11 +156,64 @@ impl Scheduler {
     }
 }
 
-impl std::ops::Deref for Scheduler {
-    type Target = RmProxy;
+/// Beyond the SI traits: what the Rust API adds, and what the C ABI needs.
+impl Scheduler {
+    /// The whole scheduler state as JSON (fields: `docs/rest-and-metrics.md`,
+    /// "State dump"). Synchronous.
+    pub fn state_dump(&self) -> Result<String, Error> {
+        self.proxy.state_dump()
+    }
 
-    fn deref(&self) -> &RmProxy {
-        &self.proxy
+    /// Replaces the in-memory configuration text of `policy_group` and
+    /// reloads every RM that uses it (the Rust form of
+    /// `sicore_set_policy_config`). Synchronous and all or nothing.
+    pub fn set_policy_config(&self, policy_group: &str, yaml: &str) -> Result<(), Error> {
+        self.proxy.set_policy_config(policy_group, yaml)
+    }
+
+    /// Number of configuration watchers (spec 2.8) still running.
+    pub fn config_watchers_running(&self) -> usize {
+        self.proxy.config_watchers_running()
+    }
+
+    /// [`SchedulerApi::update_allocation`] for an encoded
+    /// `si.v1.AllocationRequest` (the C ABI's form): decoded straight into
+    /// core terms, with the same checks and effect.
+    pub fn update_allocation_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
+        self.proxy.update_allocation_encoded(bytes)
+    }
+
+    /// Registers an SI v0.12 RM by its port (a C callback table).
+    pub(crate) fn register_port(
+        &self,
+        request: si::RegisterResourceManagerRequest,
+        port: Arc<dyn RmPort>,
+    ) -> Result<si::RegisterResourceManagerResponse, Error> {
+        self.proxy.register_port(request, port)
+    }
+
+    /// Registers an SI v1.8 RM by its port (a C callback table).
+    pub(crate) fn register_port_v1(
+        &self,
+        request: crate::proto::si18::v1::RegisterResourceManagerRequest,
+        port: Arc<dyn RmPort>,
+    ) -> Result<crate::proto::si18::v1::RegisterResourceManagerResponse, Error> {
+        self.proxy.register_port_v1(request, port)
+    }
+
+    /// The v1 `sicore_v1_update_allocation` bytes, decoded straight into
+    /// core terms.
+    pub(crate) fn update_allocation_v1_encoded(&self, bytes: &[u8]) -> Result<(), Error> {
+        self.proxy.update_allocation_v1_encoded(bytes)
+    }
+
+    /// A v1 `ApplicationRequest` decoded with the v0.12 types, which share
+    /// its wire.
+    pub(crate) fn update_application_same_wire(
+        &self,
+        request: si::ApplicationRequest,
+    ) -> Result<(), Error> {
+        self.proxy.update_application_same_wire(request)
     }
 }
 

@@ -130,6 +130,9 @@ pub enum Detail {
     UserResource,
     /// UG_GROUP_RESOURCE: the same for a group.
     GroupResource,
+    /// QUEUE_PREEMPTION (SI v1.9): the summary of a quota-change
+    /// preemption run (the resource is the queue's max).
+    QueuePreemption,
 }
 
 impl Detail {

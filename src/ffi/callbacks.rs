@@ -1,23 +1,19 @@
-//! The RM's callback table and its adapter to [`ResourceManagerCallback`].
+//! The RM's callback table: the core's [`RmPort`] over C function
+//! pointers, encoding straight from the core's records.
 
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::mem::{offset_of, size_of};
 
 use prost::Message;
 
-use crate::error::Error;
+use super::table::{
+    c_table, sicore_answer_callback, sicore_notify_callback, sicore_reply, sicore_status_callback,
+    with_scratch, Table,
+};
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
-use crate::scheduler::api::{NewAllocation, ResourceManagerCallback};
-
-/// Where a callback puts its answer: an error reason, or for
-/// `update_configuration` an encoded `si.v1.UpdateConfigurationResponse`.
-/// Valid only during the one callback it is passed to; set it with
-/// `sicore_reply_set`.
-pub struct sicore_reply {
-    pub(super) data: Option<Vec<u8>>,
-}
+use crate::scheduler::outcome::{NewAllocation, OutMsg};
+use crate::scheduler::port::RmPort;
 
 /// Stores `len` bytes at `data` (copied) as the callback's answer. A later
 /// call replaces an earlier one. NULL `reply` is ignored; NULL `data` with
@@ -35,31 +31,6 @@ pub extern "C" fn sicore_reply_set(reply: *mut sicore_reply, data: *const u8, le
         }
     });
 }
-
-/// A callback that reports success (0) or failure (non-zero, with a
-/// reason set through `sicore_reply_set`).
-pub type sicore_status_callback = Option<
-    unsafe extern "C" fn(
-        user_data: *mut c_void,
-        msg: *const u8,
-        len: usize,
-        error: *mut sicore_reply,
-    ) -> i32,
->;
-
-/// A callback with nothing to report back.
-pub type sicore_notify_callback =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, msg: *const u8, len: usize)>;
-
-/// A callback that answers through `response`.
-pub type sicore_answer_callback = Option<
-    unsafe extern "C" fn(
-        user_data: *mut c_void,
-        msg: *const u8,
-        len: usize,
-        response: *mut sicore_reply,
-    ),
->;
 
 /// The RM's callbacks. The table is copied at registration; a NULL function
 /// means "not implemented": the core acts as if it succeeded (for
@@ -129,51 +100,11 @@ impl Default for sicore_callbacks {
 pub(crate) const MIN_CALLBACKS_SIZE: usize =
     offset_of!(sicore_callbacks, update_allocation) + size_of::<sicore_status_callback>();
 
-/// Reads a `T` at `src` into `slot`.
-///
-/// # Safety
-/// `src` points at `size_of::<T>()` readable bytes holding a valid `T`.
-pub(super) unsafe fn read_into<T>(slot: &mut T, src: *const u8) {
-    // SAFETY: as the caller promises; unaligned reads are allowed.
-    *slot = unsafe { src.cast::<T>().read_unaligned() };
-}
-
-/// Copies the caller's table, reading only the fields its `struct_size`
-/// covers (whole fields; the rest stay NULL). Refuses a size below
-/// [`MIN_CALLBACKS_SIZE`], having read nothing but `struct_size`.
-///
-/// # Safety
-/// `p` is non-null and points at a readable `size_t` followed by at least
-/// `struct_size - sizeof(size_t)` readable bytes, laid out as the header's
-/// `sicore_callbacks` up to that size.
-pub(crate) unsafe fn copy_callbacks(p: *const sicore_callbacks) -> Result<sicore_callbacks, Error> {
-    let base = p.cast::<u8>();
-    // SAFETY: the caller's table starts with a `size_t` (see above).
-    let size = unsafe { base.cast::<usize>().read_unaligned() };
-    if size < MIN_CALLBACKS_SIZE {
-        return Err(Error::invalid(format!(
-            "callbacks: struct_size {size} is smaller than the table's first fields \
-             (struct_size, user_data, update_allocation: {MIN_CALLBACKS_SIZE} bytes); \
-             set it to sizeof(sicore_callbacks)"
-        )));
-    }
-    let mut t = sicore_callbacks {
-        struct_size: size,
-        ..Default::default()
-    };
-    macro_rules! read_fields {
-        ($($field:ident),*) => {$(
-            let offset = offset_of!(sicore_callbacks, $field);
-            if offset + size_of_val(&t.$field) <= size {
-                // SAFETY: the field lies within the caller's `struct_size`
-                // bytes, which the caller promises are readable and laid
-                // out as the header says; every bit pattern the C side can
-                // store there (a pointer or NULL) is valid for the type.
-                unsafe { read_into(&mut t.$field, base.add(offset)) };
-            }
-        )*};
-    }
-    read_fields!(
+c_table!(
+    sicore_callbacks,
+    "struct_size, user_data, update_allocation",
+    MIN_CALLBACKS_SIZE,
+    [
         user_data,
         update_allocation,
         update_application,
@@ -183,110 +114,47 @@ pub(crate) unsafe fn copy_callbacks(p: *const sicore_callbacks) -> Result<sicore
         send_event,
         update_container_scheduling_state,
         update_configuration,
-        release
-    );
-    Ok(t)
-}
+        release,
+    ]
+);
 
-thread_local! {
-    /// Where this thread encodes callback messages. The core thread sends
-    /// a `ReSyncSchedulerCache` and a `Predicates` per decision when the RM
-    /// has a predicates callback; reusing one buffer spares an allocation
-    /// and a free per message.
-    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-}
-
-/// Runs `f` with this thread's empty scratch buffer. The buffer is taken
-/// out for the call, so a nested use (a callback that leads to another
-/// message on the same thread) gets a fresh one; one grown past 64 KiB
-/// (a large batch) is not kept.
-pub(super) fn with_scratch<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
-    let mut buf = SCRATCH.take();
-    buf.clear();
-    let r = f(&mut buf);
-    if buf.capacity() <= 64 * 1024 {
-        SCRATCH.set(buf);
-    }
-    r
-}
-
-/// A registered callback table. Dropping it calls `release`.
-pub(crate) struct CallbackTable(sicore_callbacks);
-
-// SAFETY: the contract requires the RM's callbacks and user_data to be
-// usable from any thread, concurrently; the table itself is immutable.
-unsafe impl Send for CallbackTable {}
-// SAFETY: as above; nothing in the table is mutated after registration.
-unsafe impl Sync for CallbackTable {}
+/// A registered v0.12 callback table.
+pub(crate) type CallbackTable = Table<sicore_callbacks>;
 
 impl CallbackTable {
-    pub(crate) fn new(table: sicore_callbacks) -> Self {
-        CallbackTable(table)
-    }
-
-    fn status_call(
-        &self,
-        f: sicore_status_callback,
-        msg: &impl Message,
-        what: &str,
-    ) -> Result<(), String> {
-        if f.is_none() {
+    /// One `UpdateAllocation` with `new`, encoded from the records.
+    fn announce(&self, allocations: &[std::sync::Arc<NewAllocation>]) -> Result<(), String> {
+        if self.0.update_allocation.is_none() {
             return Ok(());
         }
-        with_scratch(|buf| {
-            msg.encode_raw(buf);
-            self.status_call_bytes(f, buf, what)
-        })
-    }
-
-    fn status_call_bytes(
-        &self,
-        f: sicore_status_callback,
-        bytes: &[u8],
-        what: &str,
-    ) -> Result<(), String> {
-        let Some(f) = f else {
-            return Ok(());
-        };
-        let mut reply = sicore_reply { data: None };
-        // SAFETY: a non-null function pointer registered by the RM, called
-        // with its own user_data, a message valid for the call and a reply
-        // slot valid for the call, as the header documents.
-        let rc = unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len(), &mut reply) };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(match reply.data {
-                Some(d) if !d.is_empty() => String::from_utf8_lossy(&d).into_owned(),
-                _ => format!("{what} callback returned {rc}"),
-            })
-        }
-    }
-
-    fn notify_call(&self, f: sicore_notify_callback, msg: &impl Message) {
-        if let Some(f) = f {
-            let bytes = msg.encode_to_vec();
-            // SAFETY: as in `status_call`.
-            unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len()) };
-        }
+        let bytes = super::encode::allocation_response(allocations);
+        self.status_call_bytes(self.0.update_allocation, &bytes, "update_allocation")
     }
 }
 
-impl Drop for CallbackTable {
-    fn drop(&mut self) {
-        if let Some(release) = self.0.release {
-            // SAFETY: called exactly once, when the last reference to the
-            // table goes away; the RM owns user_data and frees it here.
-            unsafe { release(self.0.user_data) };
+impl RmPort for CallbackTable {
+    fn deliver(&self, msg: &OutMsg) -> Result<(), String> {
+        match msg {
+            // Without a barrier: the ReSync right before the announcement
+            // (spec 8.11); its error is only logged.
+            OutMsg::NewAllocations(v) => {
+                if let Err(e) = self.assume(v) {
+                    log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
+                }
+                self.announce(v)
+            }
+            OutMsg::NewAllocationsResynced(v) => self.announce(v),
+            OutMsg::Allocation(r) => {
+                self.status_call(self.0.update_allocation, r, "update_allocation")
+            }
+            OutMsg::Application(r) => {
+                self.status_call(self.0.update_application, r, "update_application")
+            }
+            OutMsg::Node(r) => self.status_call(self.0.update_node, r, "update_node"),
         }
     }
-}
 
-impl ResourceManagerCallback for CallbackTable {
-    fn assume_allocations(
-        &self,
-        allocations: &[std::sync::Arc<NewAllocation>],
-    ) -> Result<(), String> {
+    fn assume(&self, allocations: &[std::sync::Arc<NewAllocation>]) -> Result<(), String> {
         if self.0.resync_scheduler_cache.is_none() {
             return Ok(());
         }
@@ -296,27 +164,12 @@ impl ResourceManagerCallback for CallbackTable {
         })
     }
 
-    fn announce_allocations(
-        &self,
-        allocations: &[std::sync::Arc<NewAllocation>],
-    ) -> Result<(), String> {
-        if self.0.update_allocation.is_none() {
-            return Ok(());
-        }
-        let bytes = super::encode::allocation_response(allocations);
-        self.status_call_bytes(self.0.update_allocation, &bytes, "update_allocation")
-    }
-
-    fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
-        self.status_call(self.0.update_allocation, r, "update_allocation")
-    }
-
-    fn update_application(&self, r: &si::ApplicationResponse) -> Result<(), String> {
-        self.status_call(self.0.update_application, r, "update_application")
-    }
-
-    fn update_node(&self, r: &si::NodeResponse) -> Result<(), String> {
-        self.status_call(self.0.update_node, r, "update_node")
+    fn resync(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        self.status_call(
+            self.0.resync_scheduler_cache,
+            args,
+            "resync_scheduler_cache",
+        )
     }
 
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
@@ -327,23 +180,23 @@ impl ResourceManagerCallback for CallbackTable {
         self.0.predicates.is_some()
     }
 
-    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
-        self.status_call(
-            self.0.resync_scheduler_cache,
-            args,
-            "resync_scheduler_cache",
-        )
+    /// The v0.12 table has no such check: preemption asks `predicates`.
+    fn preemption_predicates(
+        &self,
+        _ask: &str,
+        _node: &str,
+        _victims: &[String],
+        _start_index: i32,
+    ) -> Option<Option<i32>> {
+        None
     }
 
-    fn send_event(&self, events: &[si::EventRecord]) {
-        let batch = sicore::EventRecords {
-            events: events.to_vec(),
-        };
-        self.notify_call(self.0.send_event, &batch);
+    fn has_preemption_predicates(&self) -> bool {
+        false
     }
 
-    fn send_records(&self, records: &[crate::events::Record]) {
-        // One copy, as `send_event` makes; no SI v1.8-only record.
+    fn records(&self, records: &[crate::events::Record]) {
+        // No SI v1.8-only record.
         let batch = sicore::EventRecords {
             events: records
                 .iter()
@@ -356,12 +209,16 @@ impl ResourceManagerCallback for CallbackTable {
         }
     }
 
-    fn update_container_scheduling_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
+    fn container_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
         self.notify_call(self.0.update_container_scheduling_state, r);
     }
 
-    fn has_container_scheduling_state(&self) -> bool {
+    fn has_container_state(&self) -> bool {
         self.0.update_container_scheduling_state.is_some()
+    }
+
+    fn state_dump(&self) -> Option<Result<String, String>> {
+        None
     }
 
     fn update_configuration(
@@ -373,14 +230,10 @@ impl ResourceManagerCallback for CallbackTable {
             old_config: String::new(),
             reason: reason.into(),
         };
-        let Some(f) = self.0.update_configuration else {
+        if self.0.update_configuration.is_none() {
             return failed("update_configuration is not implemented by the resource manager");
-        };
-        let bytes = r.encode_to_vec();
-        let mut reply = sicore_reply { data: None };
-        // SAFETY: as in `status_call`.
-        unsafe { f(self.0.user_data, bytes.as_ptr(), bytes.len(), &mut reply) };
-        match reply.data {
+        }
+        match self.answer_call(self.0.update_configuration, r) {
             None => failed("the resource manager gave no answer"),
             Some(d) => si::UpdateConfigurationResponse::decode(d.as_slice()).unwrap_or_else(|e| {
                 failed(&format!("undecodable UpdateConfigurationResponse: {e}"))

@@ -19,6 +19,7 @@ mod encode;
 mod logger;
 mod observe;
 mod scheduler;
+mod table;
 mod v1;
 
 pub use buffer::*;
@@ -26,6 +27,9 @@ pub use callbacks::*;
 pub use logger::*;
 pub use observe::*;
 pub use scheduler::*;
+pub use table::{
+    sicore_answer_callback, sicore_notify_callback, sicore_reply, sicore_status_callback,
+};
 pub use v1::*;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use super::buffer::{borrow_bytes, borrow_str, decode, sicore_buffer};
-use super::callbacks::{copy_callbacks, sicore_callbacks, CallbackTable};
+use super::callbacks::{sicore_callbacks, CallbackTable};
+use super::table::copy_table;
 use super::{boundary, sicore_status, void_boundary};
 use crate::entrypoint::Scheduler;
 use crate::error::{Error, Status};
@@ -156,7 +157,7 @@ pub extern "C" fn sicore_register_resource_manager(
         }
         // SAFETY: a non-null pointer to the caller's table, readable for its
         // `struct_size` bytes during this call; it is copied here.
-        let table = unsafe { copy_callbacks(callbacks) }?;
+        let table = unsafe { copy_table(callbacks) }?;
         // Owned from here on: whatever happens next, `release` runs once.
         let table = Arc::new(CallbackTable::new(table));
         let sched = scheduler(s)?;
@@ -165,7 +166,7 @@ pub extern "C" fn sicore_register_resource_manager(
             request_len,
             "request (si.v1.RegisterResourceManagerRequest)",
         )?;
-        let resp = sched.register_resource_manager(req, table)?;
+        let resp = sched.register_port(req, table)?;
         // SAFETY: null or writable storage for one sicore_buffer.
         if let Some(out) = unsafe { response_out.as_mut() } {
             *out = sicore_buffer::from_vec(prost::Message::encode_to_vec(&resp));

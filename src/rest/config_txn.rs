@@ -18,10 +18,10 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 
 use crate::error::{Error, Status};
 use crate::proto::si::v1 as si;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::config_txn::{ApplyRefused, ConfigLock, ConfigTarget};
 use crate::scheduler::core::{Command, Reply};
 use crate::scheduler::owner::mark_library_thread;
+use crate::scheduler::port::RmPort;
 
 /// Why an update was not applied.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +141,7 @@ fn on_core<T: Send + 'static>(
     rx.recv().map_err(|_| gone())
 }
 
-fn ask(cb: &dyn ResourceManagerCallback, configs: String) -> Result<(), String> {
+fn ask(cb: &dyn RmPort, configs: String) -> Result<(), String> {
     let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         cb.update_configuration(&si::UpdateConfigurationRequest { configs })
     }))

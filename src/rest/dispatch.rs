@@ -165,7 +165,7 @@ impl Context {
     async fn rm_dump(
         &self,
         id: String,
-        callback: std::sync::Arc<dyn crate::scheduler::api::ResourceManagerCallback>,
+        callback: std::sync::Arc<dyn crate::scheduler::port::RmPort>,
     ) -> Result<Option<Result<String, String>>, Fail> {
         let now = Instant::now();
         if let Some((at, part)) = self.rm_dumps.lock().get(&id) {
@@ -173,7 +173,7 @@ impl Context {
                 return Ok(part.clone());
             }
         }
-        let part = tokio::task::spawn_blocking(move || callback.rm_state_dump())
+        let part = tokio::task::spawn_blocking(move || callback.state_dump())
             .await
             .map_err(|e| {
                 fail(

@@ -81,6 +81,22 @@ fn count_finished(p: &PartitionSnap, state: &str) -> usize {
     p.finished.iter().filter(|f| f.state == state).count()
 }
 
+/// A partition's `rmBuildInformation`: what its RM said of its build at
+/// registration, with its `rmId` (the web UI's dashboard shows
+/// `buildVersion` and `buildDate` of the first entry).
+fn build_information(snap: &Snapshot, rm_id: &str) -> Value {
+    let entries = snap.rms.iter().filter(|rm| rm.rm_id == rm_id).map(|rm| {
+        let mut m: serde_json::Map<String, Value> = rm
+            .build_info
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
+        m.insert("rmId".into(), Value::from(rm.rm_id.as_str()));
+        Value::Object(m)
+    });
+    Value::Array(entries.collect())
+}
+
 /// `GET /ws/v1/clusters`.
 pub fn clusters(snap: &Snapshot) -> Value {
     Value::Array(
@@ -112,6 +128,7 @@ pub fn clusters(snap: &Snapshot) -> Value {
                     "failedNodes": "0",
                     // YuniKorn v1.x (rest-v1.9.md 29.9).
                     "startTime": snap.started_ns,
+                    "rmBuildInformation": build_information(snap, &p.rm_id),
                 })
             })
             .collect(),

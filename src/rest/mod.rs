@@ -7,7 +7,7 @@
 //! all and per client address, with reserved slots beyond the caps for
 //! the health check and the metrics; headers, bodies and connections each
 //! have a time limit, and bodies are limited to [`MAX_BODY_BYTES`]
-//! ([`settings`], `docs/rest-access.md`). The Host header must name this
+//! ([`settings`], `docs/rest-and-metrics.md`). The Host header must name this
 //! service, and mutating requests need the operator's token unless the
 //! service is bound to loopback. State is read from a
 //! [`snapshot::Snapshot`] the core thread copies on request (waiting at

@@ -1,4 +1,4 @@
-//! Access control and limits of the REST service (`docs/rest-access.md`):
+//! Access control and limits of the REST service (`docs/rest-and-metrics.md`):
 //! the options as the service uses them, the Host check against DNS
 //! rebinding, and the bearer token of mutating requests.
 
@@ -169,7 +169,7 @@ impl Settings {
     }
 
     /// Whether a request with this `Host` header is for this service
-    /// (docs/rest-access.md has the threat model):
+    /// (docs/rest-and-metrics.md has the threat model):
     ///
     /// - `localhost` and loopback addresses, with any port (a browser or
     ///   `kubectl port-forward` on this machine; a DNS-rebinding page

@@ -191,10 +191,53 @@ pub fn finished_app(p: &PartitionSnap, f: &FinishedSnap) -> Value {
     Value::Object(m)
 }
 
+/// The queue's `headroom` (29.6) given its parent's (`above`): per type
+/// that some max on the path limits, the least `max - allocated` over the
+/// queue and its ancestors (root's max is the partition's size); `None`
+/// when no max applies.
+pub fn headroom(q: &QueueSnap, above: Option<&Named>) -> Option<Named> {
+    let mut room: Option<Named> = q.max.as_ref().map(|max| {
+        max.iter()
+            .map(|(k, m)| {
+                let used = q.allocated.get(k).copied().unwrap_or(0);
+                (k.clone(), m.saturating_sub(used))
+            })
+            .collect()
+    });
+    if let Some(above) = above {
+        let own = room.get_or_insert_with(Named::new);
+        for (k, v) in above {
+            own.entry(k.clone())
+                .and_modify(|x| *x = (*x).min(*v))
+                .or_insert(*v);
+        }
+    }
+    room
+}
+
+/// The headroom of the parent of the queue at `path`, walking down from
+/// the root (queue paths are bounded in depth).
+pub fn headroom_above(root: &QueueSnap, path: &str) -> Option<Named> {
+    let mut cur = root;
+    let mut acc: Option<Named> = None;
+    while !cur.path.eq_ignore_ascii_case(path) {
+        acc = headroom(cur, acc.as_ref());
+        cur = cur.children.iter().find(|c| {
+            path.len() > c.path.len()
+                && path.is_char_boundary(c.path.len())
+                && path[..c.path.len()].eq_ignore_ascii_case(&c.path)
+                && path.as_bytes()[c.path.len()] == b'.'
+                || c.path.eq_ignore_ascii_case(path)
+        })?;
+    }
+    acc
+}
+
 /// A queue (29.6); `children` recursively when `subtree`, else only
 /// `childNames`. `partition` is set on the queue the answer starts at
-/// when `top` names it.
-pub fn queue(q: &QueueSnap, subtree: bool, top: Option<&str>) -> Value {
+/// when `top` names it; `above` is its parent's headroom.
+pub fn queue(q: &QueueSnap, subtree: bool, top: Option<&str>, above: Option<&Named>) -> Value {
+    let room = headroom(q, above);
     let mut m = Map::new();
     m.insert("queuename".into(), json!(q.path));
     put_str(&mut m, "status", &q.state);
@@ -208,6 +251,7 @@ pub fn queue(q: &QueueSnap, subtree: bool, top: Option<&str>) -> Value {
     );
     put(&mut m, "allocatedResource", resource(&q.allocated));
     put(&mut m, "preemptingResource", resource(&q.preempting));
+    put(&mut m, "headroom", room.as_ref().and_then(resource));
     m.insert("isLeaf".into(), json!(q.leaf));
     m.insert("isManaged".into(), json!(q.managed));
     if !q.properties.is_empty() {
@@ -232,7 +276,12 @@ pub fn queue(q: &QueueSnap, subtree: bool, top: Option<&str>) -> Value {
     if subtree && !q.children.is_empty() {
         m.insert(
             "children".into(),
-            Value::Array(q.children.iter().map(|c| queue(c, true, None)).collect()),
+            Value::Array(
+                q.children
+                    .iter()
+                    .map(|c| queue(c, true, None, room.as_ref()))
+                    .collect(),
+            ),
         );
     }
     if !q.children.is_empty() {
@@ -454,6 +503,55 @@ pub fn node_utilizations(snap: &Snapshot) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn named(pairs: &[(&str, i64)]) -> Named {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn headroom_is_the_least_room_on_the_path() {
+        let leaf = QueueSnap {
+            path: "root.p.leaf".into(),
+            max: Some(named(&[("memory", 100)])),
+            allocated: named(&[("memory", 30), ("vcore", 1)]),
+            ..Default::default()
+        };
+        let parent = QueueSnap {
+            path: "root.p".into(),
+            max: Some(named(&[("memory", 1000), ("gpu", 2)])),
+            allocated: named(&[("memory", 900), ("gpu", 3)]),
+            children: vec![leaf],
+            ..Default::default()
+        };
+        let root = QueueSnap {
+            path: "root".into(),
+            max: Some(named(&[("memory", 5000), ("vcore", 10)])),
+            allocated: named(&[("memory", 900), ("vcore", 4)]),
+            children: vec![parent],
+            ..Default::default()
+        };
+        // Root: its own room. The parent: 100 memory left (tighter than
+        // root), gpu over its max (negative, as the reference shows), vcore
+        // from root. The leaf: its own 70 memory, the rest from above.
+        assert_eq!(
+            headroom(&root, None),
+            Some(named(&[("memory", 4100), ("vcore", 6)]))
+        );
+        let above_leaf = headroom_above(&root, "ROOT.p.leaf").unwrap();
+        assert_eq!(
+            above_leaf,
+            named(&[("memory", 100), ("gpu", -1), ("vcore", 6)])
+        );
+        let leaf = &root.children[0].children[0];
+        assert_eq!(
+            headroom(leaf, Some(&above_leaf)),
+            Some(named(&[("memory", 70), ("gpu", -1), ("vcore", 6)]))
+        );
+        assert_eq!(headroom_above(&root, "root"), None);
+        assert_eq!(headroom_above(&root, "root.pq"), None, "no such queue");
+        // No max anywhere: no headroom.
+        assert_eq!(headroom(&QueueSnap::default(), None), None);
+    }
 
     #[test]
     fn percentages_follow_the_reference_rules() {

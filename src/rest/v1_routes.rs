@@ -68,7 +68,7 @@ fn queue<'a>(p: &'a PartitionSnap, q: &str) -> Result<&'a QueueSnap, RouteError>
 /// `/partition/{p}/queues`: the root with every child.
 pub fn partition_queues(snap: &Snapshot, p: &str) -> Result<Value, RouteError> {
     let p = part(snap, p)?;
-    Ok(v1::queue(&p.root, true, Some(&p.name)))
+    Ok(v1::queue(&p.root, true, Some(&p.name), None))
 }
 
 /// `/partition/{p}/queue/{q}[?subtree]`.
@@ -80,7 +80,9 @@ pub fn partition_queue(
 ) -> Result<Value, RouteError> {
     let p = part(snap, p)?;
     let q = queue_name(q)?;
-    Ok(v1::queue(queue(p, &q)?, subtree, None))
+    let found = queue(p, &q)?;
+    let above = v1::headroom_above(&p.root, &found.path);
+    Ok(v1::queue(found, subtree, None, above.as_ref()))
 }
 
 /// `/partition/{p}/nodes`.
@@ -346,7 +348,7 @@ pub fn debug_dump(
         Value::Array(
             snap.partitions
                 .iter()
-                .map(|p| v1::queue(&p.root, true, Some(&p.name)))
+                .map(|p| v1::queue(&p.root, true, Some(&p.name), None))
                 .collect(),
         ),
     );

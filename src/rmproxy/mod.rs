@@ -7,6 +7,7 @@
 //! started and stopped by [`crate::entrypoint`].
 
 pub mod dispatch;
+pub mod edge;
 pub mod v1;
 mod validate;
 pub mod watcher;
@@ -26,6 +27,7 @@ use crate::scheduler::config_txn::ConfigLock;
 use crate::scheduler::core::{Command, Registry, ReloadOutcome, Reply};
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 use crate::scheduler::owner::current_scheduler;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::request::AllocationUpdate;
 use crate::scheduler::resource;
 
@@ -50,10 +52,10 @@ pub struct RmProxy {
     names: Arc<resource::ResourceNames>,
     /// Serialises configuration changes (see [`ConfigLock`]).
     config_lock: ConfigLock,
-    /// The callbacks (adapters) of the RMs registered through the v1.8
-    /// edition, as the core holds them: a v1 `UpdateConfiguration` names
+    /// The ports of the RMs registered through the v1.8 edition, as the
+    /// core holds them: a v1 `UpdateConfiguration` names
     /// the registration it is meant for. Written under `config_lock`.
-    v1_registrations: Mutex<HashMap<String, Arc<dyn ResourceManagerCallback>>>,
+    v1_registrations: Mutex<HashMap<String, Arc<dyn RmPort>>>,
 }
 
 /// The function family an RM of `edition` calls, for refusals.
@@ -62,6 +64,18 @@ fn family(edition: Edition) -> &'static str {
         Edition::V012 => "sicore_* (SchedulerApi)",
         Edition::V1 => "sicore_v1_* (SchedulerApiV1)",
     }
+}
+
+/// What a registration hands the core, whichever edition it came through.
+struct Registration {
+    rm_id: String,
+    policy_group: String,
+    edition: Edition,
+    config: ConfigOrigin,
+    /// The RM's own event settings (SI v1 `extraConfig`).
+    events: crate::events::RmEventSettings,
+    /// What the RM said of its build.
+    build_info: std::collections::BTreeMap<String, String>,
 }
 
 impl RmProxy {
@@ -233,7 +247,7 @@ impl RmProxy {
         }
     }
 
-    /// Registers `rm_id` through `edition`: queued under the update lock
+    /// Registers `r.rm_id` through `r.edition`: queued under the update lock
     /// and counted as in flight until the core answers; no lock but the
     /// configuration lock is held while waiting, since the core may run
     /// callbacks that call back into this scheduler meanwhile. The core
@@ -241,15 +255,15 @@ impl RmProxy {
     /// registration leaves it unregistered). A registration replaces the
     /// RM's configuration: it waits for a configuration change in progress
     /// and holds the next off until it is answered.
-    fn register_as(
-        &self,
-        rm_id: String,
-        policy_group: String,
-        edition: Edition,
-        config: ConfigOrigin,
-        events: crate::events::RmEventSettings,
-        callback: Arc<dyn ResourceManagerCallback>,
-    ) -> Result<(), Error> {
+    fn register_as(&self, r: Registration, callback: Arc<dyn RmPort>) -> Result<(), Error> {
+        let Registration {
+            rm_id,
+            policy_group,
+            edition,
+            config,
+            events,
+            build_info,
+        } = r;
         let _config = self.config_lock.lock();
         let (reply, answer) = bounded(1);
         {
@@ -260,6 +274,7 @@ impl RmProxy {
                 edition,
                 config,
                 events,
+                build_info,
                 callback: callback.clone(),
                 reply: reply.into(),
             })?;
@@ -323,23 +338,43 @@ impl RmProxy {
     }
 }
 
+impl RmProxy {
+    /// [`SchedulerApi::register_resource_manager`] with the RM's port: the
+    /// Rust edge's, or a C callback table, which is its own.
+    pub fn register_port(
+        &self,
+        request: si::RegisterResourceManagerRequest,
+        callback: Arc<dyn RmPort>,
+    ) -> Result<si::RegisterResourceManagerResponse, Error> {
+        self.refuse_sync("RegisterResourceManager")?;
+        validate::register(&request)?;
+        // SI v0.12 has no build information; its version stands for it.
+        let build_info = (!request.version.is_empty())
+            .then(|| ("buildVersion".to_string(), request.version.clone()))
+            .into_iter()
+            .collect();
+        self.register_as(
+            Registration {
+                rm_id: request.rm_id,
+                policy_group: request.policy_group,
+                edition: Edition::V012,
+                config: ConfigOrigin::PolicyGroup,
+                events: Default::default(),
+                build_info,
+            },
+            callback,
+        )?;
+        Ok(si::RegisterResourceManagerResponse {})
+    }
+}
+
 impl SchedulerApi for RmProxy {
     fn register_resource_manager(
         &self,
         request: si::RegisterResourceManagerRequest,
         callback: Arc<dyn ResourceManagerCallback>,
     ) -> Result<si::RegisterResourceManagerResponse, Error> {
-        self.refuse_sync("RegisterResourceManager")?;
-        validate::register(&request)?;
-        self.register_as(
-            request.rm_id,
-            request.policy_group,
-            Edition::V012,
-            ConfigOrigin::PolicyGroup,
-            Default::default(),
-            callback,
-        )?;
-        Ok(si::RegisterResourceManagerResponse {})
+        self.register_port(request, Arc::new(edge::Edge::new(callback)))
     }
 
     fn update_allocation(&self, request: si::AllocationRequest) -> Result<(), Error> {

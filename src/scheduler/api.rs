@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-pub use super::outcome::NewAllocation;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 
@@ -62,82 +61,16 @@ pub trait ResourceManagerCallback: Send + Sync {
     }
 
     /// May the ask run on the node? `Err(reason)` keeps it off the node.
-    /// Before each call, [`Self::assume_allocations`] has told the RM of
-    /// every allocation decided before it (on the core thread).
+    /// Before each call, [`Self::resync_scheduler_cache`] has told the RM
+    /// of every allocation decided before it (on the core thread).
     fn predicates(&self, _args: &si::PredicatesArgs) -> Result<(), String> {
         Ok(())
-    }
-
-    /// Guarantee preemption's node check (SI v1.8 `PreemptionPredicates`):
-    /// may `ask` run on `node` once the victims `victims[..start_index]`
-    /// are gone and, from `start_index` on, how many more? `Some(Some(i))`:
-    /// it fits once `victims[..=i]` are gone; `Some(None)`: it does not.
-    /// `None` (the default, and every SI v0.12 RM): no such callback; the
-    /// core asks [`Self::predicates`] with `allocate: false` instead.
-    /// Called after the same ReSync barrier as [`Self::predicates`].
-    fn preemption_predicates(
-        &self,
-        _ask: &str,
-        _node: &str,
-        _victims: &[String],
-        _start_index: i32,
-    ) -> Option<Option<i32>> {
-        None
     }
 
     /// Whether [`Self::predicates`] is implemented. When false the core
     /// never calls it and every node passes.
     fn has_predicates(&self) -> bool {
         true
-    }
-
-    /// Whether [`Self::preemption_predicates`] is implemented (an SI v1.8
-    /// RM that installed it). When true and preemption is on, the RM is
-    /// asked it, through the ReSync barrier, whether or not it has
-    /// [`Self::predicates`]; when false the core never asks it.
-    fn has_preemption_predicates(&self) -> bool {
-        false
-    }
-
-    /// New allocations of one batch: first announced as assumed through
-    /// [`Self::assume_allocations`], then delivered through
-    /// [`Self::announce_allocations`] (spec 8.11). Used when the RM has no
-    /// `Predicates` callback; with one, the core calls the two halves
-    /// separately (the ReSync on its own thread, before the next predicate
-    /// call). Errors are only logged by the core.
-    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
-        if let Err(e) = self.assume_allocations(allocations) {
-            log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}");
-        }
-        self.announce_allocations(allocations)
-    }
-
-    /// Tells the RM's cache of allocations the core has decided on (one
-    /// `ReSyncSchedulerCache` with assumed allocations). The default builds
-    /// the message and calls [`Self::resync_scheduler_cache`]; an adapter
-    /// may encode straight from the records instead (the C ABI does).
-    fn assume_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
-        let assumed = si::ReSyncSchedulerCacheArgs {
-            assumed_allocations: allocations
-                .iter()
-                .map(|a| si::AssumedAllocation {
-                    allocation_key: a.key.to_string(),
-                    node_id: a.node.to_string(),
-                })
-                .collect(),
-            forget_allocations: Vec::new(),
-        };
-        self.resync_scheduler_cache(&assumed)
-    }
-
-    /// Hands the RM new allocations whose ReSync it has already received
-    /// (one `UpdateAllocation` with `new`). The default builds the message
-    /// and calls [`Self::update_allocation`].
-    fn announce_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
-        self.update_allocation(&si::AllocationResponse {
-            new: allocations.iter().map(|a| a.to_proto()).collect(),
-            ..Default::default()
-        })
     }
 
     /// Allocations the core assumed (before the RM hears of them) or forgot
@@ -148,21 +81,6 @@ pub trait ResourceManagerCallback: Send + Sync {
 
     /// One batch of event records per flush.
     fn send_event(&self, _events: &[si::EventRecord]) {}
-
-    /// One batch of the core's records per flush, as the core made them.
-    /// The default sends the SI v0.12 ones through [`Self::send_event`]
-    /// (structured records exist in SI v1.8 only); the v1.8 edge maps
-    /// every record.
-    fn send_records(&self, records: &[crate::events::Record]) {
-        let v0: Vec<si::EventRecord> = records
-            .iter()
-            .filter(|r| r.structured.is_none())
-            .map(|r| r.base.clone())
-            .collect();
-        if !v0.is_empty() {
-            self.send_event(&v0);
-        }
-    }
 
     /// Scheduling state of a container (asks that cannot be placed).
     fn update_container_scheduling_state(

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use super::api::ResourceManagerCallback;
+use super::port::RmPort;
 use crate::error::Error;
 
 /// Held for the whole of every configuration change of one scheduler:
@@ -32,7 +32,7 @@ pub struct ConfigTarget {
     /// Its text.
     pub text: String,
     /// The RM's callbacks (its current registration).
-    pub callback: Arc<dyn ResourceManagerCallback>,
+    pub callback: Arc<dyn RmPort>,
 }
 
 /// Why [`Command::ApplyConfigText`](super::core::Command::ApplyConfigText)
@@ -50,13 +50,4 @@ pub enum ApplyRefused {
         /// The text in force (`None`: the RM is not held).
         in_force: Option<String>,
     },
-}
-
-/// Whether two callback handles are one registration's (the data pointer
-/// alone: vtable pointers of one type may differ between codegen units).
-pub fn same_registration(
-    a: &Arc<dyn ResourceManagerCallback>,
-    b: &Arc<dyn ResourceManagerCallback>,
-) -> bool {
-    std::ptr::eq(Arc::as_ptr(a).cast::<()>(), Arc::as_ptr(b).cast::<()>())
 }

@@ -7,7 +7,7 @@
 //! capacity as its resource. An unknown reason is (NONE, DETAILS_NONE) with
 //! the message kept. Structured records (USERGROUP, and the QUEUE records
 //! of queue and application changes) carry their change, detail and
-//! resource, mapped one to one.
+//! resource, mapped one to one (SI v1.9's `QUEUE_PREEMPTION` by number).
 //!
 //! Shared by the SI v1.8 edge (`rmproxy::v1`, what `SendEvent` carries)
 //! and the REST event history (`rest::events`), which shows the v1.x form.
@@ -30,9 +30,14 @@ fn change(c: Change) -> C {
     }
 }
 
-/// The v1.8 change detail of a structured record.
-fn detail(d: Detail) -> D {
-    match d {
+/// SI v1.9's `QUEUE_PREEMPTION` change detail (the summary of a
+/// quota-change preemption run). The vendored SI v1.8 enum lacks it; the
+/// wire carries the number, which a v1.8 decoder keeps as an unknown value.
+pub const QUEUE_PREEMPTION: i32 = 407;
+
+/// The SI v1.x change detail of a structured record.
+fn detail(d: Detail) -> i32 {
+    let d = match d {
         Detail::None => D::DetailsNone,
         Detail::QueueDynamic => D::QueueDynamic,
         Detail::QueueType => D::QueueType,
@@ -44,7 +49,9 @@ fn detail(d: Detail) -> D {
         Detail::AppLink => D::UgAppLink,
         Detail::UserResource => D::UgUserResource,
         Detail::GroupResource => D::UgGroupResource,
-    }
+        Detail::QueuePreemption => return QUEUE_PREEMPTION,
+    };
+    d as i32
 }
 
 /// The v1.8 form of a core resource.
@@ -77,7 +84,7 @@ pub fn translate(r: &Record) -> si18::EventRecord {
         message: r.base.message.clone(),
         timestamp_nano: r.base.timestamp_nano,
         event_change_type: change(s.change) as i32,
-        event_change_detail: detail(s.detail) as i32,
+        event_change_detail: detail(s.detail),
         reference_id: r.base.group_id.clone(),
         resource: s.resource.as_ref().map(resource),
     }

@@ -8,7 +8,7 @@
 //! delivery cannot overtake a message made before it, the core thread
 //! hands each RM's messages to that RM's [`RmLink`] queue, and the
 //! dispatcher takes them from there. The barrier goes through the link's
-//! [`ResourceManagerCallback`] side, which first delivers, itself, what is
+//! [`RmPort`] side, which first delivers, itself, what is
 //! still queued for the same RM. Every callback of one RM runs under the
 //! link's call lock, whichever thread makes it: the barrier waits for that
 //! RM's callback in flight only, never for the dispatcher or another RM.
@@ -23,9 +23,8 @@ use std::sync::{Arc, Weak};
 use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 
-use super::api::ResourceManagerCallback;
-use super::config_txn::same_registration;
 use super::outcome::{NewAllocation, OutMsg, Outbound};
+use super::port::{same_registration, RmPort};
 use crate::proto::si::v1 as si;
 
 /// An ordered message waiting in an RM's queue.
@@ -49,7 +48,7 @@ pub enum Posted {
 /// it and nobody delivered yet, and the lock its callbacks run under (see
 /// the module doc). The core holds one per registration.
 pub struct RmLink {
-    callback: Arc<dyn ResourceManagerCallback>,
+    callback: Arc<dyn RmPort>,
     queue: Mutex<VecDeque<Queued>>,
     calls: Mutex<()>,
     /// The dispatcher's inbox (none for a core stepped by a test), and
@@ -70,10 +69,7 @@ impl std::fmt::Debug for RmLink {
 impl RmLink {
     /// A link to `callback`, with nothing queued, that wakes the
     /// dispatcher through `wake` for what it is handed mid-pass.
-    pub fn new(
-        callback: Arc<dyn ResourceManagerCallback>,
-        wake: Option<Sender<Posted>>,
-    ) -> Arc<Self> {
+    pub fn new(callback: Arc<dyn RmPort>, wake: Option<Sender<Posted>>) -> Arc<Self> {
         Arc::new_cyclic(|me| RmLink {
             callback,
             queue: Mutex::new(VecDeque::new()),
@@ -127,7 +123,7 @@ impl RmLink {
     pub fn report(&self, req: &si::UpdateContainerSchedulingStateRequest) {
         self.one_at_a_time(|cb| {
             guarded("UpdateContainerSchedulingState", || {
-                cb.update_container_scheduling_state(req);
+                cb.container_state(req);
                 Ok(())
             })
         });
@@ -135,7 +131,7 @@ impl RmLink {
 
     /// Whether `registration` is this link's RM: its callback object as
     /// the RM registered it, or this link (what the core hands out).
-    pub fn is_registration(&self, registration: &Arc<dyn ResourceManagerCallback>) -> bool {
+    pub fn is_registration(&self, registration: &Arc<dyn RmPort>) -> bool {
         same_registration(&self.callback, registration)
             || std::ptr::eq(
                 (self as *const Self).cast::<()>(),
@@ -144,14 +140,14 @@ impl RmLink {
     }
 
     /// Runs one callback under the call lock.
-    fn one_at_a_time<T>(&self, f: impl FnOnce(&dyn ResourceManagerCallback) -> T) -> T {
+    fn one_at_a_time<T>(&self, f: impl FnOnce(&dyn RmPort) -> T) -> T {
         let _one = self.calls.lock();
         f(&*self.callback)
     }
 
     /// Runs a delivering callback under the call lock, after what is still
     /// queued for this RM (made earlier) has been delivered, in order.
-    fn in_order<T>(&self, f: impl FnOnce(&dyn ResourceManagerCallback) -> T) -> T {
+    fn in_order<T>(&self, f: impl FnOnce(&dyn RmPort) -> T) -> T {
         let _one = self.calls.lock();
         // Only the core thread queues, and it is here: the queue cannot
         // grow meanwhile. One check when empty, the common case.
@@ -174,49 +170,48 @@ fn guarded(what: &str, f: impl FnOnce() -> Result<(), String>) {
 }
 
 /// Delivers one queued message to its RM's callback.
-fn deliver(cb: &dyn ResourceManagerCallback, item: Queued) {
+fn deliver(cb: &dyn RmPort, item: Queued) {
     match item {
-        Queued::Message(OutMsg::NewAllocations(v)) => {
-            guarded("UpdateAllocation", || cb.new_allocations(&v))
-        }
-        Queued::Message(OutMsg::NewAllocationsResynced(v)) => {
-            guarded("UpdateAllocation", || cb.announce_allocations(&v))
-        }
-        Queued::Message(OutMsg::Allocation(r)) => {
-            guarded("UpdateAllocation", || cb.update_allocation(&r))
-        }
-        Queued::Message(OutMsg::Application(r)) => {
-            guarded("UpdateApplication", || cb.update_application(&r))
-        }
-        Queued::Message(OutMsg::Node(r)) => guarded("UpdateNode", || cb.update_node(&r)),
-        Queued::Resync(args) => {
-            guarded("ReSyncSchedulerCache", || cb.resync_scheduler_cache(&args))
-        }
+        Queued::Message(m) => guarded(callback_name(&m), || cb.deliver(&m)),
+        Queued::Resync(args) => guarded("ReSyncSchedulerCache", || cb.resync(&args)),
         Queued::Events(records) => guarded("SendEvent", || {
-            cb.send_records(&records);
+            cb.records(&records);
             Ok(())
         }),
+    }
+}
+
+/// The SI callback a message goes to, for logs.
+pub(crate) fn callback_name(m: &OutMsg) -> &'static str {
+    match m {
+        OutMsg::Application(_) => "UpdateApplication",
+        OutMsg::Node(_) => "UpdateNode",
+        _ => "UpdateAllocation",
     }
 }
 
 /// The core thread's side of the RM: what it delivers (the barrier) comes
 /// after everything queued for the RM before it, and every call waits for
 /// the RM's callback in flight on the dispatcher.
-impl ResourceManagerCallback for RmLink {
-    fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
-        self.in_order(|cb| cb.update_allocation(r))
+impl RmPort for RmLink {
+    fn deliver(&self, msg: &OutMsg) -> Result<(), String> {
+        self.in_order(|cb| cb.deliver(msg))
     }
 
-    fn update_application(&self, r: &si::ApplicationResponse) -> Result<(), String> {
-        self.in_order(|cb| cb.update_application(r))
+    fn assume(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+        self.in_order(|cb| cb.assume(allocations))
     }
 
-    fn update_node(&self, r: &si::NodeResponse) -> Result<(), String> {
-        self.in_order(|cb| cb.update_node(r))
+    fn resync(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
+        self.in_order(|cb| cb.resync(args))
     }
 
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
         self.one_at_a_time(|cb| cb.predicates(args))
+    }
+
+    fn has_predicates(&self) -> bool {
+        self.callback.has_predicates()
     }
 
     fn preemption_predicates(
@@ -229,48 +224,24 @@ impl ResourceManagerCallback for RmLink {
         self.one_at_a_time(|cb| cb.preemption_predicates(ask, node, victims, start_index))
     }
 
-    fn has_predicates(&self) -> bool {
-        self.callback.has_predicates()
-    }
-
     fn has_preemption_predicates(&self) -> bool {
         self.callback.has_preemption_predicates()
     }
 
-    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
-        self.in_order(|cb| cb.new_allocations(allocations))
+    fn records(&self, records: &[crate::events::Record]) {
+        self.in_order(|cb| cb.records(records))
     }
 
-    fn assume_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
-        self.in_order(|cb| cb.assume_allocations(allocations))
+    fn container_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
+        self.one_at_a_time(|cb| cb.container_state(r))
     }
 
-    fn announce_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
-        self.in_order(|cb| cb.announce_allocations(allocations))
+    fn has_container_state(&self) -> bool {
+        self.callback.has_container_state()
     }
 
-    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
-        self.in_order(|cb| cb.resync_scheduler_cache(args))
-    }
-
-    fn send_event(&self, events: &[si::EventRecord]) {
-        self.in_order(|cb| cb.send_event(events))
-    }
-
-    fn send_records(&self, records: &[crate::events::Record]) {
-        self.in_order(|cb| cb.send_records(records))
-    }
-
-    fn update_container_scheduling_state(&self, r: &si::UpdateContainerSchedulingStateRequest) {
-        self.one_at_a_time(|cb| cb.update_container_scheduling_state(r))
-    }
-
-    fn has_container_scheduling_state(&self) -> bool {
-        self.callback.has_container_scheduling_state()
-    }
-
-    fn rm_state_dump(&self) -> Option<Result<String, String>> {
-        self.one_at_a_time(|cb| cb.rm_state_dump())
+    fn state_dump(&self) -> Option<Result<String, String>> {
+        self.one_at_a_time(|cb| cb.state_dump())
     }
 
     fn update_configuration(

@@ -21,6 +21,7 @@ pub mod partition;
 pub mod partition_key;
 pub mod placement;
 pub mod policies;
+pub mod port;
 pub mod request;
 pub mod resource;
 pub mod resync;

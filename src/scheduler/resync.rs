@@ -40,17 +40,17 @@ use std::cell::{Cell, RefCell};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::link::Queued;
+use super::link::{callback_name, Queued};
 use super::outcome::{NewAllocation, OutMsg, Outcomes};
+use super::port::RmPort;
 use crate::proto::si::v1 as si;
-use crate::scheduler::api::ResourceManagerCallback;
 
 /// Holds the allocations of one pass that the RM has not been told of yet,
 /// and delivers them before the RM is asked anything (see the module doc).
 /// One barrier serves one partition's pass for the partition's own RM, so
 /// an RM only ever hears of its own allocations.
 pub struct ResyncBarrier<'a> {
-    rm: &'a dyn ResourceManagerCallback,
+    rm: &'a dyn RmPort,
     /// Whether the RM has `Predicates` (a barrier may exist for
     /// `PreemptionPredicates` alone: then every node passes unasked).
     asks_predicates: bool,
@@ -65,7 +65,7 @@ pub struct ResyncBarrier<'a> {
 impl<'a> ResyncBarrier<'a> {
     /// A barrier for a pass of the RM `rm`, which has a `Predicates`
     /// callback, or a `PreemptionPredicates` one while preemption is on.
-    pub fn new(rm: &'a dyn ResourceManagerCallback) -> Self {
+    pub fn new(rm: &'a dyn RmPort) -> Self {
         ResyncBarrier {
             rm,
             asks_predicates: rm.has_predicates(),
@@ -129,20 +129,9 @@ impl<'a> ResyncBarrier<'a> {
             return;
         }
         for msg in out.messages.get(out.delivered..).unwrap_or_default() {
-            let rm = self.rm;
-            let what = match msg {
-                OutMsg::Application(_) => "UpdateApplication",
-                OutMsg::Node(_) => "UpdateNode",
-                _ => "UpdateAllocation",
-            };
-            let result = catch_unwind(AssertUnwindSafe(|| match msg {
-                OutMsg::NewAllocations(v) => rm.new_allocations(v),
-                OutMsg::NewAllocationsResynced(v) => rm.announce_allocations(v),
-                OutMsg::Allocation(r) => rm.update_allocation(r),
-                OutMsg::Application(r) => rm.update_application(r),
-                OutMsg::Node(r) => rm.update_node(r),
-            }))
-            .unwrap_or_else(|_| Err("it panicked; the message was dropped".into()));
+            let what = callback_name(msg);
+            let result = catch_unwind(AssertUnwindSafe(|| self.rm.deliver(msg)))
+                .unwrap_or_else(|_| Err("it panicked; the message was dropped".into()));
             if let Err(e) = result {
                 log::warn!("RM callback {what} failed: {e}");
             }
@@ -155,7 +144,7 @@ impl<'a> ResyncBarrier<'a> {
                 assumed_allocations: Vec::new(),
                 forget_allocations: std::mem::take(&mut out.forget),
             };
-            match catch_unwind(AssertUnwindSafe(|| self.rm.resync_scheduler_cache(&args))) {
+            match catch_unwind(AssertUnwindSafe(|| self.rm.resync(&args))) {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => {
                     log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}")
@@ -181,7 +170,7 @@ impl<'a> ResyncBarrier<'a> {
     }
 
     /// The RM's `PreemptionPredicates` answer (see
-    /// [`ResourceManagerCallback::preemption_predicates`]), asked only after
+    /// [`RmPort::preemption_predicates`]), asked only after
     /// everything decided so far has reached the RM. A panicking callback
     /// counts as a refusal.
     pub fn preemption_predicates(
@@ -208,7 +197,7 @@ impl<'a> ResyncBarrier<'a> {
         if batch.is_empty() {
             return;
         }
-        match catch_unwind(AssertUnwindSafe(|| self.rm.assume_allocations(&batch))) {
+        match catch_unwind(AssertUnwindSafe(|| self.rm.assume(&batch))) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}"),
             Err(_) => log::error!("RM callback ReSyncSchedulerCache panicked"),
@@ -237,64 +226,61 @@ mod tests {
         panic_on_resync: bool,
     }
 
-    impl ResourceManagerCallback for Log {
+    impl Log {
+        fn push(&self, line: String) {
+            self.calls.lock().unwrap().push(line);
+        }
+
+        fn update(&self, keys: impl Iterator<Item = String>) {
+            self.push(format!("update {}", keys.collect::<Vec<_>>().join(",")));
+        }
+    }
+
+    impl RmPort for Log {
         fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
-            self.calls
-                .lock()
-                .unwrap()
-                .push(format!("predicates {}", args.allocation_key));
+            self.push(format!("predicates {}", args.allocation_key));
             Ok(())
         }
 
-        fn resync_scheduler_cache(
-            &self,
-            args: &si::ReSyncSchedulerCacheArgs,
-        ) -> Result<(), String> {
+        fn assume(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
+            if self.panic_on_resync {
+                panic!("the RM's cache broke");
+            }
+            let keys: Vec<&str> = allocations.iter().map(|a| &*a.key).collect();
+            self.push(format!("resync {}", keys.join(",")));
+            Ok(())
+        }
+
+        fn resync(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
             if self.panic_on_resync {
                 panic!("the RM's cache broke");
             }
             let keys: Vec<&str> = args
-                .assumed_allocations
+                .forget_allocations
                 .iter()
-                .map(|a| a.allocation_key.as_str())
-                .chain(
-                    args.forget_allocations
+                .map(|f| f.allocation_key.as_str())
+                .collect();
+            self.push(format!("forget {}", keys.join(",")));
+            Ok(())
+        }
+
+        fn deliver(&self, msg: &OutMsg) -> Result<(), String> {
+            match msg {
+                OutMsg::NewAllocations(v) | OutMsg::NewAllocationsResynced(v) => {
+                    self.update(v.iter().map(|a| a.key.to_string()))
+                }
+                OutMsg::Allocation(r) => self.update(
+                    r.new
                         .iter()
-                        .map(|f| f.allocation_key.as_str()),
-                )
-                .collect();
-            let what = if args.forget_allocations.is_empty() {
-                "resync"
-            } else {
-                "forget"
-            };
-            self.calls
-                .lock()
-                .unwrap()
-                .push(format!("{what} {}", keys.join(",")));
-            Ok(())
-        }
-
-        fn update_allocation(&self, r: &si::AllocationResponse) -> Result<(), String> {
-            let keys: Vec<&str> = r
-                .new
-                .iter()
-                .map(|a| a.allocation_key.as_str())
-                .chain(r.released.iter().map(|a| a.uuid.as_str()))
-                .collect();
-            self.calls
-                .lock()
-                .unwrap()
-                .push(format!("update {}", keys.join(",")));
-            Ok(())
-        }
-
-        fn update_application(&self, r: &si::ApplicationResponse) -> Result<(), String> {
-            let apps: Vec<&str> = r.updated.iter().map(|a| a.state.as_str()).collect();
-            self.calls
-                .lock()
-                .unwrap()
-                .push(format!("app {}", apps.join(",")));
+                        .map(|a| a.allocation_key.clone())
+                        .chain(r.released.iter().map(|a| a.uuid.clone())),
+                ),
+                OutMsg::Application(r) => {
+                    let apps: Vec<&str> = r.updated.iter().map(|a| a.state.as_str()).collect();
+                    self.push(format!("app {}", apps.join(",")));
+                }
+                OutMsg::Node(_) => {}
+            }
             Ok(())
         }
     }

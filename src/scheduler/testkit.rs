@@ -270,10 +270,7 @@ impl Harness {
 
     /// Runs one scheduling pass with `cb` as the RM's callbacks (its
     /// `Predicates` go through the pass's ReSync barrier).
-    pub fn schedule_with(
-        &mut self,
-        cb: &dyn crate::scheduler::api::ResourceManagerCallback,
-    ) -> Seen {
+    pub fn schedule_with(&mut self, cb: &dyn crate::scheduler::port::RmPort) -> Seen {
         self.step(|p, out| {
             p.schedule(Some(cb), BUDGET, out);
         })

@@ -1,8 +1,9 @@
 //! Quota-change preemption through the C ABI (`shared/spec/policy/
-//! preemption.md` 13, 15, 19 PE21): a reload lowers a queue's max below
-//! its usage, and after `preemption.quota.delay` the RM is told to release
-//! allocations of that queue with `PREEMPTED_BY_SCHEDULER`, just enough to
-//! bring it back under the new max; nothing without the switch. Both
+//! preemption.md` 13, 15, 19 PE21, with the YuniKorn v1.9 rules of
+//! `si-v1.9-delta.md` 5): a reload lowers a queue's max below its usage,
+//! and after `preemption.quota.delay` the RM is told to release
+//! allocations of that queue with `PREEMPTED_BY_SCHEDULER`, as many as fit
+//! within the excess; nothing without the switch. Both
 //! editions: a v0.12 RM reloading its configuration file, a v1.8 RM
 //! sending `UpdateConfiguration`.
 
@@ -167,19 +168,19 @@ fn v1_update_configuration_lowering_a_max_preempts_without_asking_the_rm() {
         .collect();
     let before = rm.rec.copy();
     // 1000 -> 500: an excess of 500; victims of 200 are taken while the
-    // total is below it: 200, 400, 600 (the reference's overshoot).
+    // total stays within it (YuniKorn v1.9): 200, 400, not 600.
     let (st, msg) = rm.update_config(&yaml(ON, 500));
     assert_eq!(st, SICORE_OK, "{msg}");
-    rm.rec.wait("three victims", |s| v1_preempted(s).len() >= 3);
+    rm.rec.wait("two victims", |s| v1_preempted(s).len() >= 2);
     rm.settle();
     let s = rm.rec.copy();
     let victims = v1_preempted(&s);
-    assert_eq!(victims.len(), 3, "{victims:?}");
+    assert_eq!(victims.len(), 2, "{victims:?}");
     let mut keys: Vec<&str> = victims.iter().map(|v| v.allocation_key.as_str()).collect();
     keys.sort();
-    let mut newest: Vec<&str> = order[2..].iter().map(String::as_str).collect();
+    let mut newest: Vec<&str> = order[3..].iter().map(String::as_str).collect();
     newest.sort();
-    assert_eq!(keys, newest, "the newest three");
+    assert_eq!(keys, newest, "the newest two of equals");
     for v in &victims {
         assert_eq!(v.application_id, "app-1");
         assert_eq!(
@@ -210,15 +211,11 @@ fn v1_update_configuration_lowering_a_max_preempts_without_asking_the_rm() {
     rm.allocate(vec![], confirms);
     rm.settle();
     let d = rm.dump();
-    assert_eq!(memory_of(&d, "root.a"), 400);
+    // 600 stays above 500: the run disarmed the queue (quirk V6).
+    assert_eq!(memory_of(&d, "root.a"), 600);
     books::check_books(&d).unwrap();
     let s = rm.rec.copy();
-    assert_eq!(s.released.len(), 3, "no echo, no further victim: {s:#?}");
-    // A new pod fits under the max again (400 + 100 <= 500).
-    rm.allocate(vec![rmv1::ask("app-1", "pod-new", 100, 1)], vec![]);
-    rm.rec.wait("pod-new placed", |s| {
-        s.new.iter().any(|a| a.allocation_key == "pod-new")
-    });
+    assert_eq!(s.released.len(), 2, "no echo, no further victim: {s:#?}");
 }
 
 #[test]
@@ -241,15 +238,15 @@ fn v1_an_idle_queue_is_enforced_when_its_delay_ends() {
     let rm = v1_filled(ON);
     let (st, msg) = rm.update_config(&yaml_delay(ON, 500, "300ms"));
     assert_eq!(st, SICORE_OK, "{msg}");
-    rm.rec.wait("three victims", |s| v1_preempted(s).len() >= 3);
+    rm.rec.wait("two victims", |s| v1_preempted(s).len() >= 2);
     rm.settle();
-    assert_eq!(v1_preempted(&rm.rec.copy()).len(), 3);
+    assert_eq!(v1_preempted(&rm.rec.copy()).len(), 2);
 }
 
 /// A parent's excess is split over its leaves by usage (spec 13.5):
 /// `root.p` 1000 -> 600 with `a` using 600 and `b` 400 gives shares of 240
-/// and 160; `a` gives two pods of 200 (the second while 200 < 240), `b`
-/// none (a pod of 200 does not fit its 160).
+/// and 160; `a` gives one pod of 200 (a second would pass its 240, which
+/// YuniKorn v1.9 never does), `b` none (a pod of 200 does not fit its 160).
 #[test]
 fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     let tree = |max: i64| {
@@ -275,10 +272,10 @@ fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     rm.allocate(pods, vec![]);
     rm.rec.wait("five pods placed", |s| s.new.len() == 5);
     assert_eq!(rm.update_config(&tree(600)).0, SICORE_OK);
-    rm.rec.wait("two victims", |s| v1_preempted(s).len() >= 2);
+    rm.rec.wait("a victim", |s| !v1_preempted(s).is_empty());
     rm.settle();
     let victims = v1_preempted(&rm.rec.copy());
-    assert_eq!(victims.len(), 2, "{victims:?}");
+    assert_eq!(victims.len(), 1, "{victims:?}");
     for v in &victims {
         assert_eq!(v.application_id, "app-2");
         assert_eq!(
@@ -293,11 +290,11 @@ fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     rm.allocate(vec![], confirms);
     rm.settle();
     let d = rm.dump();
-    assert_eq!(memory_of(&d, "root.p"), 600);
-    assert_eq!(memory_of(&d, "root.p.a"), 200);
+    assert_eq!(memory_of(&d, "root.p"), 800);
+    assert_eq!(memory_of(&d, "root.p.a"), 400);
     assert_eq!(memory_of(&d, "root.p.b"), 400);
     books::check_books(&d).unwrap();
-    assert_eq!(rm.rec.copy().released.len(), 2);
+    assert_eq!(rm.rec.copy().released.len(), 1);
 }
 
 /// YuniKorn v1.9 renamed the queue's delay to `quota.preemption.delay`;
@@ -325,7 +322,7 @@ fn v1_the_v19_delay_key_is_read_and_wins_over_the_v18_one() {
     rm.rec.wait("five pods placed", |s| s.new.len() == 5);
     rm.settle();
     assert_eq!(rm.update_config(&with(new_key, 500)).0, SICORE_OK);
-    rm.rec.wait("victims", |s| v1_preempted(s).len() >= 3);
+    rm.rec.wait("victims", |s| v1_preempted(s).len() >= 2);
     let d = rm.dump();
     let a = find_queue(&d, "default", "root.a").unwrap();
     assert_eq!(a["quota_preemption_delay"], "1ms", "{a}");

@@ -1,4 +1,4 @@
-//! Access control of the REST service (docs/rest-access.md): the Host
+//! Access control of the REST service (docs/rest-and-metrics.md): the Host
 //! header must name the service (DNS rebinding), mutating requests need the
 //! operator's bearer token when one is set, and a service bound beyond
 //! loopback without a token serves reads and refuses every change.

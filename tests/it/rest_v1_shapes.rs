@@ -159,6 +159,7 @@ const QUEUE: &[F] = &[
     ("allocatedResource", T::Res, false),
     ("preemptingResource", T::Res, false),
     ("headroom", T::Res, false),
+    ("headroom", T::Res, false),
     ("isLeaf", T::Bool, true),
     ("isManaged", T::Bool, true),
     ("properties", T::StrMap, false),
@@ -226,10 +227,22 @@ const PARTITION: &[F] = &[
     ("lastStateTransitionTime", T::Int, false),
 ];
 
+/// One RM's build information: what it sent, plus its rmId.
+const BUILD_INFO: &[F] = &[
+    ("rmId", T::Str, true),
+    ("buildVersion", T::Str, false),
+    ("buildDate", T::Str, false),
+    ("goVersion", T::Str, false),
+    ("arch", T::Str, false),
+    ("coreSHA", T::Str, false),
+    ("siSHA", T::Str, false),
+    ("shimSHA", T::Str, false),
+];
+
 /// v1.x fields plus the v0.12 string counters the v0.12 UI reads (33.2).
 const CLUSTER: &[F] = &[
     ("startTime", T::Int, false),
-    ("rmBuildInformation", T::Obj, false),
+    ("rmBuildInformation", T::Arr(BUILD_INFO), false),
     ("partition", T::Str, true),
     ("clusterName", T::Str, true),
     ("totalApplications", T::Str, true),
@@ -498,6 +511,11 @@ fn every_v1_route_has_the_v19_shapes() {
     check_type(&c, T::Arr(CLUSTER), "clusters");
     assert_eq!(c[0]["clusterName"], "kubernetes");
     assert!(c[0]["startTime"].as_i64().unwrap() > 1_600_000_000_000_000_000);
+    // A v0.12 RM sends no build information: its rmId and version.
+    let build = &c[0]["rmBuildInformation"];
+    assert_eq!(build.as_array().map(Vec::len), Some(1), "{build}");
+    assert_eq!(build[0]["rmId"], "rm", "{build}");
+    assert!(build[0]["buildVersion"].is_string(), "{build}");
 
     // 2 metrics: text
     seen("/metrics");
@@ -603,6 +621,20 @@ fn every_v1_route_has_the_v19_shapes() {
     assert_eq!(
         root["childNames"],
         serde_json::json!(["root.a", "root.done"])
+    );
+    // Headroom: the least max - allocated on the path; root's max is the
+    // partition's size (2 nodes of 1000 memory and 10 vcore), so root.a's
+    // own room (3800, 38) is cut to root's (1800, 18), and root.done, with
+    // no max of its own, has root's.
+    let room = serde_json::json!({"memory": 1800, "vcore": 18});
+    assert_eq!(root["headroom"], room, "{root}");
+    assert_eq!(a["headroom"], room, "{a}");
+    let done = crate::restkit::queue_entry(&root, "root.done").unwrap();
+    assert_eq!(done["headroom"], room, "{done}");
+    let alone = ok(&addr, "/ws/v1/partition/default/queue/root.a");
+    assert_eq!(
+        alone["headroom"], room,
+        "the same from the one-queue route: {alone}"
     );
 
     // 10 one queue, with and without its subtree

@@ -9,6 +9,8 @@
 //! error reason out) and gets a table with [`table`]; the library's
 //! `release` drops the `Arc` the table holds.
 
+pub mod convert;
+mod trampoline;
 pub mod v1;
 
 use std::ffi::c_void;
@@ -20,6 +22,9 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 use sicore::proto::sicore::v1 as sicore_pb;
+use trampoline::{
+    decode, notify_trampoline, reclaimed, register_with, reply_with, rm, status_trampoline,
+};
 
 /// What the RM does with each callback, decoded. An `Err` is the reason
 /// the callback reports (non-zero, with the reason in the reply).
@@ -92,65 +97,23 @@ impl Installed {
     }
 }
 
-/// The RM behind a table's `user_data`.
-fn rm<'a, R: Rm>(ud: *mut c_void) -> &'a R {
-    // SAFETY: user_data is the Arc<R> that `table` leaked; the library
-    // calls no callback after `release`, which reclaims it.
-    unsafe { &*(ud as *const R) }
-}
-
-/// Decodes the borrowed message of a callback.
-fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
-    let bytes = if p.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: the library passes a message valid for the call.
-        unsafe { std::slice::from_raw_parts(p, len) }
-    };
-    M::decode(bytes).expect("the library sends valid messages")
-}
-
-/// A status callback's answer: 0, or 1 with the reason in `reply`.
-fn answer(result: Result<(), String>, reply: *mut sicore_reply) -> i32 {
-    match result {
-        Ok(()) => 0,
-        Err(reason) => {
-            sicore_reply_set(reply, reason.as_ptr(), reason.len());
-            1
-        }
-    }
-}
-
-macro_rules! status_trampoline {
-    ($name:ident, $method:ident, $msg:ty) => {
-        unsafe extern "C" fn $name<R: Rm>(
-            ud: *mut c_void,
-            p: *const u8,
-            len: usize,
-            e: *mut sicore_reply,
-        ) -> i32 {
-            answer(rm::<R>(ud).$method(decode::<$msg>(p, len)), e)
-        }
-    };
-}
-
-status_trampoline!(on_allocation, update_allocation, si::AllocationResponse);
-status_trampoline!(on_application, update_application, si::ApplicationResponse);
-status_trampoline!(on_node, update_node, si::NodeResponse);
-status_trampoline!(on_predicates, predicates, si::PredicatesArgs);
+status_trampoline!(Rm, on_allocation, update_allocation, si::AllocationResponse);
 status_trampoline!(
+    Rm,
+    on_application,
+    update_application,
+    si::ApplicationResponse
+);
+status_trampoline!(Rm, on_node, update_node, si::NodeResponse);
+status_trampoline!(Rm, on_predicates, predicates, si::PredicatesArgs);
+status_trampoline!(
+    Rm,
     on_resync,
     resync_scheduler_cache,
     si::ReSyncSchedulerCacheArgs
 );
-
-unsafe extern "C" fn on_event<R: Rm>(ud: *mut c_void, p: *const u8, len: usize) {
-    rm::<R>(ud).send_event(decode(p, len));
-}
-
-unsafe extern "C" fn on_container_state<R: Rm>(ud: *mut c_void, p: *const u8, len: usize) {
-    rm::<R>(ud).update_container_scheduling_state(decode(p, len));
-}
+notify_trampoline!(Rm, on_event, send_event);
+notify_trampoline!(Rm, on_container_state, update_container_scheduling_state);
 
 unsafe extern "C" fn on_update_configuration<R: Rm>(
     ud: *mut c_void,
@@ -158,16 +121,12 @@ unsafe extern "C" fn on_update_configuration<R: Rm>(
     len: usize,
     reply: *mut sicore_reply,
 ) {
-    let bytes = rm::<R>(ud)
-        .update_configuration(decode(p, len))
-        .encode_to_vec();
-    sicore_reply_set(reply, bytes.as_ptr(), bytes.len());
+    reply_with(reply, &rm::<R>(ud).update_configuration(decode(p, len)));
 }
 
 unsafe extern "C" fn on_release<R: Rm>(ud: *mut c_void) {
     // SAFETY: the Arc leaked by `table`; the library releases it once.
-    let r = unsafe { Arc::from_raw(ud as *const R) };
-    r.released();
+    unsafe { reclaimed::<R>(ud) }.released();
 }
 
 /// A callback table whose `user_data` holds a reference to `rm`, given
@@ -257,14 +216,8 @@ pub fn register(
         rm_id: rm_id.into(),
         version: version.into(),
         policy_group: policy_group.into(),
-    }
-    .encode_to_vec();
-    let mut resp = sicore_buffer::empty();
-    let mut err = sicore_buffer::empty();
-    let st =
-        sicore_register_resource_manager(s, req.as_ptr(), req.len(), table, &mut resp, &mut err);
-    sicore_buffer_free(resp);
-    (st, take_string(err))
+    };
+    register_with(sicore_register_resource_manager, s, &req, table)
 }
 
 /// Calls an update entry point with raw bytes.

@@ -6,10 +6,13 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si18::sicore::si18 as sicore18;
 use sicore::proto::si18::v1 as si18;
+
+use super::trampoline::{
+    decode, notify_trampoline, reclaimed, register_with, reply_with, rm, status_trampoline,
+};
 
 /// What a v1 RM does with each callback, decoded.
 pub trait RmV1: Send + Sync + 'static {
@@ -47,61 +50,22 @@ pub trait RmV1: Send + Sync + 'static {
     fn released(&self) {}
 }
 
-fn rm<'a, R: RmV1>(ud: *mut c_void) -> &'a R {
-    // SAFETY: user_data is the Arc<R> that `table` leaked; the library
-    // calls no callback after `release`, which reclaims it.
-    unsafe { &*(ud as *const R) }
-}
-
-fn decode<M: Message + Default>(p: *const u8, len: usize) -> M {
-    let bytes = if p.is_null() {
-        &[][..]
-    } else {
-        // SAFETY: the library passes a message valid for the call.
-        unsafe { std::slice::from_raw_parts(p, len) }
-    };
-    M::decode(bytes).expect("the library sends valid messages")
-}
-
-fn answer(result: Result<(), String>, reply: *mut sicore_reply) -> i32 {
-    match result {
-        Ok(()) => 0,
-        Err(reason) => {
-            sicore_reply_set(reply, reason.as_ptr(), reason.len());
-            1
-        }
-    }
-}
-
-macro_rules! status_trampoline {
-    ($name:ident, $method:ident, $msg:ty) => {
-        unsafe extern "C" fn $name<R: RmV1>(
-            ud: *mut c_void,
-            p: *const u8,
-            len: usize,
-            e: *mut sicore_reply,
-        ) -> i32 {
-            answer(rm::<R>(ud).$method(decode::<$msg>(p, len)), e)
-        }
-    };
-}
-
-status_trampoline!(on_allocation, update_allocation, si18::AllocationResponse);
 status_trampoline!(
+    RmV1,
+    on_allocation,
+    update_allocation,
+    si18::AllocationResponse
+);
+status_trampoline!(
+    RmV1,
     on_application,
     update_application,
     si18::ApplicationResponse
 );
-status_trampoline!(on_node, update_node, si18::NodeResponse);
-status_trampoline!(on_predicates, predicates, si18::PredicatesArgs);
-
-unsafe extern "C" fn on_event<R: RmV1>(ud: *mut c_void, p: *const u8, len: usize) {
-    rm::<R>(ud).send_event(decode(p, len));
-}
-
-unsafe extern "C" fn on_container_state<R: RmV1>(ud: *mut c_void, p: *const u8, len: usize) {
-    rm::<R>(ud).update_container_scheduling_state(decode(p, len));
-}
+status_trampoline!(RmV1, on_node, update_node, si18::NodeResponse);
+status_trampoline!(RmV1, on_predicates, predicates, si18::PredicatesArgs);
+notify_trampoline!(RmV1, on_event, send_event);
+notify_trampoline!(RmV1, on_container_state, update_container_scheduling_state);
 
 unsafe extern "C" fn on_preemption<R: RmV1>(
     ud: *mut c_void,
@@ -109,16 +73,12 @@ unsafe extern "C" fn on_preemption<R: RmV1>(
     len: usize,
     reply: *mut sicore_reply,
 ) {
-    let bytes = rm::<R>(ud)
-        .preemption_predicates(decode(p, len))
-        .encode_to_vec();
-    sicore_reply_set(reply, bytes.as_ptr(), bytes.len());
+    reply_with(reply, &rm::<R>(ud).preemption_predicates(decode(p, len)));
 }
 
 unsafe extern "C" fn on_release<R: RmV1>(ud: *mut c_void) {
     // SAFETY: the Arc leaked by `table`; the library releases it once.
-    let r = unsafe { Arc::from_raw(ud as *const R) };
-    r.released();
+    unsafe { reclaimed::<R>(ud) }.released();
 }
 
 /// A v1 table whose `user_data` holds a reference to `rm`; `predicates`
@@ -145,19 +105,7 @@ pub fn register(
     req: &si18::RegisterResourceManagerRequest,
     table: *const sicore_v1_callbacks,
 ) -> (sicore_status, String) {
-    let bytes = req.encode_to_vec();
-    let mut resp = sicore_buffer::empty();
-    let mut err = sicore_buffer::empty();
-    let st = sicore_v1_register_resource_manager(
-        s,
-        bytes.as_ptr(),
-        bytes.len(),
-        table,
-        &mut resp,
-        &mut err,
-    );
-    sicore_buffer_free(resp);
-    (st, super::take_string(err))
+    register_with(sicore_v1_register_resource_manager, s, req, table)
 }
 
 /// `sicore_v1_update_configuration`.

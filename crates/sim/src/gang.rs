@@ -19,7 +19,9 @@ use sicore::proto::si::v1 as si;
 
 use sicore_c_rm::{confirm_replacements, table, Installed, Rm};
 
-use crate::{check, library_version, register_sim, take_string};
+use sicore_c_rm::take_string;
+
+use crate::rm::{check, library_version, register_sim};
 
 /// The gang workload's size.
 pub struct GangArgs {
@@ -159,7 +161,7 @@ pub fn run(args: GangArgs) -> Result<(), String> {
         .map(|i| {
             let node_id = format!("node-{i:05}");
             si::NodeInfo {
-                attributes: crate::node_attributes(i, &node_id),
+                attributes: crate::shapes::node_attributes(i, &node_id),
                 node_id,
                 action: si::node_info::ActionFromRm::Create as i32,
                 schedulable_resource: resource(64_000, 64),
@@ -214,7 +216,7 @@ pub fn run(args: GangArgs) -> Result<(), String> {
             .map(|i| {
                 let key = format!("gang-{i}-{}", if placeholder { "ph" } else { "member" });
                 si::AllocationAsk {
-                    tags: crate::pod_tags("sim", &key),
+                    tags: crate::shapes::pod_tags("sim", &key),
                     allocation_key: key,
                     application_id: format!("gang-{i}"),
                     partition_name: "default".into(),

@@ -17,9 +17,9 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use crate::cli::Args;
 use crate::html::fmt_num;
 use crate::workload::{app, ask, nodes, Driver};
-use crate::Args;
 
 const CONFIG: &str = "\
 # sicore-sim --workload preemption (crates/sim/src/preempt.rs)
@@ -145,8 +145,8 @@ pub fn run(args: &Args) -> Result<(), String> {
         "  preemption checks  {} ({})",
         rm.preemption_checks.load(Ordering::SeqCst),
         match d.edition {
-            crate::Edition::V012 => "Predicates{allocate: false}",
-            crate::Edition::V1 => "PreemptionPredicates",
+            crate::cli::Edition::V012 => "Predicates{allocate: false}",
+            crate::cli::Edition::V1 => "PreemptionPredicates",
         }
     );
     let first_mark = |label: &str| {

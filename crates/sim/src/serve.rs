@@ -5,7 +5,9 @@ use std::sync::mpsc;
 
 use sicore::ffi::{sicore_buffer, sicore_rest_address, sicore_scheduler};
 
-use crate::{check, take_string};
+use sicore_c_rm::take_string;
+
+use crate::rm::check;
 
 /// The address the scheduler's REST service is bound to.
 pub fn bound_address(sched: *mut sicore_scheduler) -> Result<String, String> {

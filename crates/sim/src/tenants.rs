@@ -21,8 +21,8 @@ use std::time::Duration;
 
 use sicore::proto::si::v1 as si;
 
+use crate::cli::Args;
 use crate::workload::{app, ask, nodes, Driver};
-use crate::Args;
 
 const CONFIG: &str = "\
 # sicore-sim --workload tenants (crates/sim/src/tenants.rs)

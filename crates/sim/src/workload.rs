@@ -16,9 +16,11 @@ use sicore::proto::si18::v1 as si18;
 use sicore::proto::sicore::v1::SchedulerOptions;
 use sicore_c_rm::{table, Installed, UpdateFn};
 
-use crate::{
-    library_version, register_sim, report, v1_node, v1_request, Args, Counters, Edition, Sim,
-};
+use sicore_c_rm::convert::{v1_node, v1_request};
+
+use crate::cli::{Args, Edition};
+use crate::report;
+use crate::rm::{library_version, register_sim, Counters, Sim};
 
 /// One allocation the RM holds.
 #[derive(Clone, Debug)]
@@ -547,9 +549,9 @@ pub fn ask(app: &str, key: &str, memory: i64, vcore: i64, priority: i32) -> si::
     si::AllocationAsk {
         allocation_key: key.into(),
         application_id: app.into(),
-        tags: crate::pod_tags("sim", key),
+        tags: crate::shapes::pod_tags("sim", key),
         partition_name: "default".into(),
-        resource_ask: crate::resource(memory, vcore),
+        resource_ask: crate::shapes::resource(memory, vcore),
         max_allocations: 1,
         priority: Some(si::Priority {
             priority: Some(si::priority::Priority::PriorityValue(priority)),
@@ -578,10 +580,10 @@ pub fn nodes(count: usize, memory: i64, vcore: i64) -> Vec<si::NodeInfo> {
         .map(|i| {
             let node_id = format!("node-{i:05}");
             si::NodeInfo {
-                attributes: crate::node_attributes(i, &node_id),
+                attributes: crate::shapes::node_attributes(i, &node_id),
                 node_id,
                 action: si::node_info::ActionFromRm::Create as i32,
-                schedulable_resource: crate::resource(memory, vcore),
+                schedulable_resource: crate::shapes::resource(memory, vcore),
                 ..Default::default()
             }
         })

@@ -11,9 +11,7 @@
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
-use crate::scheduler::api::NewAllocation;
 
 /// What a v1.8 resource manager calls. Implemented by [`crate::Scheduler`].
 pub trait SchedulerApiV1: Send + Sync {
@@ -66,19 +64,6 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
         Ok(())
     }
 
-    /// Decided allocations, as one `update_allocation` with only `new`. The
-    /// default builds the message; an adapter may encode straight from the
-    /// records instead (the C ABI does).
-    fn new_allocations(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
-        self.update_allocation(&si18::AllocationResponse {
-            new: allocations
-                .iter()
-                .map(|a| super::convert::new_allocation(a))
-                .collect(),
-            ..Default::default()
-        })
-    }
-
     /// Accepted, rejected and updated applications.
     fn update_application(&self, _response: &si18::ApplicationResponse) -> Result<(), String> {
         Ok(())
@@ -92,18 +77,6 @@ pub trait ResourceManagerCallbackV1: Send + Sync {
     /// May the request run on the node? `Err(reason)` keeps it off.
     fn predicates(&self, _args: &si18::PredicatesArgs) -> Result<(), String> {
         Ok(())
-    }
-
-    /// [`Self::predicates`] with the core's arguments, an SI v0.12
-    /// `PredicatesArgs` (the same fields and wire as v1.8's), once per
-    /// decision. The default copies them into the v1.8 message; an adapter
-    /// may encode them as they are instead (the C ABI does).
-    fn predicates_same_wire(&self, args: &si::PredicatesArgs) -> Result<(), String> {
-        self.predicates(&si18::PredicatesArgs {
-            allocation_key: args.allocation_key.clone(),
-            node_id: args.node_id.clone(),
-            allocate: args.allocate,
-        })
     }
 
     /// Whether [`Self::predicates`] is implemented; when false every node passes.

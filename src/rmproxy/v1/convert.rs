@@ -17,8 +17,8 @@ use super::super::wire::share;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
-use crate::scheduler::api::NewAllocation;
 use crate::scheduler::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
+use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::partition_key::check_partition_owner;
 use crate::scheduler::request::{
     AllocationUpdate, AskRequest, ForeignAllocation, PlacedAllocation,

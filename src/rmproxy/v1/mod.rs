@@ -1,12 +1,12 @@
 //! The SI v1.8 edge: the v1 API ([`api`]), the translation of v1 requests
 //! into the core's commands ([`convert`]), of the core's outcomes into v1
-//! callbacks ([`adapter`], [`events`]), and the `extraConfig` keys
+//! callbacks ([`edge`], [`events`]), and the `extraConfig` keys
 //! ([`extra`]). The core itself stays edition-neutral; the edition is
 //! bound to the rmID at registration (see [`RmProxy`]).
 
-pub mod adapter;
 pub mod api;
 pub mod convert;
+pub mod edge;
 pub use crate::scheduler::events_v1 as events;
 pub mod extra;
 pub mod wire;
@@ -17,10 +17,10 @@ use super::{validate, RmProxy};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::config_txn::ApplyRefused;
 use crate::scheduler::core::Command;
 use crate::scheduler::edition::{ConfigOrigin, Edition};
+use crate::scheduler::port::RmPort;
 use api::ResourceManagerCallbackV1;
 
 fn require(value: &str, what: &str) -> Result<(), Error> {
@@ -38,6 +38,16 @@ impl RmProxy {
         request: si18::RegisterResourceManagerRequest,
         callback: Arc<dyn ResourceManagerCallbackV1>,
     ) -> Result<si18::RegisterResourceManagerResponse, Error> {
+        self.register_port_v1(request, Arc::new(edge::EdgeV1::new(callback)))
+    }
+
+    /// [`Self::register_resource_manager_v1`] with the RM's port: the Rust
+    /// edge's, or a C callback table, which is its own.
+    pub fn register_port_v1(
+        &self,
+        request: si18::RegisterResourceManagerRequest,
+        port: Arc<dyn RmPort>,
+    ) -> Result<si18::RegisterResourceManagerResponse, Error> {
         self.refuse_sync("RegisterResourceManager")?;
         require(&request.rm_id, "RegisterResourceManagerRequest.rmID")?;
         require(
@@ -45,15 +55,16 @@ impl RmProxy {
             "RegisterResourceManagerRequest.policyGroup",
         )?;
         let events = extra::apply(&request.rm_id, &request.extra_config);
-        let adapter: Arc<dyn ResourceManagerCallback> =
-            Arc::new(adapter::V1Callback::new(callback));
         self.register_as(
-            request.rm_id,
-            request.policy_group,
-            Edition::V1,
-            ConfigOrigin::Text(request.config),
-            events,
-            adapter,
+            super::Registration {
+                rm_id: request.rm_id,
+                policy_group: request.policy_group,
+                edition: Edition::V1,
+                config: ConfigOrigin::Text(request.config),
+                events,
+                build_info: request.build_info.into_iter().collect(),
+            },
+            port,
         )?;
         Ok(si18::RegisterResourceManagerResponse {})
     }

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use super::adapter::V1Callback;
 use super::api::ResourceManagerCallbackV1;
+use super::edge::EdgeV1;
 use crate::proto::si::v1::TerminationType;
 use crate::proto::si18::v1 as si18;
 use crate::scheduler::edition::Edition;
@@ -82,7 +82,7 @@ fn the_rm_s_answer_decides_and_an_rm_without_the_callback_is_not_asked() {
             implemented,
             checks: Mutex::new(Vec::new()),
         });
-        let cb = V1Callback::new(rm.clone());
+        let cb = EdgeV1::new(rm.clone());
         h.schedule_with(&cb); // reserves n1
         let seen = h.schedule_with(&cb);
         let victims = seen.released_as(TerminationType::PreemptedByScheduler);

@@ -8,11 +8,11 @@ use crate::config;
 use crate::error::Error;
 use crate::events::EventStats;
 use crate::proto::si::v1 as si;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::objects::node;
 use crate::scheduler::outcome::{OutMsg, Outcomes};
 use crate::scheduler::partition::{AppTimeouts, Partition};
 use crate::scheduler::partition_key::{resolve_partition, PartitionKey};
+use crate::scheduler::port::RmPort;
 use crate::scheduler::request::AllocationUpdate;
 use crate::scheduler::resource;
 use crate::scheduler::snapshot::{self, RmView, Snapshot, Stamp};
@@ -54,6 +54,8 @@ pub struct RmState {
     pub config_text: String,
     /// Keys of its partitions.
     pub partitions: Vec<PartitionKey>,
+    /// What it said of its build at registration.
+    pub build_info: std::collections::BTreeMap<String, String>,
 }
 
 /// The rmIDs the core holds, with the edition each registered through,
@@ -151,7 +153,7 @@ impl Core {
         edition: Edition,
         origin: ConfigOrigin,
         events: RmEventSettings,
-        callback: Arc<dyn ResourceManagerCallback>,
+        callback: Arc<dyn RmPort>,
     ) -> Result<(), Error> {
         // Re-registration starts afresh (spec 1.4): the RM's old state goes
         // first, so a failed re-registration leaves it unregistered.
@@ -218,6 +220,7 @@ impl Core {
                 checksum: loaded.config.checksum,
                 config_text: loaded.text,
                 partitions: names,
+                build_info: Default::default(),
             },
         );
         if let Some(capacity) = capacity {
@@ -470,7 +473,7 @@ impl Core {
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();
             out.link.clone_from(&cb);
             let started = self.clock.now();
-            let cb_ref = cb.as_deref().map(|c| c as &dyn ResourceManagerCallback);
+            let cb_ref = cb.as_deref().map(|c| c as &dyn RmPort);
             let n = p.schedule(cb_ref, super::PASS_BUDGET, &mut out);
             if n > 0 {
                 self.metrics
@@ -569,6 +572,7 @@ impl Core {
                 config_text: &rm.config_text,
                 event_capacity: self.events.get(id.as_str()).map(EventStore::capacity),
                 grammar: rm.edition.quantity_grammar(),
+                build_info: &rm.build_info,
             }),
             self.partitions.values(),
             self.event_stats(),
@@ -587,7 +591,7 @@ impl Core {
         let parts = self
             .rm_dump_sources()
             .into_iter()
-            .filter_map(|(id, cb)| cb.rm_state_dump().map(|d| (id, d)))
+            .filter_map(|(id, cb)| cb.state_dump().map(|d| (id, d)))
             .collect();
         crate::scheduler::dump::with_rm_dumps(self.dump_core_json(), parts)
     }
@@ -602,7 +606,7 @@ impl Core {
         self.rms
             .iter()
             .map(|(id, rm)| {
-                let cb: Arc<dyn ResourceManagerCallback> = rm.callback.clone();
+                let cb: Arc<dyn RmPort> = rm.callback.clone();
                 (id.clone(), cb)
             })
             .collect()

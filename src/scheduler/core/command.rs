@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use crossbeam_channel::Sender;
 
-use super::super::api::ResourceManagerCallback;
 use super::super::config_txn::{ApplyRefused, ConfigTarget};
+use super::super::port::RmPort;
 use super::super::request::AllocationUpdate;
 use super::super::snapshot::Snapshot;
 use crate::config;
@@ -52,8 +52,11 @@ pub enum Command {
         config: crate::scheduler::edition::ConfigOrigin,
         /// Its own event settings (SI v1.8 `extraConfig`; none for v0.12).
         events: crate::events::RmEventSettings,
+        /// What it says of its build (SI v1 `buildInfo`; v0.12: its
+        /// version), for REST's `rmBuildInformation`.
+        build_info: std::collections::BTreeMap<String, String>,
         /// The RM's callbacks.
-        callback: Arc<dyn ResourceManagerCallback>,
+        callback: Arc<dyn RmPort>,
         /// Where the outcome goes.
         reply: Reply<Result<(), Error>>,
     },
@@ -111,7 +114,7 @@ pub enum Command {
         /// Refuse unless this checksum is still in force.
         expected_checksum: Option<String>,
         /// The callbacks the RM was asked through.
-        registration: Arc<dyn ResourceManagerCallback>,
+        registration: Arc<dyn RmPort>,
         /// Where the outcome goes.
         reply: Reply<Result<(), ApplyRefused>>,
     },
@@ -199,7 +202,4 @@ pub const CONFIG_REJECTED_REASON: &str = "ConfigurationRejected";
 /// An RM whose own state dump (the SI v1 `StateDumpPlugin`) belongs in the
 /// full state dump: its id, and its callbacks (calls through them keep the
 /// RM's one-callback-at-a-time order).
-pub type RmDumpSource = (
-    String,
-    std::sync::Arc<dyn crate::scheduler::api::ResourceManagerCallback>,
-);
+pub type RmDumpSource = (String, std::sync::Arc<dyn RmPort>);

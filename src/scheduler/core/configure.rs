@@ -15,10 +15,10 @@ use super::{Core, ReloadOutcome, WatchVerdict, CONFIG_REJECTED_REASON};
 use crate::config::{self, LoadedConfig, PartitionConfig};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::config_txn::{ApplyRefused, ConfigTarget};
 use crate::scheduler::edition::Edition;
 use crate::scheduler::partition::Partition;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::resource;
 
 /// Source label of configuration text set through the REST service.
@@ -218,7 +218,7 @@ impl Core {
         Ok(ConfigTarget {
             checksum: rm.checksum.clone(),
             text: rm.config_text.clone(),
-            callback: rm.callback.clone() as Arc<dyn ResourceManagerCallback>,
+            callback: rm.callback.clone() as Arc<dyn RmPort>,
             rm_id,
         })
     }
@@ -237,7 +237,7 @@ impl Core {
         rm_id: &str,
         text: String,
         expected_checksum: Option<&str>,
-        registration: &Arc<dyn ResourceManagerCallback>,
+        registration: &Arc<dyn RmPort>,
     ) -> Result<(), ApplyRefused> {
         let current = self
             .rms

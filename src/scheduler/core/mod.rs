@@ -255,10 +255,15 @@ impl Core {
                 edition,
                 config,
                 events,
+                build_info,
                 callback,
                 reply,
             } => reply.send(self.answer("RegisterResourceManager", |core| {
-                core.register(&rm_id, &policy_group, edition, config, events, callback)
+                core.register(&rm_id, &policy_group, edition, config, events, callback)?;
+                if let Some(rm) = core.rms.get_mut(&rm_id) {
+                    rm.build_info = build_info;
+                }
+                Ok(())
             })),
             Command::RmEvents { rm_id, events } => self.set_rm_events(&rm_id, events),
             Command::Reload { rm_id, reply } => {

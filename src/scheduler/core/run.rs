@@ -11,11 +11,11 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::{Command, Core};
 use crate::proto::si::v1 as si;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::link::{Posted, RmLink};
 use crate::scheduler::observe::{HISTORY_INTERVAL, REFRESH_INTERVAL};
 use crate::scheduler::outcome::Outbound;
 use crate::scheduler::partition::{OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
+use crate::scheduler::port::RmPort;
 
 /// Most commands taken from the inbox before the core looks at timers and
 /// runs a pass.
@@ -157,7 +157,7 @@ impl Core {
             let Some(rm) = self.rms.get(&p.rm_id) else {
                 continue;
             };
-            if !rm.callback.has_container_scheduling_state() {
+            if !rm.callback.has_container_state() {
                 continue; // nobody to tell
             }
             if p.tried.is_empty() {

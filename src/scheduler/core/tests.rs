@@ -9,9 +9,9 @@ use crossbeam_channel::bounded;
 
 use super::*;
 use crate::proto::si::v1 as si;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::clock::{Clock, ManualClock};
 use crate::scheduler::outcome::OutMsg;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::request::AllocationUpdate;
 
 const RM: &str = "rm";
@@ -20,7 +20,7 @@ const GROUP: &str = "queues";
 /// An RM that answers every callback with the defaults.
 struct Rm;
 
-impl ResourceManagerCallback for Rm {
+impl RmPort for Rm {
     fn has_predicates(&self) -> bool {
         false
     }
@@ -45,6 +45,7 @@ fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
         edition: crate::scheduler::edition::Edition::V012,
         config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
         events: Default::default(),
+        build_info: Default::default(),
         callback: Arc::new(Rm),
         reply: tx.into(),
     });
@@ -340,7 +341,8 @@ fn a_settled_dump_shows_the_pass_its_requests_trigger() {
 
 #[test]
 fn the_rest_update_steps_dry_run_then_apply_only_for_the_registration_asked() {
-    use crate::scheduler::config_txn::{same_registration, ApplyRefused, ConfigTarget};
+    use crate::scheduler::config_txn::{ApplyRefused, ConfigTarget};
+    use crate::scheduler::port::same_registration;
     let (mut core, _clock) = core_with_node(options(TWO_QUEUES));
     add_app(&mut core, "app", "root.a");
     let target = |core: &mut Core, text: &str| -> Result<ConfigTarget, Error> {
@@ -354,7 +356,7 @@ fn the_rest_update_steps_dry_run_then_apply_only_for_the_registration_asked() {
     let apply = |core: &mut Core,
                  text: &str,
                  expected: &str,
-                 registration: Arc<dyn ResourceManagerCallback>|
+                 registration: Arc<dyn RmPort>|
      -> Result<(), ApplyRefused> {
         let (tx, rx) = bounded(1);
         core.step(Command::ApplyConfigText {
@@ -391,7 +393,7 @@ fn the_rest_update_steps_dry_run_then_apply_only_for_the_registration_asked() {
     assert_eq!(in_force(&core), before, "still a dry run");
 
     // Another table than the one asked is not the RM's registration.
-    let other: Arc<dyn ResourceManagerCallback> = Arc::new(Rm);
+    let other: Arc<dyn RmPort> = Arc::new(Rm);
     assert!(!same_registration(&other, &t.callback));
     let refused = apply(&mut core, &three, &t.checksum, other);
     assert!(

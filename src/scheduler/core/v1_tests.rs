@@ -13,12 +13,12 @@ use crossbeam_channel::bounded;
 use super::*;
 use crate::options::Options;
 use crate::proto::si::v1 as si;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::clock::ManualClock;
 use crate::scheduler::core::Command;
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 use crate::scheduler::outcome::OutMsg;
 use crate::scheduler::outcome::Outbound;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::request::{
     AllocationUpdate, AskRequest, ForeignAllocation, PlacedAllocation,
 };
@@ -44,7 +44,7 @@ const YAML: &str = "partitions:
 
 struct Rm;
 
-impl ResourceManagerCallback for Rm {
+impl RmPort for Rm {
     fn has_predicates(&self) -> bool {
         false
     }
@@ -62,6 +62,7 @@ fn register(core: &mut Core, edition: Edition) {
         edition,
         config: o_config,
         events: Default::default(),
+        build_info: Default::default(),
         callback: Arc::new(Rm),
         reply: tx.into(),
     });

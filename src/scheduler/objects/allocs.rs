@@ -82,6 +82,9 @@ struct Entry {
     indexed: bool,
     /// Insertion order: larger is newer (preemption's victim order).
     born: u64,
+    /// Clock hour since the Unix epoch it was added in (quota
+    /// preemption's victim order).
+    hour: u32,
 }
 
 impl Entry {
@@ -100,6 +103,8 @@ pub struct AllocTable {
     by_uuid: FastMap<Arc<str>, AllocSlot>,
     /// The next entry's `born`.
     next_born: u64,
+    /// The next entry's `hour`.
+    hour: u32,
 }
 
 impl AllocTable {
@@ -234,6 +239,16 @@ impl AllocTable {
         self.slab[slot as usize].born
     }
 
+    /// The clock hour (since the Unix epoch) of the allocation in `slot`.
+    pub fn hour(&self, slot: AllocSlot) -> u32 {
+        self.slab[slot as usize].hour
+    }
+
+    /// Sets the clock hour the next allocations are added in.
+    pub fn set_hour(&mut self, hour: u32) {
+        self.hour = hour;
+    }
+
     fn add(&mut self, alloc: Allocation, indexed: bool) -> AllocSlot {
         self.next_born += 1;
         let slot = self.slab.insert(Entry {
@@ -242,6 +257,7 @@ impl AllocTable {
             node_pos: NOWHERE,
             indexed,
             born: self.next_born,
+            hour: self.hour,
         });
         AllocSlot::try_from(slot).expect("fewer than 2^32 live allocations")
     }

@@ -7,6 +7,7 @@
 //! a node it was not made for.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use smallvec::SmallVec;
 
@@ -29,6 +30,9 @@ pub struct Reservations {
     by_node: FastMap<NodeSlot, ReservedAsk>,
     /// Ask -> nodes it holds, in the order it reserved them.
     by_ask: FastMap<ReservedAsk, SmallVec<[NodeSlot; 2]>>,
+    /// Node -> when its reservation was made (the age rules of YuniKorn
+    /// v1.9 count from there).
+    since: FastMap<NodeSlot, Instant>,
 }
 
 impl Reservations {
@@ -57,16 +61,24 @@ impl Reservations {
         self.by_node.get(&node).is_some_and(|r| &*r.app == app)
     }
 
-    /// Records a reservation. The caller checked the rules of spec 8.9.
-    pub fn reserve(&mut self, node: NodeSlot, ask: ReservedAsk) {
+    /// Records a reservation made at `at`. The caller checked the rules
+    /// of spec 8.9.
+    pub fn reserve(&mut self, node: NodeSlot, ask: ReservedAsk, at: Instant) {
         debug_assert!(!self.by_node.contains_key(&node));
         self.by_ask.entry(ask.clone()).or_default().push(node);
         self.by_node.insert(node, ask);
+        self.since.insert(node, at);
+    }
+
+    /// When the reservation on `node` was made.
+    pub fn made_at(&self, node: NodeSlot) -> Option<Instant> {
+        self.since.get(&node).copied()
     }
 
     /// Cancels the reservation on a node; returns what held it.
     pub fn cancel_node(&mut self, node: NodeSlot) -> Option<ReservedAsk> {
         let ask = self.by_node.remove(&node)?;
+        self.since.remove(&node);
         if let Some(nodes) = self.by_ask.get_mut(&ask) {
             nodes.retain(|n| *n != node);
             if nodes.is_empty() {
@@ -120,14 +132,17 @@ mod tests {
     #[test]
     fn both_indexes_stay_in_step() {
         let mut r = Reservations::default();
-        r.reserve(1, ask("a", "k"));
-        r.reserve(10, ask("a", "k"));
-        r.reserve(2, ask("b", "k"));
+        let now = Instant::now();
+        r.reserve(1, ask("a", "k"), now);
+        r.reserve(10, ask("a", "k"), now);
+        r.reserve(2, ask("b", "k"), now);
+        assert_eq!(r.made_at(2), Some(now));
         assert_eq!(r.count_for(&ask("a", "k")), 2);
         assert!(r.app_holds_node("a", 10));
         assert!(!r.app_holds_node("a", 2));
         assert!(!r.app_holds_node("ab", 10), "no prefix matching");
         assert_eq!(r.cancel_node(1).unwrap(), ask("a", "k"));
+        assert_eq!(r.made_at(1), None);
         assert_eq!(r.count_for(&ask("a", "k")), 1);
         assert_eq!(r.cancel_app("a").len(), 1);
         assert!(!r.iter().any(|(_, a)| &*a.app == "a"));

@@ -71,7 +71,7 @@ impl Partition {
     /// number of decisions taken (allocations and reservations).
     pub fn schedule(
         &mut self,
-        cb: Option<&dyn ResourceManagerCallback>,
+        cb: Option<&dyn RmPort>,
         budget: usize,
         out: &mut Outcomes,
     ) -> usize {
@@ -91,14 +91,9 @@ impl Partition {
             }
         }
         // Quota-change preemption first, pending work or not (preempt/quota.rs).
-        let quota_runs = if self.preempt.quota.armed.is_empty() {
-            0
-        } else {
-            let now = self.clock.now();
-            self.quota_pass(now, out)
-        };
+        let quota_runs = self.quota_step(out);
         let root = self.queues.get(ROOT);
-        let track_tried = cb.is_some_and(|c| c.has_container_scheduling_state());
+        let track_tried = cb.is_some_and(|c| c.has_container_state());
         // No max on root means no nodes, or an unlimited node (spec 11.6;
         // v0.12 could not allocate there, sicore does). Without nodes the
         // pass only finds which asks wait (the outstanding check, for an
@@ -136,7 +131,8 @@ impl Partition {
                         "reserving node {} for ask {key} of {app}",
                         self.nodes[node].id
                     );
-                    self.reservations.reserve(node, ReservedAsk { app, key });
+                    self.reservations
+                        .reserve(node, ReservedAsk { app, key }, now);
                 }
                 Some(Decision::Preempt(plan)) => {
                     self.cancel_stale_reservations(&mut pass.preempt_stale);

@@ -142,6 +142,8 @@ impl Partition {
             // other trackers of its usage hook into).
             apps::sync_active(app, &mut self.queues, &mut self.ugm);
         }
+        // Either way: a queue still above its max is armed (v1.9, 5.3).
+        self.quota_arm_on_growth(a.queue);
         log::debug!(
             "allocation {uuid} of {} on {} resized from {old} to {new}",
             a.app,

@@ -304,6 +304,7 @@ impl Partition {
         });
         let group = record.task_group.clone();
         let app_slot = self.apps.slot_of(app_id).expect("checked by the caller");
+        self.stamp_hour();
         self.allocations.insert(
             Allocation {
                 record: record.clone(),
@@ -322,6 +323,8 @@ impl Partition {
         } else {
             self.fire(app_id, AppEvent::Run, None, out);
         }
+        // Usage the RM brought may pass a max (v1.9 quota arming, 5.3).
+        self.quota_arm_on_growth(queue);
         record
     }
 

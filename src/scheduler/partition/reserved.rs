@@ -97,6 +97,7 @@ impl Partition {
                     continue;
                 };
                 if !fits_queue {
+                    self.expire_reservation(slot, &r, now); // YuniKorn v1.9, 7.1
                     continue;
                 }
                 // Required-node preemption (preempt/required.rs).

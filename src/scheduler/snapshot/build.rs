@@ -333,6 +333,7 @@ pub fn build<'a>(
                 checksum: rm.checksum.to_string(),
                 config_text: rm.config_text.to_string(),
                 grammar: rm.grammar,
+                build_info: rm.build_info.clone(),
                 events: RmEventsSnap {
                     enabled: rm.event_capacity.is_some(),
                     request_capacity: rm.event_capacity.unwrap_or(0) as u64,

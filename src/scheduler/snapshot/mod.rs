@@ -100,6 +100,10 @@ pub struct RmSnap {
     /// How its configuration writes quantities (its SI edition's way).
     #[serde(skip)]
     pub grammar: crate::config::QuantityGrammar,
+    /// What it said of its build at registration (SI v1 `buildInfo`;
+    /// v0.12: `buildVersion`, its version); left out when empty.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub build_info: BTreeMap<String, String>,
 }
 
 /// One RM's event settings in force (its own, SI v1.8 `extraConfig`, or
@@ -479,4 +483,6 @@ pub struct RmView<'a> {
     pub event_capacity: Option<usize>,
     /// How its configuration writes quantities (its SI edition's way).
     pub grammar: crate::config::QuantityGrammar,
+    /// What it said of its build at registration.
+    pub build_info: &'a BTreeMap<String, String>,
 }

@@ -25,9 +25,10 @@
 //     settings) come from the RM, in its registration request and in
 //     UpdateConfiguration, as with the YuniKorn core.
 //
-// When sicore cannot start (the REST port is taken, say), the reason is
-// logged and RMProxy is nil: the k8shim then exits, or its plugin reports
-// the error, as it would for the YuniKorn core.
+// When the REST service cannot start (its port is taken, say), the reason
+// is logged and the scheduler runs without it, as the YuniKorn core's web
+// service does. When sicore itself cannot start, the reason is logged and
+// RMProxy is nil: the k8shim then exits.
 package entrypoint
 
 import (
@@ -38,6 +39,7 @@ import (
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/api"
 	"go.uber.org/zap"
 
+	"github.com/apache/yunikorn-core/pkg/scheduler"
 	"github.com/apache/yunikorn-core/pkg/sicore"
 )
 
@@ -54,15 +56,17 @@ const EnvRESTAllowedHosts = "SICORE_REST_ALLOWED_HOSTS"
 // port of the YuniKorn core's web service.
 const DefaultRESTAddress = ":9080"
 
-// ServiceContext is what the services' start returns. RMProxy is the only
-// field an RM of the YuniKorn core uses.
+// ServiceContext is what the services' start returns. RMProxy is what an
+// RM of the YuniKorn core runs on; Scheduler is what its tests look into.
 type ServiceContext struct {
 	// RMProxy is the scheduler core's API for the RM: the sicore
 	// scheduler, or nil when it could not start.
 	RMProxy api.SchedulerAPI
 	// Scheduler is the same scheduler with sicore's own methods
-	// (StateDump, Metrics, RESTAddress); nil when it could not start.
-	Scheduler *sicore.Scheduler
+	// (StateDump, Metrics, RESTAddress) and the reference's
+	// GetClusterContext, which RMs' tests use to look into the core; nil
+	// when it could not start.
+	Scheduler *scheduler.Scheduler
 }
 
 // StopAll stops the scheduler: its threads, its REST service and every
@@ -94,8 +98,12 @@ func StartAllServicesWithLogger(logger *zap.Logger, zapConfigs *zap.Config) *Ser
 	return start(l, sicore.WithLogLevel(level))
 }
 
+// newScheduler is sicore.New; tests replace it to make the start fail.
+var newScheduler = sicore.New
+
 func start(l *slog.Logger, extra ...sicore.Option) *ServiceContext {
-	opts := append([]sicore.Option{sicore.WithLogger(l)}, extra...)
+	base := append([]sicore.Option{sicore.WithLogger(l)}, extra...)
+	opts := append([]sicore.Option(nil), base...)
 	addr, set := os.LookupEnv(EnvRESTAddress)
 	if !set {
 		addr = DefaultRESTAddress
@@ -115,11 +123,20 @@ func start(l *slog.Logger, extra ...sicore.Option) *ServiceContext {
 			opts = append(opts, sicore.WithRESTAllowedHosts(hosts...))
 		}
 	}
-	sched, err := sicore.New(opts...)
+	sched, err := newScheduler(opts...)
+	if err != nil && addr != "off" && addr != "" {
+		// The YuniKorn core logs a web service that cannot listen and goes
+		// on scheduling; so does the drop-in. An RM that starts several
+		// cores in one process (the k8shim's own tests) gets them all.
+		l.Error("sicore: the REST service cannot start; the scheduler runs without it",
+			"address", addr, "variable", EnvRESTAddress, "error", err)
+		addr = "off"
+		sched, err = newScheduler(base...)
+	}
 	if err != nil {
 		l.Error("sicore: cannot start the scheduler", "error", err)
 		return &ServiceContext{}
 	}
 	l.Info("sicore: scheduler started", "version", sicore.Version(), "rest", addr)
-	return &ServiceContext{RMProxy: sched, Scheduler: sched}
+	return &ServiceContext{RMProxy: sched, Scheduler: scheduler.New(sched)}
 }

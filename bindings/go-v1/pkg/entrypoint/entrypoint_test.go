@@ -1,6 +1,7 @@
 package entrypoint
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -16,6 +17,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/apache/yunikorn-core/pkg/sicore"
 )
 
 // nodeRM is the least RM that waits for node answers.
@@ -100,9 +103,11 @@ func TestStartAllServicesWithLogger(t *testing.T) {
 	}
 }
 
-// TestStartFailureLeavesRMProxyNil: when sicore cannot start, RMProxy is
-// a nil interface (the k8shim checks it), not a nil *Scheduler.
-func TestStartFailureLeavesRMProxyNil(t *testing.T) {
+// TestRESTPortTakenSchedulesWithoutREST: a REST port that is taken is
+// logged, and the scheduler runs without REST, as the YuniKorn core's web
+// service does (the k8shim's own tests start a core per test in one
+// process).
+func TestRESTPortTakenSchedulesWithoutREST(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -110,9 +115,30 @@ func TestStartFailureLeavesRMProxyNil(t *testing.T) {
 	defer l.Close()
 	t.Setenv(EnvRESTAddress, l.Addr().String())
 	ctx := StartAllServices()
-	if ctx.RMProxy != nil {
-		ctx.StopAll()
-		t.Fatalf("RMProxy %v although the REST port is taken", ctx.RMProxy)
+	if ctx.RMProxy == nil || ctx.Scheduler == nil {
+		t.Fatal("no scheduler although only the REST port is taken")
+	}
+	defer ctx.StopAll()
+	if addr, err := ctx.Scheduler.RESTAddress(); err != nil || addr != "" {
+		t.Errorf("REST address %q (%v), want none", addr, err)
+	}
+	if dump, err := ctx.Scheduler.StateDump(); err != nil || !strings.Contains(string(dump), "partitions") {
+		t.Errorf("the scheduler does not answer: %v %.80s", err, dump)
+	}
+}
+
+// TestStartFailureLeavesRMProxyNil: when sicore cannot start, RMProxy is
+// a nil interface (the k8shim checks it), not a nil *Scheduler.
+func TestStartFailureLeavesRMProxyNil(t *testing.T) {
+	saved := newScheduler
+	defer func() { newScheduler = saved }()
+	newScheduler = func(...sicore.Option) (*sicore.Scheduler, error) {
+		return nil, errors.New("no scheduler today")
+	}
+	t.Setenv(EnvRESTAddress, "off")
+	ctx := StartAllServices()
+	if ctx.RMProxy != nil || ctx.Scheduler != nil {
+		t.Fatalf("RMProxy %v although sicore did not start", ctx.RMProxy)
 	}
 	ctx.StopAll() // a no-op
 }

@@ -279,7 +279,7 @@ func (c *config) encodeREST() []byte {
 // WithRESTToken sets the bearer token that requests changing state through
 // the REST service must carry (Authorization: Bearer TOKEN). Without a
 // token a service bound beyond loopback serves reads only; one bound to
-// loopback accepts changes from this machine (docs/rest-access.md).
+// loopback accepts changes from this machine (docs/rest-and-metrics.md).
 func WithRESTToken(token string) Option {
 	return func(c *config) error {
 		if token == "" {
@@ -293,7 +293,7 @@ func WithRESTToken(token string) Option {
 // WithRESTAllowedHosts adds Host header values the REST service accepts:
 // "name", "name:port", "name:*" (any port) or "*.domain" (any subdomain).
 // Once any is set, a service bound beyond loopback serves only those names
-// and IP addresses (docs/rest-access.md).
+// and IP addresses (docs/rest-and-metrics.md).
 func WithRESTAllowedHosts(hosts ...string) Option {
 	return func(c *config) error {
 		for _, h := range hosts {

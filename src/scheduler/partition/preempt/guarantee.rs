@@ -395,7 +395,7 @@ impl Partition {
                 let free = match held {
                     None => true,
                     Some(r) => {
-                        let cancel = self.stale_for_preemptor(r, ask, now);
+                        let cancel = self.stale_for_preemptor(n.key().slot(), r, ask, now);
                         if cancel {
                             stale.push((n.key().slot(), r.clone()));
                         }
@@ -686,11 +686,19 @@ impl Partition {
             path.push((at, value));
             let fence = PreemptionPolicy::of(&q.properties) == PreemptionPolicy::Fence
                 && !self.inherited_policy(at);
-            let full = q.max.as_ref().is_some_and(|m| {
-                m.iter().all(|(t, v)| q.allocated.get(t) == v)
-                    && q.allocated.iter().all(|(t, v)| m.get(t) == v)
+            // YuniKorn v1.9 (delta 6.1): a max the ask would push the
+            // queue past fences it; reaching the max exactly does not.
+            let overflows = q.max.as_ref().is_some_and(|m| {
+                m.iter().any(|(t, v)| {
+                    let sum = q
+                        .allocated
+                        .lookup(t)
+                        .into_iter()
+                        .chain(ask.resource.lookup(t));
+                    sum.reduce(i64::saturating_add).is_some_and(|s| s > v)
+                })
             });
-            if q.parent.is_none() || fence || full {
+            if q.parent.is_none() || fence || overflows {
                 break at;
             }
             value = match q.priority.policy {

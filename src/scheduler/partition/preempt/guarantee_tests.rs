@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
-use crate::scheduler::api::ResourceManagerCallback;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::testkit::{ask, res, Harness};
 
 /// Leaves `a` (guarantee 500) and `b` (guarantee 500) under `root`, fifo,
@@ -181,7 +181,7 @@ struct Refusing {
     calls: Mutex<Vec<(String, bool)>>,
 }
 
-impl ResourceManagerCallback for Refusing {
+impl RmPort for Refusing {
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
         self.calls
             .lock()
@@ -461,7 +461,7 @@ struct Ordered {
     log: Mutex<Vec<String>>,
 }
 
-impl ResourceManagerCallback for Ordered {
+impl RmPort for Ordered {
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
         self.log.lock().unwrap().push(format!(
             "predicates {} {} {}",
@@ -470,12 +470,12 @@ impl ResourceManagerCallback for Ordered {
         Ok(())
     }
 
-    fn resync_scheduler_cache(&self, args: &si::ReSyncSchedulerCacheArgs) -> Result<(), String> {
-        for a in &args.assumed_allocations {
-            self.log
-                .lock()
-                .unwrap()
-                .push(format!("assume {}", a.allocation_key));
+    fn assume(
+        &self,
+        allocations: &[std::sync::Arc<crate::scheduler::outcome::NewAllocation>],
+    ) -> Result<(), String> {
+        for a in allocations {
+            self.log.lock().unwrap().push(format!("assume {}", a.key));
         }
         Ok(())
     }
@@ -504,4 +504,50 @@ fn the_rm_hears_of_the_pass_s_allocations_before_the_preemption_check() {
         .position(|l| l == "predicates b n1 false")
         .expect("the stand-in check");
     assert!(assumed < check, "{log:?}");
+}
+
+#[test]
+fn a_parent_the_ask_would_push_past_its_max_is_the_fence_root() {
+    // YuniKorn v1.9 (delta 6.1): p1 (max 600) holds 500 and the ask of 250
+    // would take it to 750: victims are looked for only below p1 (none:
+    // x is protected), although p1 is not exactly at its max, where v1.8
+    // would have taken from q. A max whose types the ask and the usage do
+    // not have fences nothing: with p1's max in vcore only, q gives way.
+    let yaml = |max: &str| {
+        format!(
+            "partitions:
+  - name: default
+    preemption: {{enabled: true}}
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: p1
+            resources: {{max: {max}}}
+            queues:
+              - name: y
+                resources: {{guaranteed: {{memory: 250}}}}
+                properties: {{application.sort.policy: fifo}}
+              - name: x
+                resources: {{guaranteed: {{memory: 250}}}}
+                properties: {{application.sort.policy: fifo, preemption.policy: disabled}}
+          - name: q
+            resources: {{guaranteed: {{memory: 100}}}}
+            properties: {{application.sort.policy: fifo}}
+"
+        )
+    };
+    for (max, victims) in [("{memory: 600}", 0), ("{vcore: 5}", 1)] {
+        let mut h = Harness::new(&yaml(max));
+        h.node("n1", 1000);
+        h.app("app-x", "root.p1.x");
+        h.ask(ask("app-x", "x", 250, 2));
+        h.app("app-q", "root.q");
+        h.ask(ask("app-q", "q", 250, 2));
+        assert_eq!(h.schedule().allocated.len(), 4);
+        h.app("app-y", "root.p1.y");
+        h.ask(ask("app-y", "y", 250, 1));
+        h.advance(Duration::from_secs(31));
+        assert_eq!(h.schedule().preempted().len(), victims, "max {max}");
+    }
 }

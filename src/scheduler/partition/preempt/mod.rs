@@ -5,7 +5,8 @@
 //!   (`shared/spec/policy/preemption.md` 2-11);
 //! - [`required`]: a request pinned to one node that does not fit there
 //!   (12);
-//! - [`quota`]: a queue whose max a reload lowered below its usage (13).
+//! - [`quota`]: a queue above its max once its quota delay has passed
+//!   (13; the v1.9 rules of `si-v1.9-delta.md` 5, run by [`quota_run`]).
 //!
 //! This module is the book they share ([`PreemptionBook`]: the marks of
 //! the requests, the victims in flight and what they count as
@@ -27,6 +28,7 @@ mod guarantee;
 #[cfg(test)]
 mod guarantee_tests;
 pub mod quota;
+pub mod quota_run;
 mod required;
 #[cfg(test)]
 mod required_tests;
@@ -274,7 +276,8 @@ impl Partition {
         };
         self.reservations.cancel_ask(&me);
         if self.reservations.on_node(plan.node).is_none() {
-            self.reservations.reserve(plan.node, me);
+            let now = self.clock.now();
+            self.reservations.reserve(plan.node, me, now);
         }
     }
 

@@ -1,33 +1,31 @@
-//! Quota-change preemption (`shared/spec/policy/preemption.md` 13): after
-//! a reload lowers a configured queue's max below what it uses, and the
-//! queue's `quota.preemption.delay` (v1.8: `preemption.quota.delay`) has
-//! passed, allocations in that queue
-//! (a leaf, or the leaves below a parent, each taking a share) are
-//! released to the RM with `PREEMPTED_BY_SCHEDULER` until the queue's
-//! usage is back at or under the new max.
+//! Quota-change preemption as YuniKorn v1.9 does it
+//! (`shared/spec/si-v1.9-delta.md` 5): once a configured queue uses more
+//! than its max and its `quota.preemption.delay` (v1.8:
+//! `preemption.quota.delay`) has passed since it was armed, allocations in
+//! that queue (a leaf, or the leaves below a parent, each taking a floored
+//! share) are released to the RM with `PREEMPTED_BY_SCHEDULER`.
 //!
 //! Opt-in twice: the partition's `preemption.quotapreemptionenabled` and
 //! a non-zero delay on the queue. No RM check is made (the victims free a
-//! queue's quota, not a node, spec 13). Victims join the guarantee
-//! preemption's book ([`super::PreemptionBook`]): their resources
-//! count as `preempting` until the RM confirms, so no later step (of
-//! either kind) picks them again or counts them as usage.
+//! queue's quota, not a node). Victims join the guarantee preemption's
+//! book ([`super::PreemptionBook`]): their resources count as `preempting`
+//! until the RM confirms, so no later step picks them again or counts them
+//! as usage.
 //!
-//! Where sicore differs from the reference (docs/preemption.md):
-//! armed queues are evaluated at the start of every pass, pending work or
-//! not, and the core wakes up for them (quirk Q9's recommendation); a run
-//! that takes nothing disarms the queue, so a parent does not repeat
-//! empty runs (Q11); a child's weight counts only its usage above its
-//! guarantee (Q11); an absent old max counts as unlimited when deciding
-//! whether a reload lowered it.
+//! This file holds the queue states: arming at a reload (5.2), arming when
+//! the RM grows a queue's usage (5.3) and the timer's walk (5.4). What one
+//! run takes is in `quota_run.rs`. Where sicore differs from the reference
+//! (docs/preemption.md): armed queues are looked at in every pass and the
+//! core wakes at the earliest start time rather than on a 1-second tick;
+//! usage is `allocated − preempting` throughout, so victims in flight are
+//! never counted twice; a max set where there was none arms like a
+//! lowering (quirk V7's recommendation).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::*;
-use crate::scheduler::objects::allocs::AllocSlot;
-use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::policies::parse_go_duration;
 
 /// Queue property: how long after a lowering of the max quota-change
@@ -77,105 +75,87 @@ pub struct QuotaBook {
 /// after it.
 pub(in crate::scheduler::partition) type QuotaBefore = Vec<(Arc<str>, Option<Resource>, Duration)>;
 
-/// The new start time of a queue after a reload (spec 13.2). `armed` is
-/// the current one; the result replaces it.
+/// How a reload changed a max, with an absent max or type unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum MaxChange {
+    Same,
+    /// Tighter or equal in every type, tighter in one.
+    Lowered,
+    /// Looser or equal in every type, looser in one.
+    Raised,
+    /// Some types tighter, some looser.
+    Mixed,
+}
+
+fn max_change(old: Option<&Resource>, new: &Resource) -> MaxChange {
+    let Some(old) = old.filter(|m| !m.is_zero()) else {
+        return MaxChange::Lowered;
+    };
+    let (mut lower, mut higher) = (false, false);
+    let types = old.iter().chain(new.iter()).map(|(t, _)| t);
+    for t in types {
+        // None is unlimited, above every value.
+        match (old.lookup(t), new.lookup(t)) {
+            (Some(o), Some(n)) if n < o => lower = true,
+            (Some(o), Some(n)) if n > o => higher = true,
+            (None, Some(_)) => lower = true,
+            (Some(_), None) => higher = true,
+            _ => {}
+        }
+    }
+    match (lower, higher) {
+        (false, false) => MaxChange::Same,
+        (true, false) => MaxChange::Lowered,
+        (false, true) => MaxChange::Raised,
+        (true, true) => MaxChange::Mixed,
+    }
+}
+
+/// The new start time of a queue after a reload (v1.9 delta 5.2). `armed`
+/// is the current one; `within` says whether the queue's usage is at or
+/// under the new max; the result replaces `armed`.
 pub(crate) fn rearm(
     old_max: Option<&Resource>,
     new_max: Option<&Resource>,
-    old_delay: Duration,
-    new_delay: Duration,
+    (old_delay, new_delay): (Duration, Duration),
     armed: Option<Instant>,
+    within: bool,
     now: Instant,
 ) -> Option<Instant> {
-    // A zero delay changes nothing: an armed queue still fires (13.1).
+    // A zero delay is not looked at: an armed queue keeps its time.
     if new_delay.is_zero() {
         return armed;
     }
-    // No max any more: disarmed.
+    // No max any more, or usage within the new one: disarmed.
     let new_max = new_max.filter(|m| !m.is_zero())?;
-    let shifted = |at: Instant| {
+    if within {
+        return None;
+    }
+    // A changed delay moves the start time by the difference, possibly
+    // into the past.
+    let moved = |at: Instant| {
         if new_delay >= old_delay {
             at + (new_delay - old_delay)
         } else {
             at.checked_sub(old_delay - new_delay).unwrap_or(now)
         }
     };
-    if old_max == Some(new_max) {
-        return match armed {
-            None if old_delay.is_zero() => Some(now + new_delay),
-            None => None,
-            Some(at) if old_delay != new_delay => Some(shifted(at)),
-            Some(at) => Some(at),
-        };
+    match (max_change(old_max, new_max), armed) {
+        (MaxChange::Same, None) if old_delay.is_zero() => Some(now + new_delay),
+        (MaxChange::Lowered, None) => Some(now + new_delay),
+        (MaxChange::Same | MaxChange::Lowered | MaxChange::Raised, Some(at)) => Some(moved(at)),
+        (_, armed) => armed,
     }
-    // Lowered: some type of the new max is tighter than before (an absent
-    // old max, or an absent type in it, is unlimited).
-    let lowered = new_max
-        .iter()
-        .any(|(t, v)| old_max.and_then(|o| o.lookup(t)).is_none_or(|o| v < o));
-    match armed {
-        Some(at) if lowered && old_delay != new_delay => Some(shifted(at)),
-        Some(at) => Some(at),
-        None if lowered => Some(now + new_delay),
-        None => None,
-    }
-}
-
-/// `big` is strictly greater than `small` over the types of `big` (the
-/// reference's "strictly greater, only existing"): with shared types,
-/// none of them above `big` and not all equal; `small` empty: every type
-/// of `big` positive; no shared type: both non-empty.
-fn strictly_greater_existing(big: &Resource, small: &Resource) -> bool {
-    let small_empty = small.iter().next().is_none();
-    if big.iter().next().is_none() {
-        return false;
-    }
-    if small_empty {
-        return big.iter().all(|(_, v)| v > 0);
-    }
-    let mut shared = false;
-    let mut differs = false;
-    for (t, v) in big.iter() {
-        if let Some(s) = small.lookup(t) {
-            shared = true;
-            if s > v {
-                return false;
-            }
-            if s != v {
-                differs = true;
-            }
-        }
-    }
-    if shared {
-        differs
-    } else {
-        true
-    }
-}
-
-/// `big` ≥ `small` over the types of `big` (the reference's "strictly
-/// greater or equal, only existing"): the rules of
-/// [`strictly_greater_existing`] with equality allowed.
-fn greater_or_equal_existing(big: &Resource, small: &Resource) -> bool {
-    if big.iter().next().is_none() {
-        return false;
-    }
-    if small.iter().next().is_none() {
-        return big.iter().all(|(_, v)| v > 0);
-    }
-    // Shared types all within, or none shared: both count as "≥".
-    big.iter()
-        .all(|(t, v)| small.lookup(t).is_none_or(|s| s <= v))
 }
 
 /// Whether `used` ≤ `max` in every type of the max (a missing type of
 /// `used` is zero).
-fn within_max(used: &Resource, max: &Resource) -> bool {
+pub(super) fn within_max(used: &Resource, max: &Resource) -> bool {
     max.iter().all(|(t, m)| used.get(t) <= m)
 }
 
 /// used − max over the types of the max, positive values only.
-fn excess_over(used: &Resource, max: &Resource) -> Resource {
+pub(super) fn excess_over(used: &Resource, max: &Resource) -> Resource {
     let mut r = Resource::new();
     for (t, m) in max.iter() {
         let over = used.get(t).saturating_sub(m);
@@ -206,7 +186,7 @@ impl Partition {
             .map(|(p, m, d)| (&**p, (m.as_ref(), *d)))
             .collect();
         let mut armed = BTreeMap::new();
-        for (_, q) in self.queues.iter() {
+        for (id, q) in self.queues.iter() {
             if !q.managed || q.parent.is_none() {
                 continue; // root's max is the partition's size
             }
@@ -227,7 +207,12 @@ impl Partition {
                     q.path
                 );
             }
-            if let Some(at) = rearm(old_max, q.max.as_ref(), old_delay, new_delay, current, now) {
+            let within = q
+                .max
+                .as_ref()
+                .is_none_or(|m| within_max(&self.quota_used(id), m));
+            let delays = (old_delay, new_delay);
+            if let Some(at) = rearm(old_max, q.max.as_ref(), delays, current, within, now) {
                 armed.insert(q.path.clone(), at);
             }
         }
@@ -245,9 +230,23 @@ impl Partition {
         self.preempt.quota.armed.values().min().copied()
     }
 
-    /// The quota step of a pass (spec 13.3): each armed queue whose start
-    /// time has passed, parents before their children, runs once; a queue
-    /// back at or under its max is disarmed. Returns the number of runs.
+    /// The start of every pass: stamps the clock hour the pass's
+    /// allocations are born in, and runs [`Self::quota_pass`] when a queue
+    /// is armed. Returns the number of runs.
+    pub(in crate::scheduler::partition) fn quota_step(&mut self, out: &mut Outcomes) -> usize {
+        self.stamp_hour();
+        if self.preempt.quota.armed.is_empty() {
+            return 0;
+        }
+        let now = self.clock.now();
+        self.quota_pass(now, out)
+    }
+
+    /// The quota step of a pass (v1.9 delta 5.4): each armed queue whose
+    /// start time has passed, parents before their children, runs once and
+    /// is disarmed; a queue back at or under its max is disarmed; a queue
+    /// below one that ran in this pass waits for the next pass, which sees
+    /// the victims in flight. Returns the number of runs.
     pub(in crate::scheduler::partition) fn quota_pass(
         &mut self,
         now: Instant,
@@ -290,190 +289,62 @@ impl Partition {
             }
             ran.push(id);
             runs += 1;
-            let taken = self.quota_run(id, &max, out);
-            if taken == 0 {
-                // Nothing more can be taken until something changes: no
-                // empty run on every pass (quirk Q11).
-                self.preempt.quota.armed.remove(&path);
-            }
+            // A run disarms its queue whatever it took (5.1, 5.7): only a
+            // reload or growth the RM drives arms it again.
+            self.preempt.quota.armed.remove(&path);
+            self.quota_run(id, &max, out);
         }
         self.preempt.quota.counters.runs += runs as u64;
         runs
     }
 
+    /// RM-driven growth (v1.9 delta 5.3): the RM placed, recovered or
+    /// resized an allocation in leaf `leaf`. Each configured queue on the
+    /// path below the root that is unarmed, has a delay and a max, and now
+    /// uses more than the max is armed at now + its delay.
+    pub(in crate::scheduler::partition) fn quota_arm_on_growth(&mut self, leaf: QueueId) {
+        if !self.preempt.quota.enabled {
+            return;
+        }
+        let now = self.clock.now();
+        let mut at = Some(leaf);
+        while let Some(id) = at {
+            let q = self.queues.get(id);
+            at = q.parent;
+            if q.parent.is_none() || !q.managed || self.preempt.quota.armed.contains_key(&q.path) {
+                continue;
+            }
+            let delay = quota_delay_of(&q.properties);
+            let Some(max) = q.max.as_ref().filter(|m| !m.is_zero()) else {
+                continue;
+            };
+            if delay.is_zero() || within_max(&self.quota_used(id), max) {
+                continue;
+            }
+            log::info!(
+                "queue {}: usage above its max after a change by the RM, quota preemption armed",
+                q.path
+            );
+            let path = q.path.clone();
+            self.preempt.quota.armed.insert(path, now + delay);
+        }
+    }
+
+    /// Stamps the clock hour new allocations are born in (the victim
+    /// order's age key, 5.5c).
+    pub(in crate::scheduler::partition) fn stamp_hour(&mut self) {
+        let hours = self.clock.unix_nanos().max(0) / 3_600_000_000_000;
+        self.allocations
+            .set_hour(u32::try_from(hours).unwrap_or(u32::MAX));
+    }
+
     /// used = allocated − preempting.
-    fn quota_used(&self, q: QueueId) -> Resource {
+    pub(super) fn quota_used(&self, q: QueueId) -> Resource {
         let mut used = self.queues.get(q).allocated.clone();
         if let Some(p) = self.preempt.preempting.get(&q) {
             used.sub_clamped_assign(p);
         }
         used
-    }
-
-    /// One run for queue `q` over `max` (spec 13.4, 13.5). Returns the
-    /// number of victims released.
-    fn quota_run(&mut self, q: QueueId, max: &Resource, out: &mut Outcomes) -> usize {
-        let excess = excess_over(&self.quota_used(q), max);
-        if excess.is_zero() {
-            return 0;
-        }
-        let mut shares = Vec::new();
-        if self.queues.get(q).leaf {
-            shares.push((q, excess));
-        } else {
-            self.quota_split(q, &excess, &mut shares);
-        }
-        let mut victims = Vec::new();
-        for (leaf, share) in shares {
-            let picked = self.quota_victims(leaf, &share);
-            if !picked.is_empty() {
-                victims.push((leaf, picked));
-            }
-        }
-        let path = self.queues.get(q).path.to_string();
-        let mut n = 0;
-        for (leaf, picked) in victims {
-            n += picked.len();
-            self.quota_commit(leaf, &path, picked, out);
-        }
-        n
-    }
-
-    /// Spec 13.5: a parent's excess split over its children by weight,
-    /// down to leaves, in child-name order.
-    fn quota_split(&self, q: QueueId, excess: &Resource, shares: &mut Vec<(QueueId, Resource)>) {
-        let mut weights: Vec<(QueueId, Resource)> = Vec::new();
-        let mut total = Resource::new();
-        for child in self.queues.get(q).children.values() {
-            let used = self.quota_used(*child);
-            if used.is_zero() {
-                continue;
-            }
-            let guaranteed = self.queues.get(*child).guaranteed.clone();
-            let weight = match guaranteed.filter(|g| g.iter().next().is_some()) {
-                Some(g) => {
-                    if greater_or_equal_existing(&g, &used) {
-                        continue; // within its guarantee
-                    }
-                    // Only usage above the guarantee counts (Q11).
-                    let mut w = Resource::new();
-                    for (t, gv) in g.iter() {
-                        let over = used.get(t).saturating_sub(gv);
-                        if over > 0 {
-                            w.set(t, over);
-                        }
-                    }
-                    w
-                }
-                None => used,
-            };
-            total.add_assign(&weight);
-            weights.push((*child, weight));
-        }
-        for (child, weight) in weights {
-            let mut share = Resource::new();
-            for (t, w) in weight.iter() {
-                let (Some(e), sum) = (excess.lookup(t), total.get(t)) else {
-                    continue;
-                };
-                if w <= 0 || sum <= 0 {
-                    continue;
-                }
-                let v = (w as f64 / sum as f64 * e as f64).round_ties_even() as i64;
-                if v > 0 {
-                    share.set(t, v);
-                }
-            }
-            if share.is_zero() {
-                continue;
-            }
-            if self.queues.get(child).leaf {
-                shares.push((child, share));
-            } else {
-                self.quota_split(child, &share, shares);
-            }
-        }
-    }
-
-    /// Spec 13.4: the victims of leaf `q` for an excess of `excess`.
-    fn quota_victims(&self, q: QueueId, excess: &Resource) -> Vec<AllocSlot> {
-        let queue = self.queues.get(q);
-        let gang = &self.gang;
-        let mut candidates: Vec<(i32, std::cmp::Reverse<u64>, AllocSlot)> = Vec::new();
-        for a_slot in queue.apps.values() {
-            let Some(app) = self.apps.at(*a_slot) else {
-                continue;
-            };
-            for slot in app.allocations.slots() {
-                let a = self.allocations.at(slot);
-                if !excess.iter().any(|(t, _)| a.resource.lookup(t).is_some())
-                    || a.tags.contains_key(TAG_REQUIRED_NODE)
-                    || (a.placeholder && gang.placeholder_leaving(&a.uuid))
-                    || self.preempt.is_victim(&a.uuid)
-                {
-                    continue;
-                }
-                candidates.push((
-                    a.priority,
-                    std::cmp::Reverse(self.allocations.born(slot)),
-                    slot,
-                ));
-            }
-        }
-        // Spec 12.4: every allocation is of the ordinary class today (no
-        // allowPreemptSelf/originator yet); lower priority first, newest
-        // first. `born` is unique, so the size tie-break never applies.
-        candidates.sort_unstable();
-        let guaranteed = queue.guaranteed.as_ref().filter(|g| !g.is_zero());
-        let mut used = self.quota_used(q);
-        let mut total = Resource::new();
-        let mut picked = Vec::new();
-        for (_, _, slot) in candidates {
-            let res = &self.allocations.at(slot).resource;
-            if !res.fits_in_max_undef(excess) {
-                continue;
-            }
-            if !strictly_greater_existing(excess, &total) {
-                break; // the excess is reached
-            }
-            used.sub_assign(res);
-            if guaranteed.is_some_and(|g| strictly_greater_existing(g, &used)) {
-                used.add_assign(res); // would drop below the guarantee
-                continue;
-            }
-            total.add_assign(res);
-            picked.push(slot);
-        }
-        picked
-    }
-
-    /// Marks the victims of leaf `leaf`, records their events and releases
-    /// them, one response per application (spec 13.4).
-    fn quota_commit(
-        &mut self,
-        leaf: QueueId,
-        path: &str,
-        picked: Vec<AllocSlot>,
-        out: &mut Outcomes,
-    ) {
-        let event = format!("{QUOTA_EVENT_PREFIX}{path}");
-        let message = format!("{QUOTA_RELEASE_PREFIX}{path}");
-        let mut by_app: Vec<(Arc<str>, Vec<si::AllocationRelease>)> = Vec::new();
-        for slot in picked {
-            let app = self.allocations.at(slot).app.clone();
-            let release = self.release_victim(slot, leaf, &event, &message, out);
-            match by_app.iter_mut().find(|(a, _)| *a == app) {
-                Some((_, list)) => list.push(release),
-                None => by_app.push((app, vec![release])),
-            }
-            self.preempt.quota.counters.victims += 1;
-        }
-        for (_, released) in by_app {
-            out.new_allocation_message(si::AllocationResponse {
-                released,
-                ..Default::default()
-            });
-        }
     }
 }
 
@@ -490,90 +361,55 @@ mod tests {
     }
 
     #[test]
-    fn strictly_greater_follows_the_reference() {
-        assert!(strictly_greater_existing(
-            &r(&[("vcore", 10)]),
-            &Resource::new()
-        ));
-        assert!(strictly_greater_existing(
-            &r(&[("vcore", 10)]),
-            &r(&[("vcore", 9)])
-        ));
-        assert!(!strictly_greater_existing(
-            &r(&[("vcore", 10)]),
-            &r(&[("vcore", 10)])
-        ));
-        assert!(!strictly_greater_existing(
-            &r(&[("vcore", 10)]),
-            &r(&[("vcore", 11)])
-        ));
-        // Types of the smaller side the bigger lacks are ignored.
-        assert!(strictly_greater_existing(
-            &r(&[("vcore", 10)]),
-            &r(&[("vcore", 5), ("memory", 500)])
-        ));
-        // Disjoint: true.
-        assert!(strictly_greater_existing(
-            &r(&[("vcore", 10)]),
-            &r(&[("memory", 5)])
-        ));
-        assert!(!strictly_greater_existing(
-            &Resource::new(),
-            &r(&[("memory", 5)])
-        ));
-        assert!(greater_or_equal_existing(
-            &r(&[("vcore", 10)]),
-            &r(&[("vcore", 10)])
-        ));
-        assert!(!greater_or_equal_existing(
-            &r(&[("vcore", 10)]),
-            &r(&[("vcore", 11)])
-        ));
-    }
-
-    #[test]
-    fn arming_follows_spec_13_2() {
+    fn arming_follows_the_v19_rules() {
         let now = Instant::now();
         let s = Duration::from_secs;
         let (m10, m20) = (r(&[("vcore", 10)]), r(&[("vcore", 20)]));
-        // Lowered: armed at now + delay.
+        let mixed = r(&[("vcore", 30), ("memory", 5)]);
+        let over =
+            |old, new, d: (u64, u64), armed| rearm(old, new, (s(d.0), s(d.1)), armed, false, now);
+        // Lowered: armed at now + delay; within the new max: not armed.
+        assert_eq!(over(Some(&m20), Some(&m10), (0, 5), None), Some(now + s(5)));
         assert_eq!(
-            rearm(Some(&m20), Some(&m10), s(0), s(5), None, now),
-            Some(now + s(5))
+            rearm(Some(&m20), Some(&m10), (s(5), s(5)), None, true, now),
+            None
         );
-        // An absent old max counts as unlimited.
-        assert_eq!(
-            rearm(None, Some(&m10), s(5), s(5), None, now),
-            Some(now + s(5))
-        );
-        // Raised: not armed.
-        assert_eq!(rearm(Some(&m10), Some(&m20), s(5), s(5), None, now), None);
+        // A first max counts as a lowering (V7's recommendation).
+        assert_eq!(over(None, Some(&m10), (5, 5), None), Some(now + s(5)));
+        // Raised or mixed: not armed.
+        assert_eq!(over(Some(&m10), Some(&m20), (5, 5), None), None);
+        assert_eq!(over(Some(&m20), Some(&mixed), (5, 5), None), None);
         // Unchanged max, delay 0 -> 5: armed; delay unchanged: not.
-        assert_eq!(
-            rearm(Some(&m10), Some(&m10), s(0), s(5), None, now),
-            Some(now + s(5))
-        );
-        assert_eq!(rearm(Some(&m10), Some(&m10), s(5), s(5), None, now), None);
-        // Armed, delay changed: shifted by the difference, either way.
+        assert_eq!(over(Some(&m10), Some(&m10), (0, 5), None), Some(now + s(5)));
+        assert_eq!(over(Some(&m10), Some(&m10), (5, 5), None), None);
+        // Armed, delay changed: moved by the difference, either way, also
+        // when the max was raised; a mixed change leaves it.
         let at = now + s(5);
         assert_eq!(
-            rearm(Some(&m10), Some(&m10), s(5), s(8), Some(at), now),
+            over(Some(&m10), Some(&m10), (5, 8), Some(at)),
             Some(at + s(3))
         );
         assert_eq!(
-            rearm(Some(&m20), Some(&m10), s(5), s(2), Some(at), now),
+            over(Some(&m20), Some(&m10), (5, 2), Some(at)),
             Some(now + s(2))
         );
-        // Armed, lowered again with the same delay: kept.
         assert_eq!(
-            rearm(Some(&m20), Some(&m10), s(5), s(5), Some(at), now),
-            Some(at)
+            over(Some(&m10), Some(&m20), (5, 10), Some(at)),
+            Some(at + s(5))
+        );
+        assert_eq!(over(Some(&m20), Some(&mixed), (5, 10), Some(at)), Some(at));
+        // Armed, lowered again with the same delay: kept.
+        assert_eq!(over(Some(&m20), Some(&m10), (5, 5), Some(at)), Some(at));
+        // Armed, raised, usage now within: disarmed.
+        assert_eq!(
+            rearm(Some(&m10), Some(&m20), (s(5), s(5)), Some(at), true, now),
+            None
         );
         // The max removed: disarmed.
-        assert_eq!(rearm(Some(&m10), None, s(5), s(5), Some(at), now), None);
-        // Delay 0 (or removed): an armed queue stays armed, nothing arms.
-        assert_eq!(rearm(Some(&m10), None, s(5), s(0), Some(at), now), Some(at));
-        assert_eq!(rearm(Some(&m20), Some(&m10), s(0), s(0), None, now), None);
+        assert_eq!(over(Some(&m10), None, (5, 5), Some(at)), None);
+        // Delay 0 (or removed): an armed queue keeps its time, nothing arms.
+        assert_eq!(over(Some(&m10), None, (5, 0), Some(at)), Some(at));
+        assert_eq!(over(Some(&m20), Some(&m10), (0, 0), None), None);
     }
 
     #[test]

@@ -183,18 +183,34 @@ fn victims_larger_than_the_excess_are_skipped() {
 }
 
 #[test]
-fn without_a_guarantee_the_choice_may_overshoot_with_one_it_stops_short() {
-    // Three allocations of 6 = 18, max lowered to 8: excess 10.
+fn the_walk_never_passes_the_amount_and_the_guarantee_bounds_it() {
+    // Three allocations of 6 = 18, max lowered to 8: excess 10. v1.9 never
+    // takes past it: one victim (the newest of equals), usage 12 stays
+    // above the max (quirk V6), and the run disarms the queue.
     let (mut h, uuids) = filled(&config(ON, "", "resources: {max: {memory: 20}}", ""), 3, 6);
     reload(&mut h, &config(ON, "", "resources: {max: {memory: 8}}", ""));
     h.advance(Duration::from_secs(5));
-    // Two taken (6 < 10 after the first): 12 freed, usage 6.
-    assert_eq!(
-        h.schedule().preempted(),
-        vec![uuids[2].to_string(), uuids[1].to_string()]
-    );
+    assert_eq!(h.schedule().preempted(), vec![uuids[2].to_string()]);
+    assert!(h.p.preempt.quota.armed.is_empty());
+    h.advance(Duration::from_secs(5));
+    assert!(h.schedule().preempted().is_empty());
 
-    // With guarantee = new max = 8: the second would leave 6 < 8.
+    // Guarantee 14 on the parent: 18 is 4 above it, so the amount is 4
+    // and no victim of 6 fits it.
+    let with_g14 = |max: i64| {
+        config(
+            ON,
+            "resources: {guaranteed: {memory: 14}}",
+            &format!("resources: {{max: {{memory: {max}}}}}"),
+            "",
+        )
+    };
+    let (mut h, _) = filled(&with_g14(20), 3, 6);
+    reload(&mut h, &with_g14(8));
+    h.advance(Duration::from_secs(5));
+    assert!(h.schedule().preempted().is_empty());
+
+    // With guarantee = new max = 8 the amount stays 10: one victim.
     let with_g = |max: i64| {
         config(
             ON,
@@ -329,15 +345,18 @@ fn a_raised_max_or_an_unchanged_one_does_not_arm() {
         &config(ON, "", "resources: {max: {memory: 30}}", ""),
     );
     assert!(h.p.preempt.quota.armed.is_empty());
-    // Lowered, but still above the usage: armed, then disarmed by the pass.
+    // Lowered, but still above the usage: v1.9 does not arm at all.
     reload(
         &mut h,
         &config(ON, "", "resources: {max: {memory: 25}}", ""),
     );
-    assert_eq!(h.p.preempt.quota.armed.len(), 1);
-    h.advance(Duration::from_secs(5));
-    assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
+    // Lowered below the usage: armed.
+    reload(
+        &mut h,
+        &config(ON, "", "resources: {max: {memory: 15}}", ""),
+    );
+    assert_eq!(h.p.preempt.quota.armed.len(), 1);
 }
 
 #[test]
@@ -382,9 +401,9 @@ fn an_armed_parent_runs_first_and_its_armed_leaf_in_the_next_pass() {
 }
 
 #[test]
-fn shares_round_half_to_even_and_may_leave_a_parent_over_its_max() {
+fn shares_are_floored_and_may_leave_a_parent_over_its_max() {
     // a and b use 10 each; p 20 -> 15: the excess of 5 splits 2.5 / 2.5,
-    // rounded to 2 and 2 (spec 13.5).
+    // floored to 2 and 2 (v1.9 delta 5.6).
     let p_max = |m: i64| {
         format!(
             "resources: {{max: {{memory: {m}}}}}\n            properties: {{preemption.quota.delay: 5s}}"
@@ -403,8 +422,7 @@ fn shares_round_half_to_even_and_may_leave_a_parent_over_its_max() {
     let released = seen.released_as(TerminationType::PreemptedByScheduler);
     let of = |app: &str| released.iter().filter(|r| r.application_id == app).count();
     assert_eq!((of("app-1"), of("app-2")), (2, 2));
-    // One over: 0.5 / 0.5 rounds to nothing, the run takes nothing and
-    // the parent is disarmed.
+    // One over, but the run disarmed the parent: no retry (quirk V6).
     assert!(h.schedule().preempted().is_empty());
     assert!(h.p.preempt.quota.armed.is_empty());
 }

@@ -34,9 +34,6 @@ use crate::scheduler::resync::ResyncBarrier;
 pub const REASON_NO_VICTIM: &str = "NoPreemptionVictim";
 /// The reservation wait timeout of the stale-reservation rule (spec 18).
 const RESERVATION_WAIT: Duration = Duration::from_secs(60 * 60);
-/// The reference's reservation delay, added to the age (quirk Q4), when
-/// the partition has reservations turned off.
-const REFERENCE_RESERVATION_DELAY: Duration = Duration::from_secs(2);
 
 /// What the regular step decided for a required-node ask, committed by
 /// [`Partition::commit_required_step`].
@@ -150,6 +147,7 @@ impl Partition {
                     app: step.app,
                     key: step.key,
                 },
+                self.clock.now(),
             );
         }
     }
@@ -322,13 +320,15 @@ impl Partition {
         self.release_victims_for(&r.app, &r.key, victims, &message, out);
     }
 
-    /// Spec 7.1 with quirk Q4 kept: whether guarantee preemption for
-    /// `ask` may cancel the reservation `r` of another ask. Only an ask of
-    /// lower priority, without a required node, that never preempted, and
-    /// older than twice the reservation wait plus the reservation delay
-    /// (2 h 2 s by default), counted from its creation.
+    /// Spec 7.1 as YuniKorn v1.9 has it (delta 6.3, quirk Q4 fixed):
+    /// whether guarantee preemption for `ask` may cancel the reservation
+    /// `r` of another ask on `node`. Only an ask of lower priority, without
+    /// a required node, that never preempted, whose reservation is older
+    /// than the reservation wait (60 min). One reservation per node in
+    /// sicore, so the node is then free of other reservations.
     pub(in crate::scheduler::partition) fn stale_for_preemptor(
         &self,
+        node: NodeSlot,
         r: &ReservedAsk,
         ask: &Ask,
         now: Instant,
@@ -345,11 +345,42 @@ impl Partition {
                 .asks
                 .get(&(r.app.clone(), r.key.clone()))
                 .is_some_and(|m| m.triggered);
-        let delay = self
-            .timeouts
-            .reservation_delay
-            .unwrap_or(REFERENCE_RESERVATION_DELAY);
-        !triggered && now.saturating_duration_since(held.created) > RESERVATION_WAIT * 2 + delay
+        !triggered && self.reservation_older_than_wait(node, now)
+    }
+
+    /// Whether the reservation on `node` was made more than the
+    /// reservation wait (60 min) before `now`.
+    fn reservation_older_than_wait(&self, node: NodeSlot, now: Instant) -> bool {
+        self.reservations
+            .made_at(node)
+            .is_some_and(|at| now.saturating_duration_since(at) > RESERVATION_WAIT)
+    }
+
+    /// YuniKorn v1.9 (delta 7.1): a reservation whose ask cannot be
+    /// served now (the queue's or the user's headroom) is cancelled once
+    /// it is older than the reservation wait, unless the ask needs that
+    /// node; the ask stays pending and may reserve again later.
+    pub(in crate::scheduler::partition) fn expire_reservation(
+        &mut self,
+        node: NodeSlot,
+        r: &ReservedAsk,
+        now: Instant,
+    ) {
+        let pinned = self
+            .apps
+            .get(&r.app)
+            .and_then(|a| a.asks.get(&r.key))
+            .is_none_or(|a| a.required_node.is_some());
+        if pinned || !self.reservation_older_than_wait(node, now) {
+            return;
+        }
+        self.reservations.cancel_node(node);
+        log::info!(
+            "reservation of ask {} of {} on node {} cancelled: its wait expired while the ask does not fit the headroom",
+            r.key,
+            r.app,
+            self.nodes[node].id
+        );
     }
 
     /// Cancels the stale reservations guarantee attempts of this pass

@@ -9,9 +9,9 @@ use std::time::Duration;
 use super::required::REASON_NO_VICTIM;
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
-use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::outcome::Outcomes;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::request::AskRequest;
 use crate::scheduler::testkit::{ask, res, Harness, Seen};
 
@@ -305,7 +305,7 @@ struct Refusing {
     calls: Mutex<Vec<(String, String, bool)>>,
 }
 
-impl ResourceManagerCallback for Refusing {
+impl RmPort for Refusing {
     fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
         self.calls.lock().unwrap().push((
             args.allocation_key.clone(),
@@ -411,8 +411,10 @@ fn a_preemptor_cancels_a_stale_lower_priority_reservation_and_takes_the_node() {
     let mut h = blocked(0);
     assert!(h.schedule().preempted().is_empty());
     assert_eq!(holder(&h, "n1").as_deref(), Some("c"));
-    // Older than 2 × 60 min + 2 s (quirk Q4): cancelled, then preempted.
-    h.advance(Duration::from_secs(2 * 3600));
+    // The reservation older than 60 min (YuniKorn v1.9; v1.8 wanted the
+    // ask older than 2 × 60 min + 2 s, quirk Q4): cancelled, then
+    // preempted.
+    h.advance(Duration::from_secs(3600));
     let seen = h.schedule();
     assert_eq!(seen.preempted().len(), 1);
     assert_eq!(holder(&h, "n1").as_deref(), Some("b"));
@@ -501,4 +503,45 @@ fn a_terminated_application_leaves_no_preemption_marks() {
     assert_eq!(h.p.preempt.asks.len(), 1);
     h.p.remove_application("app-ds", &mut Outcomes::default());
     assert_eq!(h.p.preempt.asks.len(), 0);
+}
+
+#[test]
+fn a_reservation_over_the_headroom_expires_after_the_reservation_wait() {
+    // YuniKorn v1.9 (delta 7.1): c reserved n1; a reload lowers c's max
+    // below its ask. The reservation stays for 60 min, then goes; the ask
+    // stays pending and reserves nothing while it does not fit.
+    let with_c_max = |m: i64| {
+        STALE.replace(
+            "          - name: c\n            properties",
+            &format!("          - name: c\n            resources: {{max: {{memory: {m}}}}}\n            properties"),
+        )
+    };
+    let mut h = Harness::new(&with_c_max(600));
+    let info = si::NodeInfo {
+        node_id: "n1".into(),
+        schedulable_resource: Some(res(&[("memory", 1000)]).to_proto()),
+        occupied_resource: Some(res(&[("memory", 500)]).to_proto()),
+        ..Default::default()
+    };
+    h.p.add_node(&info, &mut Outcomes::default()).unwrap();
+    h.app("app-1", "root.a");
+    h.ask(ask("app-1", "a", 250, 2));
+    assert_eq!(h.schedule().allocated.len(), 2);
+    h.app("app-3", "root.c");
+    h.ask(ask("app-3", "c", 500, 1));
+    h.advance(Duration::from_secs(3));
+    h.schedule();
+    assert_eq!(holder(&h, "n1").as_deref(), Some("c"));
+    let cfg = crate::config::parse(&with_c_max(400)).unwrap();
+    h.p.reconfigure(&cfg.partitions[0]).unwrap();
+    h.advance(Duration::from_secs(59 * 60));
+    h.schedule();
+    assert_eq!(holder(&h, "n1").as_deref(), Some("c"), "not yet");
+    h.advance(Duration::from_secs(2 * 60));
+    h.schedule();
+    assert_eq!(holder(&h, "n1"), None);
+    assert_eq!(h.p.apps["app-3"].asks["c"].pending_repeat, 1);
+    h.advance(Duration::from_secs(60));
+    h.schedule();
+    assert_eq!(holder(&h, "n1"), None);
 }

@@ -1,0 +1,383 @@
+//! One quota-change preemption run as YuniKorn v1.9 makes it
+//! (`shared/spec/si-v1.9-delta.md` 5.5, 5.6, 2): the amount to take back
+//! (the excess over the max, bounded by how far the path is above its
+//! guarantees), the victims' order, a walk that never passes the amount,
+//! the parent's floored split over its children, and the
+//! `QUEUE_PREEMPTION` summary record.
+//!
+//! Where sicore differs from the reference (docs/preemption.md): the
+//! victim classes go regular, then opted-out, then originators (quirk V1's
+//! recommendation; the reference's score reads the other way); a child's
+//! weight in the split counts only its usage above its guarantee (V5);
+//! "preempted victims" counts every victim of the run (V3).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::quota::{excess_over, QUOTA_EVENT_PREFIX, QUOTA_RELEASE_PREFIX};
+use super::*;
+use crate::events::{self, Change, Detail, Record, TYPE_QUEUE};
+use crate::scheduler::objects::allocs::AllocSlot;
+use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
+use crate::scheduler::resource::{compare_shares, shares};
+
+/// The start of a `QUEUE_PREEMPTION` record's message.
+pub const QUOTA_SUMMARY_PREFIX: &str = "Quota Preemption results summary: ";
+
+/// What a run found and took, for its record.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Candidates of every leaf of the run.
+    candidates: usize,
+    /// Victims taken.
+    taken: usize,
+    /// Their summed resources.
+    claimed: Resource,
+}
+
+/// A candidate's place in the victim order (5.5c), and its slot.
+struct Candidate {
+    /// 0 regular, 1 opted out of being preempted, 2 originator, 3 both.
+    class: u8,
+    /// Percentage of the allocation's types the amount also has.
+    matched: u32,
+    priority: i32,
+    /// Clock hour it was born in.
+    hour: u32,
+    /// Its shares in the amount's types, largest first.
+    shares: SmallVec<[f64; 4]>,
+    born: u64,
+    slot: AllocSlot,
+}
+
+impl Candidate {
+    /// Regular before opted-out before originators, then most matched
+    /// types first, lower priority, later hour, smaller shares, newer.
+    fn order(&self, other: &Self) -> Ordering {
+        self.class
+            .cmp(&other.class)
+            .then(other.matched.cmp(&self.matched))
+            .then(self.priority.cmp(&other.priority))
+            .then(other.hour.cmp(&self.hour))
+            .then_with(|| compare_shares(&self.shares, &other.shares))
+            .then(other.born.cmp(&self.born))
+    }
+}
+
+impl Partition {
+    /// One run for queue `q` whose max is `max`. Returns the number of
+    /// victims released.
+    pub(super) fn quota_run(&mut self, q: QueueId, max: &Resource, out: &mut Outcomes) -> usize {
+        let amount = self.quota_amount(q, max);
+        if amount.is_zero() {
+            return 0;
+        }
+        let leaf = self.queues.get(q).leaf;
+        let mut parts = Vec::new();
+        if leaf {
+            parts.push((q, amount.clone()));
+        } else {
+            self.quota_split(q, &amount, &mut parts);
+        }
+        let mut tally = Tally::default();
+        let mut victims = Vec::new();
+        for (l, share) in parts {
+            let (candidates, picked) = self.quota_victims(l, &share);
+            tally.candidates += candidates;
+            if !picked.is_empty() {
+                victims.push((l, picked));
+            }
+        }
+        let path = self.queues.get(q).path.clone();
+        for (l, picked) in victims {
+            tally.taken += picked.len();
+            for slot in &picked {
+                tally
+                    .claimed
+                    .add_assign(&self.allocations.at(*slot).resource);
+            }
+            self.quota_commit(l, &path, picked, out);
+        }
+        if tally.candidates > 0 && self.timeouts.events.structured(TYPE_QUEUE) {
+            out.record(summary_record(&path, max, &amount, &tally, leaf));
+        }
+        tally.taken
+    }
+
+    /// What a run on `q` sets out to take back (5.5a): the excess of its
+    /// usage over `max`, in each type no more than the largest amount by
+    /// which a queue from `q` up to the root is above its guarantee (its
+    /// allocated resource, victims in flight included, as the reference
+    /// counts it: quirk V2). A type no queue on the path is above its
+    /// guarantee in is not bounded.
+    pub(super) fn quota_amount(&self, q: QueueId, max: &Resource) -> Resource {
+        let excess = excess_over(&self.quota_used(q), max);
+        let mut above = Resource::new();
+        let mut at = Some(q);
+        while let Some(id) = at {
+            let queue = self.queues.get(id);
+            at = queue.parent;
+            let Some(g) = queue.guaranteed.as_ref() else {
+                continue;
+            };
+            for (t, gv) in g.iter() {
+                let over = queue.allocated.get(t).saturating_sub(gv);
+                if over > 0 && over > above.get(t) {
+                    above.set(t, over);
+                }
+            }
+        }
+        let mut amount = Resource::new();
+        for (t, e) in excess.iter() {
+            let v = above.lookup(t).map_or(e, |g| g.min(e));
+            if v > 0 {
+                amount.set(t, v);
+            }
+        }
+        amount
+    }
+
+    /// 5.6b: a parent's amount split over its children by weight, each
+    /// share floored, down to leaves, in child-name order. Children at or
+    /// under their guarantee take no part.
+    fn quota_split(&self, q: QueueId, amount: &Resource, parts: &mut Vec<(QueueId, Resource)>) {
+        let mut weights: Vec<(QueueId, Resource)> = Vec::new();
+        let mut total = Resource::new();
+        for child in self.queues.get(q).children.values() {
+            let used = self.quota_used(*child);
+            if used.is_zero() {
+                continue;
+            }
+            let guaranteed = self.queues.get(*child).guaranteed.clone();
+            let weight = match guaranteed.filter(|g| g.iter().next().is_some()) {
+                Some(g) => {
+                    if greater_or_equal_existing(&g, &used) {
+                        continue;
+                    }
+                    // Only usage above the guarantee counts (V5).
+                    let mut w = Resource::new();
+                    for (t, gv) in g.iter() {
+                        let over = used.get(t).saturating_sub(gv);
+                        if over > 0 {
+                            w.set(t, over);
+                        }
+                    }
+                    w
+                }
+                None => used,
+            };
+            total.add_assign(&weight);
+            weights.push((*child, weight));
+        }
+        for (child, weight) in weights {
+            let mut share = Resource::new();
+            for (t, w) in weight.iter() {
+                let (Some(e), sum) = (amount.lookup(t), total.get(t)) else {
+                    continue;
+                };
+                if w <= 0 || sum <= 0 {
+                    continue;
+                }
+                // w ≤ sum, so the floored share is at most e.
+                let v = (i128::from(w) * i128::from(e) / i128::from(sum)) as i64;
+                if v > 0 {
+                    share.set(t, v);
+                }
+            }
+            if share.is_zero() {
+                continue;
+            }
+            if self.queues.get(child).leaf {
+                parts.push((child, share));
+            } else {
+                self.quota_split(child, &share, parts);
+            }
+        }
+    }
+
+    /// 5.5b-d: the candidates of leaf `q` for `amount`, and the victims
+    /// taken from them in order while the total stays within the amount.
+    fn quota_victims(&self, q: QueueId, amount: &Resource) -> (usize, Vec<AllocSlot>) {
+        let queue = self.queues.get(q);
+        let max = queue.max.as_ref();
+        let gang = &self.gang;
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for a_slot in queue.apps.values() {
+            let Some(app) = self.apps.at(*a_slot) else {
+                continue;
+            };
+            for slot in app.allocations.slots() {
+                let a = self.allocations.at(slot);
+                let types = a.resource.iter().count();
+                let matched = a
+                    .resource
+                    .iter()
+                    .filter(|(t, _)| amount.lookup(*t).is_some())
+                    .count();
+                if matched == 0
+                    || a.tags.contains_key(TAG_REQUIRED_NODE)
+                    || (a.placeholder && gang.placeholder_leaving(&a.uuid))
+                    || self.preempt.is_victim(&a.uuid)
+                {
+                    continue;
+                }
+                let mut in_amount = Resource::new();
+                for (t, _) in amount.iter() {
+                    if let Some(v) = a.resource.lookup(t) {
+                        in_amount.set(t, v);
+                    }
+                }
+                candidates.push(Candidate {
+                    class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
+                    matched: u32::try_from(matched * 100 / types).unwrap_or(100),
+                    priority: a.priority,
+                    hour: self.allocations.hour(slot),
+                    shares: shares(&in_amount, max),
+                    born: self.allocations.born(slot),
+                    slot,
+                });
+            }
+        }
+        candidates.sort_by(Candidate::order);
+        let mut total = Resource::new();
+        let mut picked = Vec::new();
+        for c in &candidates {
+            let res = &self.allocations.at(c.slot).resource;
+            let within = |base: &Resource| {
+                amount
+                    .iter()
+                    .all(|(t, p)| base.get(t).saturating_add(res.get(t)) <= p)
+            };
+            // Too large on its own, or past the amount with what is taken.
+            if within(&Resource::new()) && within(&total) {
+                total.add_assign(res);
+                picked.push(c.slot);
+            }
+        }
+        (candidates.len(), picked)
+    }
+
+    /// Marks the victims of leaf `leaf`, records their events and releases
+    /// them, one response per application (5.5e).
+    fn quota_commit(
+        &mut self,
+        leaf: QueueId,
+        path: &str,
+        picked: Vec<AllocSlot>,
+        out: &mut Outcomes,
+    ) {
+        let event = format!("{QUOTA_EVENT_PREFIX}{path}");
+        let message = format!("{QUOTA_RELEASE_PREFIX}{path}");
+        let mut by_app: Vec<(Arc<str>, Vec<si::AllocationRelease>)> = Vec::new();
+        for slot in picked {
+            let app = self.allocations.at(slot).app.clone();
+            let release = self.release_victim(slot, leaf, &event, &message, out);
+            match by_app.iter_mut().find(|(a, _)| *a == app) {
+                Some((_, list)) => list.push(release),
+                None => by_app.push((app, vec![release])),
+            }
+            self.preempt.quota.counters.victims += 1;
+        }
+        for (_, released) in by_app {
+            out.new_allocation_message(si::AllocationResponse {
+                released,
+                ..Default::default()
+            });
+        }
+    }
+}
+
+/// `big` ≥ `small` over the types of `big` (the reference's "greater or
+/// equal, only existing"): with shared types, none above `big`; `small`
+/// empty: every type of `big` positive; no shared type: true.
+fn greater_or_equal_existing(big: &Resource, small: &Resource) -> bool {
+    if big.iter().next().is_none() {
+        return false;
+    }
+    if small.iter().next().is_none() {
+        return big.iter().all(|(_, v)| v > 0);
+    }
+    big.iter()
+        .all(|(t, v)| small.lookup(t).is_none_or(|s| s <= v))
+}
+
+/// A resource as the reference prints it (a Go map, keys sorted).
+fn go_map(r: &Resource) -> String {
+    let parts: Vec<String> = r
+        .to_named()
+        .iter()
+        .map(|(k, v)| format!("{k}:{v}"))
+        .collect();
+    format!("map[{}]", parts.join(" "))
+}
+
+/// The `QUEUE_PREEMPTION` record of a run on `path` (delta 2.2): its max
+/// at the start, and a summary of what it set out to take and took.
+fn summary_record(path: &str, max: &Resource, amount: &Resource, t: &Tally, leaf: bool) -> Record {
+    // The reference prints a leaf's empty claim as a nil resource, a
+    // parent's as an empty map.
+    let claimed = if leaf && t.taken == 0 {
+        "nil resource".to_string()
+    } else {
+        go_map(&t.claimed)
+    };
+    let message = format!(
+        "{QUOTA_SUMMARY_PREFIX}preemptable resources: {}, claimed resources: {claimed}, selected victims: {}, preempted victims: {}",
+        go_map(amount),
+        t.candidates,
+        t.taken
+    );
+    events::structured(
+        TYPE_QUEUE,
+        path,
+        "",
+        Change::Set,
+        Detail::QueuePreemption,
+        Some(max.to_proto()),
+        message,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(pairs: &[(&str, i64)]) -> Resource {
+        Resource::from_pairs(pairs.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn greater_or_equal_reads_only_the_types_of_the_bigger() {
+        assert!(greater_or_equal_existing(
+            &r(&[("vcore", 10)]),
+            &r(&[("vcore", 10)])
+        ));
+        assert!(!greater_or_equal_existing(
+            &r(&[("vcore", 10)]),
+            &r(&[("vcore", 11)])
+        ));
+        assert!(greater_or_equal_existing(
+            &r(&[("vcore", 10)]),
+            &r(&[("memory", 11)])
+        ));
+        assert!(greater_or_equal_existing(
+            &r(&[("vcore", 10)]),
+            &Resource::new()
+        ));
+        assert!(!greater_or_equal_existing(
+            &Resource::new(),
+            &r(&[("memory", 5)])
+        ));
+    }
+
+    #[test]
+    fn resources_print_as_go_maps() {
+        assert_eq!(
+            go_map(&r(&[("vcore", 100), ("memory", 5)])),
+            "map[memory:5 vcore:100]"
+        );
+        assert_eq!(go_map(&Resource::new()), "map[]");
+    }
+}
