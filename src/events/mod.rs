@@ -36,6 +36,10 @@ pub const MAX_STORE_CAPACITY: usize = INPUT_CAPACITY;
 pub const REASON_QUEUE_HEADROOM: &str = "InsufficientQueueResources";
 /// Reason of the `REQUEST` record of an ask a node's predicates refused.
 pub const REASON_PREDICATE_REFUSED: &str = "PredicateRefused";
+/// Reason of the `REQUEST` record that says why an ask waits
+/// (docs/why-pending.md): one when its cause changes, at most one a
+/// minute while it stays.
+pub const REASON_PENDING: &str = "WhyPending";
 /// Shortest time between two records of one of the "not placed yet"
 /// reasons ([`REASON_QUEUE_HEADROOM`], [`REASON_PREDICATE_REFUSED`]) for
 /// the same ask: the reference v1.8 limits its predicate-failure records
@@ -73,12 +77,14 @@ pub struct RmEventSettings {
 /// user quota of a request, limits.md 6.1; the user/group application cap
 /// of an application, 6.2). Each is sent once per transition, so none may
 /// hide another record of its object in a flush, nor be hidden by one:
-/// both editions keep them apart by reason.
-pub const TRANSITION_REASONS: [&str; 4] = [
+/// both editions keep them apart by reason. A request's cause changing
+/// ([`REASON_PENDING`]) is such a transition too.
+pub const TRANSITION_REASONS: [&str; 5] = [
     "UserQuotaExceeded",
     "UserQuotaAvailable",
     "AppCannotRunQuota",
     "AppRunnableQuota",
+    REASON_PENDING,
 ];
 
 /// The record type of user and group records (SI v1.8 `USERGROUP`; SI

@@ -15,8 +15,8 @@ use super::response::{body, fail, json_resp, query_param, Fail, JSON, TEXT};
 use super::router::Endpoint;
 use super::snapshot::{self, Snapshot};
 use super::{
-    events, handlers, health, parse_guard, usage, v1, v1_routes, Context, Resp, CORE_TIMEOUT,
-    MAX_BODY_BYTES,
+    events, handlers, health, parse_guard, pending, usage, v1, v1_routes, Context, Resp,
+    CORE_TIMEOUT, MAX_BODY_BYTES,
 };
 use crate::config::QuantityGrammar;
 use crate::scheduler::core::{Command, Reply};
@@ -240,6 +240,9 @@ pub(super) async fn dispatch(
             let subtree = query_param(&req, "subtree").is_some();
             let snap = ctx.snapshot(false).await?;
             routed(v1_routes::partition_queue(&snap, &p, &q, subtree))
+        }
+        Endpoint::PartitionPending(p) => {
+            routed(pending::partition_pending(&*ctx.snapshot(false).await?, &p))
         }
         Endpoint::PartitionNodes(p) => {
             routed(v1_routes::partition_nodes(&*ctx.snapshot(false).await?, &p))

@@ -22,6 +22,7 @@ pub(crate) mod handlers;
 pub mod health;
 mod parse_guard;
 mod partition_address;
+mod pending; // why asks wait
 mod response;
 pub(crate) mod router;
 mod server;

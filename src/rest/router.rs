@@ -32,6 +32,8 @@ pub enum Endpoint {
     QueueAppsByState(String, String, String),
     PartitionApp(String, String),
     PartitionAppsByState(String, String),
+    /// The partition's waiting asks grouped by cause (`pending.rs`).
+    PartitionPending(String),
     /// User/group usage of a partition (`usage.rs`).
     Usage(String, UsageQuery),
     Config,
@@ -140,6 +142,7 @@ pub fn route(path: &str) -> Option<Endpoint> {
         }
         ["partition", p, "application", a] => Endpoint::PartitionApp(o(p), o(a)),
         ["partition", p, "applications", st] => Endpoint::PartitionAppsByState(o(p), o(st)),
+        ["partition", p, "pending"] => Endpoint::PartitionPending(o(p)),
         ["partition", p, "usage", "users"] => Endpoint::Usage(o(p), UsageQuery::Users),
         ["partition", p, "usage", "user", u] => Endpoint::Usage(o(p), UsageQuery::User(o(u))),
         ["partition", p, "usage", "groups"] => Endpoint::Usage(o(p), UsageQuery::Groups),

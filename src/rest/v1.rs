@@ -101,6 +101,11 @@ fn ask(app_id: &str, a: &AskSnap) -> Value {
     m.insert("applicationId".into(), json!(app_id));
     put_true(&mut m, "placeholder", a.placeholder);
     put_str(&mut m, "taskGroupName", &a.task_group);
+    if let Some(r) = &a.pending_reason {
+        put(&mut m, "allocationLog", super::pending::allocation_log(r));
+        m.insert("pendingReason".into(), super::pending::reason_json(r));
+        put_true(&mut m, "schedulingAttempted", r.last_tried > 0);
+    }
     Value::Object(m)
 }
 

@@ -71,3 +71,4 @@ mod v1_golden;
 mod v1_order;
 mod v1_preemption;
 mod v1_rust_api;
+mod why_pending;

@@ -98,6 +98,8 @@ const ASK: &[F] = &[
     ("placeholder", T::Bool, false),
     ("taskGroupName", T::Str, false),
     ("allocationLog", T::Arr(ALLOC_LOG), false),
+    // sicore's own: why the request waits (docs/why-pending.md).
+    ("pendingReason", T::Obj, false),
     ("triggeredPreemption", T::Bool, false),
     ("originator", T::Bool, false),
     ("schedulingAttempted", T::Bool, false),

@@ -81,6 +81,9 @@ pub struct AppGang {
     pub groups: BTreeMap<Arc<str>, TaskGroup>,
     /// Identifies the armed placeholder timer; 0 when none is armed.
     pub timer_epoch: u64,
+    /// When the placeholder timeout fired (Unix ns) and what it did, for
+    /// the reason its asks wait (snapshot/reason.rs).
+    pub timed_out: Option<(i64, &'static str)>,
 }
 
 /// The application tag holding its creation time in Unix seconds; the

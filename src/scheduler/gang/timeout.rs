@@ -14,6 +14,14 @@ use super::{GangStyle, INFO_RESERVATION_TIMEOUT, MSG_ASK_TIMEOUT, MSG_PLACEHOLDE
 use si::event_record::Type as EventType;
 
 impl Partition {
+    /// Keeps when the placeholder timeout fired and what it did.
+    fn note_gang_timeout(&mut self, app_id: &str, what: &'static str) {
+        let now = self.clock.unix_nanos();
+        if let Some(app) = self.apps.get_mut(app_id) {
+            app.gang.timed_out = Some((now, what));
+        }
+    }
+
     /// Releases the application's free placeholders with `TIMEOUT` (they
     /// stay until the RM confirms). Returns the release entries.
     pub(crate) fn release_free_placeholders(
@@ -60,6 +68,7 @@ impl Partition {
         ) {
             // The gang started; what was not used goes back.
             let released = self.release_free_placeholders(&app_id, MSG_PLACEHOLDER_TIMEOUT);
+            self.note_gang_timeout(&app_id, "unused placeholders released");
             out.event(events::record(
                 EventType::App,
                 &app_id,
@@ -94,6 +103,13 @@ impl Partition {
                 state.as_str()
             ),
         ));
+        self.note_gang_timeout(
+            &app_id,
+            match style {
+                GangStyle::Soft => "gang not assembled: resumed without placeholders",
+                GangStyle::Hard => "gang not assembled: application failed",
+            },
+        );
         self.fire(&app_id, event, Some(INFO_RESERVATION_TIMEOUT), out);
         let app = &self.apps[&*app_id];
         let mut keys: Vec<(AskOrderKey, Arc<str>)> = app

@@ -164,6 +164,9 @@ pub struct Ask {
     pub preempt_self: bool,
     /// The application's first task (SI v1.8 `originator`).
     pub originator: bool,
+    /// Why it waits, as the last pass that tried it found (boxed: most
+    /// asks are placed at their first try and never need one).
+    pub pending: Option<Box<super::pending::PendingReason>>,
 }
 
 impl Ask {

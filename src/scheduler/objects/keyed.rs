@@ -63,6 +63,11 @@ impl<T> KeyedSlab<T> {
         self.slab.get(slot as usize)
     }
 
+    /// The record in `slot` if the slot is taken, to change.
+    pub fn try_at_mut(&mut self, slot: Slot) -> Option<&mut T> {
+        self.slab.get_mut(slot as usize)
+    }
+
     /// The record in `slot`, to change.
     pub fn at_mut(&mut self, slot: Slot) -> &mut T {
         &mut self.slab[slot as usize]

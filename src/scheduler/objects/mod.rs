@@ -6,5 +6,6 @@ pub mod allocs;
 pub mod application;
 pub mod keyed;
 pub mod node;
+pub mod pending;
 pub mod queue;
 pub mod reservation;

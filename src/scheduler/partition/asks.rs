@@ -87,6 +87,7 @@ impl Partition {
             preempt_other: ask.preempt_other,
             preempt_self: ask.preempt_self,
             originator: ask.originator,
+            pending: None,
         };
         let app = self.apps.at_mut(slot);
         let order = new.order_key();

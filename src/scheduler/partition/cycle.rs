@@ -10,16 +10,12 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::preempt::ReservedRequired;
 use super::preempt::Trigger;
 use super::*;
 use crate::events::Record;
-use crate::scheduler::objects::queue::AppKey;
+use crate::scheduler::objects::pending::{NodeCounts, PreemptOutcome};
 use crate::scheduler::resync::ResyncBarrier;
-use crate::scheduler::ugm::{Fit, APP_CANNOTRUN_QUOTA, APP_RUNNABLE_QUOTA};
-
-/// Reserved nodes and the asks holding them.
-type HeldNodes = Vec<(NodeSlot, ReservedAsk)>;
+use crate::scheduler::ugm::Fit;
 
 /// What the search found for one ask.
 enum NodeChoice {
@@ -182,6 +178,8 @@ impl Partition {
             self.cancel_stale_reservations(&mut pass.preempt_stale);
             self.preemption_pass_done(&mut pass, now);
         }
+        // Why the asks tried and not placed wait.
+        self.apply_reasons(std::mem::take(&mut pass.reasons), &mut pass.events);
         // The REQUEST events of the pass.
         out.events.extend(pass.events.drain(..).map(Record::from));
         // The rest of the pass's decisions reach the RM's cache now, before
@@ -190,183 +188,6 @@ impl Partition {
             b.deliver();
         }
         made
-    }
-
-    /// Reservations grouped by application, the applications in the order
-    /// the regular search visits them (spec 8.10): leaves in depth-first
-    /// fair order, then each leaf's application order (`stateaware` as
-    /// `fifo`, without its filter); within an application, its asks in
-    /// scheduling order. One walk over the reservations.
-    fn reserved_apps_in_order(&self) -> Vec<HeldNodes> {
-        let leaf_rank = self.leaf_ranks();
-        let mut apps: Vec<((usize, AppKey), HeldNodes)> = Vec::new();
-        let mut index: FastMap<&str, usize> = FastMap::default();
-        // In node id order, as the walk has always gone.
-        let mut all: Vec<(&str, NodeSlot, &ReservedAsk)> = self
-            .reservations
-            .iter()
-            .map(|(n, r)| (&*self.nodes[n].id, n, r))
-            .collect();
-        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        for (_, node, r) in all {
-            if let Some(i) = index.get(&*r.app) {
-                apps[*i].1.push((node, r.clone()));
-                continue;
-            }
-            index.insert(&*r.app, apps.len());
-            let order = match self.apps.get(&r.app) {
-                // Gone: sorted last, where its reservations are cancelled.
-                None => (usize::MAX, AppKey::default()),
-                Some(app) => (
-                    // A leaf without demand is not walked: after every other.
-                    leaf_rank.get(&app.queue).copied().unwrap_or(usize::MAX - 1),
-                    app.leaf_key().clone(),
-                ),
-            };
-            apps.push((order, vec![(node, r.clone())]));
-        }
-        apps.sort_by(|a, b| a.0.cmp(&b.0));
-        apps.into_iter()
-            .map(|(_, mut held)| {
-                let app = held.first().and_then(|(_, r)| self.apps.get(&r.app));
-                if let Some(app) = app {
-                    held.sort_by_cached_key(|(n, r)| {
-                        (
-                            app.asks.get(&r.key).map(Ask::order_key),
-                            self.nodes[*n].id.clone(),
-                        )
-                    });
-                }
-                held
-            })
-            .collect()
-    }
-
-    /// The reserved pass (spec 8.10): applications in queue order; each
-    /// first tries its reserved asks on their reserved nodes, then on any
-    /// other free node. Stale reservations are cancelled on the way.
-    fn reserved_pass(
-        &mut self,
-        cb: Option<&ResyncBarrier>,
-        budget: usize,
-        preempt_on: bool,
-        now: Instant,
-        out: &mut Outcomes,
-    ) -> usize {
-        let mut made = 0;
-        for held in self.reserved_apps_in_order() {
-            if made >= budget {
-                break;
-            }
-            let mut unsatisfied = Vec::new();
-            for (slot, r) in held {
-                if made >= budget {
-                    break;
-                }
-                if self.reservations.on_node(slot) != Some(&r) {
-                    continue;
-                }
-                // The user/group check below wants exact levels.
-                self.flush_limits();
-                let Some(fits_queue) = self.reserved_ask_usable(slot, &r) else {
-                    // Stale: the ask is gone or satisfied, or the node is
-                    // draining (the reference kept those; the spec recommends not).
-                    self.reservations.cancel_node(slot);
-                    continue;
-                };
-                if !fits_queue {
-                    self.expire_reservation(slot, &r, now); // YuniKorn v1.9, 7.1
-                    continue;
-                }
-                // Required-node preemption (preempt/required.rs).
-                if preempt_on {
-                    match self.reserved_required_node(slot, &r, cb, now, out) {
-                        ReservedRequired::Ordinary => {}
-                        ReservedRequired::Waits => continue,
-                        ReservedRequired::Preempted => {
-                            made += 1;
-                            continue;
-                        }
-                    }
-                }
-                let ask = &self.apps[&r.app].asks[&r.key];
-                let node = &self.nodes[slot];
-                let mut events = Vec::new();
-                let placed = self.try_node(&r.app, ask, node, cb, true, &mut events);
-                out.events.extend(events.into_iter().map(Record::from));
-                if placed {
-                    let (a, k) = self.ask_slots(&r);
-                    self.commit(a, k, slot, cb, out);
-                    made += 1;
-                } else {
-                    unsatisfied.push((slot, r));
-                }
-            }
-            // Then each still-held reservation on another node (the reserved
-            // node is freed when that works).
-            for (slot, r) in unsatisfied {
-                if made >= budget {
-                    break;
-                }
-                self.flush_limits();
-                if self.reservations.on_node(slot) != Some(&r)
-                    || self.reserved_ask_usable(slot, &r) != Some(true)
-                {
-                    continue;
-                }
-                let ask = &self.apps[&r.app].asks[&r.key];
-                if ask.required_node.is_some() {
-                    continue; // its own node only (spec 8.7 step 1)
-                }
-                let mut events = Vec::new();
-                let target = self
-                    .nodes
-                    .ordered()
-                    .filter(|n| {
-                        n.schedulable && self.reservations.on_node(n.key().slot()).is_none()
-                    })
-                    .filter(|n| n.fits_capacity(&ask.resource))
-                    .find(|n| self.try_node(&r.app, ask, n, cb, true, &mut events))
-                    .map(|n| n.key().slot());
-                out.events.extend(events.into_iter().map(Record::from));
-                if let Some(target) = target {
-                    self.reservations.cancel_node(slot);
-                    let (a, k) = self.ask_slots(&r);
-                    self.commit(a, k, target, cb, out);
-                    made += 1;
-                }
-            }
-        }
-        made
-    }
-
-    /// Whether a reservation can still be served: `None` when it is stale
-    /// (ask gone or satisfied, node gone or draining), else whether the ask
-    /// may be allocated now: it fits the queue's headroom, and the
-    /// application is not held back by `maxapplications`.
-    fn reserved_ask_usable(&self, node: NodeSlot, r: &ReservedAsk) -> Option<bool> {
-        let app = self.apps.get(&r.app)?;
-        let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
-        self.nodes.at(node).filter(|n| n.schedulable)?;
-        let held_back = (!app.counted_active && self.app_limit_reached(app.queue))
-            || Self::served_by_replacement(app, ask)
-            || (self.ugm.enabled()
-                && (!self.runnable_by_limits(app)
-                    || self.ugm.fits(app, &ask.resource) != Fit::Fits));
-        Some(
-            !held_back
-                && self
-                    .queues
-                    .headroom(app.queue)
-                    .is_none_or(|h| ask.resource.fits_in_max_undef(&h)),
-        )
-    }
-
-    /// The slots of a reserved ask that [`Self::reserved_ask_usable`] found.
-    fn ask_slots(&self, r: &ReservedAsk) -> (Slot, Slot) {
-        let app = self.apps.slot_of(&r.app).expect("checked usable");
-        let ask = self.apps[app].asks.slot_of(&r.key).expect("checked usable");
-        (app, ask)
     }
 
     /// Depth-first search for the next decision in fair queue order.
@@ -462,7 +283,8 @@ impl Partition {
         }
     }
 
-    /// Tries the asks of one application in order (spec 8.5).
+    /// Tries the asks of one application in order (spec 8.5). Each ask
+    /// tried and not placed gets its reason (explain.rs).
     fn find_for_app(
         &self,
         app_slot: Slot,
@@ -479,6 +301,7 @@ impl Partition {
         };
         for (okey, ask_slot) in app.ask_order.range((start, Bound::Unbounded)) {
             let ask = &app.asks[*ask_slot];
+            let at = (app_slot, app.seq, *ask_slot, ask.seq);
             if Self::served_by_replacement(app, ask) {
                 pass.ask_cursor.insert(app.seq, *okey);
                 continue;
@@ -490,6 +313,7 @@ impl Partition {
                 match self.user_quota_check(app, ask, pass) {
                     Fit::Fits => {}
                     Fit::Over => {
+                        pass.note(at, self.limit_cause(app, ask), None);
                         pass.ask_cursor.insert(app.seq, *okey);
                         continue;
                     }
@@ -514,7 +338,8 @@ impl Partition {
                     return Some(Decision::Required(step));
                 }
             } else if fits_queue {
-                match self.find_node(app, ask, cb, pass, now) {
+                let mut counts = NodeCounts::default();
+                match self.find_node(app, ask, cb, pass, now, &mut counts) {
                     NodeChoice::Allocate(node) => {
                         return Some(Decision::Allocate {
                             app: app_slot,
@@ -528,6 +353,7 @@ impl Partition {
                             // Holds a node, still waits for room on it.
                             pass.tried.push((app.id.clone(), ask.key.clone()));
                         }
+                        pass.note(at, self.reserved_cause(node), None);
                         return Some(Decision::Reserve {
                             app: app.id.clone(),
                             key: ask.key.clone(),
@@ -536,21 +362,24 @@ impl Partition {
                     }
                     NodeChoice::Nothing => {
                         // T2 (preemption.md 2.2): no node took it.
-                        if let Some(plan) =
-                            self.try_preempt(app, ask, Trigger::NodeBound, cb, pass, now)
-                        {
+                        let (plan, outcome) =
+                            self.try_preempt(app, ask, Trigger::NodeBound, cb, pass, now);
+                        pass.note(at, self.nodes_cause(counts), outcome);
+                        if let Some(plan) = plan {
                             pass.ask_cursor.insert(app.seq, *okey);
                             return Some(Decision::Preempt(plan));
                         }
                     }
                 }
-            } else if let Some(plan) =
-                self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now)
-            {
-                // T1 (preemption.md 2.2): the queue's headroom is the obstacle.
-                pass.ask_cursor.insert(app.seq, *okey);
-                return Some(Decision::Preempt(plan));
             } else {
+                // T1 (preemption.md 2.2): the queue's headroom is the obstacle.
+                let (plan, outcome) =
+                    self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now);
+                pass.note(at, self.queue_cause(app.queue, ask), outcome);
+                if let Some(plan) = plan {
+                    pass.ask_cursor.insert(app.seq, *okey);
+                    return Some(Decision::Preempt(plan));
+                }
                 // Skipped for queue headroom: a REQUEST event (spec 13.2).
                 pass.events.push(self.queue_headroom_event(app, ask));
             }
@@ -566,7 +395,7 @@ impl Partition {
 
     /// A preemption attempt for an ask the pass could not place: one
     /// boolean when preemption is off, one cached walk per leaf when no
-    /// guarantee is in reach.
+    /// guarantee is in reach. Also says how an attempt made ended.
     fn try_preempt(
         &self,
         app: &Application,
@@ -575,14 +404,23 @@ impl Partition {
         cb: Option<&ResyncBarrier>,
         pass: &mut PassState,
         now: Instant,
-    ) -> Option<super::preempt::PreemptionPlan> {
+    ) -> (
+        Option<super::preempt::PreemptionPlan>,
+        Option<PreemptOutcome>,
+    ) {
         if !pass.preempt_on || !self.preemption_possible(app.queue, pass) {
-            return None;
+            return (None, None);
         }
-        self.plan_preemption(app, ask, trigger, cb, pass, now)
+        // The attempt's counters say how it ended: a copy of a few integers.
+        let before = pass.preempt_counts;
+        let plan = self.plan_preemption(app, ask, trigger, cb, pass, now);
+        let outcome =
+            self.preempt_outcome(app.queue, &before, &pass.preempt_counts, plan.is_some());
+        (plan, outcome)
     }
 
-    /// The first usable node in policy order, else a node to reserve (spec 8.7).
+    /// The first usable node in policy order, else a node to reserve (spec
+    /// 8.7). `counts` gets why the nodes tried turned the ask down.
     fn find_node<'a>(
         &'a self,
         app: &Application,
@@ -590,6 +428,7 @@ impl Partition {
         cb: Option<&ResyncBarrier>,
         pass: &mut PassState,
         now: Instant,
+        counts: &mut NodeCounts,
     ) -> NodeChoice {
         let any_reserved = !self.reservations.is_empty();
         // Only built when reservations exist: it costs two shared-string clones.
@@ -604,8 +443,12 @@ impl Partition {
             .is_some_and(|d| now.saturating_duration_since(ask.created) >= d)
             && held < ask.pending_repeat.max(0) as usize;
         let cacheable = cb.is_none_or(|b| !b.asks_predicates()) && held == 0;
-        if cacheable && pass.unfit_shapes[may_reserve as usize].contains(&ask.resource) {
-            return NodeChoice::Nothing;
+        if cacheable {
+            // The same shape failed before in this pass: its counts stand.
+            if let Some(c) = pass.unfit_shapes[may_reserve as usize].get(&ask.resource) {
+                c.clone_into(counts);
+                return NodeChoice::Nothing;
+            }
         }
         let mut candidate: Option<(f64, &'a Node)> = None;
         let missed = |n: &'a Node, reserved_by: Option<&ReservedAsk>| {
@@ -619,7 +462,16 @@ impl Partition {
                 }
             }
         };
-        if let Some(n) = self.first_fit(&app.id, ask, me.as_ref(), cb, &mut pass.events, missed) {
+        let found = self.first_fit_counted(
+            &app.id,
+            ask,
+            me.as_ref(),
+            cb,
+            &mut pass.events,
+            counts,
+            missed,
+        );
+        if let Some(n) = found {
             return NodeChoice::Allocate(n.key().slot());
         }
         if let Some((_, n)) = candidate {
@@ -628,187 +480,8 @@ impl Partition {
             }
         }
         if cacheable {
-            pass.unfit_shapes[may_reserve as usize].insert(ask.resource.clone());
+            pass.unfit_shapes[may_reserve as usize].insert(ask.resource.clone(), counts.clone());
         }
         NodeChoice::Nothing
-    }
-
-    /// Makes the allocation (spec 8.7 step 3 and 8.8), settles the ask's
-    /// reservations and queues the report to the RM (through the barrier
-    /// when the RM has predicates).
-    pub(crate) fn commit(
-        &mut self,
-        app_slot: Slot,
-        ask_slot: Slot,
-        node_slot: NodeSlot,
-        barrier: Option<&ResyncBarrier>,
-        out: &mut Outcomes,
-    ) {
-        let node_id = self.nodes[node_slot].id.clone();
-        let (record, remaining) = self.mint(app_slot, ask_slot, node_id);
-        let placeholder = record.placeholder;
-        let app = self.apps.at_mut(app_slot);
-        let app_id = &app.id.clone();
-        if !placeholder {
-            app.allocate(&record.resource, self.queues.get_mut(app.queue));
-        }
-        app.started = true;
-        // A running application stays running: no state machine call.
-        let progresses = !placeholder && app.state != AppState::Running;
-        let queue = app.queue;
-        self.queues.pending_to_allocated(queue, &record.resource);
-        self.nodes.allocate(node_slot, &record.resource);
-        self.allocation_count += 1;
-        // The user's and the group's headroom shrink now, before the next
-        // decision of this pass (no overshoot within a batch). Charged from
-        // the record before it moves: no copy of the resource.
-        if self.ugm.has_links() {
-            if let Some(app) = self.apps.at(app_slot) {
-                self.ugm.charge(app, &record.resource);
-            }
-        }
-
-        if !self.reservations.is_empty() {
-            let me = ReservedAsk {
-                app: app_id.clone(),
-                key: record.key.clone(),
-            };
-            if self.reservations.on_node(node_slot) == Some(&me) {
-                self.reservations.cancel_node(node_slot);
-            } else if let Some(other) = self.reservations.nodes_of(&me).first().copied() {
-                self.reservations.cancel_node(other);
-            }
-            if remaining == 0 {
-                self.reservations.cancel_ask(&me);
-            }
-        }
-
-        match barrier {
-            Some(b) => b.record(record.clone(), out),
-            None => out.new_allocation(record.clone()),
-        }
-        // Only a placeholder needs these afterwards (its gang books).
-        let gang = placeholder.then(|| {
-            (
-                record.uuid.clone(),
-                record.task_group.clone(),
-                record.resource.clone(),
-            )
-        });
-        self.allocations.insert(
-            Allocation { record, queue },
-            &mut self.apps.at_mut(app_slot).allocations,
-            &mut self.nodes.at_mut(node_slot).allocations,
-        );
-        // After the insert: whether it counts as running depends on it.
-        let app = self.apps.at_mut(app_slot);
-        apps::sync_queue_active(app, &mut self.queues);
-        if let Some((uuid, group, resource)) = gang {
-            self.placeholder_added(app_id, &uuid, &group, &resource, out);
-            // Placeholders count against the user and group too (3.2).
-            if let Some(app) = self.apps.at(app_slot) {
-                self.ugm.sync(app);
-            }
-        }
-        if progresses {
-            self.fire(app_id, AppEvent::Run, None, out);
-        }
-    }
-
-    /// The pass's allocations reach the levels of the user and group
-    /// trackers, and the touched links' cached slack is made again.
-    pub(crate) fn flush_limits(&mut self) {
-        if !self.ugm.is_dirty() {
-            return;
-        }
-        let dirty = self.ugm.take_dirty();
-        let apps = &self.apps;
-        self.ugm
-            .flush(dirty.into_iter().map(|(id, slot)| (id, apps.at(slot))));
-    }
-
-    /// User/group `maxapplications` admission of an application with
-    /// demand (limits.md 4.1): whether it may be tried. A change of its
-    /// "held" state gives one APP record (6.2), noted in `flips` (applied
-    /// when the pass ends; later visits of the pass read it there).
-    fn admitted_by_limits(
-        &self,
-        a: &Application,
-        flips: &mut FastMap<u64, (bool, Arc<str>)>,
-        events: &mut Vec<si::EventRecord>,
-    ) -> bool {
-        let runnable = self.runnable_by_limits(a);
-        if runnable && self.ugm.held.is_empty() && flips.is_empty() {
-            return true;
-        }
-        let held = match flips.get(&a.seq) {
-            Some((h, _)) => *h,
-            None => self.ugm.held.contains(&a.seq),
-        };
-        if held == runnable {
-            flips.insert(a.seq, (!runnable, a.id.clone()));
-            let (reason, message) = if runnable {
-                (
-                    APP_RUNNABLE_QUOTA,
-                    format!("Application {} is runnable: its user and group are within their maxapplications limits", a.id),
-                )
-            } else {
-                (
-                    APP_CANNOTRUN_QUOTA,
-                    format!("Application {} cannot run: its user or group is at its maxapplications limit", a.id),
-                )
-            };
-            events.push(crate::events::record(
-                si::event_record::Type::App,
-                &a.id,
-                "",
-                reason,
-                message,
-            ));
-        }
-        runnable
-    }
-
-    /// The user/group headroom check of one ask (limits.md 4.2). A
-    /// transition into or out of "user quota failed" gives one REQUEST
-    /// event (6.1) and is applied when the pass ends.
-    fn user_quota_check(&self, app: &Application, ask: &Ask, pass: &mut PassState) -> Fit {
-        let fit = self.ugm.fits(app, &ask.resource);
-        if fit == Fit::Unsure {
-            return fit;
-        }
-        let fits = fit == Fit::Fits;
-        let failed = !self.ugm.quota_failed.is_empty()
-            && self.ugm.quota_failed.contains(&(app.seq, ask.key.clone()));
-        if fits == failed {
-            let message = if fits {
-                format!("Request '{}' fits in the available user quota", ask.key)
-            } else {
-                let available = self.ugm.headroom(app).unwrap_or_default();
-                format!(
-                    "Request '{}' exceeds the available user quota (requested {}, available {available})",
-                    ask.key, ask.resource
-                )
-            };
-            let reason = if fits {
-                "UserQuotaAvailable"
-            } else {
-                "UserQuotaExceeded"
-            };
-            pass.events.push(crate::events::record(
-                si::event_record::Type::Request,
-                &ask.key,
-                &app.id,
-                reason,
-                message,
-            ));
-            pass.quota_flips.push((app.seq, ask.key.clone(), !fits));
-        }
-        fit
-    }
-
-    /// Whether any queue in this partition has demand.
-    pub fn has_pending(&self) -> bool {
-        self.queues.get(ROOT).pending.is_strictly_positive() && !self.nodes.is_empty()
     }
 }

@@ -2,9 +2,12 @@
 //! nodes and applications. Every RM request and every scheduling decision
 //! for the partition goes through here, on the core thread.
 
+mod admission; // the user/group checks of the pass
 pub(crate) mod apps;
 mod asks;
+mod commit;
 mod cycle;
+mod explain; // why asks wait (objects/pending.rs)
 mod lifecycle;
 mod merge; // SI v1.8: allocations merged by key
 mod nodes;
@@ -14,6 +17,7 @@ pub mod preempt; // guarantee, required-node and quota-change preemption
 mod records; // USERGROUP and QUEUE records (SI v1.8)
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
+mod reserved; // the reserved pass
 
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -118,7 +122,7 @@ struct PassState {
     exhausted_queues: FastSet<QueueId>,
     /// Ask shapes that found no node and no reservation candidate (only
     /// used without predicates); indexed by whether the ask could reserve.
-    unfit_shapes: [FastSet<Resource>; 2],
+    unfit_shapes: [FastMap<Resource, super::objects::pending::NodeCounts>; 2],
     /// Event records of the pass (REQUEST events, spec 13.2).
     events: Vec<si::EventRecord>,
     /// Whether the pass notes the asks it tries without placing them in
@@ -145,6 +149,9 @@ struct PassState {
     preempt_stale: Vec<(NodeSlot, ReservedAsk)>,
     /// Outcomes of the pass's attempts that did not commit (preempt/guarantee.rs).
     preempt_counts: preempt::PreemptionCounters,
+    /// Why the asks the pass tried and did not place wait (explain.rs),
+    /// given to them when the pass ends.
+    reasons: Vec<explain::Noted>,
 }
 
 /// A partition.

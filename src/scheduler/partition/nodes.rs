@@ -273,6 +273,7 @@ impl Partition {
                 preempt_other: false,
                 preempt_self: a.preempt_self,
                 originator: a.originator,
+                pending: None,
             },
         );
         let uuid = a.uuid;

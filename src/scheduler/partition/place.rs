@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::scheduler::objects::pending::{first_short, NodeCounts};
 use crate::scheduler::resync::ResyncBarrier;
 
 impl Partition {
@@ -26,21 +27,6 @@ impl Partition {
         ranks
     }
 
-    /// The nodes an ask may go to, in the order they are tried: a required
-    /// node is the only candidate, used even while draining; otherwise
-    /// every schedulable node in policy order.
-    pub(crate) fn candidate_nodes<'a>(&'a self, ask: &Ask) -> impl Iterator<Item = &'a Node> {
-        let (mut pinned, mut ordered) = (None, None);
-        match &ask.required_node {
-            Some(required) => pinned = self.nodes.get(required.as_str()),
-            None => ordered = Some(self.nodes.ordered()),
-        }
-        std::iter::from_fn(move || match ordered.as_mut() {
-            Some(nodes) => nodes.find(|n| n.schedulable),
-            None => pinned.take(),
-        })
-    }
-
     /// The first candidate node where `ask` fits now and the RM's
     /// predicates agree. Nodes the ask can never fit are skipped, and so
     /// are nodes reserved for another ask; `me` is the ask as a
@@ -54,10 +40,49 @@ impl Partition {
         me: Option<&ReservedAsk>,
         cb: Option<&ResyncBarrier>,
         events: &mut Vec<si::EventRecord>,
+        missed: impl FnMut(&'a Node, Option<&'a ReservedAsk>),
+    ) -> Option<&'a Node> {
+        let mut counts = NodeCounts::default();
+        self.first_fit_counted(app_id, ask, me, cb, events, &mut counts, missed)
+    }
+
+    /// [`Self::first_fit`], counting in `counts` why each node turned the
+    /// ask down (the walk is the same; the counts are a few integers).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn first_fit_counted<'a>(
+        &'a self,
+        app_id: &str,
+        ask: &Ask,
+        me: Option<&ReservedAsk>,
+        cb: Option<&ResyncBarrier>,
+        events: &mut Vec<si::EventRecord>,
+        counts: &mut NodeCounts,
         mut missed: impl FnMut(&'a Node, Option<&'a ReservedAsk>),
     ) -> Option<&'a Node> {
-        for n in self.candidate_nodes(ask) {
+        // A required node is the only candidate, used even while
+        // draining; otherwise every schedulable node in policy order.
+        let (mut pinned, mut ordered) = (None, None);
+        match &ask.required_node {
+            Some(required) => {
+                pinned = self.nodes.get(required.as_str());
+                counts.required_missing = pinned.is_none();
+            }
+            None => ordered = Some(self.nodes.ordered()),
+        }
+        let nodes = std::iter::from_fn(move || match ordered.as_mut() {
+            Some(nodes) => nodes.next(),
+            None => pinned.take(),
+        });
+        for n in nodes {
+            if !n.schedulable && ask.required_node.is_none() {
+                counts.unschedulable += 1;
+                continue;
+            }
+            counts.examined += 1;
             if !n.fits_capacity(&ask.resource) {
+                if let Some(t) = first_short(&ask.resource, n.capacity()) {
+                    counts.short_of(t);
+                }
                 continue;
             }
             let reserved_by = match me {
@@ -65,9 +90,10 @@ impl Partition {
                 None => None,
             };
             if reserved_by.is_some_and(|r| Some(r) != me) {
+                counts.reserved_other += 1;
                 continue;
             }
-            if self.try_node(app_id, ask, n, cb, true, events) {
+            if self.try_node_counted(app_id, ask, n, cb, true, events, Some(counts)) {
                 return Some(n);
             }
             missed(n, reserved_by);
@@ -87,7 +113,27 @@ impl Partition {
         allocate: bool,
         events: &mut Vec<si::EventRecord>,
     ) -> bool {
+        self.try_node_counted(app, ask, n, cb, allocate, events, None)
+    }
+
+    /// [`Self::try_node`], counting a refusal in `counts` when given.
+    #[allow(clippy::too_many_arguments)]
+    fn try_node_counted(
+        &self,
+        app: &str,
+        ask: &Ask,
+        n: &Node,
+        cb: Option<&ResyncBarrier>,
+        allocate: bool,
+        events: &mut Vec<si::EventRecord>,
+        counts: Option<&mut NodeCounts>,
+    ) -> bool {
         if allocate && !n.fits_available(&ask.resource) {
+            if let Some(c) = counts {
+                if let Some(t) = first_short(&ask.resource, n.available()) {
+                    c.short_of(t);
+                }
+            }
             return false;
         }
         // Predicates are not asked for an unlimited node (spec 8.7).
@@ -103,6 +149,9 @@ impl Partition {
         match cb.predicates(&args) {
             Ok(()) => true,
             Err(reason) => {
+                if let Some(c) = counts {
+                    c.refused_by_rm(&reason);
+                }
                 events.push(crate::events::record(
                     si::event_record::Type::Request,
                     &ask.key,

@@ -119,6 +119,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
             let mut allocations: Vec<Arc<str>> =
                 p.allocations.uuids(&a.allocations).cloned().collect();
             allocations.sort();
+            let gang_waiting = super::reason::gang_waiting(a);
             let pending_asks = a
                 .ask_order
                 .values()
@@ -135,6 +136,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                         task_group: ask.task_group.to_string(),
                         required_node: ask.required_node.clone(),
                         created_ns: unix_ns(ask.created, now, now_unix),
+                        pending_reason: super::reason::reason_of(p, a, ask, &gang_waiting),
                     }
                 })
                 .collect();

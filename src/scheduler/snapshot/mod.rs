@@ -26,6 +26,8 @@ use crate::events::EventStats;
 
 mod build;
 pub use build::{build, Stamp};
+pub mod reason;
+pub use reason::ReasonView;
 
 /// Named quantities, sorted by name.
 pub type Named = BTreeMap<String, i64>;
@@ -388,6 +390,9 @@ pub struct AskSnap {
     /// Unix ns it was created.
     #[serde(skip)]
     pub created_ns: i64,
+    /// Why it waits (docs/why-pending.md); absent before a pass tried it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_reason: Option<ReasonView>,
 }
 
 /// A terminated application.

@@ -31,6 +31,7 @@
 pub mod caps;
 mod changes;
 mod checks;
+pub mod explain;
 mod links;
 pub mod snap;
 mod trackers;

@@ -106,6 +106,49 @@ impl EditionRm {
         }
     }
 
+    /// As [`EditionRm::new`] with the REST service on a free port, both
+    /// editions asking `Predicates`, which refuse `refused` nodes.
+    pub fn with_rest(edition: Edition, yaml: &str, refused: &[&str]) -> Self {
+        match edition {
+            Edition::V012 => {
+                let mut o = yaml_options(yaml);
+                o.rest_address = "127.0.0.1:0".into();
+                let h = predicates_rm(o, &[]);
+                h.rec.behaviour.lock().unwrap().refuse_nodes =
+                    refused.iter().map(|n| n.to_string()).collect();
+                EditionRm::V012(h)
+            }
+            Edition::V1 => {
+                let mut o = v1_options();
+                o.rest_address = "127.0.0.1:0".into();
+                let rm = V1Rm::with(o, yaml, true, |_| {});
+                rm.rec.accept_all();
+                rm.rec
+                    .refuse_nodes
+                    .lock()
+                    .unwrap()
+                    .extend(refused.iter().map(|n| n.to_string()));
+                EditionRm::V1(rm)
+            }
+        }
+    }
+
+    /// The scheduler handle.
+    pub fn sched(&self) -> *mut sicore::ffi::sicore_scheduler {
+        match self {
+            EditionRm::V012(h) => h.sched,
+            EditionRm::V1(rm) => rm.sched,
+        }
+    }
+
+    /// The state dump.
+    pub fn dump(&self) -> serde_json::Value {
+        match self {
+            EditionRm::V012(h) => h.dump(),
+            EditionRm::V1(rm) => rm.dump(),
+        }
+    }
+
     /// The v0.12 RM, for a step only that edition has.
     pub fn harness(&self) -> &Harness {
         match self {

@@ -46,6 +46,8 @@ pub struct V1Recorder {
     /// `Predicates` refuses every node (a cordoned cluster); else it
     /// accepts every one.
     pub refuse_predicates: bool,
+    /// Nodes `Predicates` refuses ("port 8080 in use").
+    pub refuse_nodes: Mutex<HashSet<String>>,
 }
 
 impl V1Recorder {
@@ -108,6 +110,8 @@ impl RmV1 for V1Recorder {
         self.record(|s| s.predicate_calls += 1);
         if self.refuse_predicates {
             Err(format!("node {} is cordoned by the test RM", m.node_id))
+        } else if self.refuse_nodes.lock().unwrap().contains(&m.node_id) {
+            Err("port 8080 in use".to_string())
         } else {
             Ok(())
         }

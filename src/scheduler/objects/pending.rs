@@ -1,0 +1,581 @@
+//! Why an ask waits: one bounded value per ask, written by the pass that
+//! last tried it (docs/why-pending.md).
+//!
+//! Nodes are counted while the pass checks them, in a [`NodeCounts`] kept
+//! on the stack: a few integers per cause, no allocation per node. Only a
+//! refusal by the RM's predicates keeps text, and only a few grouped,
+//! truncated texts.
+
+use std::sync::Arc;
+
+use super::super::resource::{name_of, ResId, Resource};
+
+/// Resource types counted one by one; shortages of further types are summed.
+pub const MAX_SHORT_TYPES: usize = 4;
+/// RM refusal texts kept, grouped by text; further texts count in `refused`.
+pub const MAX_REFUSAL_GROUPS: usize = 4;
+/// Bytes kept of one refusal text.
+pub const MAX_REFUSAL_TEXT: usize = 120;
+/// Entries of an ask's allocation log (the oldest goes first).
+pub const MAX_LOG: usize = 6;
+/// Shortest time between two REQUEST records of one ask while its cause
+/// stays the same (a change is recorded at once).
+pub const RECORD_INTERVAL_NS: i64 = 60_000_000_000;
+
+/// Per cause, how many nodes turned an ask down in one pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeCounts {
+    /// Nodes checked (schedulable, or the required node).
+    pub examined: u32,
+    short: [(ResId, u32); MAX_SHORT_TYPES],
+    short_len: u8,
+    /// Nodes short of a type past the first [`MAX_SHORT_TYPES`].
+    pub short_other: u32,
+    /// Nodes whose predicates the RM refused.
+    pub refused: u32,
+    refusals: Vec<(Box<str>, u32)>,
+    /// Nodes skipped as unschedulable (draining).
+    pub unschedulable: u32,
+    /// Nodes reserved for another ask.
+    pub reserved_other: u32,
+    /// The required node is not registered.
+    pub required_missing: bool,
+}
+
+impl NodeCounts {
+    /// One node lacks `ty` (the first type of the ask it lacks).
+    pub fn short_of(&mut self, ty: ResId) {
+        let n = usize::from(self.short_len);
+        if let Some(e) = self.short[..n].iter_mut().find(|(t, _)| *t == ty) {
+            e.1 += 1;
+        } else if n < MAX_SHORT_TYPES {
+            self.short[n] = (ty, 1);
+            self.short_len += 1;
+        } else {
+            self.short_other += 1;
+        }
+    }
+
+    /// The RM refused one node with `reason`; texts are grouped, the first
+    /// [`MAX_REFUSAL_GROUPS`] kept, each cut to [`MAX_REFUSAL_TEXT`] bytes.
+    pub fn refused_by_rm(&mut self, reason: &str) {
+        self.refused += 1;
+        let text = truncate(reason.trim(), MAX_REFUSAL_TEXT);
+        if let Some(e) = self.refusals.iter_mut().find(|(t, _)| &**t == text) {
+            e.1 += 1;
+        } else if self.refusals.len() < MAX_REFUSAL_GROUPS {
+            self.refusals.push((text.into(), 1));
+        }
+    }
+
+    /// Per type, the nodes short of it, in the order first seen.
+    pub fn shorts(&self) -> &[(ResId, u32)] {
+        &self.short[..usize::from(self.short_len)]
+    }
+
+    /// The RM's refusal texts with their node counts.
+    pub fn refusals(&self) -> &[(Box<str>, u32)] {
+        &self.refusals
+    }
+
+    /// Nodes short of some resource.
+    pub fn short_total(&self) -> u32 {
+        self.shorts()
+            .iter()
+            .fold(self.short_other, |s, (_, n)| s.saturating_add(*n))
+    }
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary.
+fn truncate(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The first type of `ask` that `free` does not hold enough of (a type
+/// `free` lacks is zero).
+pub fn first_short(ask: &Resource, free: &Resource) -> Option<ResId> {
+    ask.iter()
+        .find(|(t, v)| *v > free.get(*t).max(0))
+        .map(|(t, _)| t)
+}
+
+/// Whose limit holds an ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A queue's configured limit.
+    Queue,
+    /// A user's limit.
+    User,
+    /// A group's limit.
+    Group,
+    /// The partition (its nodes).
+    Partition,
+}
+
+impl Scope {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Queue => "queue",
+            Scope::User => "user",
+            Scope::Group => "group",
+            Scope::Partition => "partition",
+        }
+    }
+}
+
+/// What holds an ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// Held before any node was tried: its application waits for a
+    /// running slot under a `maxapplications` limit.
+    AppSlot {
+        /// Queue, user or group limit.
+        scope: Scope,
+        /// The user or group (empty for a queue limit).
+        name: Arc<str>,
+        /// The queue the limit is set on.
+        queue: Arc<str>,
+        /// The limit.
+        limit: u64,
+    },
+    /// Held before any node was tried: a queue on the path lacks room.
+    QueueHeadroom {
+        /// The queue lacking room.
+        queue: Arc<str>,
+        /// The type it lacks.
+        resource: ResId,
+        /// Asked of it.
+        asked: i64,
+        /// Free in the queue.
+        free: i64,
+    },
+    /// Held before any node was tried: a user or group limit lacks room.
+    LimitHeadroom {
+        /// User or group.
+        scope: Scope,
+        /// Its name.
+        name: Arc<str>,
+        /// The queue the limit is set on.
+        queue: Arc<str>,
+        /// The type it lacks.
+        resource: ResId,
+        /// Asked of it.
+        asked: i64,
+        /// Free under the limit.
+        free: i64,
+    },
+    /// Held before any node was tried (queue) or on every node
+    /// (partition): the type is not accepted there.
+    ResourceType {
+        /// Partition or queue.
+        scope: Scope,
+        /// The queue (empty for the partition).
+        queue: Arc<str>,
+        /// The type.
+        resource: ResId,
+    },
+    /// Nodes were tried and none took it.
+    Nodes(NodeCounts),
+    /// A node is reserved for it.
+    Reserved {
+        /// The node.
+        node: Arc<str>,
+        /// Unix ns the reservation was first seen.
+        since_ns: i64,
+    },
+}
+
+impl Cause {
+    /// Stable name of the cause's kind (REST `cause`, dump).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Cause::AppSlot { .. } => "applicationLimit",
+            Cause::QueueHeadroom { .. } => "queueHeadroom",
+            Cause::LimitHeadroom { .. } => "userLimit",
+            Cause::ResourceType { .. } => "resourceType",
+            Cause::Nodes(c) if c.required_missing => "requiredNodeMissing",
+            Cause::Nodes(_) => "nodes",
+            Cause::Reserved { .. } => "reserved",
+        }
+    }
+
+    /// Whether `other` holds the ask for the same reason (kind and subject;
+    /// amounts and node counts may differ).
+    pub fn same_as(&self, other: &Cause) -> bool {
+        match (self, other) {
+            (Cause::Nodes(a), Cause::Nodes(b)) => {
+                a.required_missing == b.required_missing && dominant(a) == dominant(b)
+            }
+            (
+                Cause::QueueHeadroom {
+                    queue: q1,
+                    resource: r1,
+                    ..
+                },
+                Cause::QueueHeadroom {
+                    queue: q2,
+                    resource: r2,
+                    ..
+                },
+            ) => q1 == q2 && r1 == r2,
+            (
+                Cause::LimitHeadroom {
+                    scope: s1,
+                    name: n1,
+                    queue: q1,
+                    ..
+                },
+                Cause::LimitHeadroom {
+                    scope: s2,
+                    name: n2,
+                    queue: q2,
+                    ..
+                },
+            ) => s1 == s2 && n1 == n2 && q1 == q2,
+            (Cause::Reserved { node: a, .. }, Cause::Reserved { node: b, .. }) => a == b,
+            (a, b) => a == b,
+        }
+    }
+}
+
+impl Cause {
+    /// One line, worded as kube-scheduler words its `FailedScheduling`
+    /// events ("0/5 nodes fit: 3 short of memory, 2 refused by the RM
+    /// (port 8080 in use)"); `nodes` is the partition's node count.
+    pub fn message(&self, nodes: usize) -> String {
+        let name = |t: &ResId| name_of(*t);
+        match self {
+            Cause::AppSlot {
+                scope,
+                name,
+                queue,
+                limit,
+            } => match scope {
+                Scope::Queue => format!(
+                    "application waits for a running slot: queue {queue} is at maxapplications {limit}"
+                ),
+                s => format!(
+                    "application waits for a running slot: {} {name} is at maxapplications {limit} in queue {queue}",
+                    s.as_str()
+                ),
+            },
+            Cause::QueueHeadroom {
+                queue,
+                resource,
+                asked,
+                free,
+            } => format!(
+                "queue {queue} at max {}: asked {asked}, free {free}",
+                name(resource)
+            ),
+            Cause::LimitHeadroom {
+                scope,
+                name: who,
+                queue,
+                resource,
+                asked,
+                free,
+            } => format!(
+                "{} {who} at its limit in queue {queue}: asked {} {asked}, free {free}",
+                scope.as_str(),
+                name(resource)
+            ),
+            Cause::ResourceType {
+                scope,
+                queue,
+                resource,
+            } => match scope {
+                Scope::Partition => {
+                    format!("no node of the partition has resource {}", name(resource))
+                }
+                _ => format!("queue {queue} does not accept resource {}", name(resource)),
+            },
+            Cause::Nodes(c) => nodes_message(c, nodes),
+            Cause::Reserved { node, .. } => {
+                format!("node {node} is reserved for it, waiting for room there")
+            }
+        }
+    }
+}
+
+/// See [`Cause::message`].
+fn nodes_message(c: &NodeCounts, total: usize) -> String {
+    if c.required_missing {
+        return "the required node is not registered".to_string();
+    }
+    let mut parts: Vec<String> = c
+        .shorts()
+        .iter()
+        .map(|(t, n)| format!("{n} short of {}", name_of(*t)))
+        .collect();
+    if c.short_other > 0 {
+        parts.push(format!("{} short of other resources", c.short_other));
+    }
+    if c.refused > 0 {
+        let texts: Vec<String> = c
+            .refusals()
+            .iter()
+            .map(|(t, n)| {
+                if *n > 1 {
+                    format!("{n}: {t}")
+                } else {
+                    t.to_string()
+                }
+            })
+            .collect();
+        parts.push(format!(
+            "{} refused by the RM ({})",
+            c.refused,
+            texts.join("; ")
+        ));
+    }
+    if c.unschedulable > 0 {
+        parts.push(format!("{} unschedulable", c.unschedulable));
+    }
+    if c.reserved_other > 0 {
+        parts.push(format!("{} reserved for another ask", c.reserved_other));
+    }
+    if parts.is_empty() {
+        return format!("0/{total} nodes fit");
+    }
+    format!("0/{total} nodes fit: {}", parts.join(", "))
+}
+
+/// What turned most nodes down (for grouping and for "same cause"): a
+/// short type, the RM, draining or reservations.
+pub fn dominant(c: &NodeCounts) -> Dominant {
+    let mut best = (0, Dominant::None);
+    for (t, n) in c.shorts() {
+        if *n > best.0 {
+            best = (*n, Dominant::Short(*t));
+        }
+    }
+    for (n, d) in [
+        (c.refused, Dominant::Refused),
+        (c.unschedulable, Dominant::Unschedulable),
+        (c.reserved_other, Dominant::ReservedOther),
+    ] {
+        if n > best.0 {
+            best = (n, d);
+        }
+    }
+    best.1
+}
+
+/// See [`dominant`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dominant {
+    /// Nothing counted (no node at all).
+    None,
+    /// Short of this type.
+    Short(ResId),
+    /// Refused by the RM.
+    Refused,
+    /// Draining.
+    Unschedulable,
+    /// Reserved for other asks.
+    ReservedOther,
+}
+
+/// How the last preemption attempt for an ask ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PreemptOutcome {
+    /// No victim, or preempting could not bring the queue within its
+    /// guarantee.
+    GuaranteeCheck,
+    /// As `GuaranteeCheck`, with a fence on the ask's path keeping victims out.
+    Fence,
+    /// No node worth asking the RM about.
+    NoVictims,
+    /// The RM refused every node.
+    RmRefused,
+    /// The victims would free too little.
+    ShortOfResources,
+    /// The leaf's attempts of the pass were used up.
+    AttemptsExhausted,
+    /// Victims were released; the ask waits for them to go.
+    WaitingForVictims,
+}
+
+impl PreemptOutcome {
+    /// Stable name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreemptOutcome::GuaranteeCheck => "guaranteeCheck",
+            PreemptOutcome::Fence => "fence",
+            PreemptOutcome::NoVictims => "noVictims",
+            PreemptOutcome::RmRefused => "rmRefusedEveryNode",
+            PreemptOutcome::ShortOfResources => "shortOfResources",
+            PreemptOutcome::AttemptsExhausted => "attemptsExhausted",
+            PreemptOutcome::WaitingForVictims => "waitingForVictims",
+        }
+    }
+}
+
+/// One line of the allocation log (YuniKorn's `allocationLog`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogEntry {
+    /// What it says: a cause kind, with the type for a shortage.
+    pub what: LogWhat,
+    /// Unix ns of the last pass that saw it.
+    pub last_ns: i64,
+    /// Passes that saw it.
+    pub count: u32,
+}
+
+/// The subject of a [`LogEntry`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogWhat {
+    /// A held-before-nodes or reservation cause, by kind.
+    Kind(&'static str),
+    /// Nodes short of this type.
+    Short(ResId),
+    /// Refused by the RM's predicates.
+    Refused,
+    /// Nodes draining.
+    Unschedulable,
+    /// Nodes reserved for other asks.
+    ReservedOther,
+    /// The required node is missing.
+    RequiredMissing,
+}
+
+/// Why one ask waits.
+#[derive(Debug, Clone)]
+pub struct PendingReason {
+    /// The cause the last pass found.
+    pub cause: Cause,
+    /// Unix ns the same cause was first found (kept while it stays).
+    pub since_ns: i64,
+    /// Unix ns of the last pass that tried the ask.
+    pub at_ns: i64,
+    /// Passes that found this same cause.
+    pub passes: u32,
+    /// The last preemption attempt for the ask: Unix ns and outcome.
+    pub preemption: Option<(i64, PreemptOutcome)>,
+    /// Unix ns of its last REQUEST record (0: none yet).
+    pub recorded_ns: i64,
+    log: [Option<LogEntry>; MAX_LOG],
+}
+
+impl PendingReason {
+    /// A first reason, found at `now_ns`.
+    pub fn new(cause: Cause, now_ns: i64) -> Self {
+        let mut r = PendingReason {
+            cause: Cause::Nodes(NodeCounts::default()),
+            since_ns: now_ns,
+            at_ns: now_ns,
+            passes: 0,
+            preemption: None,
+            recorded_ns: 0,
+            log: [None; MAX_LOG],
+        };
+        r.update(cause, None, now_ns);
+        r
+    }
+
+    /// A later pass found `cause` (and tried preemption when `preempt` is
+    /// set). Returns whether the cause changed.
+    pub fn update(&mut self, cause: Cause, preempt: Option<PreemptOutcome>, now_ns: i64) -> bool {
+        let changed = self.passes == 0 || !self.cause.same_as(&cause);
+        let mut cause = cause;
+        if !changed {
+            // A reservation's age is its first sighting's.
+            if let (Cause::Reserved { since_ns: old, .. }, Cause::Reserved { since_ns, .. }) =
+                (&self.cause, &mut cause)
+            {
+                *since_ns = *old;
+            }
+        } else {
+            self.since_ns = now_ns;
+            self.passes = 0;
+        }
+        self.passes = self.passes.saturating_add(1);
+        self.at_ns = now_ns;
+        if let Some(p) = preempt {
+            self.preemption = Some((now_ns, p));
+        }
+        self.log_cause(&cause, now_ns);
+        self.cause = cause;
+        changed
+    }
+
+    fn log_cause(&mut self, cause: &Cause, now_ns: i64) {
+        match cause {
+            Cause::Nodes(c) => {
+                if c.required_missing {
+                    self.log(LogWhat::RequiredMissing, now_ns);
+                }
+                for (t, _) in c.shorts() {
+                    self.log(LogWhat::Short(*t), now_ns);
+                }
+                for (n, what) in [
+                    (c.refused, LogWhat::Refused),
+                    (c.unschedulable, LogWhat::Unschedulable),
+                    (c.reserved_other, LogWhat::ReservedOther),
+                ] {
+                    if n > 0 {
+                        self.log(what, now_ns);
+                    }
+                }
+            }
+            other => self.log(LogWhat::Kind(other.kind()), now_ns),
+        }
+    }
+
+    fn log(&mut self, what: LogWhat, now_ns: i64) {
+        if let Some(e) = self.log.iter_mut().flatten().find(|e| e.what == what) {
+            e.last_ns = now_ns;
+            e.count = e.count.saturating_add(1);
+            return;
+        }
+        let entry = Some(LogEntry {
+            what,
+            last_ns: now_ns,
+            count: 1,
+        });
+        match self.log.iter_mut().find(|e| e.is_none()) {
+            Some(free) => *free = entry,
+            None => {
+                // Full: the entry seen longest ago makes room.
+                let oldest = self
+                    .log
+                    .iter_mut()
+                    .min_by_key(|e| e.map_or(i64::MIN, |e| e.last_ns))
+                    .expect("the log is not empty");
+                *oldest = entry;
+            }
+        }
+    }
+
+    /// Whether a REQUEST record is due after an update at `now_ns` that
+    /// `changed` the cause or not: at once on a change, else once a
+    /// [`RECORD_INTERVAL_NS`]. Marks it made.
+    pub fn record_due(&mut self, changed: bool, now_ns: i64) -> bool {
+        let due = changed
+            || self.recorded_ns == 0
+            || now_ns.saturating_sub(self.recorded_ns) >= RECORD_INTERVAL_NS;
+        if due {
+            self.recorded_ns = now_ns;
+        }
+        due
+    }
+
+    /// The allocation log, oldest last sighting first.
+    pub fn log_entries(&self) -> Vec<LogEntry> {
+        let mut v: Vec<LogEntry> = self.log.iter().flatten().copied().collect();
+        v.sort_by_key(|e| e.last_ns);
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,298 @@
+//! Why asks wait (docs/why-pending.md): the pass notes a [`Cause`] for
+//! each ask it tried and did not place, from what it already knows, and
+//! gives the asks their reasons when it ends. The causes the pass never
+//! reaches (applications held by `maxapplications`, gang members waiting
+//! for placeholders) are read from the state when asked (`reason_of`).
+
+use std::sync::Arc;
+
+use super::preempt::{PreemptionCounters, PreemptionPolicy};
+use super::*;
+use crate::scheduler::objects::pending::{Cause, NodeCounts, PendingReason, PreemptOutcome, Scope};
+
+/// One ask's cause, found by the pass: the ask by slot and sequence
+/// number (a slot reused within the pass is told apart).
+pub(super) struct Noted {
+    at: (Slot, u64, Slot, u64),
+    cause: Cause,
+    preempt: Option<PreemptOutcome>,
+}
+
+impl PassState {
+    /// Notes why the ask at `at` (application slot and seq, ask slot and
+    /// seq) was not placed.
+    pub(super) fn note(
+        &mut self,
+        at: (Slot, u64, Slot, u64),
+        cause: Cause,
+        preempt: Option<PreemptOutcome>,
+    ) {
+        self.reasons.push(Noted { at, cause, preempt });
+    }
+}
+
+impl Partition {
+    /// The queue on the ask's path (leaf first) that lacks room for it:
+    /// the type, the amount asked and free. A max of zero for the type
+    /// means the queue does not accept it.
+    pub(super) fn queue_cause(&self, leaf: QueueId, ask: &Ask) -> Cause {
+        let mut cur = Some(leaf);
+        while let Some(q) = cur {
+            let queue = self.queues.get(q);
+            if let Some(max) = &queue.max {
+                for (t, want) in ask.resource.iter() {
+                    let Some(m) = max.lookup(t) else { continue };
+                    let free = m.saturating_sub(queue.allocated.get(t)).max(0);
+                    if want <= 0 || want <= free {
+                        continue;
+                    }
+                    if m <= 0 {
+                        return Cause::ResourceType {
+                            scope: Scope::Queue,
+                            queue: queue.path.clone(),
+                            resource: t,
+                        };
+                    }
+                    return Cause::QueueHeadroom {
+                        queue: queue.path.clone(),
+                        resource: t,
+                        asked: want,
+                        free,
+                    };
+                }
+            }
+            cur = queue.parent;
+        }
+        // The headroom said no but no single queue does: name the leaf.
+        let t = ask.resource.iter().next().map_or(0, |(t, _)| t);
+        Cause::QueueHeadroom {
+            queue: self.queues.get(leaf).path.clone(),
+            resource: t,
+            asked: ask.resource.get(t),
+            free: 0,
+        }
+    }
+
+    /// The user or group limit the ask is over.
+    pub(super) fn limit_cause(&self, app: &Application, ask: &Ask) -> Cause {
+        match self.ugm.explain_over(app, &ask.resource) {
+            Some(s) => Cause::LimitHeadroom {
+                scope: s.scope,
+                name: s.name,
+                queue: self.queues.get(s.queue).path.clone(),
+                resource: s.resource,
+                asked: s.asked,
+                free: s.free,
+            },
+            // Over by the pass's own allocations, not yet at the levels.
+            None => Cause::LimitHeadroom {
+                scope: Scope::User,
+                name: Arc::from(app.user.user.as_str()),
+                queue: self.queues.get(app.queue).path.clone(),
+                resource: 0,
+                asked: 0,
+                free: 0,
+            },
+        }
+    }
+
+    /// Nodes were tried: their counts, or the type no node of the
+    /// partition has at all.
+    pub(super) fn nodes_cause(&self, counts: NodeCounts) -> Cause {
+        if !self.has_unlimited_node() {
+            if let Some((t, _)) = counts
+                .shorts()
+                .iter()
+                .find(|(t, _)| self.total.lookup(*t).is_none_or(|v| v <= 0))
+            {
+                return Cause::ResourceType {
+                    scope: Scope::Partition,
+                    queue: Arc::from(""),
+                    resource: *t,
+                };
+            }
+        }
+        Cause::Nodes(counts)
+    }
+
+    /// A node reserved for the ask (the age is kept by the reason).
+    pub(super) fn reserved_cause(&self, node: NodeSlot) -> Cause {
+        Cause::Reserved {
+            node: self.nodes[node].id.clone(),
+            since_ns: 0,
+        }
+    }
+
+    /// How an attempt ended, from the pass's counters before and after it.
+    pub(super) fn preempt_outcome(
+        &self,
+        leaf: QueueId,
+        before: &PreemptionCounters,
+        after: &PreemptionCounters,
+        planned: bool,
+    ) -> Option<PreemptOutcome> {
+        if planned {
+            return Some(PreemptOutcome::WaitingForVictims);
+        }
+        if after.guarantee_check_failed > before.guarantee_check_failed {
+            return Some(if self.fenced(leaf) {
+                PreemptOutcome::Fence
+            } else {
+                PreemptOutcome::GuaranteeCheck
+            });
+        }
+        [
+            (
+                after.rm_refused,
+                before.rm_refused,
+                PreemptOutcome::RmRefused,
+            ),
+            (
+                after.no_candidate_node,
+                before.no_candidate_node,
+                PreemptOutcome::NoVictims,
+            ),
+            (
+                after.short_of_resources,
+                before.short_of_resources,
+                PreemptOutcome::ShortOfResources,
+            ),
+            (
+                after.attempts_exhausted,
+                before.attempts_exhausted,
+                PreemptOutcome::AttemptsExhausted,
+            ),
+        ]
+        .into_iter()
+        .find(|(a, b, _)| a > b)
+        .map(|(_, _, o)| o)
+    }
+
+    /// Whether a fence on the path from `leaf` up keeps victims out.
+    fn fenced(&self, leaf: QueueId) -> bool {
+        let mut cur = Some(leaf);
+        while let Some(q) = cur {
+            let queue = self.queues.get(q);
+            if PreemptionPolicy::of(&queue.properties) == PreemptionPolicy::Fence {
+                return true;
+            }
+            cur = queue.parent;
+        }
+        false
+    }
+
+    /// The pass ends: each noted ask gets its reason; an ask holding a
+    /// reservation, which the reserved pass tried, gets "reserved". An ask
+    /// whose cause changed, or stayed a minute, gets a REQUEST record in
+    /// `records` (when that type is wanted).
+    pub(super) fn apply_reasons(&mut self, noted: Vec<Noted>, records: &mut Vec<si::EventRecord>) {
+        let now_ns = self.clock.unix_nanos();
+        let wanted = self
+            .timeouts
+            .events
+            .allows(si::event_record::Type::Request as i32);
+        let nodes = self.nodes.len();
+        for n in noted {
+            let (app_slot, app_seq, ask_slot, ask_seq) = n.at;
+            let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {
+                continue;
+            };
+            let Some(ask) = app.asks.try_at_mut(ask_slot).filter(|a| a.seq == ask_seq) else {
+                continue;
+            };
+            // An ask holding a node waits for room there, whatever the
+            // regular search found on the other nodes.
+            let mut cause = n.cause;
+            if !self.reservations.is_empty() && !matches!(cause, Cause::Reserved { .. }) {
+                let me = ReservedAsk {
+                    app: app.id.clone(),
+                    key: ask.key.clone(),
+                };
+                if let Some(node) = self.reservations.nodes_of(&me).first() {
+                    cause = Cause::Reserved {
+                        node: self.nodes[*node].id.clone(),
+                        since_ns: now_ns,
+                    };
+                }
+            }
+            let changed = set_reason(ask, cause, n.preempt, now_ns);
+            if wanted {
+                record_reason(ask, &app.id, changed, nodes, now_ns, records);
+            }
+        }
+        if self.reservations.is_empty() {
+            return;
+        }
+        for (node, r) in self.reservations.iter() {
+            let Some(app) = self.apps.get_mut(&r.app) else {
+                continue;
+            };
+            let Some(ask) = app.asks.get_mut(&r.key) else {
+                continue;
+            };
+            let node = self.nodes[node].id.clone();
+            // Noted by this pass already (it reserved the node now).
+            let fresh = ask.pending.as_ref().is_some_and(|p| {
+                p.at_ns == now_ns
+                    && matches!(&p.cause, Cause::Reserved { node: n, .. } if *n == node)
+            });
+            if !fresh {
+                set_reason(
+                    ask,
+                    Cause::Reserved {
+                        node,
+                        since_ns: now_ns,
+                    },
+                    None,
+                    now_ns,
+                );
+            }
+        }
+    }
+}
+
+/// Replaces an ask's reason (its box is made once, at its first wait).
+/// Returns whether the cause changed.
+fn set_reason(ask: &mut Ask, cause: Cause, preempt: Option<PreemptOutcome>, now_ns: i64) -> bool {
+    match &mut ask.pending {
+        Some(r) => r.update(cause, preempt, now_ns),
+        None => {
+            let mut r = PendingReason::new(cause, now_ns);
+            if let Some(p) = preempt {
+                r.preemption = Some((now_ns, p));
+            }
+            ask.pending = Some(Box::new(r));
+            true
+        }
+    }
+}
+
+/// The REQUEST record of an ask's reason, when one is due: at once on a
+/// change, else once a minute. Its message is the reason's line.
+fn record_reason(
+    ask: &mut Ask,
+    app: &str,
+    changed: bool,
+    nodes: usize,
+    now_ns: i64,
+    records: &mut Vec<si::EventRecord>,
+) {
+    let Some(r) = ask.pending.as_deref_mut() else {
+        return;
+    };
+    if !r.record_due(changed, now_ns) {
+        return;
+    }
+    let mut message = r.cause.message(nodes);
+    if let Some((_, outcome)) = r.preemption.filter(|(at, _)| *at == now_ns) {
+        message.push_str("; preemption: ");
+        message.push_str(outcome.as_str());
+    }
+    records.push(crate::events::record(
+        si::event_record::Type::Request,
+        &ask.key,
+        app,
+        crate::events::REASON_PENDING,
+        format!("Request '{}' waits: {message}", ask.key),
+    ));
+}
