@@ -25,7 +25,7 @@
 //! (docs/limits.md has the figures).
 //!
 //! `--edition v1` runs the same nodes, applications and one-allocation
-//! requests through the SI v1.8 family (`sicore_v1_*`; nodes `CREATE`,
+//! requests through the SI v1.x family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
 //!
 //! `--events REQUEST,NODE,USERGROUP` turns events on with those record
@@ -284,7 +284,7 @@ impl Edition {
     fn label(self) -> &'static str {
         match self {
             Edition::V012 => "SI v0.12",
-            Edition::V1 => "SI v1.8",
+            Edition::V1 => "SI v1.x",
         }
     }
 }

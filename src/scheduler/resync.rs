@@ -29,7 +29,7 @@
 //!
 //! Without a `Predicates` callback there is no barrier: the dispatcher
 //! sends the ReSync right before the `UpdateAllocation`, off the core
-//! thread, as before. The exception is an SI v1.8 RM with
+//! thread, as before. The exception is an SI v1.x RM with
 //! `PreemptionPredicates` while preemption is on: its checks need the same
 //! ordering, so its passes get a barrier that asks no `Predicates`.
 //!

@@ -1,4 +1,4 @@
-//! The SI v1.8 side of the shared RM: trampolines of a
+//! The SI v1.x side of the shared RM: trampolines of a
 //! `sicore_v1_callbacks` table, registration through the v1 family and the
 //! messages of a v1 set-up. Same shape as the v0.12 side: implement
 //! [`RmV1`] and get a table with [`table`].
