@@ -28,6 +28,10 @@
 //! requests through the SI v1.8 family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
 //!
+//! `--max-asks-per-rm N` sets `SchedulerOptions.max_asks_per_rm` (default
+//! 500,000): a run of more asks needs it raised. A run whose asks the
+//! scheduler rejects stops at once with the reason.
+//!
 //! `--events REQUEST,NODE,USERGROUP` turns events on with those record
 //! types: records are made, stored and flushed to the RM, which drops
 //! them (the cost of making them); without it events are off.
@@ -38,7 +42,10 @@
 //! `-- --preemption-decision [NODES ALLOCS]` times single preemption
 //! decisions on a full cluster instead (`support/preempt.rs`; default
 //! 5,000 nodes, 50,000 allocations; with `--predicates` the RM checks the
-//! node).
+//! node). `-- --preemption-queues [NODES ALLOCS LEAVES]` times one
+//! guarantee-preemption decision and one quota-change run among many leaf
+//! queues (`support/queues.rs`; default 5,000 nodes, 50,000 allocations,
+//! 400 leaves); the default run ends with it.
 //!
 //! Then the gang case (`support/gang.rs`): 1,000 applications with one task
 //! group of 10 members on 5,000 nodes, placeholders first, then the real
@@ -49,6 +56,8 @@
 mod gang;
 #[path = "support/preempt.rs"]
 mod preempt;
+#[path = "support/queues.rs"]
+mod queues;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -115,6 +124,23 @@ fn thread_cpu_ms() -> std::collections::BTreeMap<String, f64> {
         }
     }
     out
+}
+
+/// CPU time of the whole process, every thread (the scheduler's and the
+/// RM's), from the per-thread schedstat (nanoseconds).
+fn process_cpu_ns() -> u64 {
+    let mut total = 0u64;
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for t in dir.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            total += stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
 }
 
 fn peak_rss_mib() -> f64 {
@@ -333,10 +359,14 @@ struct Flags {
     /// the allocations; `--no-outstanding-check` (scripts/callgrind.sh,
     /// where a run lasts ~50x longer) leaves it out.
     outstanding_check: bool,
+    /// `SchedulerOptions.max_asks_per_rm` (`--max-asks-per-rm`); `None`:
+    /// the library's default.
+    max_asks_per_rm: Option<u64>,
 }
 
-/// Runs one size; returns (allocations per second, seconds).
-fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
+/// Runs one size; returns (allocations per second, seconds, CPU
+/// nanoseconds per allocation of the whole process).
+fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
     let Flags {
         edition,
         predicates,
@@ -344,8 +374,12 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         shape,
         preemption,
         outstanding_check,
+        max_asks_per_rm,
     } = flags;
-    let mut opts = SchedulerOptions::default();
+    let mut opts = SchedulerOptions {
+        max_asks_per_rm,
+        ..Default::default()
+    };
     if !outstanding_check {
         // Once an hour: see `Flags::outstanding_check`.
         opts.outstanding_check_interval_ms = 3_600_000;
@@ -495,6 +529,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     };
     state.wake_at_allocations(asks);
     let cpu_before = thread_cpu_ms();
+    let process_before = process_cpu_ns();
     let start = Instant::now();
     for r in &requests {
         assert_eq!(
@@ -502,8 +537,26 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             sicore_status::SICORE_OK
         );
     }
-    wait("allocations", || get(&state.allocations) == asks);
+    // A rejected ask never gets its allocation: stop at once, naming the
+    // limit that most likely rejected it.
+    wait("allocations", || {
+        get(&state.allocations) == asks || get(&state.asks_rejected) > 0
+    });
+    let rejected = get(&state.asks_rejected);
+    if rejected > 0 {
+        let limit = max_asks_per_rm.unwrap_or(sicore::options::DEFAULT_MAX_ASKS_PER_RM);
+        let why = if asks as u64 > limit {
+            format!(
+                "{asks} asks are more than SchedulerOptions.max_asks_per_rm ({limit}) lets one RM hold: pass --max-asks-per-rm {asks}"
+            )
+        } else {
+            "see the scheduler's log".to_string()
+        };
+        eprintln!("bench: the scheduler rejected {rejected} asks; {why}");
+        std::process::exit(2);
+    }
     let secs = start.elapsed().as_secs_f64();
+    let cpu_ns = process_cpu_ns().saturating_sub(process_before) as f64 / asks as f64;
     if std::env::var_os("SICORE_BENCH_THREADS").is_some() {
         let after = thread_cpu_ms();
         for (name, ms) in &after {
@@ -515,7 +568,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         }
     }
     sicore_free(s);
-    (asks as f64 / secs, secs)
+    (asks as f64 / secs, secs, cpu_ns)
 }
 
 fn main() {
@@ -525,6 +578,31 @@ fn main() {
     let predicates = all.iter().any(|a| a == "--predicates");
     let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
     let preemption = all.iter().any(|a| a == "--preemption");
+    // `--max-asks-per-rm N`: SchedulerOptions.max_asks_per_rm (default
+    // 500,000: a larger run needs it raised).
+    let max_asks_per_rm = all
+        .iter()
+        .position(|a| a == "--max-asks-per-rm")
+        .map(|i| {
+            all.get(i + 1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|v| *v > 0)
+                .unwrap_or_else(|| panic!("--max-asks-per-rm takes a positive number"))
+        });
+    if let Some(i) = all.iter().position(|a| a == "--preemption-queues") {
+        let size: Vec<usize> = all[i + 1..]
+            .iter()
+            .map_while(|a| a.parse().ok())
+            .take(3)
+            .collect();
+        let (nodes, allocs, leaves) = match size.as_slice() {
+            [n, a, l] => (*n, *a, *l),
+            [n, a] => (*n, *a, 400),
+            _ => (5000, 50_000, 400),
+        };
+        preemption_queues(nodes, allocs, leaves);
+        return;
+    }
     if let Some(i) = all.iter().position(|a| a == "--preemption-decision") {
         let size: Vec<usize> = all[i + 1..]
             .iter()
@@ -598,7 +676,7 @@ fn main() {
         }
         match a.as_str() {
             "--bench" | "--predicates" | "--no-outstanding-check" | "--preemption" => {}
-            "--shape" | "--limits" | "--edition" | "--events" => skip = true,
+            "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm" => skip = true,
             _ => args.push(a),
         }
     }
@@ -652,15 +730,21 @@ fn main() {
             }
         );
         println!(
-            "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14}",
-            "nodes", "allocs", "median allocs/s", "best allocs/s", "median seconds", "peak RSS MiB"
+            "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14} {:>14}",
+            "nodes",
+            "allocs",
+            "median allocs/s",
+            "best allocs/s",
+            "median seconds",
+            "peak RSS MiB",
+            "CPU ns/alloc"
         );
         for &(nodes, asks) in &sizes {
             // Wall clock on a small shared machine varies from run to run:
             // the small sizes run five times and report the median and the
             // best; the large one (and a custom size) runs once.
             let runs = if asks > 100_000 || custom { 1 } else { 5 };
-            let mut results: Vec<(f64, f64)> = (0..runs)
+            let mut results: Vec<(f64, f64, f64)> = (0..runs)
                 .map(|_| {
                     let flags = Flags {
                         edition,
@@ -669,6 +753,7 @@ fn main() {
                         shape,
                         preemption,
                         outstanding_check,
+                        max_asks_per_rm,
                     };
                     run(nodes, asks, flags)
                 })
@@ -677,11 +762,12 @@ fn main() {
             let median = results[results.len() / 2];
             let best = results[results.len() - 1];
             println!(
-                "{nodes:>8} {asks:>9} {:>16.0} {:>14.0} {:>16.3} {:>14.1}",
+                "{nodes:>8} {asks:>9} {:>16.0} {:>14.0} {:>16.3} {:>14.1} {:>14.0}",
                 median.0,
                 best.0,
                 median.1,
-                peak_rss_mib()
+                peak_rss_mib(),
+                median.2
             );
         }
         println!();
@@ -708,5 +794,53 @@ fn main() {
     println!(
         "{nodes:>8} {apps:>6} {members:>8} {:>22.0} {:>20.0} {:>16.3}",
         median.0, best.0, median.1
+    );
+    if !gang_only {
+        // Preemption among 400 leaf queues, 50,000 allocations.
+        println!();
+        preemption_queues(5000, 50_000, 400);
+    }
+}
+
+/// `-- --preemption-queues`: one guarantee-preemption decision and one
+/// quota-change run among `leaves` leaf queues (`support/queues.rs`).
+fn preemption_queues(nodes: usize, allocs: usize, leaves: usize) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let decisions = 20;
+    let times = queues::decisions(nodes, allocs, leaves, decisions);
+    let mut cpu: Vec<Duration> = times.iter().map(|t| t.1).collect();
+    let mut wall: Vec<Duration> = times.iter().map(|t| t.0).collect();
+    cpu.sort();
+    wall.sort();
+    println!(
+        "Preemption among {leaves} leaf queues through the C ABI: {nodes} nodes, {allocs} allocations"
+    );
+    println!(
+        "{:>22} {:>6} {:>10} {:>14} {:>12} {:>12}",
+        "", "runs", "median ms", "median CPU ms", "best CPU ms", "victims"
+    );
+    println!(
+        "{:>22} {decisions:>6} {:>10.2} {:>14.2} {:>12.2} {:>12}",
+        "guarantee decision",
+        ms(wall[decisions / 2]),
+        ms(cpu[decisions / 2]),
+        ms(cpu[0]),
+        1
+    );
+    let runs = 9;
+    let times = queues::quota_runs(nodes, allocs, leaves, runs);
+    let mut cpu: Vec<Duration> = times.iter().map(|t| t.1).collect();
+    let mut wall: Vec<Duration> = times.iter().map(|t| t.0).collect();
+    let mut taken: Vec<usize> = times.iter().map(|t| t.2).collect();
+    cpu.sort();
+    wall.sort();
+    taken.sort();
+    println!(
+        "{:>22} {runs:>6} {:>10.2} {:>14.2} {:>12.2} {:>12}",
+        "quota-change run",
+        ms(wall[runs / 2]),
+        ms(cpu[runs / 2]),
+        ms(cpu[0]),
+        taken[runs / 2]
     );
 }
