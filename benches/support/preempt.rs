@@ -297,7 +297,10 @@ pub fn run(
         ("app-a".into(), "root.a".into()),
         ("app-b".into(), "root.b".into()),
     ]);
-    c.request(vec![Cluster::ask("app-a", "fill".into(), allocs as i32)], vec![]);
+    c.request(
+        vec![Cluster::ask("app-a", "fill".into(), allocs as i32)],
+        vec![],
+    );
     wait("the cluster full", || {
         get(&c.state.counters.allocations) == allocs
     });

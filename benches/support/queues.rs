@@ -13,9 +13,9 @@
 //!   a reload lowers the max of `root.all`, the parent of every leaf, by a
 //!   hundredth of its usage, and
 //!   the run splits that amount over the leaves above their guarantee and
-//!   picks their victims. Timed from 25 ms after the reload's return
+//!   picks their victims. Timed from 50 ms after the reload's return
 //!   (its own work done) until the RM holds the first victim, the run
-//!   starting 50 ms after the reload.
+//!   starting 200 ms after the reload.
 
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,7 @@ fn layout(
     yaml.push_str("    queues:\n      - name: root\n        submitacl: '*'\n        queues:\n");
     yaml.push_str("          - name: all\n");
     if quota {
-        yaml.push_str("            properties: {quota.preemption.delay: 50ms}\n");
+        yaml.push_str("            properties: {quota.preemption.delay: 200ms}\n");
         if let Some(m) = max {
             yaml.push_str(&format!(
                 "            resources: {{max: {{memory: {}, vcore: {m}}}}}\n",
@@ -92,7 +92,10 @@ fn layout(
 fn filled(config: &str, nodes: usize, allocs: usize, fill: &[(String, String, usize)]) -> Cluster {
     assert!(allocs % nodes == 0, "ALLOCS must be a multiple of NODES");
     let c = Cluster::start(config, nodes, (allocs / nodes) as i64, false);
-    let apps: Vec<(String, String)> = fill.iter().map(|(a, q, _)| (a.clone(), q.clone())).collect();
+    let apps: Vec<(String, String)> = fill
+        .iter()
+        .map(|(a, q, _)| (a.clone(), q.clone()))
+        .collect();
     c.apps(&apps);
     let asks = fill
         .iter()
@@ -146,12 +149,19 @@ pub fn quota_runs(
             config.len(),
             &mut err,
         );
-        assert_eq!(st, sicore_status::SICORE_OK, "{}", sicore_c_rm::take_string(err));
+        assert_eq!(
+            st,
+            sicore_status::SICORE_OK,
+            "{}",
+            sicore_c_rm::take_string(err)
+        );
         // The reload's own work done, well before the run's start.
-        std::thread::sleep(Duration::from_millis(25));
+        std::thread::sleep(Duration::from_millis(50));
         let cpu = core_cpu();
         let start = Instant::now();
-        wait("a victim", || c.state.victims.lock().unwrap().len() > before);
+        wait("a victim", || {
+            c.state.victims.lock().unwrap().len() > before
+        });
         let cpu = core_cpu().saturating_sub(cpu);
         let at = c.state.victims.lock().unwrap()[before].2;
         // Every release of the run, then confirmed.

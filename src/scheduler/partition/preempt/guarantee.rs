@@ -31,7 +31,6 @@ const SCORE_ORIGINATOR: u64 = 1 << 33;
 /// allocation.
 const SCORE_OPTED_OUT: u64 = 1 << 34;
 
-
 /// Shortfall per type: max(ask − available, 0).
 fn shortfall(ask: &Resource, available: &Resource) -> Resource {
     let mut r = Resource::new();
@@ -352,7 +351,14 @@ impl Partition {
         let fits = ask.resource.fits_in(self.nodes[node].available());
         let node_id = &self.nodes[node].id;
         let counted = |v: &Victim| fits || self.allocations.at(v.slot).node == *node_id;
-        let mut early = EarlyEnd::new(&s, ask, node_victims.iter().filter(|v| counted(v)).map(|v| &self.allocations.at(v.slot).resource));
+        let mut early = EarlyEnd::new(
+            &s,
+            ask,
+            node_victims
+                .iter()
+                .filter(|v| counted(v))
+                .map(|v| &self.allocations.at(v.slot).resource),
+        );
         // A leaf that refused a victim refuses the next ones until its
         // remaining guarantee can have changed.
         let mut refusals = Refusals::default();

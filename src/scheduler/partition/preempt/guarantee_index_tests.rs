@@ -67,10 +67,7 @@ fn config(rng: &mut fastrand::Rng) -> (String, Vec<String>) {
         yaml.push_str(&format!("          - name: p{pi}\n"));
         // A parent's guarantee, when it has one, at least its children's.
         if rng.bool() {
-            let g = (
-                Some(mem + rng.i64(0..200)),
-                Some(vcore + rng.i64(0..20)),
-            );
+            let g = (Some(mem + rng.i64(0..200)), Some(vcore + rng.i64(0..20)));
             yaml.push_str(&format!(
                 "            resources: {{guaranteed: {}}}\n",
                 yaml_of(g)
@@ -122,9 +119,8 @@ fn compare_all(h: &mut Harness, checked: &mut usize, seen: &mut super::Preemptio
             let mut pass = PassState::default();
             let mut oracle_pass = PassState::default();
             let plan = h.p.plan_preemption(app, a, trigger, None, &mut pass, now);
-            let oracle = h
-                .p
-                .oracle_plan_preemption(app, a, trigger, None, &mut oracle_pass, now);
+            let oracle =
+                h.p.oracle_plan_preemption(app, a, trigger, None, &mut oracle_pass, now);
             let shape = |p: &Option<super::PreemptionPlan>| {
                 p.as_ref()
                     .map(|p| (p.app.clone(), p.key.clone(), p.node, p.victims.clone()))
@@ -149,7 +145,7 @@ fn compare_all(h: &mut Harness, checked: &mut usize, seen: &mut super::Preemptio
 fn the_indexed_decision_matches_the_full_walk() {
     let mut checked = 0;
     let mut seen = super::PreemptionCounters::default();
-    for seed in 0..300u64 {
+    for seed in 0..1000u64 {
         let mut rng = fastrand::Rng::with_seed(seed);
         let (yaml, leaves) = config(&mut rng);
         let mut h = Harness::new(&yaml);

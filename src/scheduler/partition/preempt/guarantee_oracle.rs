@@ -9,9 +9,7 @@ use std::time::Instant;
 use super::guarantee::shares_type;
 use super::*;
 use crate::scheduler::objects::allocs::AllocSlot;
-use crate::scheduler::policies::{
-    delay_of, PreemptionPolicy, PriorityPolicy,
-};
+use crate::scheduler::policies::{delay_of, PreemptionPolicy, PriorityPolicy};
 use crate::scheduler::resync::ResyncBarrier;
 
 /// Solution scores (spec 9.3): below this no last-resort victim is used.
@@ -215,7 +213,8 @@ impl Partition {
         let base = self.oracle_guarantee_search(app, ask, &victims, pass)?;
         let (node, node_victims) =
             self.oracle_choose_node(app, ask, trigger, &base, &victims, cb, pass, now)?;
-        let last = self.oracle_final_victims(app.queue, ask, &base, &victims, node, node_victims, pass)?;
+        let last =
+            self.oracle_final_victims(app.queue, ask, &base, &victims, node, node_victims, pass)?;
         Some(PreemptionPlan {
             app: app.id.clone(),
             key: ask.key.clone(),
@@ -385,7 +384,8 @@ impl Partition {
                 let a = self.allocations.at(v.slot);
                 (!a.preempt_self, a.originator, std::cmp::Reverse(v.born))
             });
-            let Some((index, list)) = self.oracle_victims_for_node(base, ask, n.available(), list) else {
+            let Some((index, list)) = self.oracle_victims_for_node(base, ask, n.available(), list)
+            else {
                 continue;
             };
             if index < 0 && trigger == Trigger::NodeBound {
@@ -726,6 +726,4 @@ impl Partition {
         }
         out
     }
-
 }
-

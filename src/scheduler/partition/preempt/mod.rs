@@ -26,9 +26,9 @@ pub use crate::scheduler::policies::{
 
 mod guarantee;
 #[cfg(test)]
-mod guarantee_oracle;
-#[cfg(test)]
 mod guarantee_index_tests;
+#[cfg(test)]
+mod guarantee_oracle;
 #[cfg(test)]
 mod guarantee_tests;
 pub mod quota;

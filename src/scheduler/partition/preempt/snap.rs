@@ -141,7 +141,6 @@ impl<'a> Snap<'a> {
     }
 }
 
-
 /// One potential victim.
 #[derive(Clone, Copy)]
 pub(super) struct Victim {
@@ -160,7 +159,11 @@ pub(super) struct VictimIndex {
 
 impl VictimIndex {
     pub(super) fn new(victims: &[Victim]) -> Self {
-        let len = victims.iter().map(|v| v.slot as usize + 1).max().unwrap_or(0);
+        let len = victims
+            .iter()
+            .map(|v| v.slot as usize + 1)
+            .max()
+            .unwrap_or(0);
         let mut at = vec![0u32; len];
         for (i, v) in victims.iter().enumerate() {
             at[v.slot as usize] = i as u32 + 1;
