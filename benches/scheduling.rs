@@ -56,8 +56,12 @@
 mod gang;
 #[path = "support/preempt.rs"]
 mod preempt;
+#[path = "support/proc.rs"]
+mod proc;
 #[path = "support/queues.rs"]
 mod queues;
+
+use proc::{peak_rss_mib, process_cpu_ns, thread_cpu_ms};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -95,68 +99,6 @@ fn call(s: *mut sicore_scheduler, f: UpdateFn, m: &impl Message) {
 
 fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
     sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
-}
-
-/// CPU time (ms) per thread name, from /proc: shows which thread bounds a run.
-fn thread_cpu_ms() -> std::collections::BTreeMap<String, f64> {
-    let mut out = std::collections::BTreeMap::new();
-    let tick = 100.0; // USER_HZ on Linux
-    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-        for t in dir.flatten() {
-            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-            let name = stat
-                .split('(')
-                .nth(1)
-                .and_then(|r| r.split(')').next())
-                .unwrap_or("?")
-                .to_string();
-            let rest: Vec<&str> = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .collect();
-            if rest.len() > 13 {
-                let ticks =
-                    rest[11].parse::<f64>().unwrap_or(0.0) + rest[12].parse::<f64>().unwrap_or(0.0);
-                *out.entry(name).or_insert(0.0) += ticks * 1000.0 / tick;
-            }
-        }
-    }
-    out
-}
-
-/// CPU time of the whole process, every thread (the scheduler's and the
-/// RM's), from the per-thread schedstat (nanoseconds).
-fn process_cpu_ns() -> u64 {
-    let mut total = 0u64;
-    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-        for t in dir.flatten() {
-            let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
-            total += stat
-                .split_whitespace()
-                .next()
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
-        }
-    }
-    total
-}
-
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(|l| l.to_string())
-        })
-        .and_then(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// How the asks are requested.
@@ -597,7 +539,7 @@ fn main() {
             [n, a] => (*n, *a, 400),
             _ => (5000, 50_000, 400),
         };
-        preemption_queues(nodes, allocs, leaves);
+        queues::report(nodes, allocs, leaves);
         return;
     }
     if let Some(i) = all.iter().position(|a| a == "--preemption-decision") {
@@ -795,50 +737,6 @@ fn main() {
     if !gang_only {
         // Preemption among 400 leaf queues, 50,000 allocations.
         println!();
-        preemption_queues(5000, 50_000, 400);
+        queues::report(5000, 50_000, 400);
     }
-}
-
-/// `-- --preemption-queues`: one guarantee-preemption decision and one
-/// quota-change run among `leaves` leaf queues (`support/queues.rs`).
-fn preemption_queues(nodes: usize, allocs: usize, leaves: usize) {
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    // The quota runs first, in a process that has done nothing else yet.
-    let runs = 9;
-    let quota = queues::quota_runs(nodes, allocs, leaves, runs);
-    let decisions = 20;
-    let times = queues::decisions(nodes, allocs, leaves, decisions);
-    let mut cpu: Vec<Duration> = times.iter().map(|t| t.1).collect();
-    let mut wall: Vec<Duration> = times.iter().map(|t| t.0).collect();
-    cpu.sort();
-    wall.sort();
-    println!(
-        "Preemption among {leaves} leaf queues through the C ABI: {nodes} nodes, {allocs} allocations"
-    );
-    println!(
-        "{:>22} {:>6} {:>10} {:>14} {:>12} {:>12}",
-        "", "runs", "median ms", "median CPU ms", "best CPU ms", "victims"
-    );
-    println!(
-        "{:>22} {decisions:>6} {:>10.2} {:>14.2} {:>12.2} {:>12}",
-        "guarantee decision",
-        ms(wall[decisions / 2]),
-        ms(cpu[decisions / 2]),
-        ms(cpu[0]),
-        1
-    );
-    let mut cpu: Vec<Duration> = quota.iter().map(|t| t.1).collect();
-    let mut wall: Vec<Duration> = quota.iter().map(|t| t.0).collect();
-    let mut taken: Vec<usize> = quota.iter().map(|t| t.2).collect();
-    cpu.sort();
-    wall.sort();
-    taken.sort();
-    println!(
-        "{:>22} {runs:>6} {:>10.2} {:>14.2} {:>12.2} {:>12}",
-        "quota-change run",
-        ms(wall[runs / 2]),
-        ms(cpu[runs / 2]),
-        ms(cpu[0]),
-        taken[runs / 2]
-    );
 }

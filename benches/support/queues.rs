@@ -173,3 +173,47 @@ pub fn quota_runs(
     }
     out
 }
+
+/// `-- --preemption-queues`: one guarantee-preemption decision and one
+/// quota-change run among `leaves` leaf queues, printed.
+pub fn report(nodes: usize, allocs: usize, leaves: usize) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    // The quota runs first, in a process that has done nothing else yet.
+    let runs = 9;
+    let quota = quota_runs(nodes, allocs, leaves, runs);
+    let count = 20;
+    let times = decisions(nodes, allocs, leaves, count);
+    let mut cpu: Vec<Duration> = times.iter().map(|t| t.1).collect();
+    let mut wall: Vec<Duration> = times.iter().map(|t| t.0).collect();
+    cpu.sort();
+    wall.sort();
+    println!(
+        "Preemption among {leaves} leaf queues through the C ABI: {nodes} nodes, {allocs} allocations"
+    );
+    println!(
+        "{:>22} {:>6} {:>10} {:>14} {:>12} {:>12}",
+        "", "runs", "median ms", "median CPU ms", "best CPU ms", "victims"
+    );
+    println!(
+        "{:>22} {count:>6} {:>10.2} {:>14.2} {:>12.2} {:>12}",
+        "guarantee decision",
+        ms(wall[count / 2]),
+        ms(cpu[count / 2]),
+        ms(cpu[0]),
+        1
+    );
+    let mut cpu: Vec<Duration> = quota.iter().map(|t| t.1).collect();
+    let mut wall: Vec<Duration> = quota.iter().map(|t| t.0).collect();
+    let mut taken: Vec<usize> = quota.iter().map(|t| t.2).collect();
+    cpu.sort();
+    wall.sort();
+    taken.sort();
+    println!(
+        "{:>22} {runs:>6} {:>10.2} {:>14.2} {:>12.2} {:>12}",
+        "quota-change run",
+        ms(wall[runs / 2]),
+        ms(cpu[runs / 2]),
+        ms(cpu[0]),
+        taken[runs / 2]
+    );
+}
