@@ -195,7 +195,12 @@ impl super::Counters {
         self.allocations.fetch_add(m.new.len(), AcqRel);
         self.asks_rejected
             .fetch_add(m.rejected_allocations.len(), AcqRel);
-        self.wake_for_allocations();
+        if m.rejected_allocations.is_empty() {
+            self.wake_for_allocations();
+        } else {
+            // A waiter for allocations must learn that some never come.
+            self.wake();
+        }
     }
 
     /// Counts accepted and rejected applications.

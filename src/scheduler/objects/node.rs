@@ -372,6 +372,11 @@ impl NodeTable {
         self.by_id.keys()
     }
 
+    /// Every node in id order (bytes).
+    pub fn by_id_order(&self) -> impl Iterator<Item = &Node> {
+        self.id_order.values().map(|s| &self.slab[*s as usize])
+    }
+
     /// Every node in policy order.
     pub fn ordered(&self) -> impl Iterator<Item = &Node> {
         self.order.values().map(|s| &self.slab[*s as usize])
