@@ -12,7 +12,7 @@ pub mod dump;
 pub mod edition;
 pub mod events_v1;
 pub mod gang;
-pub mod link;
+pub mod order;
 pub mod objects;
 pub mod observe;
 pub mod outcome;

@@ -155,6 +155,7 @@ impl RmPort for V1Table {
         match msg {
             OutMsg::NewAllocations(v) => self.deliver_new(v),
             OutMsg::NewAllocationsResynced(_) => Ok(()),
+            OutMsg::Assume(v) => self.assume(v),
             OutMsg::Allocation(r) => {
                 let v1 = edge::allocation_response(r);
                 if !edge::has_content(&v1) {

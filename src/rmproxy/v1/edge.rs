@@ -227,6 +227,7 @@ impl RmPort for EdgeV1 {
             OutMsg::NewAllocations(v) => self.deliver_new(v),
             // `assume` delivered the batch already.
             OutMsg::NewAllocationsResynced(_) => Ok(()),
+            OutMsg::Assume(v) => self.assume(v),
             OutMsg::Allocation(r) => {
                 let v1 = allocation_response(r);
                 if !has_content(&v1) {
