@@ -333,7 +333,12 @@ fn one_rms_held_callback_does_not_hold_up_another_rms_barrier() {
     let lines = a.log.wait_for("new a-pod");
     assert!(lines.iter().any(|l| l == "accepted a-app"), "{lines:#?}");
     assert!(
-        !b.log.lines.lock().unwrap().iter().any(|l| l == "accepted b-app"),
+        !b.log
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l == "accepted b-app"),
         "B's callback was not held"
     );
     b.log.latch.open();
@@ -589,10 +594,7 @@ fn a_k8shim_like_rms_predicates_always_see_every_earlier_new() {
     // decisions and the last `new` of each waits in the shim's order for
     // the next check (the order asserted holds either way).
     for i in 0..4 {
-        rm.allocate(
-            vec![rmv1::ask("app-1", &format!("pod-{i}"), 10, 1)],
-            vec![],
-        );
+        rm.allocate(vec![rmv1::ask("app-1", &format!("pod-{i}"), 10, 1)], vec![]);
         std::thread::sleep(Duration::from_millis(30));
     }
     // n1 holds one pod; the rest are refused from a current cache.
@@ -617,6 +619,9 @@ fn a_k8shim_like_rms_predicates_always_see_every_earlier_new() {
         "a predicates answer missed an earlier new: {:?}",
         shim.violations.lock().unwrap()
     );
-    assert!(held, "the shim's pod reached it only through the dispatcher");
+    assert!(
+        held,
+        "the shim's pod reached it only through the dispatcher"
+    );
     assert_eq!(shim.placed.lock().unwrap().len(), SHIM_K);
 }

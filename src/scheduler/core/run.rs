@@ -11,8 +11,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::{Command, Core};
 use crate::proto::si::v1 as si;
-use crate::scheduler::order::Posted;
 use crate::scheduler::observe::{HISTORY_INTERVAL, REFRESH_INTERVAL};
+use crate::scheduler::order::Posted;
 use crate::scheduler::outcome::Outbound;
 use crate::scheduler::partition::{OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 use crate::scheduler::port::RmPort;
@@ -187,8 +187,7 @@ impl Core {
             };
             let batch = store.take_batch(now);
             if !batch.is_empty() {
-                self.outbox
-                    .push(Outbound::Events(rm.callback.key(), batch));
+                self.outbox.push(Outbound::Events(rm.callback.key(), batch));
             }
         }
     }

@@ -14,9 +14,9 @@ use super::preempt::Trigger;
 use super::*;
 use crate::events::Record;
 use crate::scheduler::objects::pending::{NodeCounts, PreemptOutcome};
-use crate::scheduler::resync::ResyncBarrier;
 use crate::scheduler::order::RmOrder;
 use crate::scheduler::port::RmPort;
+use crate::scheduler::resync::ResyncBarrier;
 use crate::scheduler::ugm::Fit;
 
 /// What the search found for one ask.
@@ -71,12 +71,7 @@ fn fit_score(ask: &Resource, available: &Resource) -> f64 {
 impl Partition {
     /// Runs one scheduling pass: up to `budget` allocations. Returns the
     /// number of decisions taken (allocations and reservations).
-    pub fn schedule(
-        &mut self,
-        cb: Option<&RmOrder>,
-        budget: usize,
-        out: &mut Outcomes,
-    ) -> usize {
+    pub fn schedule(&mut self, cb: Option<&RmOrder>, budget: usize, out: &mut Outcomes) -> usize {
         // With a Predicates callback, decisions reach the RM's cache before
         // each predicate call (see `ResyncBarrier`); without one, nothing
         // is asked and the dispatcher sends the ReSync as before.
