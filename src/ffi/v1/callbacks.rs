@@ -147,7 +147,7 @@ impl V1Table {
 }
 
 /// The v1 edge's rules (`rmproxy::v1::edge`) over the table: `new` goes
-/// once, at the barrier when there is one; the messages whose wire is the
+/// once, as the assume of a barrier when there is one; the messages whose wire is the
 /// same in both editions (applications, nodes, predicates) are encoded as
 /// the core made them.
 impl RmPort for V1Table {
