@@ -32,18 +32,18 @@ fn main() {
         .compile_fds(descriptors)
         .expect("generating Rust code from the protobuf descriptors");
 
-    // SI v1.8 declares the same package, messages and extension as v0.12,
+    // SI v1.x declares the same package, messages and extension as v0.12,
     // which one descriptor pool cannot hold, and prost names its output
     // after the package: a second pass into a folder of its own.
     let si18_out = out_dir.join("si18");
-    std::fs::create_dir_all(&si18_out).expect("creating the SI v1.8 output folder");
+    std::fs::create_dir_all(&si18_out).expect("creating the SI v1.x output folder");
     let descriptors = protox::compile(["si.proto", "sicore.proto"], ["proto/si18"])
         .expect("proto/si18/ files must compile");
     prost_build::Config::new()
         .btree_map(["."])
         .out_dir(&si18_out)
         .compile_fds(descriptors)
-        .expect("generating Rust code from the SI v1.8 descriptors");
+        .expect("generating Rust code from the SI v1.x descriptors");
 
     let mut config = cbindgen::Config::from_file(manifest_dir.join("cbindgen.toml"))
         .expect("cbindgen.toml must parse");

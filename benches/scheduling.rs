@@ -25,8 +25,12 @@
 //! (docs/limits.md has the figures).
 //!
 //! `--edition v1` runs the same nodes, applications and one-allocation
-//! requests through the SI v1.8 family (`sicore_v1_*`; nodes `CREATE`,
+//! requests through the SI v1.x family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
+//!
+//! `--max-asks-per-rm N` sets `SchedulerOptions.max_asks_per_rm` (default
+//! 500,000): a run of more asks needs it raised. A run whose asks the
+//! scheduler rejects stops at once with the reason.
 //!
 //! `--events REQUEST,NODE,USERGROUP` turns events on with those record
 //! types: records are made, stored and flushed to the RM, which drops
@@ -38,7 +42,10 @@
 //! `-- --preemption-decision [NODES ALLOCS]` times single preemption
 //! decisions on a full cluster instead (`support/preempt.rs`; default
 //! 5,000 nodes, 50,000 allocations; with `--predicates` the RM checks the
-//! node).
+//! node). `-- --preemption-queues [NODES ALLOCS LEAVES]` times one
+//! guarantee-preemption decision and one quota-change run among many leaf
+//! queues (`support/queues.rs`; default 5,000 nodes, 50,000 allocations,
+//! 400 leaves); the default run ends with it.
 //!
 //! Then the gang case (`support/gang.rs`): 1,000 applications with one task
 //! group of 10 members on 5,000 nodes, placeholders first, then the real
@@ -49,6 +56,12 @@
 mod gang;
 #[path = "support/preempt.rs"]
 mod preempt;
+#[path = "support/proc.rs"]
+mod proc;
+#[path = "support/queues.rs"]
+mod queues;
+
+use proc::{peak_rss_mib, process_cpu_ns, thread_cpu_ms};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,51 +99,6 @@ fn call(s: *mut sicore_scheduler, f: UpdateFn, m: &impl Message) {
 
 fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
     sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
-}
-
-/// CPU time (ms) per thread name, from /proc: shows which thread bounds a run.
-fn thread_cpu_ms() -> std::collections::BTreeMap<String, f64> {
-    let mut out = std::collections::BTreeMap::new();
-    let tick = 100.0; // USER_HZ on Linux
-    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
-        for t in dir.flatten() {
-            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
-            let name = stat
-                .split('(')
-                .nth(1)
-                .and_then(|r| r.split(')').next())
-                .unwrap_or("?")
-                .to_string();
-            let rest: Vec<&str> = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .collect();
-            if rest.len() > 13 {
-                let ticks =
-                    rest[11].parse::<f64>().unwrap_or(0.0) + rest[12].parse::<f64>().unwrap_or(0.0);
-                *out.entry(name).or_insert(0.0) += ticks * 1000.0 / tick;
-            }
-        }
-    }
-    out
-}
-
-fn peak_rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(|l| l.to_string())
-        })
-        .and_then(|l| {
-            l.split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// How the asks are requested.
@@ -284,7 +252,7 @@ impl Edition {
     fn label(self) -> &'static str {
         match self {
             Edition::V012 => "SI v0.12",
-            Edition::V1 => "SI v1.8",
+            Edition::V1 => "SI v1.x",
         }
     }
 }
@@ -333,10 +301,14 @@ struct Flags {
     /// the allocations; `--no-outstanding-check` (scripts/callgrind.sh,
     /// where a run lasts ~50x longer) leaves it out.
     outstanding_check: bool,
+    /// `SchedulerOptions.max_asks_per_rm` (`--max-asks-per-rm`); `None`:
+    /// the library's default.
+    max_asks_per_rm: Option<u64>,
 }
 
-/// Runs one size; returns (allocations per second, seconds).
-fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
+/// Runs one size; returns (allocations per second, seconds, CPU
+/// nanoseconds per allocation of the whole process).
+fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
     let Flags {
         edition,
         predicates,
@@ -344,8 +316,12 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         shape,
         preemption,
         outstanding_check,
+        max_asks_per_rm,
     } = flags;
-    let mut opts = SchedulerOptions::default();
+    let mut opts = SchedulerOptions {
+        max_asks_per_rm,
+        ..Default::default()
+    };
     if !outstanding_check {
         // Once an hour: see `Flags::outstanding_check`.
         opts.outstanding_check_interval_ms = 3_600_000;
@@ -495,6 +471,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
     };
     state.wake_at_allocations(asks);
     let cpu_before = thread_cpu_ms();
+    let process_before = process_cpu_ns();
     let start = Instant::now();
     for r in &requests {
         assert_eq!(
@@ -502,8 +479,26 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
             sicore_status::SICORE_OK
         );
     }
-    wait("allocations", || get(&state.allocations) == asks);
+    // A rejected ask never gets its allocation: stop at once, naming the
+    // limit that most likely rejected it.
+    wait("allocations", || {
+        get(&state.allocations) == asks || get(&state.asks_rejected) > 0
+    });
+    let rejected = get(&state.asks_rejected);
+    if rejected > 0 {
+        let limit = max_asks_per_rm.unwrap_or(sicore::options::DEFAULT_MAX_ASKS_PER_RM);
+        let why = if asks as u64 > limit {
+            format!(
+                "{asks} asks are more than SchedulerOptions.max_asks_per_rm ({limit}) lets one RM hold: pass --max-asks-per-rm {asks}"
+            )
+        } else {
+            "see the scheduler's log".to_string()
+        };
+        eprintln!("bench: the scheduler rejected {rejected} asks; {why}");
+        std::process::exit(2);
+    }
     let secs = start.elapsed().as_secs_f64();
+    let cpu_ns = process_cpu_ns().saturating_sub(process_before) as f64 / asks as f64;
     if std::env::var_os("SICORE_BENCH_THREADS").is_some() {
         let after = thread_cpu_ms();
         for (name, ms) in &after {
@@ -515,7 +510,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64) {
         }
     }
     sicore_free(s);
-    (asks as f64 / secs, secs)
+    (asks as f64 / secs, secs, cpu_ns)
 }
 
 fn main() {
@@ -525,6 +520,28 @@ fn main() {
     let predicates = all.iter().any(|a| a == "--predicates");
     let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
     let preemption = all.iter().any(|a| a == "--preemption");
+    // `--max-asks-per-rm N`: SchedulerOptions.max_asks_per_rm (default
+    // 500,000: a larger run needs it raised).
+    let max_asks_per_rm = all.iter().position(|a| a == "--max-asks-per-rm").map(|i| {
+        all.get(i + 1)
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|v| *v > 0)
+            .unwrap_or_else(|| panic!("--max-asks-per-rm takes a positive number"))
+    });
+    if let Some(i) = all.iter().position(|a| a == "--preemption-queues") {
+        let size: Vec<usize> = all[i + 1..]
+            .iter()
+            .map_while(|a| a.parse().ok())
+            .take(3)
+            .collect();
+        let (nodes, allocs, leaves) = match size.as_slice() {
+            [n, a, l] => (*n, *a, *l),
+            [n, a] => (*n, *a, 400),
+            _ => (5000, 50_000, 400),
+        };
+        queues::report(nodes, allocs, leaves);
+        return;
+    }
     if let Some(i) = all.iter().position(|a| a == "--preemption-decision") {
         let size: Vec<usize> = all[i + 1..]
             .iter()
@@ -598,7 +615,7 @@ fn main() {
         }
         match a.as_str() {
             "--bench" | "--predicates" | "--no-outstanding-check" | "--preemption" => {}
-            "--shape" | "--limits" | "--edition" | "--events" => skip = true,
+            "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm" => skip = true,
             _ => args.push(a),
         }
     }
@@ -652,15 +669,21 @@ fn main() {
             }
         );
         println!(
-            "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14}",
-            "nodes", "allocs", "median allocs/s", "best allocs/s", "median seconds", "peak RSS MiB"
+            "{:>8} {:>9} {:>16} {:>14} {:>16} {:>14} {:>14}",
+            "nodes",
+            "allocs",
+            "median allocs/s",
+            "best allocs/s",
+            "median seconds",
+            "peak RSS MiB",
+            "CPU ns/alloc"
         );
         for &(nodes, asks) in &sizes {
             // Wall clock on a small shared machine varies from run to run:
             // the small sizes run five times and report the median and the
             // best; the large one (and a custom size) runs once.
             let runs = if asks > 100_000 || custom { 1 } else { 5 };
-            let mut results: Vec<(f64, f64)> = (0..runs)
+            let mut results: Vec<(f64, f64, f64)> = (0..runs)
                 .map(|_| {
                     let flags = Flags {
                         edition,
@@ -669,6 +692,7 @@ fn main() {
                         shape,
                         preemption,
                         outstanding_check,
+                        max_asks_per_rm,
                     };
                     run(nodes, asks, flags)
                 })
@@ -677,11 +701,12 @@ fn main() {
             let median = results[results.len() / 2];
             let best = results[results.len() - 1];
             println!(
-                "{nodes:>8} {asks:>9} {:>16.0} {:>14.0} {:>16.3} {:>14.1}",
+                "{nodes:>8} {asks:>9} {:>16.0} {:>14.0} {:>16.3} {:>14.1} {:>14.0}",
                 median.0,
                 best.0,
                 median.1,
-                peak_rss_mib()
+                peak_rss_mib(),
+                median.2
             );
         }
         println!();
@@ -709,4 +734,9 @@ fn main() {
         "{nodes:>8} {apps:>6} {members:>8} {:>22.0} {:>20.0} {:>16.3}",
         median.0, best.0, median.1
     );
+    if !gang_only {
+        // Preemption among 400 leaf queues, 50,000 allocations.
+        println!();
+        queues::report(5000, 50_000, 400);
+    }
 }

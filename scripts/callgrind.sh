@@ -12,7 +12,7 @@
 #   bash scripts/callgrind.sh --sizes "500:2000:10000 20000:10000:50000"
 #   bash scripts/callgrind.sh --shape apps          # one ask per application (maxAllocations)
 #   bash scripts/callgrind.sh --limits loose        # user caps that never bind (none|loose|users|users-uncapped)
-#   bash scripts/callgrind.sh --edition v1          # the RM on the SI v1.8 family (default v0.12)
+#   bash scripts/callgrind.sh --edition v1          # the RM on the SI v1.x family (default v0.12)
 #   bash scripts/callgrind.sh --preemption          # guarantee preemption on (nothing to preempt)
 #   bash scripts/callgrind.sh --events REQUEST,NODE,USERGROUP  # events on, these types (default: off)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding

@@ -14,7 +14,9 @@
 # steadier wall-clock rates.
 #
 # C: `cargo bench --bench scheduling -- NODES ASKS --edition E [--predicates]`
-# (allocations per second of the timed part). Go: `BenchmarkScheduling` of
+# (allocations per second of the timed part, and the process's CPU
+# nanoseconds per allocation over it, every thread included: the
+# scheduler's and the RM's). Go: `BenchmarkScheduling` of
 # bindings/go and bindings/go-v1 (allocations per second and the process's
 # CPU nanoseconds per allocation, every thread included).
 set -euo pipefail
@@ -38,9 +40,10 @@ for r in $(seq 1 "$rounds"); do
         for pred in no yes; do
             flag=(); [ "$pred" = yes ] && flag=(--predicates)
             for ed in v0.12 v1; do
-                rate=$(cargo bench --quiet --bench scheduling -- "$nodes" "$asks" --edition "$ed" "${flag[@]}" 2>/dev/null |
-                    awk -v n="$nodes" -v a="$asks" '$1 == n && $2 == a { print $3 }')
-                echo "C $ed $nodes $pred $rate -" >>"$out/results"
+                line=$(cargo bench --quiet --bench scheduling -- "$nodes" "$asks" --edition "$ed" "${flag[@]}" 2>/dev/null |
+                    awk -v n="$nodes" -v a="$asks" '$1 == n && $2 == a { print $3, $7 }')
+                read -r rate cpu <<<"${line:-- -}"
+                echo "C $ed $nodes $pred ${rate:--} ${cpu:--}" >>"$out/results"
             done
         done
     done

@@ -109,11 +109,11 @@ if [ -d bindings/go ]; then
 fi
 
 if [ -d bindings/go-v1 ]; then
-  # The SI v1.8 binding and yunikorn-core drop-in (its own module: one Go
+  # The SI v1.x binding and yunikorn-core drop-in (its own module: one Go
   # binary links one SI edition). Linked like bindings/go; its tests
   # include the k8shim-like test RM and the one-replace-line build, which
   # fetches yunikorn-core v1.8.0's dependencies from the Go module proxy.
-  step "go (SI v1.8 edition, drop-in): vet and tests (-race)"
+  step "go (SI v1.x edition, drop-in): vet and tests (-race)"
   (cd bindings/go-v1 && go vet -tags sicore_checkout ./... && test -z "$(gofmt -l .)" \
     && go test -race -count=1 -tags sicore_checkout ./...)
 fi

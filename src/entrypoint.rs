@@ -192,7 +192,7 @@ impl Scheduler {
         self.proxy.register_port(request, port)
     }
 
-    /// Registers an SI v1.8 RM by its port (a C callback table).
+    /// Registers an SI v1.x RM by its port (a C callback table).
     pub(crate) fn register_port_v1(
         &self,
         request: crate::proto::si18::v1::RegisterResourceManagerRequest,

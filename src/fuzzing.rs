@@ -38,7 +38,7 @@ pub fn compare_allocation_decoders(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-/// Decodes `bytes` as an SI v1.8 `AllocationRequest` both ways, straight
+/// Decodes `bytes` as an SI v1.x `AllocationRequest` both ways, straight
 /// from the wire (`rmproxy::v1::wire`) and through prost plus the checks
 /// and conversion of `rmproxy::v1::convert`, and describes the first
 /// disagreement: the same update, or the same error (status and message).

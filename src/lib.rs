@@ -41,7 +41,7 @@ pub use error::{Error, Status};
 pub use options::Options;
 pub use scheduler::api;
 
-/// The SI v1.8 edition's Rust API: [`v1::SchedulerApiV1`] (implemented by
+/// The SI v1.x edition's Rust API: [`v1::SchedulerApiV1`] (implemented by
 /// [`Scheduler`]) and [`v1::ResourceManagerCallbackV1`], over the messages
 /// of [`proto::si18::v1`].
 pub mod v1 {

@@ -44,7 +44,7 @@ pub struct Options {
     /// Most verbose level the library logs at, set for the whole process
     /// when the scheduler starts (through the C ABI); `None` (the option
     /// left empty) leaves the level in force alone, so a new scheduler does
-    /// not undo what another scheduler's RM (SI v1.8 `log.level`) or the
+    /// not undo what another scheduler's RM (SI v1.x `log.level`) or the
     /// REST service set. A fresh process starts at info.
     pub log_level: Option<log::LevelFilter>,
     /// Age an ask must reach before it may reserve a node.

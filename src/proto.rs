@@ -23,14 +23,14 @@ pub mod sicore {
     }
 }
 
-/// The SI v1.8 edition, generated in a pass of its own (same package
+/// The SI v1.x edition, generated in a pass of its own (same package
 /// name as v0.12, different messages). Laid out as its packages, so the
 /// generated cross-package paths stay inside it; [`si18::v1`] names the
 /// messages.
 pub mod si18 {
-    /// Package `si.v1` of SI v1.8.
+    /// Package `si.v1` of SI v1.x.
     pub mod si {
-        /// SI v1.8 wire messages.
+        /// SI v1.x wire messages.
         pub mod v1 {
             include!(concat!(env!("OUT_DIR"), "/si18/si.v1.rs"));
         }

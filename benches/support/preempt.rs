@@ -42,11 +42,11 @@ partitions:
 ";
 
 #[derive(Default)]
-struct PreemptRm {
+pub struct PreemptRm {
     sched: AtomicPtr<sicore_scheduler>,
-    counters: Counters,
+    pub counters: Counters,
     /// Victims released to the RM: application, UUID, when they arrived.
-    victims: Mutex<Vec<(String, String, Instant)>>,
+    pub victims: Mutex<Vec<(String, String, Instant)>>,
 }
 
 impl Rm for PreemptRm {
@@ -82,7 +82,7 @@ impl Rm for PreemptRm {
 
 /// CPU time of the core thread (`sicore-core-*`), from the scheduler's
 /// own statistics in /proc (nanoseconds, unlike the 10 ms ticks of `stat`).
-fn core_cpu() -> Duration {
+pub fn core_cpu() -> Duration {
     let mut total = 0u64;
     if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
         for t in dir.flatten() {
@@ -100,7 +100,7 @@ fn core_cpu() -> Duration {
     Duration::from_nanos(total)
 }
 
-fn wait(what: &str, done: impl Fn() -> bool) {
+pub fn wait(what: &str, done: impl Fn() -> bool) {
     wait_until(what, Duration::from_secs(600), done).unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -111,6 +111,173 @@ fn call(s: *mut sicore_scheduler, f: UpdateFn, m: &impl Message) {
 
 fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
     sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
+}
+
+/// A started scheduler with its RM registered and `nodes` nodes of
+/// `per_node` allocations of `{memory: 10, vcore: 1}` each.
+pub struct Cluster {
+    pub s: *mut sicore_scheduler,
+    pub state: Arc<PreemptRm>,
+}
+
+impl Cluster {
+    pub fn start(config: &str, nodes: usize, per_node: i64, predicates: bool) -> Cluster {
+        let mut opts = SchedulerOptions {
+            disable_events: true,
+            log_level: "warn".into(),
+            // No retry pass of the waiting request between decisions: only
+            // the wake-up runs one.
+            scheduling_interval_ms: 600_000,
+            outstanding_check_interval_ms: 3_600_000,
+            ..Default::default()
+        };
+        opts.policy_configs.insert("bench".into(), config.into());
+        let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
+        let state = Arc::new(PreemptRm::default());
+        state.sched.store(s, Ordering::Release);
+        state.counters.set_waiter(std::thread::current());
+        let cb = table(
+            &state,
+            Installed {
+                predicates,
+                resync_scheduler_cache: true,
+                ..Default::default()
+            },
+        );
+        let (st, msg) = register(s, "rm", "bench", "bench", &cb);
+        assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
+        for chunk in (0..nodes).collect::<Vec<_>>().chunks(10_000) {
+            let list = chunk
+                .iter()
+                .map(|i| si::NodeInfo {
+                    node_id: format!("node-{i:06}"),
+                    action: si::node_info::ActionFromRm::Create as i32,
+                    schedulable_resource: res(10 * per_node, per_node),
+                    ..Default::default()
+                })
+                .collect();
+            call(
+                s,
+                sicore_update_node,
+                &si::NodeRequest {
+                    nodes: list,
+                    rm_id: "rm".into(),
+                },
+            );
+        }
+        wait("nodes", || get(&state.counters.nodes_accepted) == nodes);
+        Cluster { s, state }
+    }
+
+    /// Adds applications (id, queue).
+    pub fn apps(&self, apps: &[(String, String)]) {
+        let before = get(&self.state.counters.apps_accepted);
+        let new = apps
+            .iter()
+            .map(|(id, q)| si::AddApplicationRequest {
+                application_id: id.clone(),
+                queue_name: q.clone(),
+                partition_name: "default".into(),
+                ugi: Some(si::UserGroupInformation {
+                    user: "bench".into(),
+                    groups: vec![],
+                }),
+                ..Default::default()
+            })
+            .collect();
+        call(
+            self.s,
+            sicore_update_application,
+            &si::ApplicationRequest {
+                new,
+                rm_id: "rm".into(),
+                ..Default::default()
+            },
+        );
+        wait("apps", || {
+            get(&self.state.counters.apps_accepted) == before + apps.len()
+        });
+    }
+
+    /// An ask of `{memory: 10, vcore: 1}` repeated `repeat` times.
+    pub fn ask(app: &str, key: String, repeat: i32) -> si::AllocationAsk {
+        si::AllocationAsk {
+            allocation_key: key,
+            application_id: app.into(),
+            partition_name: "default".into(),
+            resource_ask: res(10, 1),
+            max_allocations: repeat,
+            ..Default::default()
+        }
+    }
+
+    pub fn request(&self, asks: Vec<si::AllocationAsk>, releases: Vec<si::AllocationRelease>) {
+        call(
+            self.s,
+            sicore_update_allocation,
+            &si::AllocationRequest {
+                asks,
+                releases: (!releases.is_empty()).then_some(si::AllocationReleasesRequest {
+                    allocations_to_release: releases,
+                    ..Default::default()
+                }),
+                rm_id: "rm".into(),
+            },
+        )
+    }
+
+    /// Confirms the release of victims `from..` of the RM's list.
+    pub fn confirm(&self, from: usize) {
+        let releases: Vec<si::AllocationRelease> = self.state.victims.lock().unwrap()[from..]
+            .iter()
+            .map(|(app, uuid, _)| si::AllocationRelease {
+                partition_name: "default".into(),
+                application_id: app.clone(),
+                uuid: uuid.clone(),
+                termination_type: si::TerminationType::PreemptedByScheduler as i32,
+                ..Default::default()
+            })
+            .collect();
+        self.request(vec![], releases);
+    }
+
+    /// `decisions` decisions, each for a new request of `ask_app` in a
+    /// full cluster of `allocs` allocations: each one's wall time and the
+    /// core thread's CPU time over it.
+    pub fn decisions(
+        &self,
+        ask_app: &str,
+        allocs: usize,
+        decisions: usize,
+    ) -> Vec<(Duration, Duration)> {
+        let state = &self.state;
+        let mut times = Vec::with_capacity(decisions);
+        for i in 0..decisions {
+            self.request(vec![Self::ask(ask_app, format!("b-{i}"), 1)], vec![]);
+            // Past the 1 ms delay; then one pass.
+            std::thread::sleep(Duration::from_millis(5));
+            let cpu = core_cpu();
+            let start = Instant::now();
+            self.request(vec![], vec![]);
+            wait("a victim", || state.victims.lock().unwrap().len() > i);
+            let cpu = core_cpu().saturating_sub(cpu);
+            let at = state.victims.lock().unwrap()[i].2;
+            assert!(at >= start, "the victim came before the wake-up");
+            times.push((at - start, cpu));
+            self.confirm(i);
+            wait("the preemptor's allocation", || {
+                get(&state.counters.allocations) == allocs + i + 1
+            });
+        }
+        assert_eq!(state.victims.lock().unwrap().len(), decisions);
+        times
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        sicore_free(self.s);
+    }
 }
 
 /// `decisions` preemption decisions on `nodes` nodes holding `allocs`
@@ -125,128 +292,17 @@ pub fn run(
 ) -> Vec<(Duration, Duration)> {
     assert!(allocs % nodes == 0, "ALLOCS must be a multiple of NODES");
     let per_node = (allocs / nodes) as i64;
-    let mut opts = SchedulerOptions {
-        disable_events: true,
-        log_level: "warn".into(),
-        // No retry pass of the waiting request between decisions: only
-        // the wake-up runs one.
-        scheduling_interval_ms: 600_000,
-        outstanding_check_interval_ms: 3_600_000,
-        ..Default::default()
-    };
-    opts.policy_configs.insert("bench".into(), CONFIG.into());
-    let s = new_scheduler(&opts).unwrap_or_else(|e| panic!("{e}"));
-    let state = Arc::new(PreemptRm::default());
-    state.sched.store(s, Ordering::Release);
-    state.counters.set_waiter(std::thread::current());
-    let cb = table(
-        &state,
-        Installed {
-            predicates,
-            resync_scheduler_cache: true,
-            ..Default::default()
-        },
+    let c = Cluster::start(CONFIG, nodes, per_node, predicates);
+    c.apps(&[
+        ("app-a".into(), "root.a".into()),
+        ("app-b".into(), "root.b".into()),
+    ]);
+    c.request(
+        vec![Cluster::ask("app-a", "fill".into(), allocs as i32)],
+        vec![],
     );
-    let (st, msg) = register(s, "rm", "bench", "bench", &cb);
-    assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
-    for chunk in (0..nodes).collect::<Vec<_>>().chunks(10_000) {
-        let list = chunk
-            .iter()
-            .map(|i| si::NodeInfo {
-                node_id: format!("node-{i:06}"),
-                action: si::node_info::ActionFromRm::Create as i32,
-                schedulable_resource: res(10 * per_node, per_node),
-                ..Default::default()
-            })
-            .collect();
-        call(
-            s,
-            sicore_update_node,
-            &si::NodeRequest {
-                nodes: list,
-                rm_id: "rm".into(),
-            },
-        );
-    }
-    wait("nodes", || get(&state.counters.nodes_accepted) == nodes);
-    let apps = [("app-a", "root.a"), ("app-b", "root.b")]
-        .iter()
-        .map(|(id, q)| si::AddApplicationRequest {
-            application_id: id.to_string(),
-            queue_name: q.to_string(),
-            partition_name: "default".into(),
-            ugi: Some(si::UserGroupInformation {
-                user: "bench".into(),
-                groups: vec![],
-            }),
-            ..Default::default()
-        })
-        .collect();
-    call(
-        s,
-        sicore_update_application,
-        &si::ApplicationRequest {
-            new: apps,
-            rm_id: "rm".into(),
-            ..Default::default()
-        },
-    );
-    wait("apps", || get(&state.counters.apps_accepted) == 2);
-    let ask = |app: &str, key: String, repeat: i32| si::AllocationAsk {
-        allocation_key: key,
-        application_id: app.into(),
-        partition_name: "default".into(),
-        resource_ask: res(10, 1),
-        max_allocations: repeat,
-        ..Default::default()
-    };
-    let request = |asks: Vec<si::AllocationAsk>, releases: Vec<si::AllocationRelease>| {
-        call(
-            s,
-            sicore_update_allocation,
-            &si::AllocationRequest {
-                asks,
-                releases: (!releases.is_empty()).then_some(si::AllocationReleasesRequest {
-                    allocations_to_release: releases,
-                    ..Default::default()
-                }),
-                rm_id: "rm".into(),
-            },
-        )
-    };
-    request(vec![ask("app-a", "fill".into(), allocs as i32)], vec![]);
     wait("the cluster full", || {
-        get(&state.counters.allocations) == allocs
+        get(&c.state.counters.allocations) == allocs
     });
-
-    let mut times = Vec::with_capacity(decisions);
-    for i in 0..decisions {
-        request(vec![ask("app-b", format!("b-{i}"), 1)], vec![]);
-        // Past the 1 ms delay; then one pass.
-        std::thread::sleep(Duration::from_millis(5));
-        let cpu = core_cpu();
-        let start = Instant::now();
-        request(vec![], vec![]);
-        wait("a victim", || state.victims.lock().unwrap().len() > i);
-        let cpu = core_cpu().saturating_sub(cpu);
-        let (app, uuid, at) = state.victims.lock().unwrap()[i].clone();
-        assert!(at >= start, "the victim came before the wake-up");
-        times.push((at - start, cpu));
-        request(
-            vec![],
-            vec![si::AllocationRelease {
-                partition_name: "default".into(),
-                application_id: app,
-                uuid,
-                termination_type: si::TerminationType::PreemptedByScheduler as i32,
-                ..Default::default()
-            }],
-        );
-        wait("the preemptor's allocation", || {
-            get(&state.counters.allocations) == allocs + i + 1
-        });
-    }
-    assert_eq!(state.victims.lock().unwrap().len(), decisions);
-    sicore_free(s);
-    times
+    c.decisions("app-b", allocs, decisions)
 }

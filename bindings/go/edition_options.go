@@ -79,7 +79,7 @@ func WithOutstandingCheckInterval(d time.Duration) Option {
 // and NODE records, the types a YuniKorn v0.12 RM handles (it logs a
 // warning for any other type); APP records (application state changes),
 // QUEUE records (queue changes; for SI v0.12 only a configuration the
-// reload watcher refused) and, for SI v1.8 RMs, USERGROUP records (user
+// reload watcher refused) and, for SI v1.x RMs, USERGROUP records (user
 // and group usage, caps and links under limits) are opt-in:
 //
 //	WithEventTypes(si.EventRecord_REQUEST, si.EventRecord_NODE, si.EventRecord_APP)

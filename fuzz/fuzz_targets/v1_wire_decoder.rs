@@ -1,4 +1,4 @@
-//! The direct SI v1.8 `AllocationRequest` decoder (src/rmproxy/v1/wire.rs)
+//! The direct SI v1.x `AllocationRequest` decoder (src/rmproxy/v1/wire.rs)
 //! against prost plus the checks and conversion of convert.rs: the same
 //! update, or the same error.
 #![no_main]

@@ -55,7 +55,7 @@ pub const DEFAULT_CONFIG: &str = r#"partitions:
         submitacl: "*"
 "#;
 
-/// The SI v1.8 edition's built-in configuration, used when a registering
+/// The SI v1.x edition's built-in configuration, used when a registering
 /// RM sends an empty `config`: one `default` partition, root open to
 /// everyone, and a `tag` rule on `namespace` that creates the queue (as the
 /// YuniKorn v1.x core's default).
@@ -127,7 +127,7 @@ pub struct PreemptionConfig {
     /// absent (off in the v0.12 edition, on in the v1.8 edition).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Whether quota-change preemption is enabled (SI v1.8's
+    /// Whether quota-change preemption is enabled (SI v1.x's
     /// `quotapreemptionenabled`; absent = off in both editions).
     #[serde(
         default,

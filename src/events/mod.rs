@@ -7,7 +7,7 @@
 //! `Outcomes.events` and asks it for a batch when the flush period is up.
 //!
 //! A [`Record`] is the v0.12 message the core has always made (type,
-//! object, group, reason, message), plus, for the records only SI v1.8 can
+//! object, group, reason, message), plus, for the records only SI v1.x can
 //! express (USERGROUP and the structured QUEUE records), a [`Structured`]
 //! part: the change type, detail and resource. Each edition's edge maps
 //! it; the v0.12 edge never sends a structured record.
@@ -25,7 +25,7 @@ pub mod ring;
 /// dropped (the reference's event channel capacity).
 pub const INPUT_CAPACITY: usize = 100_000;
 /// Most distinct objects kept between two flushes, unless the RM sets
-/// its own (SI v1.8 `event.requestCapacity`; the reference's default).
+/// its own (SI v1.x `event.requestCapacity`; the reference's default).
 pub const STORE_CAPACITY: usize = 1_000;
 /// The largest store capacity an RM may set: as many records as one core
 /// step may hand in. A larger value is refused (logged and ignored).
@@ -60,7 +60,7 @@ fn repeating(kind: i32, reason: &str) -> Option<usize> {
     }
 }
 
-/// The event settings one RM chose (SI v1.8 `extraConfig`); `None` is the
+/// The event settings one RM chose (SI v1.x `extraConfig`); `None` is the
 /// default: the scheduler's options, [`STORE_CAPACITY`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RmEventSettings {
@@ -87,13 +87,13 @@ pub const TRANSITION_REASONS: [&str; 5] = [
     REASON_PENDING,
 ];
 
-/// The record type of user and group records (SI v1.8 `USERGROUP`; SI
+/// The record type of user and group records (SI v1.x `USERGROUP`; SI
 /// v0.12 has no such type, so its enum does not name it).
 pub const TYPE_USERGROUP: i32 = 5;
 /// The record type of queue records (both editions).
 pub const TYPE_QUEUE: i32 = si::event_record::Type::Queue as i32;
 
-/// What a structured record says changed (SI v1.8 `ChangeType`).
+/// What a structured record says changed (SI v1.x `ChangeType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Change {
     /// A value was set (SET).
@@ -104,7 +104,7 @@ pub enum Change {
     Remove,
 }
 
-/// The detail of a structured record (SI v1.8 `ChangeDetail`).
+/// The detail of a structured record (SI v1.x `ChangeDetail`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Detail {
     /// DETAILS_NONE (a configured queue added or removed).
@@ -143,7 +143,7 @@ impl Detail {
     }
 }
 
-/// The part of a record only SI v1.8 can carry.
+/// The part of a record only SI v1.x can carry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Structured {
     /// The change type.
@@ -157,21 +157,21 @@ pub struct Structured {
 /// One record as the core makes it, edition-neutral: `base` is what SI
 /// v0.12 sends (for a structured record `group_id` is the v1.8
 /// `referenceID` and the reason is empty); `structured` is set only on
-/// records that exist in SI v1.8 alone.
+/// records that exist in SI v1.x alone.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Record {
     /// The v0.12 fields.
     pub base: si::EventRecord,
-    /// The SI v1.8 change, detail and resource, for records SI v0.12
+    /// The SI v1.x change, detail and resource, for records SI v0.12
     /// cannot express.
     pub structured: Option<Structured>,
-    /// For a record both editions send, the resource only SI v1.8 has a
+    /// For a record both editions send, the resource only SI v1.x has a
     /// field for (a NODE record's capacity); the v0.12 edge drops it.
     pub v1_resource: Option<si::Resource>,
 }
 
 impl Record {
-    /// The record with `resource` for the SI v1.8 edge.
+    /// The record with `resource` for the SI v1.x edge.
     pub fn with_v1_resource(mut self, resource: si::Resource) -> Self {
         self.v1_resource = Some(resource);
         self
@@ -188,7 +188,7 @@ impl From<si::EventRecord> for Record {
     }
 }
 
-/// Builds one SI v1.8 structured record (type [`TYPE_QUEUE`] or
+/// Builds one SI v1.x structured record (type [`TYPE_QUEUE`] or
 /// [`TYPE_USERGROUP`]), stamped when stored as [`record`]'s are.
 pub fn structured(
     kind: i32,
@@ -249,7 +249,7 @@ pub fn record(
 /// A v0.12 RM handles `REQUEST` and `NODE` records and warns about any
 /// other type, so those two are the default; `APP`, `QUEUE` and
 /// `USERGROUP` are opt-in. `USERGROUP` records, and the structured `QUEUE`
-/// records, are made only for SI v1.8 RMs: the set a partition of a v1.8
+/// records, are made only for SI v1.x RMs: the set a partition of a v1.8
 /// RM holds says so ([`EventTypes::for_edition`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventTypes(u8);
@@ -263,7 +263,7 @@ const TYPE_NAMES: [(&str, i32); 5] = [
     ("USERGROUP", TYPE_USERGROUP),
 ];
 
-/// The bit that says the records go to an SI v1.8 RM.
+/// The bit that says the records go to an SI v1.x RM.
 const STRUCTURED: u8 = 1 << 7;
 
 /// The bit that says that RM registered as SI v1.9 or later, and takes
@@ -319,7 +319,7 @@ impl EventTypes {
         self.0 & Self::bit(t) != 0
     }
 
-    /// The set one RM's partitions make: for an SI v1.8 RM (`structured`)
+    /// The set one RM's partitions make: for an SI v1.x RM (`structured`)
     /// the structured records of the types allowed too; for an SI v0.12
     /// RM no `USERGROUP` record, whatever the option lists.
     pub fn for_edition(self, structured: bool) -> Self {
@@ -346,7 +346,7 @@ impl EventTypes {
         self.0 & SI_1_9 != 0 && self.structured(TYPE_QUEUE)
     }
 
-    /// Whether structured records of type `t` are made (an SI v1.8 RM
+    /// Whether structured records of type `t` are made (an SI v1.x RM
     /// that takes type `t`): the gate checked before building one.
     #[inline]
     pub fn structured(self, t: i32) -> bool {
@@ -434,7 +434,7 @@ pub struct EventStore {
     /// share an id without hiding each other.
     /// Each record with the order it arrived in (records of one step
     /// share a timestamp, and keep their creation order by this).
-    /// SI v1.8: the reason is part of the key as well, so one object's
+    /// SI v1.x: the reason is part of the key as well, so one object's
     /// records of different kinds in one flush all go out (a node's ADD is
     /// not hidden by the drain record of its CREATE_DRAIN; the v1 RM reads
     /// NODE ADD), while repeats of one kind still coalesce. Structured
@@ -467,7 +467,7 @@ impl Default for EventStore {
 
 impl EventStore {
     /// A store of at most `capacity` records between flushes; `by_kind`
-    /// keeps the latest record per object and kind (reason), the SI v1.8
+    /// keeps the latest record per object and kind (reason), the SI v1.x
     /// edition's rule, instead of per object, and takes structured records
     /// (the SI v0.12 store drops them: that edition has no such record).
     pub fn new(by_kind: bool, capacity: usize) -> Self {
@@ -481,7 +481,7 @@ impl EventStore {
         }
     }
 
-    /// The SI v1.8 edition's store with the default capacity.
+    /// The SI v1.x edition's store with the default capacity.
     pub fn by_kind() -> Self {
         EventStore::new(true, STORE_CAPACITY)
     }
@@ -521,7 +521,7 @@ impl EventStore {
         let r = r.into();
         let shape = r.structured.as_ref().map(|s| (s.change, s.detail));
         if shape.is_some() && !self.by_kind {
-            log::debug!("SI v1.8 record dropped for an SI v0.12 RM: {r:?}");
+            log::debug!("SI v1.x record dropped for an SI v0.12 RM: {r:?}");
             return;
         }
         if r.base.object_id.is_empty() || (shape.is_none() && r.base.reason.is_empty()) {

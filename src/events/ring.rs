@@ -36,7 +36,7 @@ pub const DEFAULT_REST_RESPONSE_SIZE: usize = 10_000;
 /// The largest stream limit an RM may set: each stream holds a connection.
 pub const MAX_STREAMS_LIMIT: usize = 10_000;
 
-/// The ring's settings (SI v1.8 `extraConfig` `event.*` keys; `None` is
+/// The ring's settings (SI v1.x `extraConfig` `event.*` keys; `None` is
 /// the default). They are scheduler-wide, as the reference's are: the
 /// last registration or configuration update that carries them wins.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -197,7 +197,7 @@ impl RmPort for CallbackTable {
     }
 
     fn records(&self, records: &[crate::events::Record]) {
-        // No SI v1.8-only record.
+        // No SI v1.x-only record.
         let batch = sicore::EventRecords {
             events: records
                 .iter()

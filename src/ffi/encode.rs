@@ -123,7 +123,7 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
         + if v1 { v1_preemption_len(a) } else { 0 }
 }
 
-/// SI v1.8 `originator = 14` and `preemptionPolicy = 15` (always present,
+/// SI v1.x `originator = 14` and `preemptionPolicy = 15` (always present,
 /// as the reference's core echoes it), as [`put_allocation`] writes them.
 fn v1_preemption_len(a: &NewAllocation) -> usize {
     let policy = usize::from(a.preempt_self) * 2 + usize::from(a.preempt_other) * 2;
@@ -185,7 +185,7 @@ pub fn allocation_response(new: &[Arc<NewAllocation>]) -> Vec<u8> {
     buf
 }
 
-/// Appends the SI v1.8 `AllocationResponse { repeated Allocation new = 1 }`
+/// Appends the SI v1.x `AllocationResponse { repeated Allocation new = 1 }`
 /// to `buf` (the same field numbers as v0.12's, less uuid and queue).
 pub fn allocation_response_v1_into(new: &[Arc<NewAllocation>], buf: &mut Vec<u8>) {
     response_into(new, true, buf);

@@ -52,7 +52,7 @@ fn level_from_index(i: usize) -> log::LevelFilter {
 
 /// Sets the level chosen by `SchedulerOptions.log_level`, if it names
 /// one (the level is process-wide: an empty option leaves the level in
-/// force); a later change (the REST service's, an SI v1.8 RM's
+/// force); a later change (the REST service's, an SI v1.x RM's
 /// `log.level`) reaches the bridge through the same hook.
 pub(crate) fn set_library_level(level: Option<log::LevelFilter>) {
     crate::loglevel::on_change(refresh_max_level);

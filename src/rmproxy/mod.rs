@@ -24,7 +24,7 @@ use crate::error::{Error, Status};
 use crate::proto::si::v1 as si;
 use crate::scheduler::api::{ResourceManagerCallback, SchedulerApi};
 use crate::scheduler::config_txn::ConfigLock;
-use crate::scheduler::core::{Command, Registry, ReloadOutcome, Reply};
+use crate::scheduler::core::{Command, Registration, Registry, ReloadOutcome, Reply};
 use crate::scheduler::edition::{ConfigOrigin, Edition};
 use crate::scheduler::owner::current_scheduler;
 use crate::scheduler::port::RmPort;
@@ -64,20 +64,6 @@ fn family(edition: Edition) -> &'static str {
         Edition::V012 => "sicore_* (SchedulerApi)",
         Edition::V1 => "sicore_v1_* (SchedulerApiV1)",
     }
-}
-
-/// What a registration hands the core, whichever edition it came through.
-struct Registration {
-    rm_id: String,
-    policy_group: String,
-    edition: Edition,
-    config: ConfigOrigin,
-    /// The RM's own event settings (SI v1 `extraConfig`).
-    events: crate::events::RmEventSettings,
-    /// What the RM said of its build.
-    build_info: std::collections::BTreeMap<String, String>,
-    /// Whether it registered as SI v1.9 or later.
-    v19: bool,
 }
 
 impl RmProxy {
@@ -258,27 +244,13 @@ impl RmProxy {
     /// RM's configuration: it waits for a configuration change in progress
     /// and holds the next off until it is answered.
     fn register_as(&self, r: Registration, callback: Arc<dyn RmPort>) -> Result<(), Error> {
-        let Registration {
-            rm_id,
-            policy_group,
-            edition,
-            config,
-            events,
-            build_info,
-            v19,
-        } = r;
+        let (rm_id, edition) = (r.rm_id.clone(), r.edition);
         let _config = self.config_lock.lock();
         let (reply, answer) = bounded(1);
         {
             let mut in_flight = self.in_flight.lock();
             self.send(Command::Register {
-                rm_id: rm_id.clone(),
-                policy_group,
-                edition,
-                config,
-                events,
-                build_info,
-                v19,
+                registration: r,
                 callback: callback.clone(),
                 reply: reply.into(),
             })?;
@@ -426,7 +398,7 @@ impl SchedulerApi for RmProxy {
             }
             Some(Edition::V1) => {
                 return Err(Error::rejected(format!(
-                    "received UpdateConfiguration of SI v0.12 for RmID=\"{cluster_id}\", but that RM registered with SI v1.8: use the {} calls",
+                    "received UpdateConfiguration of SI v0.12 for RmID=\"{cluster_id}\", but that RM registered with SI v1.x: use the {} calls",
                     family(Edition::V1)
                 )))
             }

@@ -61,16 +61,16 @@ pub(crate) fn read_str<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
 
 /// prost's recursion budget (`prost::RECURSION_LIMIT`, 100) left for the
 /// fields of a message at each depth of an `AllocationRequest`: every
-/// nested message, map entry and group takes one. SI v1.8's `Allocation`
+/// nested message, map entry and group takes one. SI v1.x's `Allocation`
 /// sits where v0.12's `AllocationAsk` does, so the same budgets serve it.
 pub(crate) mod depth {
     pub const REQUEST: u32 = 100;
     pub const ASK: u32 = REQUEST - 1;
     pub const RESOURCE: u32 = ASK - 1;
     pub const PRIORITY: u32 = ASK - 1;
-    /// SI v1.8 `Allocation.preemptionPolicy`.
+    /// SI v1.x `Allocation.preemptionPolicy`.
     pub const PREEMPTION_POLICY: u32 = ASK - 1;
-    /// SI v1.8 `AllocationReleasesRequest` and its `AllocationRelease`s.
+    /// SI v1.x `AllocationReleasesRequest` and its `AllocationRelease`s.
     pub const RELEASES: u32 = REQUEST - 1;
     pub const RELEASE: u32 = RELEASES - 1;
     pub const TAG_ENTRY: u32 = ASK - 1;

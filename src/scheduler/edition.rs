@@ -12,7 +12,7 @@ pub enum Edition {
     /// SI v0.12: asks with repeat counts, core-minted UUIDs, ReSync.
     #[default]
     V012,
-    /// SI v1.8: the allocation key is the identity, config travels in the
+    /// SI v1.x: the allocation key is the identity, config travels in the
     /// calls, `new` replaces ReSync as the "RM knows" barrier.
     V1,
 }
@@ -27,11 +27,11 @@ impl Edition {
         }
     }
 
-    /// The name used in messages ("SI v0.12", "SI v1.8").
+    /// The name used in messages ("SI v0.12", "SI v1.x").
     pub fn name(self) -> &'static str {
         match self {
             Edition::V012 => "SI v0.12",
-            Edition::V1 => "SI v1.8",
+            Edition::V1 => "SI v1.x",
         }
     }
 }

@@ -9,7 +9,7 @@
 //! of queue and application changes) carry their change, detail and
 //! resource, mapped one to one (SI v1.9's `QUEUE_PREEMPTION` by number).
 //!
-//! Shared by the SI v1.8 edge (`rmproxy::v1`, what `SendEvent` carries)
+//! Shared by the SI v1.x edge (`rmproxy::v1`, what `SendEvent` carries)
 //! and the REST event history (`rest::events`), which shows the v1.x form.
 
 use crate::proto::si::v1 as si;
@@ -31,7 +31,7 @@ fn change(c: Change) -> C {
 }
 
 /// SI v1.9's `QUEUE_PREEMPTION` change detail (the summary of a
-/// quota-change preemption run). The vendored SI v1.8 enum lacks it; the
+/// quota-change preemption run). The vendored SI v1.x enum lacks it; the
 /// wire carries the number, which a v1.8 decoder keeps as an unknown value.
 pub const QUEUE_PREEMPTION: i32 = 407;
 

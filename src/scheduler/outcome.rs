@@ -14,7 +14,7 @@ use crate::proto::si::v1 as si;
 pub struct NewAllocation {
     /// Allocation key of the ask.
     pub key: Arc<str>,
-    /// The allocation's UUID (SI v1.8: the allocation key).
+    /// The allocation's UUID (SI v1.x: the allocation key).
     pub uuid: Arc<str>,
     /// Node it was placed on.
     pub node: Arc<str>,
@@ -34,13 +34,13 @@ pub struct NewAllocation {
     pub task_group: Arc<str>,
     /// Gang placeholder.
     pub placeholder: bool,
-    /// SI v1.8 `preemptionPolicy.allowPreemptSelf`: `false` makes the
+    /// SI v1.x `preemptionPolicy.allowPreemptSelf`: `false` makes the
     /// allocation a last-resort victim (it can still be preempted); SI
     /// v0.12 allocations are true.
     pub preempt_self: bool,
-    /// SI v1.8 `preemptionPolicy.allowPreemptOther` of its request.
+    /// SI v1.x `preemptionPolicy.allowPreemptOther` of its request.
     pub preempt_other: bool,
-    /// SI v1.8 `originator`: the application's first task, a last-resort
+    /// SI v1.x `originator`: the application's first task, a last-resort
     /// victim.
     pub originator: bool,
 }
@@ -81,7 +81,7 @@ pub enum OutMsg {
     NewAllocationsResynced(Vec<Arc<NewAllocation>>),
     /// Tells the RM's cache of allocations whose announcement follows as
     /// [`OutMsg::NewAllocationsResynced`] (the port's `assume`: a
-    /// `ReSyncSchedulerCache`, or SI v1.8's `new`): what a pass decided
+    /// `ReSyncSchedulerCache`, or SI v1.x's `new`): what a pass decided
     /// after its last check, delivered off the core thread.
     Assume(Vec<Arc<NewAllocation>>),
     /// For `UpdateApplication`.
@@ -157,7 +157,7 @@ impl Outcomes {
         self.events.push(record.into());
     }
 
-    /// Queues a record that carries more for SI v1.8 than the v0.12 one.
+    /// Queues a record that carries more for SI v1.x than the v0.12 one.
     pub fn record(&mut self, record: crate::events::Record) {
         self.events.push(record);
     }

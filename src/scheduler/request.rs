@@ -2,7 +2,7 @@
 //! the RM's calling thread, so the core thread receives interned resources
 //! and shared strings instead of doing the conversion itself.
 //!
-//! # The SI v1.8 contract (partitions whose edition is `V1`)
+//! # The SI v1.x contract (partitions whose edition is `V1`)
 //!
 //! The v1 edge translates each v1.8 `Allocation` of an `AllocationRequest`
 //! into one of the shapes below, and every v1.8 release into a v0.12
@@ -72,7 +72,7 @@ pub fn priority_of(p: Option<&si::Priority>) -> i32 {
     }
 }
 
-/// One `AllocationAsk`, converted (SI v1.8: an `Allocation` without a
+/// One `AllocationAsk`, converted (SI v1.x: an `Allocation` without a
 /// node, with `max_allocations` 1; see the module doc).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AskRequest {
@@ -96,17 +96,17 @@ pub struct AskRequest {
     pub task_group: Arc<str>,
     /// Gang placeholder.
     pub placeholder: bool,
-    /// May trigger guarantee preemption: SI v1.8
+    /// May trigger guarantee preemption: SI v1.x
     /// `preemptionPolicy.allowPreemptOther` (absent = false); SI v0.12
     /// has no such field and every ask may (policy/summary.md 3.3).
     pub preempt_other: bool,
-    /// May be a preferred victim: SI v1.8
+    /// May be a preferred victim: SI v1.x
     /// `preemptionPolicy.allowPreemptSelf` (absent = false); SI v0.12:
     /// true unless the tag `yunikorn.apache.org/allow-preemption` (or the
     /// pod label form `kubernetes.io/label/yunikorn.apache.org/allow-preemption`)
     /// is `false` (policy/preemption.md 14.1).
     pub preempt_self: bool,
-    /// SI v1.8 `originator` (the application's first task); SI v0.12: false.
+    /// SI v1.x `originator` (the application's first task); SI v0.12: false.
     pub originator: bool,
 }
 
@@ -132,7 +132,7 @@ impl AskRequest {
     }
 }
 
-/// SI v1.8: an allocation the RM sent with a node ID. Unknown key: placed
+/// SI v1.x: an allocation the RM sent with a node ID. Unknown key: placed
 /// by the RM (recovery, or bound outside the core), added at once to node,
 /// queue and application with no capacity or max check, and echoed in
 /// `new`. Known pending key: the RM placed that request; it becomes the
@@ -151,7 +151,7 @@ pub struct PlacedAllocation {
     pub node: Arc<str>,
 }
 
-/// SI v1.8: an allocation tagged `foreign` (not scheduled by the core):
+/// SI v1.x: an allocation tagged `foreign` (not scheduled by the core):
 /// tracked per node, the node's occupied resource being the sum of its
 /// foreign allocations (so its free resource and its place in the node
 /// order follow); never echoed. Re-sending the key resizes it (or moves it
@@ -181,9 +181,9 @@ pub struct AllocationUpdate {
     pub rm_id: String,
     /// Asks to add or replace.
     pub asks: Vec<AskRequest>,
-    /// SI v1.8: allocations sent with a node ID (empty from v0.12).
+    /// SI v1.x: allocations sent with a node ID (empty from v0.12).
     pub placed: Vec<PlacedAllocation>,
-    /// SI v1.8: foreign allocations (empty from v0.12).
+    /// SI v1.x: foreign allocations (empty from v0.12).
     pub foreign: Vec<ForeignAllocation>,
     /// Asks and allocations to release, as sent.
     pub releases: Option<si::AllocationReleasesRequest>,

@@ -2,7 +2,7 @@
 //!
 //! An RM answers `Predicates` from its own cache, and that cache learns of
 //! the scheduler's decisions only through `ReSyncSchedulerCache` (assumed
-//! allocations; an SI v1.8 RM through `new`). One scheduling pass makes
+//! allocations; an SI v1.x RM through `new`). One scheduling pass makes
 //! many decisions, so when the RM has a `Predicates` callback the pass
 //! goes through a [`ResyncBarrier`]:
 //!
@@ -33,7 +33,7 @@
 //!
 //! Without a `Predicates` callback there is no barrier: the dispatcher
 //! sends the ReSync right before the `UpdateAllocation`, off the core
-//! thread, as before. The exception is an SI v1.8 RM with
+//! thread, as before. The exception is an SI v1.x RM with
 //! `PreemptionPredicates` while preemption is on: its checks need the same
 //! ordering, so its passes get a barrier that asks no `Predicates`, and
 //! delivers on the core thread only when a preemption check is asked.

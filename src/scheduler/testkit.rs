@@ -84,7 +84,7 @@ pub struct Seen {
     pub forgotten: Vec<String>,
     /// Event records (their SI v0.12 form).
     pub events: Vec<si::EventRecord>,
-    /// The same records whole (with what only SI v1.8 carries).
+    /// The same records whole (with what only SI v1.x carries).
     pub records: Vec<crate::events::Record>,
 }
 

@@ -84,6 +84,7 @@ fn check_queue(
     apps: &HashMap<String, BTreeMap<String, i64>>,
     app_queue: &HashMap<String, String>,
     active: &HashSet<String>,
+    max_holds: bool,
 ) -> BTreeMap<String, i64> {
     let path = q["path"].as_str().unwrap();
     // The maxapplications counter matches the applications below, and the
@@ -114,14 +115,18 @@ fn check_queue(
         }
     } else {
         for c in q["children"].as_array().unwrap() {
-            add(&mut sum, &check_queue(c, apps, app_queue, active));
+            add(
+                &mut sum,
+                &check_queue(c, apps, app_queue, active, max_holds),
+            );
         }
     }
     assert!(
         same(&allocated, &sum),
         "queue {path}: allocated {allocated:?} but its members hold {sum:?}"
     );
-    if path != "root" {
+    // A lowered max may be under the usage until quota preemption acts.
+    if path != "root" && max_holds {
         if let Some(max) = q["max"].as_object() {
             let max = res_of(&Value::Object(max.clone()));
             assert!(
@@ -226,7 +231,9 @@ fn check_trackers(p: &Value, step: usize) {
     }
 }
 
-fn check(h: &Harness, step: usize, confirmed: &Confirmed) {
+/// The books after `step`; `max_holds`: no max was lowered (quota-change
+/// preemption takes a queue back under a lowered max only over time).
+fn check(h: &Harness, step: usize, confirmed: &Confirmed, max_holds: bool) {
     let d = h.dump();
     check_trackers(&d["partitions"][0], step);
     // The checks every test shares (tests/it/common/books.rs) ...
@@ -336,6 +343,21 @@ fn check(h: &Harness, step: usize, confirmed: &Confirmed) {
             placeholders as u64, in_groups,
             "step {step}: app {id} task group counts"
         );
+        // Pending is what the listed asks still wait for (the dump lists
+        // up to 1,000 asks, more than this test makes per application).
+        let mut waiting = BTreeMap::new();
+        for k in a["pending_asks"].as_array().unwrap() {
+            let repeat = k["pending_repeat"].as_i64().unwrap();
+            for (t, v) in res_of(&k["resource"]) {
+                *waiting.entry(t).or_default() += v * repeat;
+            }
+        }
+        assert!(
+            same(&waiting, &res_of(&a["pending"])),
+            "step {step}: app {id} pending {:?} but its asks wait for {waiting:?}: {}",
+            res_of(&a["pending"]),
+            serde_json::to_string_pretty(a).unwrap()
+        );
         app_queue.insert(id.clone(), a["queue"].as_str().unwrap().to_string());
         // A bigger real allocation in flight counts its excess in the queue.
         for r in a["replacements"].as_array().unwrap() {
@@ -356,7 +378,7 @@ fn check(h: &Harness, step: usize, confirmed: &Confirmed) {
         on_nodes.len(),
         "step {step}: allocations without an application"
     );
-    check_queue(&p["root"], &app_alloc, &app_queue, &active);
+    check_queue(&p["root"], &app_alloc, &app_queue, &active, max_holds);
     // What the RM was told matches: allocations minus releases. The
     // dispatcher delivers asynchronously, and the scheduler may still move
     // on by itself (a timer frees a maxapplications slot, say): compare
@@ -637,10 +659,10 @@ fn random_operations_keep_the_books_balanced() {
             _ => {}
         }
         if step % 10 == 9 {
-            check(&h, step, &confirmed);
+            check(&h, step, &confirmed, true);
         }
     }
-    check(&h, 2000, &confirmed);
+    check(&h, 2000, &confirmed, true);
     // Whether a random gang timed out depends on the machine's speed; one
     // that can never assemble (one of two placeholders), on a node of its
     // own in a fresh scheduler with the same configuration, makes the
@@ -671,14 +693,14 @@ fn random_operations_keep_the_books_balanced() {
             .iter()
             .any(|r| r.termination_type == si::TerminationType::Timeout as i32)
     });
-    check(&fresh, 0, &Confirmed::default());
+    check(&fresh, 0, &Confirmed::default(), true);
     let fresh_timeouts = fresh.seen(|s| {
         s.released
             .iter()
             .filter(|r| r.termination_type == si::TerminationType::Timeout as i32)
             .count()
     });
-    check(&h, 2001, &confirmed);
+    check(&h, 2001, &confirmed, true);
     // The run did real work.
     h.seen(|s| {
         assert!(
@@ -715,25 +737,45 @@ fn random_operations_keep_the_books_balanced() {
 }
 
 /// Guarantee preemption on: `fill` (guarantee 1000) fills the nodes, then
-/// `g1` and `g2` (guarantees, short delays) ask and preempt.
-const PREEMPT_CONFIG: &str = "
+/// `g1` and `g2` (guarantees, short delays) ask and preempt. Quota-change
+/// preemption is on too: the test reloads with `fill` capped at `max`
+/// memory, or uncapped (`None`), and after 5 ms over its max the core
+/// releases the excess.
+fn preempt_config(max: Option<i64>) -> String {
+    fill_config("guaranteed: {memory: 1000}", max)
+}
+
+/// [`preempt_config`] with `fill`'s guarantee given as `guarantee`.
+fn fill_config(guarantee: &str, max: Option<i64>) -> String {
+    let cap = max.map_or(String::new(), |m| format!(", max: {{memory: {m}}}"));
+    format!(
+        "
 partitions:
   - name: default
-    preemption: {enabled: true}
+    preemption: {{enabled: true, quotapreemptionenabled: true}}
     queues:
       - name: root
         submitacl: '*'
         queues:
           - name: fill
-            resources: {guaranteed: {memory: 1000}}
-            properties: {application.sort.policy: fifo}
+            resources: {{{guarantee}{cap}}}
+            properties: {{application.sort.policy: fifo, quota.preemption.delay: 5ms}}
           - name: g1
-            resources: {guaranteed: {memory: 2000}}
-            properties: {application.sort.policy: fifo, preemption.delay: 1ms}
+            resources: {{guaranteed: {{memory: 2000}}}}
+            properties: {{application.sort.policy: fifo, preemption.delay: 1ms}}
           - name: g2
-            resources: {guaranteed: {memory: 1500}}
-            properties: {preemption.delay: 20ms}
-";
+            resources: {{guaranteed: {{memory: 1500}}}}
+            properties: {{preemption.delay: 20ms}}
+"
+    )
+}
+
+/// A quota-change victim (its release names the queue's new max).
+fn is_quota_victim(r: &si::AllocationRelease) -> bool {
+    is_preempted(r)
+        && r.message
+            .starts_with("preempting allocations to enforce new max quota")
+}
 
 fn is_preempted(r: &si::AllocationRelease) -> bool {
     r.termination_type == si::TerminationType::PreemptedByScheduler as i32
@@ -803,7 +845,7 @@ fn random_operations_with_preemption_keep_the_books_balanced() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(11);
     let mut rng = fastrand::Rng::with_seed(seed);
-    let mut o = yaml_options(PREEMPT_CONFIG);
+    let mut o = yaml_options(&preempt_config(None));
     // No ordinary reservations: a node reserved for a pending `fill` ask
     // would be no candidate for a preemptor (spec 7.1).
     o.reservation_delay_ms = Some(600_000);
@@ -942,6 +984,13 @@ fn random_operations_with_preemption_keep_the_books_balanced() {
                     b.refuse_nodes.insert(format!("n{}", rng.u32(0..next_node)));
                 }
             }
+            86..=88 => {
+                // The operator caps `fill` (often under what it holds),
+                // or lifts the cap again.
+                let max = (rng.u32(0..3) > 0).then(|| rng.i64(10..40) * 100);
+                let (st, msg) = h.set_config("queues", &preempt_config(max));
+                assert_eq!(st, SICORE_OK, "{msg}");
+            }
             82..=85 if !g_apps.is_empty() => {
                 let rel = si::AllocationAskRelease {
                     application_id: g_apps[rng.usize(..g_apps.len())].clone(),
@@ -954,7 +1003,7 @@ fn random_operations_with_preemption_keep_the_books_balanced() {
             _ => std::thread::sleep(std::time::Duration::from_millis(1)),
         }
         if step % 10 == 9 {
-            check(&h, step, &confirmed);
+            check(&h, step, &confirmed, false);
             check_victims(&h, step, &rm_gone, &removed);
         }
     }
@@ -972,8 +1021,45 @@ fn random_operations_with_preemption_keep_the_books_balanced() {
     }
     let _ = h.releases(open, vec![]);
     h.settle();
-    check(&h, steps, &confirmed);
+    check(&h, steps, &confirmed, false);
     check_victims(&h, steps, &rm_gone, &removed);
+    // A last cap far under what `fill` holds, its guarantee gone so that
+    // nothing bounds the amount: its run releases all but the last
+    // allocation that fits the cap.
+    let fill_memory = |d: &Value| {
+        d["partitions"][0]["root"]["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["path"] == "root.fill")
+            .and_then(|q| q["allocated"]["memory"].as_i64())
+            .unwrap_or(0)
+    };
+    let held = fill_memory(&h.dump());
+    assert!(held > 0, "fill holds nothing at the end");
+    let before = h.seen(|s| s.released.iter().filter(|r| is_quota_victim(r)).count());
+    let (st, msg) = h.set_config("queues", &fill_config("guaranteed: {}", Some(1)));
+    assert_eq!(st, SICORE_OK, "{msg}");
+    h.wait("the last quota run", |s| {
+        s.released.iter().filter(|r| is_quota_victim(r)).count() > before
+    });
+    h.settle();
+    let open: Vec<si::AllocationRelease> = h.seen(|s| {
+        s.released
+            .iter()
+            .filter(|r| is_preempted(r) && !rm_gone.contains(&r.uuid))
+            .cloned()
+            .collect()
+    });
+    for r in &open {
+        rm_gone.insert(r.uuid.clone());
+    }
+    let _ = h.releases(open, vec![]);
+    h.settle();
+    check(&h, steps + 1, &confirmed, false);
+    check_victims(&h, steps + 1, &rm_gone, &removed);
+    let after = fill_memory(&h.dump());
+    assert!(after < held, "fill held {held} and still holds {after}");
     // The run did real work: victims were taken and confirmed, and the
     // guaranteed queues were allocated.
     h.seen(|s| {

@@ -1,4 +1,4 @@
-//! User and group limits as an SI v1.8 RM (the k8shim) sees them through
+//! User and group limits as an SI v1.x RM (the k8shim) sees them through
 //! the v1 C family: the APP records of an application held in Accepted by
 //! a user's `maxapplications` (limits.md 6.2) arrive with their change
 //! type and detail, once per transition.

@@ -133,7 +133,7 @@ fn an_unknown_key_in_the_preemption_section_is_still_refused() {
     assert!(msg.contains("unknown field"), "{msg}");
 }
 
-// ---- SI v1.8 ----
+// ---- SI v1.x ----
 
 /// A v1 RM (with `predicates`) registered with `config`, one node `n1`
 /// of 1000 memory ready and `app-1` submitted to `root.a`.

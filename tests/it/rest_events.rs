@@ -1,5 +1,5 @@
 //! The REST event history (`/ws/v1/events/batch`, `/ws/v1/events/stream`)
-//! as an SI v1.8 RM and its operator see it: records in the v1.x form with
+//! as an SI v1.x RM and its operator see it: records in the v1.x form with
 //! the partition and queue, IDs and the ring bound from the RM's
 //! `extraConfig`, parameters checked as the reference does, and streams
 //! that are bounded in number and cannot hold the service: a client that
@@ -48,7 +48,7 @@ fn options() -> SchedulerOptions {
     o
 }
 
-/// An SI v1.8 RM `rm1` with REST, registered with `pairs` as extraConfig.
+/// An SI v1.x RM `rm1` with REST, registered with `pairs` as extraConfig.
 fn rm_with(pairs: &[(&str, &str)]) -> (V1Rm, String) {
     let req = si18::RegisterResourceManagerRequest {
         rm_id: "rm1".into(),

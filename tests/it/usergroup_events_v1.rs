@@ -1,4 +1,4 @@
-//! USERGROUP and QUEUE records as an SI v1.8 RM sees them through the v1
+//! USERGROUP and QUEUE records as an SI v1.x RM sees them through the v1
 //! C family (limits.md 6.3, the reference's queue records): usage deltas,
 //! group links and caps of a user and a group; queues created, changed and
 //! removed, and their applications. Opt-in by type; never for a v0.12 RM.

@@ -1,4 +1,4 @@
-//! The SI v1.8 edition through its C family, as a v1 RM (the k8shim)
+//! The SI v1.x edition through its C family, as a v1 RM (the k8shim)
 //! drives it: registration with config and extraConfig, configuration
 //! updates, the edition bound to the rmID, CREATE_DRAIN, requests and
 //! releases by key, the `new` barrier before Predicates, v1 events, and
@@ -299,7 +299,7 @@ fn an_empty_config_is_the_built_in_v1_default() {
     let dump = rm.dump();
     assert_eq!(
         rm_entry(&dump, "rm1")["config_source"],
-        "built-in SI v1.8 default"
+        "built-in SI v1.x default"
     );
     // The default places by namespace tag, creating the queue.
     let (st, msg) = call(
@@ -417,11 +417,11 @@ fn each_family_refuses_the_other_editions_rm_naming_its_edition() {
     for (f, bytes) in v0_calls {
         let (st, msg) = sicore_c_rm::raw(sched.0, f, &bytes);
         assert_eq!(st, SICORE_REJECTED, "v0.12 call for a v1 RM: {msg}");
-        assert!(msg.contains("SI v1.8"), "{msg}");
+        assert!(msg.contains("SI v1.x"), "{msg}");
     }
     let (st, msg) = sicore_c_rm::reload(sched.0, "rm1");
     assert_eq!(st, SICORE_REJECTED);
-    assert!(msg.contains("SI v1.8"), "{msg}");
+    assert!(msg.contains("SI v1.x"), "{msg}");
 
     let v1_calls: [(sicore_c_rm::UpdateFn, Vec<u8>); 3] = [
         (
@@ -743,7 +743,7 @@ fn rest_config_updates_are_refused_for_a_v1_rm_and_change_nothing() {
     );
     let r = crate::restkit::http(&addr, "PUT", "/ws/v1/config", &[], text.as_bytes());
     assert_ne!(r.status, 200, "{}", r.body);
-    assert!(r.body.contains("SI v1.8"), "{}", r.body);
+    assert!(r.body.contains("SI v1.x"), "{}", r.body);
     assert_eq!(crate::restkit::config_checksum(&addr), base);
     let dump = sicore_c_rm::dump(sched.0).unwrap();
     assert!(!dump.to_string().contains("root.b"), "{dump}");
@@ -793,7 +793,7 @@ fn a_malformed_or_refused_v1_request_gets_its_error_and_interns_nothing() {
         (
             truncated(request("rm1", vec![no_key.clone()])),
             SICORE_DECODE_ERROR,
-            "request (SI v1.8 AllocationRequest): not a valid encoding",
+            "request (SI v1.x AllocationRequest): not a valid encoding",
         ),
         (
             truncated(request("nobody", vec![with_name("k1")])),

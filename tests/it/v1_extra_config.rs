@@ -1,4 +1,4 @@
-//! The `extraConfig` keys of the SI v1.8 edition through its C family, as
+//! The `extraConfig` keys of the SI v1.x edition through its C family, as
 //! the k8shim sends them (at registration and in every
 //! `UpdateConfiguration`): `event.trackingEnabled` and
 //! `event.requestCapacity` are the sending RM's own, reloadable, and a

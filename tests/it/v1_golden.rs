@@ -1,4 +1,4 @@
-//! Golden decode tests of the SI v1.8 wire: messages encoded by
+//! Golden decode tests of the SI v1.x wire: messages encoded by
 //! golang/protobuf with the generated types of the SI Go module v1.8.0
 //! (`tests/golden/v1/gen`), decoded with the library's v1 types and
 //! compared field by field, then fed through the C family as an RM would

@@ -1,4 +1,4 @@
-//! Guarantee preemption through the SI v1.8 C family, as the k8shim drives
+//! Guarantee preemption through the SI v1.x C family, as the k8shim drives
 //! it: the per-request `preemptionPolicy` and `originator` reach the core
 //! (policy/preemption.md 1.3), order each node's victims (7.2) and score
 //! the RM's answers (9.3), so an `allowPreemptSelf: false` allocation or an

@@ -11,7 +11,7 @@ checks what a person opening the file would get:
 - a full-page PNG screenshot is written (for a person to look at).
 
 Then the two policy workloads (`--workload tenants` over SI v0.12,
-`--workload preemption` over SI v1.8) get the same checks, plus what their
+`--workload preemption` over SI v1.x) get the same checks, plus what their
 charts must show as drawn: in every tenant chart the usage line stays on
 or below the dashed cap line, and reaches it in some; the preemption
 section has one marker per victim listed and the guaranteed queue's line

@@ -1,7 +1,7 @@
 """The committed si_pb2/sicore_pb2 of both editions must describe exactly what the protos say.
 
 SI v0.12: ``sicore.si_pb2``/``sicore.sicore_pb2`` from ``proto/*.proto``;
-SI v1.8: ``sicore.v1.si_pb2``/``sicore.v1.sicore_pb2`` from ``proto/si18/*.proto``.
+SI v1.x: ``sicore.v1.si_pb2``/``sicore.v1.sicore_pb2`` from ``proto/si18/*.proto``.
 
 Compares descriptors, not generated text, so any grpcio-tools version can
 check freshness. Regenerate with ``tools/generate_protos.py`` when this fails.

@@ -1,4 +1,4 @@
-"""sicore.v1.Scheduler as an SI v1.8 RM (the k8shim) drives it through the v1 family."""
+"""sicore.v1.Scheduler as an SI v1.x RM (the k8shim) drives it through the v1 family."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_registration_takes_the_config_text_and_extra_config(sched: sicore.v1.Sc
 
 def test_an_empty_config_is_the_built_in_default(sched: sicore.v1.Scheduler) -> None:
     d = registered(sched, config="")
-    assert rm_entry(sched.state_dump(), "rm1")["config_source"] == "built-in SI v1.8 default"
+    assert rm_entry(sched.state_dump(), "rm1")["config_source"] == "built-in SI v1.x default"
     d.app("app-1", queue="", tags={"namespace": "ns1"})
     assert "root.ns1" in str(sched.state_dump())
 

@@ -1,4 +1,4 @@
-"""A recording SI v1.8 RM for the ``test_v1_*`` tests, playing the k8shim's part.
+"""A recording SI v1.x RM for the ``test_v1_*`` tests, playing the k8shim's part.
 
 Like the k8shim v1.8.0 it assumes a pod inside ``update_allocation`` (the
 ``new`` list) and answers ``predicates`` from that cache, one pod per node,

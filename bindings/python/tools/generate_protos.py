@@ -1,7 +1,7 @@
 """Regenerate the protobuf modules of both SI editions (and their stubs).
 
 SI v0.12 (``proto/*.proto``) becomes ``src/sicore/si_pb2.py`` and
-``src/sicore/sicore_pb2.py``, in protobuf's default descriptor pool. SI v1.8
+``src/sicore/sicore_pb2.py``, in protobuf's default descriptor pool. SI v1.x
 (``proto/si18/*.proto``) becomes ``src/sicore/v1/si_pb2.py`` and
 ``src/sicore/v1/sicore_pb2.py``, in the private pool of
 ``sicore.v1._pool``: both ``si.proto`` files declare package ``si.v1``

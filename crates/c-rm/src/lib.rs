@@ -409,7 +409,12 @@ impl Counters {
         self.allocations.fetch_add(m.new.len(), Ordering::AcqRel);
         self.asks_rejected
             .fetch_add(m.rejected.len(), Ordering::AcqRel);
-        self.wake_for_allocations();
+        if m.rejected.is_empty() {
+            self.wake_for_allocations();
+        } else {
+            // A waiter for allocations must learn that some never come.
+            self.wake();
+        }
     }
 
     /// Counts accepted and rejected applications.

@@ -1,4 +1,4 @@
-//! The SI v1.8 side of the shared RM: trampolines of a
+//! The SI v1.x side of the shared RM: trampolines of a
 //! `sicore_v1_callbacks` table, registration through the v1 family and the
 //! messages of a v1 set-up. Same shape as the v0.12 side: implement
 //! [`RmV1`] and get a table with [`table`].
@@ -195,7 +195,12 @@ impl super::Counters {
         self.allocations.fetch_add(m.new.len(), AcqRel);
         self.asks_rejected
             .fetch_add(m.rejected_allocations.len(), AcqRel);
-        self.wake_for_allocations();
+        if m.rejected_allocations.is_empty() {
+            self.wake_for_allocations();
+        } else {
+            // A waiter for allocations must learn that some never come.
+            self.wake();
+        }
     }
 
     /// Counts accepted and rejected applications.

@@ -10,7 +10,7 @@ pub(crate) enum Edition {
     /// SI v0.12: `sicore_*`, queues from the scheduler's options.
     #[value(name = "v0.12")]
     V012,
-    /// SI v1.8: `sicore_v1_*`, queues in the registration's `config`, one
+    /// SI v1.x: `sicore_v1_*`, queues in the registration's `config`, one
     /// request per allocation (v1 has no repeat count).
     #[value(name = "v1")]
     V1,
@@ -21,7 +21,7 @@ impl Edition {
     pub(crate) fn label(self) -> &'static str {
         match self {
             Edition::V012 => "SI v0.12",
-            Edition::V1 => "SI v1.8",
+            Edition::V1 => "SI v1.x",
         }
     }
 }
@@ -101,7 +101,7 @@ pub(crate) struct Args {
     /// "*.domain"); repeatable (see docs/rest-and-metrics.md).
     #[arg(long, value_name = "HOST", requires = "serve")]
     pub(crate) rest_allowed_host: Vec<String>,
-    /// The SI edition the RM speaks: v0.12 (`sicore_*`) or v1 (SI v1.8,
+    /// The SI edition the RM speaks: v0.12 (`sicore_*`) or v1 (SI v1.x,
     /// `sicore_v1_*`). The gang workload needs v0.12.
     #[arg(long, value_enum, default_value = "v0.12")]
     pub(crate) edition: Edition,

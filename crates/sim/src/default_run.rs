@@ -15,7 +15,7 @@ use sicore_c_rm::convert::{v1_node, v1_request};
 use sicore_c_rm::{table, Installed, UpdateFn};
 
 use crate::cli::{Args, Edition};
-use crate::rm::{library_version, register_sim, Counters, Sim};
+use crate::rm::{library_version, register_sim, Counters, Sim, SI_V1_RELEASE};
 use crate::shapes::{node_attributes, pod_tags, resource};
 use crate::{html, report, serve};
 
@@ -271,7 +271,7 @@ fn start(args: &Args) -> Result<(Sim, Calls, String), String> {
             let req = si18::RegisterResourceManagerRequest {
                 rm_id: "sim".into(),
                 policy_group: "queues".into(),
-                version: library_version(),
+                version: SI_V1_RELEASE.into(),
                 config: config_text.clone(),
                 ..Default::default()
             };

@@ -6,7 +6,7 @@
 //! configuration: 100 nodes, 4 applications in 3 queues, 10,000 asks.
 //! `--html FILE` also writes a visual report of the run (see `report.rs`);
 //! `--serve ADDR` keeps the scheduler and its REST service up afterwards.
-//! `--edition v1` runs the same workload through the SI v1.8 family
+//! `--edition v1` runs the same workload through the SI v1.x family
 //! (`sicore_v1_*`) instead of v0.12 (see docs/simulator.md).
 
 mod cli;

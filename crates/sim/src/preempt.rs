@@ -6,13 +6,19 @@
 //! the core releases batch allocations with `PREEMPTED_BY_SCHEDULER`; the
 //! simulated RM confirms each victim from the callback that released it,
 //! as a shim does once the pod is gone (SI v0.12: the release sent back,
-//! which the core echoes; SI v1.8: the release sent back is the
+//! which the core echoes; SI v1.x: the release sent back is the
 //! confirmation). The core asks the RM about each candidate node first:
 //! `Predicates{allocate: false}` in v0.12, `PreemptionPredicates` in v1.8;
 //! the simulated RM accepts every node.
 //!
-//! Preemption runs on the core's clock: the delay and the spacing of
-//! attempts are real time, so the run takes a little over the delay.
+//! Then quota-change preemption (YuniKorn v1.9): the operator lowers
+//! `root.batch`'s max below what it holds. After the queue's
+//! `quota.preemption.delay` (1 s) the core releases the excess, newest
+//! first, and an SI v1.9 RM gets one `QUEUE_PREEMPTION` record that sums
+//! the run up (SI v0.12 has no such record).
+//!
+//! Preemption runs on the core's clock: the delays and the spacing of
+//! attempts are real time, so the run takes a little over the delays.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -25,7 +31,7 @@ const CONFIG: &str = "\
 # sicore-sim --workload preemption (crates/sim/src/preempt.rs)
 partitions:
   - name: default
-    preemption: {enabled: true}
+    preemption: {enabled: true, quotapreemptionenabled: true}
     placementrules:
       - name: provided
         create: false
@@ -35,11 +41,27 @@ partitions:
         queues:
           - name: batch
             resources: {guaranteed: {memory: 20000, vcore: 20}}
-            properties: {application.sort.policy: fifo}
+            properties: {application.sort.policy: fifo, quota.preemption.delay: 1s}
           - name: prod
             resources: {guaranteed: {memory: 40000, vcore: 40}}
             properties: {application.sort.policy: fifo, preemption.delay: 1s}
 ";
+
+/// `root.batch`'s max after the operator's edit, under what it holds once
+/// `root.prod` has its guarantee.
+const BATCH_MAX: (i64, i64) = (30_000, 30);
+
+/// [`CONFIG`] with `root.batch` capped at [`BATCH_MAX`].
+fn lowered_config() -> String {
+    CONFIG.replacen(
+        "resources: {guaranteed: {memory: 20000, vcore: 20}}",
+        &format!(
+            "resources: {{guaranteed: {{memory: 20000, vcore: 20}}, max: {{memory: {}, vcore: {}}}}}",
+            BATCH_MAX.0, BATCH_MAX.1
+        ),
+        1,
+    )
+}
 
 const NODES: usize = 40;
 const NODE: (i64, i64) = (2000, 2);
@@ -48,7 +70,7 @@ const PROD: (i64, i64) = (40_000, 40);
 
 pub fn run(args: &Args) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(args.seed);
-    let d = Driver::start(args, CONFIG, true)?;
+    let d = Driver::start(args, CONFIG, true, &["REQUEST", "NODE", "QUEUE"])?;
     d.rm().confirm_victims.store(true, Ordering::SeqCst);
 
     d.mark("nodes submitted");
@@ -78,7 +100,7 @@ pub fn run(args: &Args) -> Result<(), String> {
     d.mark("cluster full");
 
     // Prod: pods of one or two units (seeded) up to its guarantee, each
-    // allowed to preempt (SI v1.8 `allowPreemptOther`; v0.12 has no such
+    // allowed to preempt (SI v1.x `allowPreemptOther`; v0.12 has no such
     // field, so every ask may).
     let mut prod = Vec::new();
     let mut left = PROD.0;
@@ -106,6 +128,7 @@ pub fn run(args: &Args) -> Result<(), String> {
     });
     let took = submitted.elapsed();
     d.settle(Duration::from_millis(300), timeout)?;
+    let quota = quota_change(&d, timeout)?;
     d.mark("workload done");
     let dump = d.dump()?;
 
@@ -205,6 +228,32 @@ pub fn run(args: &Args) -> Result<(), String> {
         }
     );
     println!(
+        "  quota change       root.batch max lowered to memory {} vcore {} (quota.preemption.delay 1s)",
+        fmt_num(BATCH_MAX.0 as f64),
+        BATCH_MAX.1
+    );
+    println!(
+        "  quota run          {} victims released, root.batch from memory {} to {}, {:.2} s after the change",
+        quota.victims,
+        fmt_num(quota.before as f64),
+        fmt_num(quota.after as f64),
+        quota.took.as_secs_f64()
+    );
+    match d.edition {
+        crate::cli::Edition::V012 => {
+            println!("  summary record     none (SI v0.12 has no QUEUE_PREEMPTION)")
+        }
+        crate::cli::Edition::V1 => {
+            let kept = rm.quota_summaries.lock().unwrap();
+            if kept.is_empty() {
+                println!("  summary record     none received");
+            }
+            for (queue, message) in kept.iter() {
+                println!("  summary record     QUEUE_PREEMPTION {queue}: {message}");
+            }
+        }
+    }
+    println!(
         "  state dump         {}",
         if report.mismatches.is_empty() {
             "matches the recorded usage".to_string()
@@ -214,6 +263,55 @@ pub fn run(args: &Args) -> Result<(), String> {
     );
     d.finish(args, &report)?;
     outcome
+}
+
+/// What the quota-change run did.
+struct QuotaRun {
+    victims: usize,
+    /// `root.batch`'s allocated memory before the change and at the end.
+    before: i64,
+    after: i64,
+    took: Duration,
+}
+
+/// Lowers `root.batch`'s max and waits until the core has brought the
+/// queue under it (the RM confirming each victim).
+fn quota_change(d: &Driver, timeout: Duration) -> Result<QuotaRun, String> {
+    let batch_memory = |dump: &serde_json::Value| {
+        find(&dump["partitions"][0]["root"], "root.batch")
+            .and_then(|q| q["allocated"]["memory"].as_i64())
+            .unwrap_or(0)
+    };
+    let before = batch_memory(&d.dump()?);
+    let victims = d.rm().victims.load(Ordering::SeqCst);
+    d.mark("batch max lowered");
+    let changed = Instant::now();
+    d.reload(&lowered_config())?;
+    // The delay, then the run: a victim per unit of memory over the max.
+    let excess = usize::try_from((before - BATCH_MAX.0).max(0) / 1000).unwrap_or(0);
+    d.sim.wait_for(
+        "the quota-change run",
+        timeout + Duration::from_secs(2),
+        |_| {
+            d.rm().confirmed.load(Ordering::SeqCst) >= victims + excess
+                && d.rm().victims.load(Ordering::SeqCst) >= victims + excess
+        },
+    )?;
+    let took = changed.elapsed();
+    if d.edition == crate::cli::Edition::V1 {
+        // Records go out with the next event flush (every 2 s).
+        d.sim
+            .wait_for("the QUEUE_PREEMPTION record", timeout, |_| {
+                !d.rm().quota_summaries.lock().unwrap().is_empty()
+            })?;
+    }
+    d.settle(Duration::from_millis(300), timeout)?;
+    Ok(QuotaRun {
+        victims: d.rm().victims.load(Ordering::SeqCst) - victims,
+        before,
+        after: batch_memory(&d.dump()?),
+        took,
+    })
 }
 
 fn find<'a>(q: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {

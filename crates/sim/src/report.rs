@@ -103,6 +103,21 @@ struct PreemptEvent {
 /// The message of a victim's release names its preemptor after this.
 const PREEMPTOR_PREFIX: &str = "to run ask: ";
 
+/// A quota-change victim's release names its queue after this.
+const QUOTA_PREFIX: &str = "enforce new max quota for queue : ";
+
+/// What a victim made room for, from its release's message: an ask's key,
+/// or a queue's lowered max (quota-change preemption).
+fn preemptor_of(message: &str) -> String {
+    if let Some((_, k)) = message.split_once(PREEMPTOR_PREFIX) {
+        k.to_string()
+    } else if let Some((_, q)) = message.split_once(QUOTA_PREFIX) {
+        format!("the max of {q}")
+    } else {
+        String::new()
+    }
+}
+
 /// Collects time-stamped samples while the simulation runs.
 pub struct Recorder {
     start: Instant,
@@ -171,11 +186,7 @@ impl Recorder {
                             victim: r.uuid.clone(),
                             app: r.application_id.clone(),
                             alloc: i,
-                            preemptor: r
-                                .message
-                                .split_once(PREEMPTOR_PREFIX)
-                                .map(|(_, k)| k.to_string())
-                                .unwrap_or_default(),
+                            preemptor: preemptor_of(&r.message),
                             freed_ns: None,
                         });
                         continue;
@@ -246,7 +257,7 @@ impl Recorder {
     /// The RM stops allocation `uuid` itself: from its side the resources
     /// are free as it decides, before its request reaches the core. The
     /// core's echo may come after the `new` allocations that the freed room
-    /// made possible (in SI v1.8 with Predicates, `new` is delivered at the
+    /// made possible (in SI v1.x with Predicates, `new` is delivered at the
     /// pass's barrier on the core thread, the echo by the dispatcher);
     /// replaying the echo as the moment of release would show an overshoot
     /// neither side had.
@@ -261,7 +272,7 @@ impl Recorder {
         g.busy_ns += self.now().saturating_sub(t);
     }
 
-    /// The RM confirmed a victim's release (SI v1.8, where the core sends
+    /// The RM confirmed a victim's release (SI v1.x, where the core sends
     /// no echo): its resources are free from now.
     pub fn on_confirmed(&self, uuid: &str) {
         let t = self.now();

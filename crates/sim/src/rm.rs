@@ -176,7 +176,7 @@ pub(crate) fn v012_allocations(
     }
 }
 
-/// The same counting and recording over the SI v1.8 family.
+/// The same counting and recording over the SI v1.x family.
 impl RmV1 for Counters {
     fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
         if let Some(r) = self.report.get() {
@@ -229,6 +229,12 @@ impl RmV1 for Counters {
         Ok(())
     }
 
+    fn send_event(&self, m: sicore::proto::si18::sicore::si18::EventRecords) {
+        if let Some(p) = self.policy.get() {
+            p.on_records(&m);
+        }
+    }
+
     fn preemption_predicates(
         &self,
         m: si18::PreemptionPredicatesArgs,
@@ -242,6 +248,11 @@ impl RmV1 for Counters {
         }
     }
 }
+
+/// The release the simulated SI v1 RM registers as, as the k8shim sends
+/// its own: the core gives an RM of 1.9 or later the v1.9 behaviour where
+/// the releases differ (docs/si-v1.md), such as `QUEUE_PREEMPTION` records.
+pub(crate) const SI_V1_RELEASE: &str = "1.9.0";
 
 /// The version of the library the simulator runs on (`sicore_version()`).
 pub(crate) fn library_version() -> String {

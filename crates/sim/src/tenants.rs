@@ -81,7 +81,7 @@ const SHAPES: [(i64, i64); 4] = [(1000, 1), (2000, 1), (2000, 2), (4000, 2)];
 pub fn run(args: &Args) -> Result<(), String> {
     let mut rng = fastrand::Rng::with_seed(args.seed);
     let config_name = "built-in (tenants)";
-    let d = Driver::start(args, CONFIG, false)?;
+    let d = Driver::start(args, CONFIG, false, &[])?;
 
     d.mark("nodes submitted");
     d.nodes(nodes(16, 16_000, 16))?;

@@ -20,7 +20,7 @@ use sicore_c_rm::convert::{v1_node, v1_request};
 
 use crate::cli::{Args, Edition};
 use crate::report;
-use crate::rm::{library_version, register_sim, Counters, Sim};
+use crate::rm::{library_version, register_sim, Counters, Sim, SI_V1_RELEASE};
 
 /// One allocation the RM holds.
 #[derive(Clone, Debug)]
@@ -35,7 +35,7 @@ pub struct RmState {
     sched: AtomicPtr<sicore_scheduler>,
     /// Confirm victims from the callback that releases them.
     pub confirm_victims: AtomicBool,
-    /// Allocations held, by UUID (the key in SI v1.8).
+    /// Allocations held, by UUID (the key in SI v1.x).
     pub held: Mutex<BTreeMap<String, Held>>,
     /// Victims released to the RM with `PREEMPTED_BY_SCHEDULER`.
     pub victims: AtomicUsize,
@@ -48,6 +48,8 @@ pub struct RmState {
     /// `Predicates{allocate: false}` (the v0.12 preemption check) and
     /// `PreemptionPredicates` calls.
     pub preemption_checks: AtomicUsize,
+    /// SI v1.9 `QUEUE_PREEMPTION` summaries received: (queue, message).
+    pub quota_summaries: Mutex<Vec<(String, String)>>,
 }
 
 impl RmState {
@@ -114,7 +116,7 @@ impl RmState {
         self.send(sicore_update_allocation, &req, n);
     }
 
-    /// SI v1.8: the RM's `PREEMPTED_BY_SCHEDULER` release is the
+    /// SI v1.x: the RM's `PREEMPTED_BY_SCHEDULER` release is the
     /// confirmation (the core sends no echo), so the report frees the
     /// victim when the RM confirms it.
     pub fn on_allocation_v1(&self, m: &si18::AllocationResponse, rec: Option<&report::Recorder>) {
@@ -183,7 +185,7 @@ impl RmState {
         }
     }
 
-    /// SI v1.8 `PreemptionPredicates`: every node fits once the victims
+    /// SI v1.x `PreemptionPredicates`: every node fits once the victims
     /// up to the core's start index are gone.
     pub fn preemption_predicates(
         &self,
@@ -193,6 +195,18 @@ impl RmState {
         si18::PreemptionPredicatesResponse {
             success: true,
             index: m.start_index,
+        }
+    }
+
+    /// Keeps the SI v1.9 `QUEUE_PREEMPTION` summaries (change detail 407,
+    /// which the SI v1.x enum does not name) of a batch of records.
+    pub fn on_records(&self, m: &sicore::proto::si18::sicore::si18::EventRecords) {
+        const QUEUE_PREEMPTION: i32 = 407;
+        let mut kept = self.quota_summaries.lock().unwrap();
+        for r in &m.events {
+            if r.event_change_detail == QUEUE_PREEMPTION {
+                kept.push((r.object_id.clone(), r.message.clone()));
+            }
         }
     }
 }
@@ -212,8 +226,17 @@ impl Driver {
     /// `Predicates` callback (accepting every node) is installed when
     /// `predicates`. The recorder always runs: the text report's checks
     /// are made from it too.
-    pub fn start(args: &Args, config: &str, predicates: bool) -> Result<Driver, String> {
-        let mut options = SchedulerOptions::default();
+    /// `events` are the record types the RM takes (`event_types`).
+    pub fn start(
+        args: &Args,
+        config: &str,
+        predicates: bool,
+        events: &[&str],
+    ) -> Result<Driver, String> {
+        let mut options = SchedulerOptions {
+            event_types: events.iter().map(|e| e.to_string()).collect(),
+            ..Default::default()
+        };
         let edition = args.edition;
         if edition == Edition::V012 {
             options
@@ -266,7 +289,7 @@ impl Driver {
                 let req = si18::RegisterResourceManagerRequest {
                     rm_id: "sim".into(),
                     policy_group: "queues".into(),
-                    version: library_version(),
+                    version: SI_V1_RELEASE.into(),
                     config: v1_config(config),
                     ..Default::default()
                 };
@@ -296,6 +319,37 @@ impl Driver {
 
     pub fn counters(&self) -> &Counters {
         &self.sim.counters
+    }
+
+    /// Replaces the queues configuration as an operator's edit does: the
+    /// policy group's text for SI v0.12, `UpdateConfiguration` (as the
+    /// k8shim sends it when its ConfigMap changes) for SI v1.
+    pub fn reload(&self, config: &str) -> Result<(), String> {
+        match self.edition {
+            Edition::V012 => {
+                let group = "queues";
+                let mut err = sicore_buffer::empty();
+                let st = sicore_set_policy_config(
+                    self.sim.sched,
+                    group.as_ptr(),
+                    group.len(),
+                    config.as_ptr(),
+                    config.len(),
+                    &mut err,
+                );
+                crate::rm::check("set_policy_config", st, err)
+            }
+            Edition::V1 => self.sim.call(
+                "UpdateConfiguration (v1)",
+                sicore_v1_update_configuration,
+                &si18::UpdateConfigurationRequest {
+                    rm_id: "sim".into(),
+                    policy_group: "queues".into(),
+                    config: v1_config(config),
+                    ..Default::default()
+                },
+            ),
+        }
     }
 
     pub fn mark(&self, label: &str) {
@@ -334,7 +388,7 @@ impl Driver {
         }
     }
 
-    /// Names every application's queue up front (SI v1.8 allocations do
+    /// Names every application's queue up front (SI v1.x allocations do
     /// not carry it, and the report charts by queue); call once, before
     /// the first [`Driver::apps`].
     pub fn declare(&self, apps: &[si::AddApplicationRequest]) {
@@ -375,7 +429,7 @@ impl Driver {
         }
     }
 
-    /// Submits one-allocation asks, with their priorities. In SI v1.8 each
+    /// Submits one-allocation asks, with their priorities. In SI v1.x each
     /// carries `preemptionPolicy` with `allowPreemptSelf: true` and
     /// `allowPreemptOther: preempt_other`; v0.12 has no such field (every
     /// ask may preempt and be preempted).
@@ -418,7 +472,7 @@ impl Driver {
     }
 
     /// The RM stops these allocations (pods finished): `(application, UUID)`,
-    /// the UUID being the key in SI v1.8; and withdraws these pending asks,
+    /// the UUID being the key in SI v1.x; and withdraws these pending asks,
     /// `(application, key)`. One message, so that no pass runs between the
     /// two.
     pub fn release(

@@ -165,11 +165,27 @@ fn check_preemption(edition: &str) {
         field(&out, "root.prod at end"),
         "memory 40k vcore 40 (guaranteed memory 40k vcore 40)"
     );
-    // Victims came only from above root.batch's guarantee.
+    // Guarantee victims came only from above root.batch's guarantee
+    // (it kept 40k); the quota-change run then took it to its new max.
     assert_eq!(
         field(&out, "root.batch at end"),
-        "memory 40k vcore 40 (guaranteed memory 20k vcore 20)"
+        "memory 30k vcore 30 (guaranteed memory 20k vcore 20)"
     );
+    assert!(
+        field(&out, "quota run")
+            .starts_with("10 victims released, root.batch from memory 40k to 30k"),
+        "{out}"
+    );
+    let summary = field(&out, "summary record");
+    if edition == "v1" {
+        assert!(
+            summary.starts_with("QUEUE_PREEMPTION root.batch: Quota Preemption results summary")
+                && summary.ends_with("preempted victims: 10"),
+            "{out}"
+        );
+    } else {
+        assert_eq!(summary, "none (SI v0.12 has no QUEUE_PREEMPTION)");
+    }
     assert_eq!(field(&out, "state dump"), "matches the recorded usage");
     let allocated: Vec<&str> = field(&out, "prod allocated").split_whitespace().collect();
     assert_eq!(allocated[0], allocated[2], "{out}");

@@ -1,4 +1,4 @@
-//! The SI v1.8 callback table, `sicore_v1_callbacks`, and the core's port
+//! The SI v1.x callback table, `sicore_v1_callbacks`, and the core's port
 //! over it: the v1 edge's rules (`rmproxy::v1::edge`), encoding straight
 //! from the core's records.
 
@@ -23,11 +23,11 @@ use crate::scheduler::port::RmPort;
 pub type sicore_dump_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, response: *mut sicore_reply)>;
 
-/// The callbacks of an RM that registers through the SI v1.8 family
+/// The callbacks of an RM that registers through the SI v1.x family
 /// (`sicore_v1_register_resource_manager`). Copied at registration, as far
 /// as `struct_size` reaches; a NULL function, or one past the caller's
 /// size, is "not implemented": the core acts as if it succeeded (for
-/// `predicates`: every node fits) and never calls it. Messages are SI v1.8
+/// `predicates`: every node fits) and never calls it. Messages are SI v1.x
 /// encodings, borrowed for the call. Callbacks run on library threads,
 /// never on the thread of the RM's own call, possibly concurrently with
 /// each other, and must be thread-safe.
@@ -47,22 +47,22 @@ pub struct sicore_v1_callbacks {
     pub struct_size: usize,
     /// Passed back to every callback and to `release`.
     pub user_data: *mut c_void,
-    /// SI v1.8 `AllocationResponse`: new (by key), released and rejected allocations.
+    /// SI v1.x `AllocationResponse`: new (by key), released and rejected allocations.
     pub update_allocation: sicore_status_callback,
-    /// SI v1.8 `ApplicationResponse`: accepted, rejected and updated applications.
+    /// SI v1.x `ApplicationResponse`: accepted, rejected and updated applications.
     pub update_application: sicore_status_callback,
-    /// SI v1.8 `NodeResponse`: accepted and rejected nodes (every created node is answered).
+    /// SI v1.x `NodeResponse`: accepted and rejected nodes (every created node is answered).
     pub update_node: sicore_status_callback,
-    /// SI v1.8 `PredicatesArgs`: return 0 when the allocation may run on the node.
+    /// SI v1.x `PredicatesArgs`: return 0 when the allocation may run on the node.
     pub predicates: sicore_status_callback,
-    /// SI v1.8 `PreemptionPredicatesArgs`; answer with an encoded
+    /// SI v1.x `PreemptionPredicatesArgs`; answer with an encoded
     /// `PreemptionPredicatesResponse`. Called for guarantee and
     /// required-node preemption while preemption is on, whether or not
     /// `predicates` is set, after the RM has heard of every earlier decision.
     pub preemption_predicates: sicore_answer_callback,
-    /// `sicore.si18.EventRecords` (field 1 = repeated SI v1.8 `EventRecord`): one batch per flush.
+    /// `sicore.si18.EventRecords` (field 1 = repeated SI v1.x `EventRecord`): one batch per flush.
     pub send_event: sicore_notify_callback,
-    /// SI v1.8 `UpdateContainerSchedulingStateRequest`.
+    /// SI v1.x `UpdateContainerSchedulingStateRequest`.
     pub update_container_scheduling_state: sicore_notify_callback,
     /// Nullable: the RM's own state as UTF-8 JSON, set through
     /// `sicore_reply_set`; called (on the core thread) for every full

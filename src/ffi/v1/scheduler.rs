@@ -1,4 +1,4 @@
-//! The SI v1.8 family's entry points, `sicore_v1_*`, over the same
+//! The SI v1.x family's entry points, `sicore_v1_*`, over the same
 //! scheduler handle as the v0.12 family.
 
 use std::sync::Arc;
@@ -16,10 +16,10 @@ use crate::proto::si18::v1 as si18;
 use crate::rmproxy::v1::api::SchedulerApiV1;
 
 /// Registers (or re-registers, resetting its state) a resource manager
-/// through the SI v1.8 edition; its rmID is bound to this family until it
+/// through the SI v1.x edition; its rmID is bound to this family until it
 /// registers again.
 ///
-/// `request` is an encoded SI v1.8 `RegisterResourceManagerRequest`:
+/// `request` is an encoded SI v1.x `RegisterResourceManagerRequest`:
 /// `extraConfig` is applied first (the keys read are listed in
 /// docs/si-v1.md), then `config`, the queues configuration text, is loaded
 /// (empty: the built-in default, partition `default` with namespace
@@ -33,7 +33,7 @@ use crate::rmproxy::v1::api::SchedulerApiV1;
 /// not taken (its `release` does not run). Once taken, the library owns
 /// `user_data` as for `sicore_register_resource_manager`: `release` runs
 /// exactly once, right away if the registration fails. On success
-/// `response_out` (nullable) receives an encoded SI v1.8
+/// `response_out` (nullable) receives an encoded SI v1.x
 /// `RegisterResourceManagerResponse`. Synchronous: from inside a callback
 /// this returns `SICORE_WOULD_DEADLOCK`.
 #[no_mangle]
@@ -58,7 +58,7 @@ pub extern "C" fn sicore_v1_register_resource_manager(
         let req: si18::RegisterResourceManagerRequest = decode(
             request,
             request_len,
-            "request (SI v1.8 RegisterResourceManagerRequest)",
+            "request (SI v1.x RegisterResourceManagerRequest)",
         )?;
         let resp = sched.register_port_v1(req, table)?;
         // SAFETY: null or writable storage for one sicore_buffer.
@@ -69,7 +69,7 @@ pub extern "C" fn sicore_v1_register_resource_manager(
     })
 }
 
-/// Queues an encoded SI v1.8 `AllocationRequest`: allocations merged by
+/// Queues an encoded SI v1.x `AllocationRequest`: allocations merged by
 /// key (without a node: a request; with a node: placed by the RM, echoed
 /// in `new`; tagged `foreign`: tracked on its node) and releases by key
 /// (an empty key releases the whole application). Decoded and checked on
@@ -90,7 +90,7 @@ pub extern "C" fn sicore_v1_update_allocation(
     })
 }
 
-/// Queues an encoded SI v1.8 `ApplicationRequest` (the same message as in
+/// Queues an encoded SI v1.x `ApplicationRequest` (the same message as in
 /// v0.12). Asynchronous like `sicore_v1_update_allocation`.
 #[no_mangle]
 pub extern "C" fn sicore_v1_update_application(
@@ -102,12 +102,12 @@ pub extern "C" fn sicore_v1_update_application(
     boundary(error_out, || {
         let sched = scheduler(s)?;
         let req: si::ApplicationRequest =
-            decode(request, request_len, "request (SI v1.8 ApplicationRequest)")?;
+            decode(request, request_len, "request (SI v1.x ApplicationRequest)")?;
         sched.update_application_same_wire(req)
     })
 }
 
-/// Queues an encoded SI v1.8 `NodeRequest`: `CREATE_DRAIN` (created
+/// Queues an encoded SI v1.x `NodeRequest`: `CREATE_DRAIN` (created
 /// unschedulable), `UPDATE`, `DRAIN_NODE`, `DRAIN_TO_SCHEDULABLE`,
 /// `DECOMISSION`. Asynchronous like `sicore_v1_update_allocation`.
 #[no_mangle]
@@ -122,12 +122,12 @@ pub extern "C" fn sicore_v1_update_node(
         sched.update_node_v1(decode(
             request,
             request_len,
-            "request (SI v1.8 NodeRequest)",
+            "request (SI v1.x NodeRequest)",
         )?)
     })
 }
 
-/// Applies an encoded SI v1.8 `UpdateConfigurationRequest`: `extraConfig`
+/// Applies an encoded SI v1.x `UpdateConfigurationRequest`: `extraConfig`
 /// first, then `config` (empty: the built-in default). Synchronous:
 /// invalid YAML returns `SICORE_REJECTED` with the reason and the old
 /// queues stay; an unchanged checksum changes nothing. From inside a
@@ -144,7 +144,7 @@ pub extern "C" fn sicore_v1_update_configuration(
         sched.update_configuration_v1(decode(
             request,
             request_len,
-            "request (SI v1.8 UpdateConfigurationRequest)",
+            "request (SI v1.x UpdateConfigurationRequest)",
         )?)
     })
 }

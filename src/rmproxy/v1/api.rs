@@ -1,4 +1,4 @@
-//! The Rust-native form of the SI v1.8 edition, re-exported as
+//! The Rust-native form of the SI v1.x edition, re-exported as
 //! `sicore::v1`.
 //!
 //! [`SchedulerApiV1`] mirrors the v1.8 `SchedulerAPI` and

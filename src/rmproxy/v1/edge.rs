@@ -216,7 +216,7 @@ pub fn no_update_configuration() -> si::UpdateConfigurationResponse {
         success: false,
         old_config: String::new(),
         reason:
-            "an SI v1.8 resource manager owns its configuration and sends it in UpdateConfiguration"
+            "an SI v1.x resource manager owns its configuration and sends it in UpdateConfiguration"
                 .into(),
     }
 }

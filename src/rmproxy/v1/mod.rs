@@ -1,4 +1,4 @@
-//! The SI v1.8 edge: the v1 API ([`api`]), the translation of v1 requests
+//! The SI v1.x edge: the v1 API ([`api`]), the translation of v1 requests
 //! into the core's commands ([`convert`]), of the core's outcomes into v1
 //! callbacks ([`edge`], [`events`]), and the `extraConfig` keys
 //! ([`extra`]). The core itself stays edition-neutral; the edition is
@@ -79,7 +79,7 @@ impl RmProxy {
         )?;
         let events = extra::apply(&request.rm_id, &request.extra_config);
         self.register_as(
-            super::Registration {
+            crate::scheduler::core::Registration {
                 rm_id: request.rm_id,
                 policy_group: request.policy_group,
                 edition: Edition::V1,

@@ -1,4 +1,4 @@
-//! Direct decoding of an encoded SI v1.8 `AllocationRequest` into the
+//! Direct decoding of an encoded SI v1.x `AllocationRequest` into the
 //! core's [`AllocationUpdate`], on the RM's calling thread: the v1
 //! counterpart of [`crate::rmproxy::wire`], whose building blocks it uses.
 //!
@@ -38,7 +38,7 @@ use crate::proto::si18::v1 as si18;
 use crate::scheduler::request::AllocationUpdate;
 
 /// The argument's name in errors, as the C ABI's entry point names it.
-pub const WHAT: &str = "request (SI v1.8 AllocationRequest)";
+pub const WHAT: &str = "request (SI v1.x AllocationRequest)";
 
 /// `bytes` refused as prost refuses them; `fallback` if prost takes them
 /// (then the direct decoder refused what prost accepts, a bug the tests
@@ -279,7 +279,7 @@ fn decode_checked(c: &Checked<'_>) -> Result<AllocationUpdate> {
     Ok(update)
 }
 
-/// One `si.v1.Allocation` (SI v1.8), added to `b`.
+/// One `si.v1.Allocation` (SI v1.x), added to `b`.
 fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Builder) -> Result<()> {
     let mut f = Fields {
         key: "",

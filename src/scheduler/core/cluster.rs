@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::Core;
+use super::{Core, Registration};
 use crate::config;
 use crate::error::Error;
 use crate::events::EventStats;
@@ -19,7 +19,7 @@ use crate::scheduler::snapshot::{self, RmView, Snapshot, Stamp};
 
 use si::node_info::ActionFromRm;
 
-/// SI v1.8's `CREATE_DRAIN` node action, as the raw value the v1 edge
+/// SI v1.x's `CREATE_DRAIN` node action, as the raw value the v1 edge
 /// leaves in the v0.12 `NodeInfo.action` (the v0.12 enum lacks it): the
 /// node is created unschedulable (CREATE then DRAIN_NODE, one answer).
 ///
@@ -86,7 +86,7 @@ impl Core {
     }
 
     /// The record types an RM's partitions make: none when its events are
-    /// off; the structured ones (USERGROUP, QUEUE changes) only for SI v1.8.
+    /// off; the structured ones (USERGROUP, QUEUE changes) only for SI v1.x.
     fn event_types_for(&self, on: bool, edition: Edition) -> EventTypes {
         if on {
             self.options.event_types.for_edition(edition == Edition::V1)
@@ -143,21 +143,6 @@ impl Core {
         }
     }
 
-    /// Notes whether a registered RM is of SI v1.9 or later, and gives its
-    /// partitions the record types that go with it.
-    pub(super) fn set_rm_release(&mut self, rm_id: &str, v19: bool) {
-        let Some(rm) = self.rms.get_mut(rm_id) else {
-            return;
-        };
-        rm.v19 = v19;
-        let types = self.timeouts_for(rm_id).events;
-        for key in &self.rms[rm_id].partitions {
-            if let Some(p) = self.partitions.get_mut(key) {
-                p.set_event_types(types);
-            }
-        }
-    }
-
     pub(super) fn remove_rm(&mut self, rm_id: &str) {
         self.registry.write().remove(rm_id);
         if let Some(rm) = self.rms.remove(rm_id) {
@@ -173,13 +158,19 @@ impl Core {
 
     pub(super) fn register(
         &mut self,
-        rm_id: &str,
-        policy_group: &str,
-        edition: Edition,
-        origin: ConfigOrigin,
-        events: RmEventSettings,
+        r: Registration,
         callback: Arc<dyn RmPort>,
     ) -> Result<(), Error> {
+        let Registration {
+            rm_id,
+            policy_group,
+            edition,
+            config: origin,
+            events,
+            build_info,
+            v19,
+        } = r;
+        let (rm_id, policy_group) = (rm_id.as_str(), policy_group.as_str());
         // Re-registration starts afresh (spec 1.4): the RM's old state goes
         // first, so a failed re-registration leaves it unregistered.
         self.remove_rm(rm_id);
@@ -193,7 +184,7 @@ impl Core {
             ),
             ConfigOrigin::Text(text) if text.trim().is_empty() => config::from_text_with(
                 config::DEFAULT_CONFIG_V1.to_string(),
-                "built-in SI v1.8 default".to_string(),
+                "built-in SI v1.x default".to_string(),
                 grammar,
             ),
             ConfigOrigin::Text(text) => config::from_text_with(
@@ -211,7 +202,9 @@ impl Core {
         // group only once every partition of it is built.
         let capacity = self.store_capacity(&events);
         let mut timeouts = self.timeouts();
-        timeouts.events = self.event_types_for(capacity.is_some(), edition);
+        timeouts.events = self
+            .event_types_for(capacity.is_some(), edition)
+            .for_release(v19);
         let created = resource::configuration(policy_group, || {
             let mut created = Vec::new();
             for pc in &loaded.config.partitions {
@@ -247,8 +240,8 @@ impl Core {
                 checksum: loaded.config.checksum,
                 config_text: loaded.text,
                 partitions: names,
-                build_info: Default::default(),
-                v19: true,
+                build_info,
+                v19,
             },
         );
         if let Some(capacity) = capacity {
@@ -312,7 +305,7 @@ impl Core {
                 });
             }
         }
-        // SI v1.8: allocations with a node, then foreign ones (both empty
+        // SI v1.x: allocations with a node, then foreign ones (both empty
         // from v0.12).
         for placed in &req.placed {
             let a = &placed.ask;
@@ -405,7 +398,7 @@ impl Core {
 
     pub(super) fn node_request(&mut self, req: si::NodeRequest) {
         let rm = req.rm_id.clone();
-        // SI v1.8: every node gets an answer (the k8shim waits for each),
+        // SI v1.x: every node gets an answer (the k8shim waits for each),
         // and CREATE_DRAIN exists.
         let v1 = self.rms.get(&rm).is_some_and(|r| r.edition == Edition::V1);
         let mut out = self.outcomes.remove(&rm).unwrap_or_default();
@@ -539,7 +532,7 @@ impl Core {
     }
 
     /// Moves the structured records the partitions collected (USERGROUP
-    /// and QUEUE changes, SI v1.8 RMs only) into their RMs' stores. The
+    /// and QUEUE changes, SI v1.x RMs only) into their RMs' stores. The
     /// partitions make none unless an option asks for such a type, so with
     /// the default types this is one check per step.
     pub(super) fn collect_partition_records(&mut self) {

@@ -38,26 +38,33 @@ impl<T: Send + 'static> From<Sender<T>> for Reply<T> {
     }
 }
 
+/// What a registration hands the core, whichever edition it came
+/// through.
+pub struct Registration {
+    /// RM id.
+    pub rm_id: String,
+    /// Policy group naming the configuration.
+    pub policy_group: String,
+    /// The interface edition the RM registered through.
+    pub edition: crate::scheduler::edition::Edition,
+    /// Where its configuration comes from.
+    pub config: crate::scheduler::edition::ConfigOrigin,
+    /// Its own event settings (SI v1.x `extraConfig`; none for v0.12).
+    pub events: crate::events::RmEventSettings,
+    /// What it says of its build (SI v1 `buildInfo`; v0.12: its version),
+    /// for REST's `rmBuildInformation`.
+    pub build_info: std::collections::BTreeMap<String, String>,
+    /// Whether it registered as SI v1.9 or later (its `version`), and gets
+    /// the records v1.9 added; v1.8.x RMs do not.
+    pub v19: bool,
+}
+
 /// A request for the core.
 pub enum Command {
     /// RegisterResourceManager, already checked for shape.
     Register {
-        /// RM id.
-        rm_id: String,
-        /// Policy group naming the configuration.
-        policy_group: String,
-        /// The interface edition the RM registered through.
-        edition: crate::scheduler::edition::Edition,
-        /// Where its configuration comes from.
-        config: crate::scheduler::edition::ConfigOrigin,
-        /// Its own event settings (SI v1.8 `extraConfig`; none for v0.12).
-        events: crate::events::RmEventSettings,
-        /// What it says of its build (SI v1 `buildInfo`; v0.12: its
-        /// version), for REST's `rmBuildInformation`.
-        build_info: std::collections::BTreeMap<String, String>,
-        /// Whether it registered as SI v1.9 or later (its `version`), and
-        /// gets the records v1.9 added; v1.8.x RMs do not.
-        v19: bool,
+        /// What the RM registers as.
+        registration: Registration,
         /// The RM's callbacks.
         callback: Arc<dyn RmPort>,
         /// Where the outcome goes.

@@ -23,7 +23,7 @@ use crate::scheduler::resource;
 
 /// Source label of configuration text set through the REST service.
 const REST_SOURCE: &str = "REST /ws/v1/config";
-/// Source label of configuration text an SI v1.8 RM sent in UpdateConfiguration.
+/// Source label of configuration text an SI v1.x RM sent in UpdateConfiguration.
 const V1_UPDATE_SOURCE: &str = "UpdateConfiguration request";
 
 impl Core {
@@ -277,7 +277,7 @@ impl Core {
         };
         let config = config::parse_with(&text, rm.edition.quantity_grammar())
             .map_err(|e| Error::rejected(e.to_string()))?;
-        // SI v1.8: an unchanged checksum is a no-op (not even the label).
+        // SI v1.x: an unchanged checksum is a no-op (not even the label).
         if rm.edition == Edition::V1 && config.checksum == rm.checksum {
             return Ok(());
         }

@@ -42,7 +42,9 @@ pub mod run;
 mod tests;
 
 pub use cluster::{Registry, RmState};
-pub use command::{Command, ReloadOutcome, Reply, WatchVerdict, CONFIG_REJECTED_REASON};
+pub use command::{
+    Command, Registration, ReloadOutcome, Reply, WatchVerdict, CONFIG_REJECTED_REASON,
+};
 pub use run::run;
 
 /// Most allocations one partition makes before the core flushes them to
@@ -256,8 +258,8 @@ impl Core {
             Command::Allocation(r) => self.touch(&r.rm_id),
             Command::Application(r) => self.touch(&r.rm_id),
             Command::Node(r) => self.touch(&r.rm_id),
-            Command::Register { rm_id, .. }
-            | Command::Reload { rm_id, .. }
+            Command::Register { registration, .. } => self.touch(&registration.rm_id),
+            Command::Reload { rm_id, .. }
             | Command::ApplyConfigText { rm_id, .. }
             | Command::WatchApply { rm_id, .. }
             | Command::RmEvents { rm_id, .. } => self.touch(rm_id),
@@ -276,22 +278,11 @@ impl Core {
             // dropped reply: the caller learns it was a bug, with the
             // panic's message, and the core goes on.
             Command::Register {
-                rm_id,
-                policy_group,
-                edition,
-                config,
-                events,
-                build_info,
-                v19,
+                registration,
                 callback,
                 reply,
             } => reply.send(self.answer("RegisterResourceManager", |core| {
-                core.register(&rm_id, &policy_group, edition, config, events, callback)?;
-                if let Some(rm) = core.rms.get_mut(&rm_id) {
-                    rm.build_info = build_info;
-                }
-                core.set_rm_release(&rm_id, v19);
-                Ok(())
+                core.register(registration, callback)
             })),
             Command::RmEvents { rm_id, events } => self.set_rm_events(&rm_id, events),
             Command::Reload { rm_id, reply } => {

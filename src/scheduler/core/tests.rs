@@ -45,13 +45,15 @@ fn core_with_rm(o: Options, callback: Arc<dyn RmPort>) -> (Core, Arc<ManualClock
     let mut core = Core::new(o, clock.clone());
     let (tx, rx) = bounded(1);
     core.step(Command::Register {
-        rm_id: RM.into(),
-        policy_group: GROUP.into(),
-        edition: crate::scheduler::edition::Edition::V012,
-        config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
-        events: Default::default(),
-        build_info: Default::default(),
-        v19: true,
+        registration: crate::scheduler::core::Registration {
+            rm_id: RM.into(),
+            policy_group: GROUP.into(),
+            edition: crate::scheduler::edition::Edition::V012,
+            config: crate::scheduler::edition::ConfigOrigin::PolicyGroup,
+            events: Default::default(),
+            build_info: Default::default(),
+            v19: true,
+        },
         callback,
         reply: tx.into(),
     });

@@ -1,4 +1,4 @@
-//! The SI v1.8 model (edition `V1` partitions), stepped by hand: what the
+//! The SI v1.x model (edition `V1` partitions), stepped by hand: what the
 //! RM would observe (the outbox) and the state (the snapshot) after each
 //! request the v1 edge translates: asks, placed and foreign allocations,
 //! releases by key, node actions. v0.12 partitions are checked to keep
@@ -57,13 +57,15 @@ fn register(core: &mut Core, edition: Edition) {
         o_config = ConfigOrigin::PolicyGroup;
     }
     core.step(Command::Register {
-        rm_id: RM.into(),
-        policy_group: "queues".into(),
-        edition,
-        config: o_config,
-        events: Default::default(),
-        build_info: Default::default(),
-        v19: true,
+        registration: crate::scheduler::core::Registration {
+            rm_id: RM.into(),
+            policy_group: "queues".into(),
+            edition,
+            config: o_config,
+            events: Default::default(),
+            build_info: Default::default(),
+            v19: true,
+        },
         callback: Arc::new(Rm),
         reply: tx.into(),
     });

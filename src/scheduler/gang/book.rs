@@ -33,6 +33,10 @@ pub struct Swap {
     /// counted in queue usage from the decision on, so that the queue's
     /// max holds when the swap is confirmed.
     pub excess: Resource,
+    /// The `seq` of the ask whose repeat it took: an undone swap gives
+    /// the repeat back only to that ask, not to one the RM sent in its
+    /// place meanwhile (which carries its own repeats).
+    pub ask_seq: u64,
 }
 
 /// The partition's gang books.
@@ -238,7 +242,11 @@ impl Partition {
             return;
         };
         if restore_ask {
-            if let Some(slot) = app.asks.slot_of(&real.key) {
+            let same_ask = app
+                .asks
+                .slot_of(&real.key)
+                .filter(|s| app.asks[*s].seq == swap.ask_seq);
+            if let Some(slot) = same_ask {
                 let ask = app.asks.at_mut(slot);
                 if ask.pending_repeat <= 0 && app.ask_order.insert(ask.order_key(), slot).is_none()
                 {

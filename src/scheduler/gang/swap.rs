@@ -177,6 +177,7 @@ impl Partition {
         let app_slot = self.apps.slot_of(&plan.app).expect("found by the search");
         let ask_slot = self.apps[app_slot].asks.slot_of(&plan.key);
         let ask_slot = ask_slot.expect("found by the search");
+        let ask_seq = self.apps[app_slot].asks[ask_slot].seq;
         // A real member is no placeholder: `real` is a real allocation.
         let (real, remaining) = self.mint(app_slot, ask_slot, plan.node.clone());
         let uuid = real.uuid.clone();
@@ -248,6 +249,7 @@ impl Partition {
                 same_node: plan.same_node,
                 real_slot,
                 excess,
+                ask_seq,
             },
         );
         si::AllocationRelease {

@@ -118,7 +118,7 @@ impl Partition {
             .map(|a| (a.order_key(), a.key.clone()))
             .collect();
         keys.sort();
-        // SI v1.8: one release per key. An allocated key hears of its
+        // SI v1.x: one release per key. An allocated key hears of its
         // allocation's release below; the ask release is for the others
         // (pending requests, real requests of swaps in flight).
         let v1 = self.edition == Edition::V1;

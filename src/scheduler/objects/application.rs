@@ -156,13 +156,13 @@ pub struct Ask {
     pub placeholder: bool,
     /// Node the ask is pinned to, if any.
     pub required_node: Option<String>,
-    /// May trigger guarantee preemption (SI v1.8 `allowPreemptOther`;
+    /// May trigger guarantee preemption (SI v1.x `allowPreemptOther`;
     /// always true in the v0.12 edition).
     pub preempt_other: bool,
     /// Its allocations are preferred victims (`allowPreemptSelf`; see
     /// [`crate::scheduler::request::AskRequest::preempt_self`]).
     pub preempt_self: bool,
-    /// The application's first task (SI v1.8 `originator`).
+    /// The application's first task (SI v1.x `originator`).
     pub originator: bool,
     /// Why it waits, as the last pass that tried it found (boxed: most
     /// asks are placed at their first try and never need one).

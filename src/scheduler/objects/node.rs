@@ -76,7 +76,7 @@ pub struct Node {
     pub unlimited: bool,
     /// Slots of the allocations on this node (in the partition's table).
     pub allocations: super::allocs::AllocList,
-    /// SI v1.8: the foreign allocations on the node (not scheduled by the
+    /// SI v1.x: the foreign allocations on the node (not scheduled by the
     /// core) by key; `occupied` is their sum. Empty for v0.12 nodes, whose
     /// `occupied` is the `occupiedResource` the RM reports.
     foreign: crate::scheduler::FastMap<Arc<str>, Resource>,
@@ -141,7 +141,7 @@ impl Node {
         &self.occupied
     }
 
-    /// SI v1.8: the foreign allocations on the node, by key, in no
+    /// SI v1.x: the foreign allocations on the node, by key, in no
     /// particular order (their sum is [`Node::occupied`]).
     pub fn foreign(&self) -> impl Iterator<Item = (&Arc<str>, &Resource)> {
         self.foreign.iter()
@@ -201,7 +201,7 @@ pub struct NodeTable {
     id_order: BTreeMap<Arc<str>, NodeSlot>,
     /// Policy order: [`NodeKey::packed`] to slot.
     order: BTreeMap<u128, NodeSlot>,
-    /// SI v1.8: the node of each foreign allocation, by key (a release
+    /// SI v1.x: the node of each foreign allocation, by key (a release
     /// names the key only).
     foreign_nodes: crate::scheduler::FastMap<Arc<str>, NodeSlot>,
 }
@@ -269,7 +269,7 @@ impl NodeTable {
             .can_add(new)
     }
 
-    /// SI v1.8: sets foreign allocation `key` on the node in `slot` to
+    /// SI v1.x: sets foreign allocation `key` on the node in `slot` to
     /// `res` (added, or resized when the key is known): the node's
     /// occupied resource is the sum of its foreign allocations. A key held
     /// by another node moves here. `Err` (nothing changed) when the sum
@@ -304,7 +304,7 @@ impl NodeTable {
         Ok(())
     }
 
-    /// SI v1.8: removes foreign allocation `key` from its node; returns
+    /// SI v1.x: removes foreign allocation `key` from its node; returns
     /// the node's slot and the resource it held.
     pub fn remove_foreign(&mut self, key: &str) -> Option<(NodeSlot, Resource)> {
         let slot = self.foreign_nodes.remove(key)?;
@@ -315,7 +315,7 @@ impl NodeTable {
         Some((slot, res))
     }
 
-    /// SI v1.8: the node holding foreign allocation `key`.
+    /// SI v1.x: the node holding foreign allocation `key`.
     pub fn foreign_node(&self, key: &str) -> Option<NodeSlot> {
         self.foreign_nodes.get(key).copied()
     }
@@ -370,6 +370,11 @@ impl NodeTable {
     /// Every node id, in no particular order.
     pub fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
         self.by_id.keys()
+    }
+
+    /// Every node in id order (bytes).
+    pub fn by_id_order(&self) -> impl Iterator<Item = &Node> {
+        self.id_order.values().map(|s| &self.slab[*s as usize])
     }
 
     /// Every node in policy order.

@@ -8,7 +8,7 @@ use crate::scheduler::request::AskRequest;
 
 impl Partition {
     /// Adds or replaces an ask (spec 7.1); `Err` is the rejection reason.
-    /// In SI v1.8 the key is merged instead when it is allocated (see
+    /// In SI v1.x the key is merged instead when it is allocated (see
     /// `merge.rs`), and a request asks for exactly one allocation.
     pub fn add_ask(&mut self, ask: &AskRequest, out: &mut Outcomes) -> Result<(), String> {
         let app_id = &*ask.app;
@@ -37,11 +37,11 @@ impl Partition {
                 ask.max_allocations
             ));
         }
-        // SI v1.8: one request, one allocation, merged by key.
+        // SI v1.x: one request, one allocation, merged by key.
         if self.edition == Edition::V1 {
             if ask.max_allocations != 1 {
                 return Err(format!(
-                    "invalid ask added to app {app_id}: ask {key} has maxAllocations {} (SI v1.8: one allocation per request)",
+                    "invalid ask added to app {app_id}: ask {key} has maxAllocations {} (SI v1.x: one allocation per request)",
                     ask.max_allocations
                 ));
             }
@@ -154,7 +154,7 @@ impl Partition {
 
     /// Whether adding ask `key` of `app_id` would add a waiting ask (what
     /// the per-RM limit counts): not when it replaces a waiting one, nor,
-    /// in SI v1.8, when the key is allocated (a resize).
+    /// in SI v1.x, when the key is allocated (a resize).
     pub fn adds_waiting(&self, app_id: &str, key: &str) -> bool {
         let resize = self.edition == Edition::V1
             && self.allocations.get(key).is_some_and(|a| *a.app == *app_id);

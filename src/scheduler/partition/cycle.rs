@@ -75,7 +75,7 @@ impl Partition {
         // With a Predicates callback, decisions reach the RM's cache before
         // each predicate call (see `ResyncBarrier`); without one, nothing
         // is asked and the dispatcher sends the ReSync as before.
-        // An SI v1.8 RM's PreemptionPredicates needs the same ordering
+        // An SI v1.x RM's PreemptionPredicates needs the same ordering
         // (preemption.md 9.2): a barrier then, even without Predicates.
         let preempt_on = self.preemption_on();
         let barrier = cb

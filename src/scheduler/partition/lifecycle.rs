@@ -6,7 +6,7 @@
 //! `TIMEOUT`, and removing the last one moves a `Completing`, `Failing` or
 //! `Resuming` application on.
 //!
-//! SI v1.8 partitions have no `Starting`: the event that would enter it
+//! SI v1.x partitions have no `Starting`: the event that would enter it
 //! enters `Running`, and no start timer runs.
 
 use std::sync::Arc;
@@ -42,7 +42,7 @@ impl Partition {
             );
             return;
         };
-        // SI v1.8 has no `Starting`: the first allocation runs the
+        // SI v1.x has no `Starting`: the first allocation runs the
         // application (no start timer).
         if to == AppState::Starting && self.edition == Edition::V1 {
             to = AppState::Running;

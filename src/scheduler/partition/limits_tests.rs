@@ -226,7 +226,7 @@ fn a_removed_request_takes_its_user_quota_state_with_it() {
 #[test]
 fn node_records_carry_the_capacity_for_si_v1() {
     // NODE ADD and capacity records: the v0.12 record names the partition
-    // as before; the SI v1.8 part is the node's capacity.
+    // as before; the SI v1.x part is the node's capacity.
     let mut h = Harness::new(&config("", ""));
     let seen = h.node("n1", 1000);
     let added: Vec<_> = seen

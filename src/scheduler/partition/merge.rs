@@ -1,4 +1,4 @@
-//! SI v1.8: allocations merged by key (the model behind the v1 edge).
+//! SI v1.x: allocations merged by key (the model behind the v1 edge).
 //!
 //! In a partition whose [`Edition`] is `V1` the allocation key is the only
 //! handle: one request gives at most one allocation, whose UUID is the key
@@ -25,7 +25,7 @@ use crate::scheduler::edition::Edition;
 use crate::scheduler::request::{AskRequest, ForeignAllocation, PlacedAllocation};
 
 impl Partition {
-    /// SI v1.8: an ask or placed allocation for a key the partition may
+    /// SI v1.x: an ask or placed allocation for a key the partition may
     /// hold already. `Some` when the key is allocated (or is the real
     /// allocation of a gang swap in flight) and the merge is done: a
     /// resize, nothing, or a rejection. `None` when the key is new or only
@@ -70,7 +70,7 @@ impl Partition {
         None
     }
 
-    /// SI v1.8: the RM resized allocation `uuid` (its key): node, queue
+    /// SI v1.x: the RM resized allocation `uuid` (its key): node, queue
     /// chain and application usage move from the old size to `new`. A
     /// grow is counted even past a capacity or a max (the RM runs it
     /// already); `Err` (nothing changed) only when a usage total would not
@@ -152,7 +152,7 @@ impl Partition {
         Ok(())
     }
 
-    /// SI v1.8: an allocation the RM sent with a node ID. Unknown key:
+    /// SI v1.x: an allocation the RM sent with a node ID. Unknown key:
     /// placed by the RM (recovery, or bound outside the core), added to
     /// node, queue and application at once with no capacity check and
     /// echoed in `new`. Pending key: the RM placed that request; it becomes
@@ -165,7 +165,7 @@ impl Partition {
         let (app_id, key) = (&*ask.app, &*ask.key);
         if self.edition != Edition::V1 {
             return Err(format!(
-                "allocation {key} of application {app_id}: placed allocations are SI v1.8, partition {} is {}",
+                "allocation {key} of application {app_id}: placed allocations are SI v1.x, partition {} is {}",
                 self.internal_name,
                 self.edition.name()
             ));
@@ -245,7 +245,7 @@ impl Partition {
         Ok(())
     }
 
-    /// SI v1.8: sets a foreign allocation (one the core did not schedule)
+    /// SI v1.x: sets a foreign allocation (one the core did not schedule)
     /// on its node: the node's occupied resource is the sum of its foreign
     /// allocations, so its free resource and its place in the node order
     /// follow. Re-sending the key resizes it (or moves it to the node
@@ -255,7 +255,7 @@ impl Partition {
         let key = &f.key;
         if self.edition != Edition::V1 {
             return Err(format!(
-                "foreign allocation {key}: foreign allocations are SI v1.8, partition {} is {}",
+                "foreign allocation {key}: foreign allocations are SI v1.x, partition {} is {}",
                 self.internal_name,
                 self.edition.name()
             ));
@@ -287,7 +287,7 @@ impl Partition {
         self.nodes.set_foreign(slot, key, resource)
     }
 
-    /// SI v1.8: the RM released foreign allocation `key` (a release with
+    /// SI v1.x: the RM released foreign allocation `key` (a release with
     /// no application). Nothing is sent back; an unknown key is ignored.
     pub fn release_foreign(&mut self, key: &str) {
         if self.nodes.remove_foreign(key).is_none() {

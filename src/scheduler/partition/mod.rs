@@ -9,12 +9,12 @@ mod commit;
 mod cycle;
 mod explain; // why asks wait (objects/pending.rs)
 mod lifecycle;
-mod merge; // SI v1.8: allocations merged by key
+mod merge; // SI v1.x: allocations merged by key
 mod nodes;
 mod outstanding; // the outstanding-request check (spec 8.12)
 mod place; // the allocation path of every pass
 pub mod preempt; // guarantee, required-node and quota-change preemption
-mod records; // USERGROUP and QUEUE records (SI v1.8)
+mod records; // USERGROUP and QUEUE records (SI v1.x)
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 mod reserved; // the reserved pass

@@ -1,6 +1,6 @@
 //! Nodes: creation with recovery, updates, draining and removal (spec 11).
 //! Adopting an allocation the RM placed is shared by v0.12 recovery and
-//! SI v1.8 placed allocations (`merge.rs`).
+//! SI v1.x placed allocations (`merge.rs`).
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use crate::scheduler::edition::Edition;
 pub(crate) struct Adopted<'a> {
     /// Allocation key.
     pub key: Arc<str>,
-    /// Its UUID (SI v1.8: the key).
+    /// Its UUID (SI v1.x: the key).
     pub uuid: Arc<str>,
     /// Owning application.
     pub app: &'a str,
@@ -30,7 +30,7 @@ pub(crate) struct Adopted<'a> {
     pub preempt_self: bool,
     /// `allowPreemptOther` (v0.12 recovery: true).
     pub preempt_other: bool,
-    /// SI v1.8 `originator`.
+    /// SI v1.x `originator`.
     pub originator: bool,
 }
 
@@ -192,7 +192,7 @@ impl Partition {
         )
     }
 
-    /// A `NODE` record that tells an SI v1.8 RM the node's capacity as
+    /// A `NODE` record that tells an SI v1.x RM the node's capacity as
     /// its resource (the v1.8 core's NODE ADD and NODE_CAPACITY records
     /// do); the v0.12 record is the same as [`Self::node_event`]'s.
     fn node_capacity_event(
@@ -236,7 +236,7 @@ impl Partition {
         );
     }
 
-    /// Adds an allocation the RM placed (v0.12 recovery, SI v1.8 `placed`)
+    /// Adds an allocation the RM placed (v0.12 recovery, SI v1.x `placed`)
     /// to node, queue and application at once, with no capacity or max
     /// check: it runs already. A stand-in ask with no repeats left is kept
     /// under its key, as the reference keeps one. The caller has checked
@@ -330,7 +330,7 @@ impl Partition {
 
     /// UPDATE, DRAIN_NODE, DRAIN_TO_SCHEDULABLE and DECOMISSION (spec 11.4-11.5).
     /// `Err` says why nothing was done (unknown node or action, bad
-    /// resource): v0.12 only logs it, SI v1.8 answers it as a rejection.
+    /// resource): v0.12 only logs it, SI v1.x answers it as a rejection.
     /// A node's capacity as the RM's edition keeps it: SI v1 drops zero
     /// quantities, as YuniKorn v1.9 does (REST, the NODE records and the
     /// partition total list no `name: 0` entries; fit is unchanged, since
@@ -342,7 +342,7 @@ impl Partition {
         }
     }
 
-    /// In SI v1.8 an UPDATE sets the capacity only: the node's occupied
+    /// In SI v1.x an UPDATE sets the capacity only: the node's occupied
     /// resource is the sum of its foreign allocations.
     pub fn update_node(&mut self, info: &si::NodeInfo, out: &mut Outcomes) -> Result<(), String> {
         let node_id = info.node_id.as_str();
@@ -408,7 +408,7 @@ impl Partition {
         Ok(())
     }
 
-    /// Marks node `node_id` unschedulable (DRAIN_NODE; SI v1.8's
+    /// Marks node `node_id` unschedulable (DRAIN_NODE; SI v1.x's
     /// CREATE_DRAIN after the create): its allocations stay, new asks skip
     /// it unless they require it by name.
     pub fn drain_node(&mut self, node_id: &str, out: &mut Outcomes) {

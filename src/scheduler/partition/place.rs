@@ -167,7 +167,7 @@ impl Partition {
     /// Takes one repeat of ask `ask_slot` of application `app_slot` for
     /// node `node`: the ask leaves its application's order when it has none
     /// left, the application's demand shrinks, and the allocation is minted
-    /// with a new UUID (SI v1.8: its key). Usage (application, node, queue) is the caller's:
+    /// with a new UUID (SI v1.x: its key). Usage (application, node, queue) is the caller's:
     /// a gang swap counts it differently from a plain allocation. Returns
     /// the allocation and the repeats the ask has left.
     pub(crate) fn mint(
@@ -188,7 +188,7 @@ impl Partition {
         }
         let ask = &app.asks[ask_slot];
         app.pending.sub_clamped_assign(&ask.resource);
-        // SI v1.8: the allocation key is the allocation's identity (one
+        // SI v1.x: the allocation key is the allocation's identity (one
         // request, one allocation); v0.12 mints a UUID per allocation.
         let uuid: Arc<str> = if self.edition == crate::scheduler::edition::Edition::V1 {
             ask.key.clone()

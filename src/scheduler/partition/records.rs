@@ -1,4 +1,4 @@
-//! The SI v1.8 records of queue and user/group changes (limits.md 6.3, the
+//! The SI v1.x records of queue and user/group changes (limits.md 6.3, the
 //! reference's queue records): the queue tree and the limits note what
 //! changed while the RM takes such records, and the core turns the notes
 //! into records after each step. Nothing is noted, built or allocated

@@ -97,7 +97,7 @@ impl Partition {
 }
 
 impl Partition {
-    /// SI v1.8 releases (`uuid` is the allocation key):
+    /// SI v1.x releases (`uuid` is the allocation key):
     ///
     /// - no application: foreign allocation `uuid` goes, silently;
     /// - `PLACEHOLDER_REPLACED`: confirms a gang swap (the real allocation
@@ -207,7 +207,7 @@ impl Partition {
         }
     }
 
-    /// SI v1.8: the RM stopped `key`, the real allocation of a gang swap in
+    /// SI v1.x: the RM stopped `key`, the real allocation of a gang swap in
     /// flight (not confirmed yet). The swap is undone; the placeholder,
     /// which the RM was told is being replaced, is not offered again: its
     /// confirmation removes it like a normal release.

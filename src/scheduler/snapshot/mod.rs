@@ -106,7 +106,7 @@ pub struct RmSnap {
     pub build_info: BTreeMap<String, String>,
 }
 
-/// One RM's event settings in force (its own, SI v1.8 `extraConfig`, or
+/// One RM's event settings in force (its own, SI v1.x `extraConfig`, or
 /// the scheduler's options).
 #[derive(Serialize, Default, Clone, Debug, PartialEq, Eq)]
 pub struct RmEventsSnap {
@@ -442,7 +442,7 @@ pub struct NodeSnap {
     pub attributes: BTreeMap<String, String>,
     /// Allocations on the node, by UUID.
     pub allocations: Vec<AllocationSnap>,
-    /// SI v1.8: the foreign allocations on the node by key (their sum is
+    /// SI v1.x: the foreign allocations on the node by key (their sum is
     /// `occupied`); left out of the dump when there are none.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub foreign: BTreeMap<String, Named>,

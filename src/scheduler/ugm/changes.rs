@@ -1,4 +1,4 @@
-//! Reloads of the caps, and the changes an SI v1.8 RM hears of as
+//! Reloads of the caps, and the changes an SI v1.x RM hears of as
 //! USERGROUP records.
 
 use std::sync::Arc;

@@ -19,7 +19,7 @@
 //! the levels when the partition flushes the touched links (at the end of
 //! the pass, or when a check needs the exact levels).
 //!
-//! For an SI v1.8 RM that takes USERGROUP records, what reaches the levels
+//! For an SI v1.x RM that takes USERGROUP records, what reaches the levels
 //! is noted as a [`UgChange`] (one per link and flush, not per
 //! allocation), as are group links and, at a reload, the caps that
 //! changed; the partition turns the notes into records after each step.
@@ -50,7 +50,7 @@ use super::resource::{ResId, Resource};
 use super::FastSet;
 
 /// Reason of the APP record when an application is held back (usually in
-/// Accepted) by a user or group `maxapplications` (SI v1.8:
+/// Accepted) by a user or group `maxapplications` (SI v1.x:
 /// APP_CANNOTRUN_QUOTA).
 pub const APP_CANNOTRUN_QUOTA: &str = "AppCannotRunQuota";
 /// Reason of the APP record when it may run again (APP_RUNNABLE_QUOTA).
@@ -64,7 +64,7 @@ fn quota_reasons_are_transitions_to_the_event_store() {
     }
 }
 
-/// A change of the trackers an SI v1.8 RM hears of as a USERGROUP record
+/// A change of the trackers an SI v1.x RM hears of as a USERGROUP record
 /// (limits.md 6.3); the partition turns these into records. Noted only
 /// while [`Ugm::set_records`] turned noting on, so without USERGROUP
 /// records nothing is built.
@@ -190,7 +190,7 @@ pub struct Ugm {
     pub held: FastSet<u64>,
     /// Whether some cap limits running applications.
     apps_capped: bool,
-    /// Whether changes are noted for USERGROUP records (an SI v1.8 RM that
+    /// Whether changes are noted for USERGROUP records (an SI v1.x RM that
     /// takes them).
     records: bool,
     /// Changes not yet turned into records.

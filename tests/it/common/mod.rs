@@ -1,7 +1,7 @@
 //! A resource manager written against the C ABI, for the integration
 //! tests: on the shared RM of `crates/c-rm` (its trampolines, registration
 //! and calls), it records, decoded, everything the scheduler tells it.
-//! One module per further job: [`v1`] the same for an SI v1.8 RM,
+//! One module per further job: [`v1`] the same for an SI v1.x RM,
 //! [`preempt`] what the v0.12 preemption tests share, [`editions`] one
 //! scenario driving an RM of either edition, [`books`] the dump's books
 //! and [`rms`] random RMs on the public Rust API.
@@ -434,6 +434,21 @@ impl Harness {
 
     pub fn reload(&self, rm: &str) -> (sicore_status, String) {
         sicore_c_rm::reload(self.sched, rm)
+    }
+
+    /// Replaces the in-memory configuration of policy group `group` and
+    /// reloads its RMs, as `sicore_set_policy_config` does.
+    pub fn set_config(&self, group: &str, yaml: &str) -> (sicore_status, String) {
+        let mut err = sicore_buffer::empty();
+        let st = sicore_set_policy_config(
+            self.sched,
+            group.as_ptr(),
+            group.len(),
+            yaml.as_ptr(),
+            yaml.len(),
+            &mut err,
+        );
+        (st, sicore_c_rm::take_string(err))
     }
 
     pub fn dump(&self) -> serde_json::Value {

@@ -1,4 +1,4 @@
-//! A resource manager of the SI v1.8 edition over the v1 C family, for
+//! A resource manager of the SI v1.x edition over the v1 C family, for
 //! the integration tests: on the shared RM of `crates/c-rm` (its v1
 //! trampolines and registration), it records, decoded, what the scheduler
 //! tells it and answers `PreemptionPredicates` as the test set it up.

@@ -6,7 +6,7 @@
 //	replace github.com/apache/yunikorn-core => github.com/sicore/sicore/bindings/go-v1 vX.Y.Z
 //
 // (or a local path to this directory). ServiceContext.RMProxy is then a
-// *sicore.Scheduler of the SI v1.8 edition.
+// *sicore.Scheduler of the SI v1.x edition.
 //
 // The environment chooses what the YuniKorn core took from its own
 // defaults:

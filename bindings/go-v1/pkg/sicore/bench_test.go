@@ -102,7 +102,7 @@ func (r *benchRM) counts() (nodes, apps int) {
 }
 
 // BenchmarkScheduling is bindings/go's BenchmarkScheduling (shape
-// single-asks) over the SI v1.8 edition: queues root.a and root.b, one
+// single-asks) over the SI v1.x edition: queues root.a and root.b, one
 // application in each, 10,000 pending allocations of {memory: 10, vcore:
 // 1} split between them, on 500 to 5000 nodes sized {memory: 10*k, vcore:
 // k} with k = asks/nodes + 1, registered the k8shim's way (CREATE_DRAIN,

@@ -12,7 +12,7 @@ import (
 )
 
 // The hand-written decoders (decode.go) are checked against proto.Unmarshal
-// of the SI v1.8 generated types, the reference: on every input, either
+// of the SI v1.x generated types, the reference: on every input, either
 // both fail, or both succeed with messages that proto.Equal finds equal,
 // with the same nil-ness of map values (proto stores an empty Quantity
 // for an entry without a value), and with strings that do not alias the

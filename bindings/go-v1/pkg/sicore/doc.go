@@ -1,4 +1,4 @@
-// Package sicore is the Go binding of sicore's SI v1.8 edition: a
+// Package sicore is the Go binding of sicore's SI v1.x edition: a
 // scheduler core that implements the YuniKorn scheduler interface v1.8
 // and is shipped as a C library (libsicore). It talks to the library
 // through its sicore_v1_* function family.

@@ -22,7 +22,7 @@ import (
 var _ api.SchedulerAPI = (*Scheduler)(nil)
 
 // Scheduler is a running sicore scheduler core. It implements
-// api.SchedulerAPI of the SI v1.8 module, so a resource manager written
+// api.SchedulerAPI of the SI v1.x module, so a resource manager written
 // against the YuniKorn scheduler interface v1.8 uses it in place of the
 // YuniKorn core.
 //

@@ -18,7 +18,7 @@ A resource manager creates a :class:`Scheduler`, registers itself with a
         ...
 
 Errors raise subclasses of :class:`SicoreError`. The library's log records go
-to the ``sicore`` logger. The SI v1.8 edition is :mod:`sicore.v1`.
+to the ``sicore`` logger. The SI v1.x edition is :mod:`sicore.v1`.
 """
 
 from __future__ import annotations

@@ -150,7 +150,7 @@ class sicore_callbacks(ctypes.Structure):  # noqa: N801 - the C name
 
 
 class sicore_v1_callbacks(ctypes.Structure):  # noqa: N801 - the C name
-    """``struct sicore_v1_callbacks``: an SI v1.8 RM's callback table (NULL = not implemented)."""
+    """``struct sicore_v1_callbacks``: an SI v1.x RM's callback table (NULL = not implemented)."""
 
     _fields_ = [
         ("struct_size", ctypes.c_size_t),

@@ -191,7 +191,7 @@ impl Queue {
     }
 }
 
-/// A change of the tree an SI v1.8 RM hears of as a QUEUE record (the
+/// A change of the tree an SI v1.x RM hears of as a QUEUE record (the
 /// partition turns these into records).
 #[derive(Debug, Clone, PartialEq)]
 pub enum QueueChange {

@@ -10,6 +10,8 @@
 //! of the same pass, so a later attempt sees the victims in flight (their
 //! queues' `preempting`) and the new reservation.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Instant;
 
 use super::*;
@@ -19,6 +21,8 @@ use crate::scheduler::policies::{
 };
 use crate::scheduler::resync::ResyncBarrier;
 
+use super::snap::{covers, has_types, EarlyEnd, Refusals, Snap, Victim, VictimIndex};
+
 /// Solution scores (spec 9.3): below this no last-resort victim is used.
 const SCORE_SATISFACTORY: u64 = 1 << 32;
 /// Score bit of a solution that preempts an originator.
@@ -26,167 +30,6 @@ const SCORE_ORIGINATOR: u64 = 1 << 33;
 /// Score bit of a solution that preempts an `allowPreemptSelf: false`
 /// allocation.
 const SCORE_OPTED_OUT: u64 = 1 << 34;
-
-/// Per-queue used resources (allocated − preempting) for what-if steps.
-#[derive(Clone)]
-struct Snap<'a> {
-    tree: &'a QueueTree,
-    used: FastMap<QueueId, Resource>,
-    ask_queue: QueueId,
-    /// The ask queue has a non-empty guarantee of its own (spec 4.2 rule 5).
-    ask_guaranteed: bool,
-}
-
-fn has_types(r: Option<&Resource>) -> bool {
-    r.is_some_and(|r| r.iter().next().is_some())
-}
-
-impl<'a> Snap<'a> {
-    fn new(p: &'a Partition, ask_queue: QueueId) -> Self {
-        Snap {
-            tree: &p.queues,
-            used: FastMap::default(),
-            ask_queue,
-            ask_guaranteed: has_types(p.queues.get(ask_queue).guaranteed.as_ref()),
-        }
-    }
-
-    /// Seeds every queue on `leaf`'s path with its used resources.
-    fn seed(&mut self, book: &PreemptionBook, leaf: QueueId) {
-        let mut at = Some(leaf);
-        while let Some(id) = at {
-            if self.used.contains_key(&id) {
-                break;
-            }
-            let q = self.tree.get(id);
-            let mut used = q.allocated.clone();
-            if let Some(p) = book.preempting.get(&id) {
-                used.sub_assign(p);
-            }
-            self.used.insert(id, used);
-            at = q.parent;
-        }
-    }
-
-    fn apply(&mut self, leaf: QueueId, res: &Resource, add: bool) {
-        let mut at = Some(leaf);
-        while let Some(id) = at {
-            if let Some(u) = self.used.get_mut(&id) {
-                if add {
-                    u.add_assign(res);
-                } else {
-                    u.sub_assign(res);
-                }
-            }
-            at = self.tree.get(id).parent;
-        }
-    }
-
-    /// Remaining guarantee R(q) (spec 4.2); `None` = unset.
-    fn remaining(&self, q: QueueId) -> Option<Resource> {
-        let queue = self.tree.get(q);
-        let parent = queue.parent.and_then(|p| self.remaining(p));
-        let guaranteed = queue.guaranteed.as_ref().filter(|g| has_types(Some(g)));
-        if guaranteed.is_none() && !has_types(parent.as_ref()) {
-            return None;
-        }
-        let own = guaranteed.map(|g| {
-            let used = self.used.get(&q);
-            let mut r = Resource::new();
-            for (t, v) in g.iter() {
-                r.set(t, v.saturating_sub(used.map_or(0, |u| u.get(t))));
-            }
-            r
-        });
-        if q == self.ask_queue {
-            if let Some(mut own) = own {
-                if let Some(p) = &parent {
-                    for (t, v) in p.iter() {
-                        if own.lookup(t).is_none() {
-                            own.set(t, v);
-                        }
-                    }
-                }
-                return Some(own);
-            }
-        }
-        // Ancestry by tree links, not by path prefix (quirk Q6).
-        if own.is_some()
-            && self.ask_guaranteed
-            && q != self.ask_queue
-            && self.tree.is_ancestor_or_self(q, self.ask_queue)
-        {
-            return None;
-        }
-        match (own, parent) {
-            (None, None) => None,
-            (Some(o), None) => Some(o),
-            (None, Some(p)) => Some(p),
-            (Some(mut o), Some(p)) => {
-                for (t, v) in p.iter() {
-                    match o.lookup(t) {
-                        Some(ov) => o.set(t, ov.min(v)),
-                        None => o.set(t, v),
-                    }
-                }
-                Some(o)
-            }
-        }
-    }
-
-    /// U (spec 4.5): the ask queue is within its guarantee for the ask's types.
-    fn ask_queue_within(&self, ask: &Resource) -> bool {
-        self.remaining(self.ask_queue)
-            .is_some_and(|r| ask.iter().all(|(t, _)| r.lookup(t).is_none_or(|v| v >= 0)))
-    }
-
-    /// A(v) (spec 4.4): removes `res` from `leaf` when accepted.
-    fn accept_victim(&mut self, leaf: QueueId, res: &Resource, ask: &Resource) -> bool {
-        let before = self.remaining(leaf);
-        let accepted =
-            before.is_none_or(|b| ask.iter().any(|(t, _)| b.lookup(t).is_some_and(|v| v < 0)));
-        if accepted {
-            self.apply(leaf, res, false);
-        }
-        accepted
-    }
-
-    /// Whether R(ask queue) is set and can absorb `res`.
-    fn absorbs(&self, res: &Resource) -> Option<Resource> {
-        let r = self.remaining(self.ask_queue)?;
-        res.iter()
-            .all(|(t, v)| r.lookup(t).is_none_or(|rv| v <= rv))
-            .then_some(r)
-    }
-}
-
-/// One potential victim.
-#[derive(Clone)]
-struct Victim {
-    slot: AllocSlot,
-    leaf: QueueId,
-    node: Option<NodeSlot>,
-    born: u64,
-}
-
-/// "covers" as spec 10.2 computes it.
-fn covers(total: &Resource, ask: &Resource) -> bool {
-    let mut shared = false;
-    let mut all_equal = true;
-    for (t, want) in ask.iter() {
-        let Some(have) = total.lookup(t) else {
-            continue;
-        };
-        shared = true;
-        if have > want {
-            return true;
-        }
-        if have != want {
-            all_equal = false;
-        }
-    }
-    shared && all_equal
-}
 
 /// Shortfall per type: max(ask − available, 0).
 fn shortfall(ask: &Resource, available: &Resource) -> Resource {
@@ -317,8 +160,13 @@ impl Partition {
         let ask_q = app.queue;
         let mut base = Snap::new(self, ask_q);
         base.seed(&self.preempt, ask_q);
+        // The victims come leaf by leaf: one seed per leaf.
+        let mut last = None;
         for v in victims {
-            base.seed(&self.preempt, v.leaf);
+            if last != Some(v.leaf) {
+                base.seed(&self.preempt, v.leaf);
+                last = Some(v.leaf);
+            }
         }
         // Step 1 (spec 5): can preemption help the ask queue at all?
         let helps = match base.remaining(ask_q) {
@@ -365,12 +213,9 @@ impl Partition {
             app: app.id.clone(),
             key: ask.key.clone(),
         };
-        let mut by_node: FastMap<NodeSlot, Vec<Victim>> = FastMap::default();
-        for v in victims {
-            if let Some(n) = v.node {
-                by_node.entry(n).or_default().push(v.clone());
-            }
-        }
+        // Victims by allocation slot: a node's list is read from the node's
+        // own allocations, only for the nodes looked at.
+        let by_slot = VictimIndex::new(victims);
         // Steps 4 and 5 (spec 8, 9): one victim list per usable node, and
         // the RM asked in check order (start index, then node id); the
         // first success scoring below 2^32 wins, else the lowest score
@@ -380,9 +225,9 @@ impl Partition {
         // same checks in the same order, and the lists of the nodes after
         // a winner are never built.
         let mut stale = Vec::new();
-        let mut nodes: Vec<&Node> = self
+        let nodes: Vec<&Node> = self
             .nodes
-            .values()
+            .by_id_order()
             .filter(|n| {
                 // 7.1: every node is walked; a stale lower-priority
                 // reservation is cancelled (required.rs) whatever
@@ -405,8 +250,9 @@ impl Partition {
                 free && n.schedulable && ask.resource.fits_in(n.capacity())
             })
             .collect();
+        // Found in slot order, as a walk of the node table finds them.
+        stale.sort_by_key(|(slot, _)| *slot);
         pass.preempt_stale.extend(stale);
-        nodes.sort_unstable_by(|a, b| a.id.cmp(&b.id));
         // -1 (no victim needed) only for T1, and only if some node has room.
         let floor = if trigger == Trigger::QueueBound
             && nodes.iter().any(|n| ask.resource.fits_in(n.available()))
@@ -421,12 +267,14 @@ impl Partition {
         let mut done = false;
         for n in nodes {
             let slot = n.key().slot();
-            let mut list = by_node.remove(&slot).unwrap_or_default();
-            // Spec 7.2: opted in first, then non-originators, newest first.
-            list.sort_by_key(|v| {
+            let mut list = by_slot.on_node(victims, n);
+            // Spec 7.2: opted in first, then non-originators, newest first
+            // (then the order the victims were found in).
+            list.sort_by_key(|(i, v)| {
                 let a = self.allocations.at(v.slot);
-                (!a.preempt_self, a.originator, std::cmp::Reverse(v.born))
+                (!a.preempt_self, a.originator, std::cmp::Reverse(v.born), *i)
             });
+            let list: Vec<Victim> = list.into_iter().map(|(_, v)| v).collect();
             let Some((index, list)) = self.victims_for_node(base, ask, n.available(), list) else {
                 continue;
             };
@@ -487,27 +335,53 @@ impl Partition {
             s.apply(v.leaf, &self.allocations.at(v.slot).resource, false);
         }
         let taken: FastSet<AllocSlot> = node_victims.iter().map(|v| v.slot).collect();
-        let mut others: Vec<&Victim> = victims
+        // Spec 10.1: none < originator < opted out (combined), newest first
+        // (then the order the victims were found in). A heap: the walk
+        // mostly stops after a few (below).
+        let mut others: BinaryHeap<Reverse<(u8, Reverse<u64>, u32)>> = victims
             .iter()
-            .filter(|v| !taken.contains(&v.slot))
+            .enumerate()
+            .filter(|(_, v)| !taken.contains(&v.slot))
+            .map(|(i, v)| {
+                let a = self.allocations.at(v.slot);
+                let flags = u8::from(a.originator) | u8::from(!a.preempt_self) << 1;
+                Reverse((flags, Reverse(v.born), i as u32))
+            })
             .collect();
-        // Spec 10.1: none < originator < opted out (combined), newest first.
-        others.sort_by_key(|v| {
-            let a = self.allocations.at(v.slot);
-            let flags = u8::from(a.originator) | u8::from(!a.preempt_self) << 1;
-            (flags, std::cmp::Reverse(v.born))
-        });
+        let fits = ask.resource.fits_in(self.nodes[node].available());
+        let node_id = &self.nodes[node].id;
+        let counted = |v: &Victim| fits || self.allocations.at(v.slot).node == *node_id;
+        let mut early = EarlyEnd::new(
+            &s,
+            ask,
+            node_victims
+                .iter()
+                .filter(|v| counted(v))
+                .map(|v| &self.allocations.at(v.slot).resource),
+        );
+        // A leaf that refused a victim refuses the next ones until its
+        // remaining guarantee can have changed.
+        let mut refusals = Refusals::default();
         let mut extra = Vec::new();
-        for v in others {
+        while let Some(Reverse((_, _, i))) = others.pop() {
+            let v = &victims[i as usize];
+            if refusals.refused(&s, v.leaf) {
+                continue;
+            }
             let res = &self.allocations.at(v.slot).resource;
             if !s.accept_victim(v.leaf, res, &ask.resource) {
+                refusals.note(&s, v.leaf);
                 continue;
             }
             match s.absorbs(res) {
                 Some(before) => {
                     s.apply(ask_q, res, true);
                     if s.remaining(ask_q).as_ref() != Some(&before) {
-                        extra.push(v.clone());
+                        extra.push(*v);
+                        refusals.moved(&s, v.leaf);
+                        if early.extra(res, counted(v)) {
+                            break;
+                        }
                     } else {
                         s.apply(ask_q, res, false);
                         s.apply(v.leaf, res, true);
@@ -524,11 +398,10 @@ impl Partition {
             return None;
         }
         // Final list (spec 10.2).
-        let fits = ask.resource.fits_in(self.nodes[node].available());
         let mut total = Resource::new();
         let mut last = Vec::new();
         for v in node_victims.into_iter().chain(extra) {
-            if !fits && v.node != Some(node) {
+            if !counted(&v) {
                 continue;
             }
             if !covers(&total, &ask.resource) {
@@ -760,7 +633,6 @@ impl Partition {
                     out.push(Victim {
                         slot,
                         leaf: q,
-                        node: self.nodes.slot_of(&a.node),
                         born: self.allocations.born(slot),
                     });
                 }

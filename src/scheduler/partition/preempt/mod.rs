@@ -26,12 +26,17 @@ pub use crate::scheduler::policies::{
 
 mod guarantee;
 #[cfg(test)]
+mod guarantee_index_tests;
+#[cfg(test)]
+mod guarantee_oracle;
+#[cfg(test)]
 mod guarantee_tests;
 pub mod quota;
 pub mod quota_run;
 mod required;
 #[cfg(test)]
 mod required_tests;
+mod snap;
 
 pub(crate) use required::RequiredStep;
 pub(crate) use required::ReservedRequired;

@@ -21,7 +21,7 @@ use super::*;
 use crate::events::{self, Change, Detail, Record, TYPE_QUEUE};
 use crate::scheduler::objects::allocs::AllocSlot;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
-use crate::scheduler::resource::{compare_shares, shares};
+use crate::scheduler::resource::{compare_shares, shares, ResId};
 
 /// The start of a `QUEUE_PREEMPTION` record's message.
 pub const QUOTA_SUMMARY_PREFIX: &str = "Quota Preemption results summary: ";
@@ -199,11 +199,20 @@ impl Partition {
 
     /// 5.5b-d: the candidates of leaf `q` for `amount`, and the victims
     /// taken from them in order while the total stays within the amount.
+    ///
+    /// Every candidate counts, but only those that fit the amount on their
+    /// own can be taken: only they are ordered, and the walk stops once,
+    /// in some type, what is left of the amount is below every one of them
+    /// (the victims are those of a walk over the whole list).
     fn quota_victims(&self, q: QueueId, amount: &Resource) -> (usize, Vec<AllocSlot>) {
         let queue = self.queues.get(q);
         let max = queue.max.as_ref();
         let gang = &self.gang;
+        let mut count = 0usize;
         let mut candidates: Vec<Candidate> = Vec::new();
+        // Per type of the amount: the least any orderable candidate has.
+        let mut least: SmallVec<[(ResId, i64); 4]> =
+            amount.iter().map(|(t, _)| (t, i64::MAX)).collect();
         for a_slot in queue.apps.values() {
             let Some(app) = self.apps.at(*a_slot) else {
                 continue;
@@ -223,6 +232,14 @@ impl Partition {
                 {
                     continue;
                 }
+                count += 1;
+                // Too large on its own: never taken.
+                if !amount.iter().all(|(t, p)| a.resource.get(t) <= p) {
+                    continue;
+                }
+                for (t, m) in least.iter_mut() {
+                    *m = (*m).min(a.resource.get(*t));
+                }
                 let mut in_amount = Resource::new();
                 for (t, _) in amount.iter() {
                     if let Some(v) = a.resource.lookup(t) {
@@ -240,23 +257,28 @@ impl Partition {
                 });
             }
         }
+        // Stable, and cheap on the runs the leaf's lists mostly are.
         candidates.sort_by(Candidate::order);
         let mut total = Resource::new();
         let mut picked = Vec::new();
         for c in &candidates {
             let res = &self.allocations.at(c.slot).resource;
-            let within = |base: &Resource| {
-                amount
-                    .iter()
-                    .all(|(t, p)| base.get(t).saturating_add(res.get(t)) <= p)
-            };
-            // Too large on its own, or past the amount with what is taken.
-            if within(&Resource::new()) && within(&total) {
+            // Past the amount with what is taken: skipped.
+            if amount
+                .iter()
+                .all(|(t, p)| total.get(t).saturating_add(res.get(t)) <= p)
+            {
                 total.add_assign(res);
                 picked.push(c.slot);
+                let full = least
+                    .iter()
+                    .any(|(t, m)| amount.get(*t).saturating_sub(total.get(*t)) < *m);
+                if full {
+                    break; // no candidate left fits what remains
+                }
             }
         }
-        (candidates.len(), picked)
+        (count, picked)
     }
 
     /// Marks the victims of leaf `leaf`, records their events and releases
@@ -339,6 +361,10 @@ fn summary_record(path: &str, max: &Resource, amount: &Resource, t: &Tally, leaf
         message,
     )
 }
+
+#[cfg(test)]
+#[path = "quota_index_tests.rs"]
+mod index_tests;
 
 #[cfg(test)]
 mod tests {

@@ -14,7 +14,7 @@ import (
 )
 
 // Allocation is a placed allocation or a pending request (an ask), as
-// SI v1.8 folds both into one message.
+// SI v1.x folds both into one message.
 type Allocation struct {
 	allocationKey string
 	applicationID string

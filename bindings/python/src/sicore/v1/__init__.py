@@ -1,7 +1,7 @@
-"""The SI v1.8 edition of the binding: what current YuniKorn RMs (the k8shim v1.x) speak.
+"""The SI v1.x edition of the binding: what current YuniKorn RMs (the k8shim v1.x) speak.
 
 The same scheduler core as :mod:`sicore`, driven through the library's
-``sicore_v1_*`` family with the SI v1.8 messages of
+``sicore_v1_*`` family with the SI v1.x messages of
 :mod:`sicore.v1.si_pb2`. Allocations are identified by their key::
 
     import sicore.v1

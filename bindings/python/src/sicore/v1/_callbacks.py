@@ -1,4 +1,4 @@
-"""An SI v1.8 resource manager's callbacks: the base class and the ctypes trampolines.
+"""An SI v1.x resource manager's callbacks: the base class and the ctypes trampolines.
 
 The registry of ``user_data`` handles, the per-thread bookkeeping and the
 status and notify trampolines are the v0.12 binding's (``sicore._callbacks``),
@@ -34,7 +34,7 @@ __all__ = ["ResourceManagerCallback"]
 
 
 class ResourceManagerCallback:
-    """Base class of an SI v1.8 resource manager's callbacks (``api.ResourceManagerCallback``).
+    """Base class of an SI v1.x resource manager's callbacks (``api.ResourceManagerCallback``).
 
     Subclass it and override what you need; the defaults do nothing and
     succeed. Only overridden methods are handed to the library: without
@@ -80,7 +80,7 @@ class ResourceManagerCallback:
         return si_pb2.PreemptionPredicatesResponse(success=False, index=-1)
 
     def send_event(self, events: list[si_pb2.EventRecord]) -> None:
-        """One batch of SI v1.8 event records."""
+        """One batch of SI v1.x event records."""
 
     def update_container_scheduling_state(
         self, request: si_pb2.UpdateContainerSchedulingStateRequest

@@ -1,4 +1,4 @@
-"""The private descriptor pool of the SI v1.8 messages.
+"""The private descriptor pool of the SI v1.x messages.
 
 Both editions' ``si.proto`` declare package ``si.v1`` under the same file
 name, with many of the same message names (``si.v1.AllocationRequest``...).

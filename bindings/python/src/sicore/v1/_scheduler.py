@@ -1,4 +1,4 @@
-"""The SI v1.8 :class:`Scheduler`: the ``sicore_v1_*`` family over one scheduler handle."""
+"""The SI v1.x :class:`Scheduler`: the ``sicore_v1_*`` family over one scheduler handle."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["RawScheduler", "Scheduler"]
 
 
 class RawScheduler:
-    """The byte-level layer under :class:`Scheduler`: requests are pre-encoded SI v1.8 bytes."""
+    """The byte-level layer under :class:`Scheduler`: requests are pre-encoded SI v1.x bytes."""
 
     def __init__(self, owner: Scheduler) -> None:
         """Wrap ``owner``; prefer :attr:`Scheduler.raw`."""
@@ -44,7 +44,7 @@ class RawScheduler:
 
 
 class Scheduler:
-    """A scheduler core driven through the SI v1.8 ``SchedulerAPI``.
+    """A scheduler core driven through the SI v1.x ``SchedulerAPI``.
 
     ``Scheduler(**options)`` creates and starts a scheduler, taking the
     fields of ``sicore.sicore_pb2.SchedulerOptions`` as keywords (see
@@ -133,7 +133,7 @@ class Scheduler:
     def register_resource_manager(
         self, request: si_pb2.RegisterResourceManagerRequest, callback: ResourceManagerCallback
     ) -> si_pb2.RegisterResourceManagerResponse:
-        """Register (or re-register, resetting its state) an SI v1.8 resource manager.
+        """Register (or re-register, resetting its state) an SI v1.x resource manager.
 
         Synchronous. ``request.config`` is the queues configuration text
         (empty: the built-in v1.8 default, partition ``default`` placing by

@@ -1,0 +1,64 @@
+//! What the bench reads of its own process from /proc: CPU time per
+//! thread and in all, and the peak resident memory.
+
+/// CPU time (ms) per thread name, from /proc: shows which thread bounds a run.
+pub fn thread_cpu_ms() -> std::collections::BTreeMap<String, f64> {
+    let mut out = std::collections::BTreeMap::new();
+    let tick = 100.0; // USER_HZ on Linux
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for t in dir.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+            let name = stat
+                .split('(')
+                .nth(1)
+                .and_then(|r| r.split(')').next())
+                .unwrap_or("?")
+                .to_string();
+            let rest: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            if rest.len() > 13 {
+                let ticks =
+                    rest[11].parse::<f64>().unwrap_or(0.0) + rest[12].parse::<f64>().unwrap_or(0.0);
+                *out.entry(name).or_insert(0.0) += ticks * 1000.0 / tick;
+            }
+        }
+    }
+    out
+}
+
+/// CPU time of the whole process, every thread (the scheduler's and the
+/// RM's), from the per-thread schedstat (nanoseconds).
+pub fn process_cpu_ns() -> u64 {
+    let mut total = 0u64;
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for t in dir.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            total += stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    total
+}
+
+pub fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .map(|l| l.to_string())
+        })
+        .and_then(|l| {
+            l.split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
