@@ -777,6 +777,23 @@ fn is_quota_victim(r: &si::AllocationRelease) -> bool {
             .starts_with("preempting allocations to enforce new max quota")
 }
 
+/// The RM confirms every victim it has not let go of yet, and waits for
+/// the scheduler to settle.
+fn confirm_open_victims(h: &Harness, rm_gone: &mut HashSet<String>) {
+    let open: Vec<si::AllocationRelease> = h.seen(|s| {
+        s.released
+            .iter()
+            .filter(|r| is_preempted(r) && !rm_gone.contains(&r.uuid))
+            .cloned()
+            .collect()
+    });
+    for r in &open {
+        rm_gone.insert(r.uuid.clone());
+    }
+    let _ = h.releases(open, vec![]);
+    h.settle();
+}
+
 fn is_preempted(r: &si::AllocationRelease) -> bool {
     r.termination_type == si::TerminationType::PreemptedByScheduler as i32
 }
@@ -1009,18 +1026,7 @@ fn random_operations_with_preemption_keep_the_books_balanced() {
     }
     // The RM confirms every victim still open; the books balance after.
     h.rec.behaviour.lock().unwrap().refuse_nodes.clear();
-    let open: Vec<si::AllocationRelease> = h.seen(|s| {
-        s.released
-            .iter()
-            .filter(|r| is_preempted(r) && !rm_gone.contains(&r.uuid))
-            .cloned()
-            .collect()
-    });
-    for r in &open {
-        rm_gone.insert(r.uuid.clone());
-    }
-    let _ = h.releases(open, vec![]);
-    h.settle();
+    confirm_open_victims(&h, &mut rm_gone);
     check(&h, steps, &confirmed, false);
     check_victims(&h, steps, &rm_gone, &removed);
     // A last cap far under what `fill` holds, its guarantee gone so that
@@ -1044,18 +1050,7 @@ fn random_operations_with_preemption_keep_the_books_balanced() {
         s.released.iter().filter(|r| is_quota_victim(r)).count() > before
     });
     h.settle();
-    let open: Vec<si::AllocationRelease> = h.seen(|s| {
-        s.released
-            .iter()
-            .filter(|r| is_preempted(r) && !rm_gone.contains(&r.uuid))
-            .cloned()
-            .collect()
-    });
-    for r in &open {
-        rm_gone.insert(r.uuid.clone());
-    }
-    let _ = h.releases(open, vec![]);
-    h.settle();
+    confirm_open_victims(&h, &mut rm_gone);
     check(&h, steps + 1, &confirmed, false);
     check_victims(&h, steps + 1, &rm_gone, &removed);
     let after = fill_memory(&h.dump());
