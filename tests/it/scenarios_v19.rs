@@ -554,3 +554,60 @@ fn q19_22_groups_are_never_borrowed_from_an_earlier_application() {
         assert_eq!(groups("app-b"), serde_json::json!(["u"]), "{v}");
     }
 }
+
+/// Spec 16 Q19-15. A reload lowers both `root.p` (100 -> 60) and its leaf
+/// `a` (usage 60); both are armed and due at once. Only the parent runs
+/// first: its 40 splits 24 / 16 by usage, so `a` gives 20 and `b` 10.
+/// Then `a` is looked at alone: within a max of 50 it is disarmed, with
+/// no run and no record; over a max of 30 it runs again and takes 10.
+#[test]
+fn q19_15_a_parent_runs_before_its_armed_leaf() {
+    for v in VERSIONS {
+        for a_max in [50, 30] {
+            let tree = |p_max: i64, a_max: i64| {
+                let queues = format!(
+                    "          - name: p
+            resources: {{max: {{memory: {p_max}}}}}
+            properties: {{quota.preemption.delay: 1ms}}
+            queues:
+              - name: a
+                resources: {{max: {{memory: {a_max}}}}}
+              - name: b
+"
+                );
+                partition_yaml(ON, &queues)
+            };
+            let rm = rm_at(v, &tree(100, 100), "root.p.a");
+            rm.app("app-2", "root.p.b");
+            let mut all = pods("a", 6, 10);
+            all.extend((0..4).map(|i| running("app-2", &format!("b{i}"), &[("memory", 10)])));
+            place(&rm, all);
+            reload(&rm, &tree(60, a_max));
+            let want = if a_max == 50 { 3 } else { 4 };
+            rm.rec.wait("the victims", |s| victims(s).len() >= want);
+            let s = quiet(&rm);
+            let got = victims(&s);
+            assert_eq!(got.len(), want, "{v} a max {a_max}: {got:?}");
+            let from_b = got.iter().filter(|k| k.starts_with('b')).count();
+            assert_eq!(from_b, 1, "{got:?}");
+            let recs = summaries(&s);
+            if v.starts_with("1.8") {
+                assert!(recs.is_empty(), "{recs:?}");
+                continue;
+            }
+            let parent = summary("map[memory:40]", "map[memory:30]", 10, 3);
+            assert_eq!(recs[0].object_id, "root.p");
+            assert_eq!(recs[0].message, parent);
+            if a_max == 50 {
+                assert_eq!(recs.len(), 1, "{recs:?}");
+            } else {
+                assert_eq!(recs.len(), 2, "{recs:?}");
+                assert_eq!(recs[1].object_id, "root.p.a");
+                assert_eq!(
+                    recs[1].message,
+                    summary("map[memory:10]", "map[memory:10]", 4, 1)
+                );
+            }
+        }
+    }
+}
