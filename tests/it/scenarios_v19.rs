@@ -611,3 +611,32 @@ fn q19_15_a_parent_runs_before_its_armed_leaf() {
         }
     }
 }
+
+/// Spec 16 Q19-12 at both versions (V1): of a regular pod, an opted-out
+/// one and an originator of equal size and priority, with room for one,
+/// sicore takes the regular pod, the oldest, so age is not what picks it
+/// (the v1.9 reference would take the originator).
+#[test]
+fn q19_12_the_regular_pod_goes_first_at_both_versions() {
+    for v in VERSIONS {
+        let cfg = |max| leaf_with(&max_mem(max), "quota.preemption.delay: 1ms");
+        let rm = rm_at(v, &cfg(300), "root.a");
+        let pod = |key: &str, allow_self: bool, originator: bool| si18::Allocation {
+            originator,
+            preemption_policy: Some(si18::PreemptionPolicy {
+                allow_preempt_self: allow_self,
+                allow_preempt_other: true,
+            }),
+            ..running("app-1", key, &[("memory", 100)])
+        };
+        place(&rm, vec![pod("regular", true, false)]);
+        place(&rm, vec![pod("opted-out", false, false)]);
+        place(&rm, vec![pod("originator", true, true)]);
+        reload(&rm, &cfg(200));
+        rm.rec.wait("a victim", |s| !victims(s).is_empty());
+        let s = quiet(&rm);
+        assert_eq!(victims(&s), ["regular"], "{v}");
+        let want = summary("map[memory:100]", "map[memory:100]", 3, 1);
+        check_summary(v, &s, "root.a", &want);
+    }
+}
