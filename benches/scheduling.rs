@@ -38,7 +38,9 @@
 //!
 //! `--preemption` turns guarantee preemption on in the bench's partition
 //! (its queues have guarantees; nothing is ever preempted): the cost of the
-//! switch on the common path (`scripts/callgrind.sh --preemption`).
+//! switch on the common path (`scripts/callgrind.sh --preemption`);
+//! `--quota-preemption` adds v1.9 quota-change preemption, on with delays
+//! and maxes that are never reached (nothing armed).
 //! `-- --preemption-decision [NODES ALLOCS]` times single preemption
 //! decisions on a full cluster instead (`support/preempt.rs`; default
 //! 5,000 nodes, 50,000 allocations; with `--predicates` the RM checks the
@@ -296,6 +298,10 @@ struct Flags {
     shape: Shape,
     /// `preemption: {enabled: true}` in the partition.
     preemption: bool,
+    /// `--quota-preemption`: v1.9 quota-change preemption on too, each
+    /// queue with a delay and a max it never reaches, so nothing is ever
+    /// armed: what the feature costs a pass that has nothing to do.
+    quota: bool,
     /// The outstanding-request check (every second by default) reports each
     /// waiting ask, so its cost grows with the seconds a run lasts, not with
     /// the allocations; `--no-outstanding-check` (scripts/callgrind.sh,
@@ -315,6 +321,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
         limits,
         shape,
         preemption,
+        quota,
         outstanding_check,
         max_asks_per_rm,
     } = flags;
@@ -326,7 +333,19 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
         // Once an hour: see `Flags::outstanding_check`.
         opts.outstanding_check_interval_ms = 3_600_000;
     }
-    let config = if preemption {
+    let config = if quota {
+        limits
+            .config()
+            .replacen(
+                "  - name: default\n",
+                "  - name: default\n    preemption: {enabled: true, quotapreemptionenabled: true}\n",
+                1,
+            )
+            .replace(
+                "            resources:\n",
+                "            properties: {quota.preemption.delay: 1s}\n            resources:\n              max: {memory: 1000000000000000, vcore: 1000000000000}\n",
+            )
+    } else if preemption {
         limits.config().replacen(
             "  - name: default\n",
             "  - name: default\n    preemption: {enabled: true}\n",
@@ -520,6 +539,7 @@ fn main() {
     let predicates = all.iter().any(|a| a == "--predicates");
     let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
     let preemption = all.iter().any(|a| a == "--preemption");
+    let quota = all.iter().any(|a| a == "--quota-preemption");
     // `--max-asks-per-rm N`: SchedulerOptions.max_asks_per_rm (default
     // 500,000: a larger run needs it raised).
     let max_asks_per_rm = all.iter().position(|a| a == "--max-asks-per-rm").map(|i| {
@@ -614,7 +634,11 @@ fn main() {
             continue;
         }
         match a.as_str() {
-            "--bench" | "--predicates" | "--no-outstanding-check" | "--preemption" => {}
+            "--bench"
+            | "--predicates"
+            | "--no-outstanding-check"
+            | "--preemption"
+            | "--quota-preemption" => {}
             "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm" => skip = true,
             _ => args.push(a),
         }
@@ -691,6 +715,7 @@ fn main() {
                         limits,
                         shape,
                         preemption,
+                        quota,
                         outstanding_check,
                         max_asks_per_rm,
                     };

@@ -14,6 +14,7 @@
 #   bash scripts/callgrind.sh --limits loose        # user caps that never bind (none|loose|users|users-uncapped)
 #   bash scripts/callgrind.sh --edition v1          # the RM on the SI v1.x family (default v0.12)
 #   bash scripts/callgrind.sh --preemption          # guarantee preemption on (nothing to preempt)
+#   bash scripts/callgrind.sh --quota-preemption    # quota-change preemption on too (nothing armed)
 #   bash scripts/callgrind.sh --events REQUEST,NODE,USERGROUP  # events on, these types (default: off)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
 #
@@ -64,6 +65,7 @@ while [ $# -gt 0 ]; do
     --limits) bench_args+=(--limits "$2"); shift ;;
     --edition) bench_args+=(--edition "$2"); shift ;;
     --preemption) bench_args+=(--preemption) ;;
+    --quota-preemption) bench_args+=(--quota-preemption) ;;
     --events) bench_args+=(--events "$2"); shift ;;
     --python) python=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;

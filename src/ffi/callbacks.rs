@@ -144,6 +144,7 @@ impl RmPort for CallbackTable {
                 self.announce(v)
             }
             OutMsg::NewAllocationsResynced(v) => self.announce(v),
+            OutMsg::Assume(v) => self.assume(v),
             OutMsg::Allocation(r) => {
                 self.status_call(self.0.update_allocation, r, "update_allocation")
             }

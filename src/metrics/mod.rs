@@ -396,6 +396,8 @@ impl Metrics {
                         self.node_failed.inc_by(r.rejected.len() as i64);
                     }
                 }
+                // Counted with their announcement.
+                OutMsg::Assume(_) => {}
             }
         }
         if new > 0 {

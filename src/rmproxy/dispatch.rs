@@ -2,12 +2,12 @@
 //! allocation, application and node responses to the RM's callbacks in the
 //! order the core produced them.
 //!
-//! The core thread queues each RM's messages on that RM's link
-//! ([`RmLink`]) and wakes the dispatcher once per message; the dispatcher
-//! delivers the oldest one of that RM, unless the core thread's `new`
-//! barrier delivered it first (then the wake-up finds nothing). So one
-//! RM's messages keep the core's order whoever delivers them, and one
-//! RM's callbacks never run at once (the link's call lock).
+//! The core thread posts each RM's messages to that RM's order
+//! ([`RmOrder`]) and wakes the dispatcher once per message; the dispatcher
+//! delivers the oldest one of that RM, unless the core thread delivered it
+//! first, before asking the RM something (then the wake-up finds nothing).
+//! So one RM's messages keep the core's order whoever delivers them, and
+//! one RM's callbacks never run at once (the order's call lock).
 //!
 //! Container-state reports (spec 8.12) take a separate lane: the core
 //! repeats one per waiting ask every check interval, so with a slow
@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crossbeam_channel::{Receiver, TryRecvError};
 
 use crate::proto::si::v1 as si;
-use crate::scheduler::link::{Posted, RmLink};
+use crate::scheduler::order::{Posted, RmOrder};
 
 /// Most container-state reports (distinct asks) waiting for a slow RM. At
 /// the bound, reports for further asks are dropped until the RM catches
@@ -33,10 +33,10 @@ use crate::scheduler::link::{Posted, RmLink};
 /// still-waiting ask is reported again then.
 pub const MAX_PENDING_REPORTS: usize = 100_000;
 
-/// Which RM (by its link), application and ask a report is for.
+/// Which RM (by its order), application and ask a report is for.
 type ReportKey = (usize, String, String);
 
-type Report = (Arc<RmLink>, si::UpdateContainerSchedulingStateRequest);
+type Report = (Arc<RmOrder>, si::UpdateContainerSchedulingStateRequest);
 
 /// Pending container-state reports: at most one per ask (the newest),
 /// delivered oldest ask first, at most [`MAX_PENDING_REPORTS`].
@@ -48,7 +48,7 @@ struct Reports {
 }
 
 impl Reports {
-    fn push(&mut self, cb: Arc<RmLink>, req: si::UpdateContainerSchedulingStateRequest) {
+    fn push(&mut self, cb: Arc<RmOrder>, req: si::UpdateContainerSchedulingStateRequest) {
         let key = (
             Arc::as_ptr(&cb) as usize,
             req.applicartion_id.clone(),
@@ -79,12 +79,12 @@ impl Reports {
 /// Delivers until the channel closes; once `stopping` is set, what is left
 /// is dropped unsent (shutdown abandons pending work).
 pub fn run(inbox: Receiver<Posted>, stopping: Arc<AtomicBool>) {
-    let mut main: VecDeque<Arc<RmLink>> = VecDeque::new();
+    let mut main: VecDeque<Arc<RmOrder>> = VecDeque::new();
     let mut reports = Reports::default();
     let mut closed = false;
-    let take = |item: Posted, main: &mut VecDeque<Arc<RmLink>>, reports: &mut Reports| match item {
-        Posted::Report(link, req) => reports.push(link, req),
-        Posted::Next(link) => main.push_back(link),
+    let take = |item: Posted, main: &mut VecDeque<Arc<RmOrder>>, reports: &mut Reports| match item {
+        Posted::Report(order, req) => reports.push(order, req),
+        Posted::Next(order) => main.push_back(order),
     };
     loop {
         loop {
@@ -98,18 +98,20 @@ pub fn run(inbox: Receiver<Posted>, stopping: Arc<AtomicBool>) {
             }
         }
         if stopping.load(Ordering::Acquire) {
-            main.drain(..).for_each(|link| link.discard());
+            main.drain(..).for_each(|order| order.discard());
             reports = Reports::default();
             if closed {
                 return;
             }
         }
-        let delivered = if let Some(link) = main.pop_front() {
-            Some(catch_unwind(AssertUnwindSafe(|| link.deliver_next())))
+        let delivered = if let Some(order) = main.pop_front() {
+            Some(catch_unwind(AssertUnwindSafe(|| {
+                order.deliver_next();
+            })))
         } else {
             reports
                 .pop()
-                .map(|(link, req)| catch_unwind(AssertUnwindSafe(|| link.report(&req))))
+                .map(|(order, req)| catch_unwind(AssertUnwindSafe(|| order.report(&req))))
         };
         match delivered {
             Some(result) => {

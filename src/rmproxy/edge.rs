@@ -58,6 +58,7 @@ impl RmPort for Edge {
                 self.announce(v)
             }
             OutMsg::NewAllocationsResynced(v) => self.announce(v),
+            OutMsg::Assume(v) => self.assume(v),
             OutMsg::Allocation(r) => self.rm.update_allocation(r),
             OutMsg::Application(r) => self.rm.update_application(r),
             OutMsg::Node(r) => self.rm.update_node(r),

@@ -4,7 +4,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::link::RmLink;
 use super::resource::Resource;
 use crate::proto::si::v1 as si;
 
@@ -77,9 +76,14 @@ pub enum OutMsg {
     /// partition keeps, shared).
     NewAllocations(Vec<Arc<NewAllocation>>),
     /// For `UpdateAllocation`: new allocations whose `ReSyncSchedulerCache`
-    /// the core thread already delivered (see [`super::resync`]); the
-    /// dispatcher sends the `UpdateAllocation` only.
+    /// went before (on the core thread, or as an [`OutMsg::Assume`] ahead
+    /// of this message; see [`super::resync`]): the `UpdateAllocation` only.
     NewAllocationsResynced(Vec<Arc<NewAllocation>>),
+    /// Tells the RM's cache of allocations whose announcement follows as
+    /// [`OutMsg::NewAllocationsResynced`] (the port's `assume`: a
+    /// `ReSyncSchedulerCache`, or SI v1.x's `new`): what a pass decided
+    /// after its last check, delivered off the core thread.
+    Assume(Vec<Arc<NewAllocation>>),
     /// For `UpdateApplication`.
     Application(si::ApplicationResponse),
     /// For `UpdateNode`.
@@ -125,16 +129,11 @@ pub struct Outcomes {
     pub timers: Vec<AppTimer>,
     /// Event records for the event system (spec 13).
     pub events: Vec<crate::events::Record>,
-    /// How many of `messages`, from the front, already reached the RM on
-    /// the core thread: the `new` barrier delivers the messages made before
-    /// a decision it delivers (see [`super::resync`]). The rest go to the
-    /// dispatcher; all of them are counted and seen by step-driven tests.
+    /// How many of `messages`, from the front, the pass's barrier already
+    /// handed to the RM's order, ahead of a decision it told the RM of (see
+    /// [`super::resync`]); the core posts the rest. All of them are counted
+    /// and seen by step-driven tests.
     pub delivered: usize,
-    /// The RM's link, for a pass: the barrier hands what the pass made
-    /// before a decision to it ([`RmLink::hand_over`]) instead of calling
-    /// the RM on the core thread. `None` (a partition stepped by a test):
-    /// the barrier calls the RM itself.
-    pub link: Option<Arc<RmLink>>,
 }
 
 impl Outcomes {
@@ -173,29 +172,36 @@ impl Outcomes {
     }
 }
 
+/// Which registration of an RM something is for: a number the core gives
+/// each registration, so that what was made for an RM that registered
+/// again does not reach the new registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RmKey(pub u64);
+
 /// Something the core hands to an RM callback, in the order it produced
-/// them, each with its RM's [`RmLink`]: the core thread queues them there
-/// ([`RmLink::post`]) and the dispatcher (`rmproxy::dispatch`) delivers
-/// them off the core thread; a step-driven test reads them straight from
-/// the core.
+/// them, addressed by the RM's [`RmKey`]: whoever delivers resolves the key
+/// to the RM's order (`super::order::RmOrder`), which delivers them in
+/// that order; a step-driven test can read them as they are.
+#[derive(Debug)]
 pub enum Outbound {
     /// A response for `update_allocation`, `update_application` or `update_node`.
-    Message(Arc<RmLink>, OutMsg),
+    Message(RmKey, OutMsg),
     /// A `resync_scheduler_cache` call.
-    Resync(Arc<RmLink>, si::ReSyncSchedulerCacheArgs),
+    Resync(RmKey, si::ReSyncSchedulerCacheArgs),
     /// A batch for `send_event` (each edge maps the records).
-    Events(Arc<RmLink>, Vec<crate::events::Record>),
+    Events(RmKey, Vec<crate::events::Record>),
     /// One `update_container_scheduling_state` call.
-    ContainerState(Arc<RmLink>, si::UpdateContainerSchedulingStateRequest),
+    ContainerState(RmKey, si::UpdateContainerSchedulingStateRequest),
 }
 
-impl std::fmt::Debug for Outbound {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Outbound {
+    /// The registration it is for.
+    pub fn key(&self) -> RmKey {
         match self {
-            Outbound::Message(_, m) => f.debug_tuple("Message").field(m).finish(),
-            Outbound::Resync(_, a) => f.debug_tuple("Resync").field(a).finish(),
-            Outbound::Events(_, e) => f.debug_tuple("Events").field(e).finish(),
-            Outbound::ContainerState(_, r) => f.debug_tuple("ContainerState").field(r).finish(),
+            Outbound::Message(k, _)
+            | Outbound::Resync(k, _)
+            | Outbound::Events(k, _)
+            | Outbound::ContainerState(k, _) => *k,
         }
     }
 }

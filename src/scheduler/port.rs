@@ -11,7 +11,7 @@
 //! - the C ABI's callback tables (`ffi`), which encode straight from the
 //!   core's records.
 //!
-//! The core holds every registration behind its [`super::link::RmLink`],
+//! The core holds every registration behind its [`super::order::RmOrder`],
 //! which keeps one RM's messages in order and its calls one at a time.
 
 use std::sync::Arc;

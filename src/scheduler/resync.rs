@@ -2,47 +2,50 @@
 //!
 //! An RM answers `Predicates` from its own cache, and that cache learns of
 //! the scheduler's decisions only through `ReSyncSchedulerCache` (assumed
-//! allocations). One scheduling pass makes many decisions, so when the RM
-//! has a `Predicates` callback the pass goes through a [`ResyncBarrier`]:
+//! allocations; an SI v1.x RM through `new`). One scheduling pass makes
+//! many decisions, so when the RM has a `Predicates` callback the pass
+//! goes through a [`ResyncBarrier`]:
 //!
 //! - every allocation the pass decides is recorded as pending;
 //! - before each `Predicates` call, the pending allocations reach the RM
-//!   in one `ReSyncSchedulerCache` call, on the core thread (decisions with
-//!   no predicate call between them stay in one batch);
-//! - when the pass ends, what is still pending is delivered the same way,
-//!   before the core hands the `UpdateAllocation` that announces the
-//!   allocations to the dispatcher; the dispatcher then sends only that
-//!   `UpdateAllocation` ([`OutMsg::NewAllocationsResynced`]).
+//!   in one `ReSyncSchedulerCache` call, on the core thread, through the
+//!   RM's order ([`super::order`]), which first delivers whatever is still
+//!   queued for the RM (decisions with no check between them stay in one
+//!   batch);
+//! - when the pass ends, what is still pending needs no barrier: it goes
+//!   as data ([`OutMsg::Assume`]) right before the `UpdateAllocation` that
+//!   announces it ([`OutMsg::NewAllocationsResynced`]), and the dispatcher
+//!   delivers both. The next check of the RM, in a later pass, finds them
+//!   delivered or delivers them first.
 //!
 //! Order. What the barrier delivers on the core thread must not overtake
-//! anything made before it for the same RM: messages of earlier steps
-//! still queued for the dispatcher are delivered first by the RM's link
-//! ([`super::link`]); messages made earlier in the same pass (an
-//! application's state change, a preemption's release, another
-//! partition's allocations) are still in the pass's [`Outcomes`], so when
-//! [`ResyncBarrier::record`] finds some behind the allocations it holds, it
-//! delivers those allocations, hands the messages to the RM's link (the
-//! dispatcher sends them meanwhile; the barrier's next delivery sends first
-//! what is left) and marks them handed over ([`Outcomes::delivered`]) so
-//! that the flush does not queue them again. Without a link (a partition
-//! stepped by a test) it delivers them itself.
+//! anything made before it for the same RM. Messages of earlier steps are
+//! queued in the RM's order, which delivers them first. Messages made
+//! earlier in the same pass (an application's state change, a
+//! preemption's release, another partition's allocations) are still in
+//! the pass's [`Outcomes`], so when [`ResyncBarrier::record`] finds some
+//! behind the allocations it holds, it delivers those allocations and
+//! hands the messages to the RM's order (the dispatcher sends them
+//! meanwhile; the next delivery on the core thread sends first what is
+//! left) and marks them handed over ([`Outcomes::delivered`]) so that the
+//! core does not post them again. A partition stepped by a test goes
+//! through the same order, with no dispatcher.
 //!
 //! Without a `Predicates` callback there is no barrier: the dispatcher
 //! sends the ReSync right before the `UpdateAllocation`, off the core
 //! thread, as before. The exception is an SI v1.x RM with
 //! `PreemptionPredicates` while preemption is on: its checks need the same
-//! ordering, so its passes get a barrier that asks no `Predicates`.
+//! ordering, so its passes get a barrier that asks no `Predicates`, and
+//! delivers on the core thread only when a preemption check is asked.
 //!
 //! Whatever else places an allocation during a pass (a placeholder
 //! replacement, say) must go through [`ResyncBarrier::record`] too.
 
 use std::cell::{Cell, RefCell};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::link::{callback_name, Queued};
+use super::order::{Queued, RmOrder};
 use super::outcome::{NewAllocation, OutMsg, Outcomes};
-use super::port::RmPort;
 use crate::proto::si::v1 as si;
 
 /// Holds the allocations of one pass that the RM has not been told of yet,
@@ -50,7 +53,7 @@ use crate::proto::si::v1 as si;
 /// One barrier serves one partition's pass for the partition's own RM, so
 /// an RM only ever hears of its own allocations.
 pub struct ResyncBarrier<'a> {
-    rm: &'a dyn RmPort,
+    order: &'a RmOrder,
     /// Whether the RM has `Predicates` (a barrier may exist for
     /// `PreemptionPredicates` alone: then every node passes unasked).
     asks_predicates: bool,
@@ -63,20 +66,22 @@ pub struct ResyncBarrier<'a> {
 }
 
 impl<'a> ResyncBarrier<'a> {
-    /// A barrier for a pass of the RM `rm`, which has a `Predicates`
-    /// callback, or a `PreemptionPredicates` one while preemption is on.
-    pub fn new(rm: &'a dyn RmPort) -> Self {
+    /// A barrier for a pass of the RM whose order is `order`, which has a
+    /// `Predicates` callback, or a `PreemptionPredicates` one while
+    /// preemption is on.
+    pub fn new(order: &'a RmOrder) -> Self {
+        use super::port::RmPort;
         ResyncBarrier {
-            rm,
-            asks_predicates: rm.has_predicates(),
+            order,
+            asks_predicates: order.has_predicates(),
             pending: RefCell::new(Vec::new()),
             scanned: Cell::new(0),
         }
     }
 
     /// Records a decided allocation: pending for the next ReSync, and
-    /// queued for the dispatcher as an `UpdateAllocation` that sends no
-    /// ReSync of its own (this barrier sends it before the pass ends).
+    /// queued as an `UpdateAllocation` that sends no ReSync of its own
+    /// (this barrier, or the [`OutMsg::Assume`] of [`Self::finish`], does).
     /// Messages made since the last allocation it recorded reach the RM
     /// first, so that this allocation's ReSync cannot overtake them.
     pub fn record(&self, allocation: Arc<NewAllocation>, out: &mut Outcomes) {
@@ -84,7 +89,7 @@ impl<'a> ResyncBarrier<'a> {
             self.deliver_earlier(out);
         }
         self.pending.borrow_mut().push(allocation.clone());
-        // A batch the barrier delivered already is closed.
+        // A batch handed over already is closed.
         let open = out.messages.len() > out.delivered;
         match out.messages.last_mut() {
             Some(OutMsg::NewAllocationsResynced(v)) if open => v.push(allocation),
@@ -106,51 +111,25 @@ impl<'a> ResyncBarrier<'a> {
         })
     }
 
-    /// Delivers, on this thread and in order, the pending allocations and
-    /// then every message of the pass not delivered yet (the announcements
-    /// of batches included) and the forgotten allocations, and marks them
-    /// delivered. Failures and panics are logged; the pass goes on.
+    /// Delivers the pending allocations, then hands every message of the
+    /// pass not handed over yet (the announcements of batches included)
+    /// and the forgotten allocations to the RM's order, behind them: the
+    /// dispatcher sends them, unless the next delivery on the core thread
+    /// finds them still queued.
     fn deliver_earlier(&self, out: &mut Outcomes) {
         self.deliver();
-        if let Some(link) = out.link.clone() {
-            // To the RM's link, behind the pending allocations just
-            // delivered: the dispatcher sends them, unless the barrier's
-            // next delivery finds them still queued.
-            for msg in out.messages.get(out.delivered..).unwrap_or_default() {
-                link.hand_over(Queued::Message(msg.clone()));
-            }
-            out.delivered = out.messages.len();
-            if !out.forget.is_empty() {
-                link.hand_over(Queued::Resync(si::ReSyncSchedulerCacheArgs {
-                    assumed_allocations: Vec::new(),
-                    forget_allocations: std::mem::take(&mut out.forget),
-                }));
-            }
-            return;
-        }
         for msg in out.messages.get(out.delivered..).unwrap_or_default() {
-            let what = callback_name(msg);
-            let result = catch_unwind(AssertUnwindSafe(|| self.rm.deliver(msg)))
-                .unwrap_or_else(|_| Err("it panicked; the message was dropped".into()));
-            if let Err(e) = result {
-                log::warn!("RM callback {what} failed: {e}");
-            }
+            self.order.hand_over(Queued::Message(msg.clone()));
         }
         out.delivered = out.messages.len();
         // Released allocations are forgotten after their echo (spec 10.2),
-        // which just went.
+        // which was just handed over.
         if !out.forget.is_empty() {
-            let args = si::ReSyncSchedulerCacheArgs {
-                assumed_allocations: Vec::new(),
-                forget_allocations: std::mem::take(&mut out.forget),
-            };
-            match catch_unwind(AssertUnwindSafe(|| self.rm.resync(&args))) {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}")
-                }
-                Err(_) => log::error!("RM callback ReSyncSchedulerCache panicked"),
-            }
+            self.order
+                .hand_over(Queued::Resync(si::ReSyncSchedulerCacheArgs {
+                    assumed_allocations: Vec::new(),
+                    forget_allocations: std::mem::take(&mut out.forget),
+                }));
         }
     }
 
@@ -166,11 +145,11 @@ impl<'a> ResyncBarrier<'a> {
             return Ok(());
         }
         self.deliver();
-        self.rm.predicates(args)
+        self.order.ask_predicates(args)
     }
 
     /// The RM's `PreemptionPredicates` answer (see
-    /// [`RmPort::preemption_predicates`]), asked only after
+    /// [`super::port::RmPort::preemption_predicates`]), asked only after
     /// everything decided so far has reached the RM. A panicking callback
     /// counts as a refusal.
     pub fn preemption_predicates(
@@ -181,27 +160,33 @@ impl<'a> ResyncBarrier<'a> {
         start_index: i32,
     ) -> Option<Option<i32>> {
         self.deliver();
-        catch_unwind(AssertUnwindSafe(|| {
-            self.rm
-                .preemption_predicates(ask, node, victims, start_index)
-        }))
-        .unwrap_or(Some(None))
+        self.order
+            .ask_preemption_predicates(ask, node, victims, start_index)
     }
 
     /// Sends the pending allocations in one `ReSyncSchedulerCache` call on
-    /// this (the core) thread. A failing or panicking callback is logged and
-    /// the pass goes on: the decisions stand, and the `UpdateAllocation`
-    /// still announces them.
-    pub fn deliver(&self) {
+    /// this (the core) thread, after what is queued for the RM.
+    fn deliver(&self) {
+        let batch = std::mem::take(&mut *self.pending.borrow_mut());
+        self.order.assume_now(&batch);
+    }
+
+    /// Ends the pass: what is still pending needs no barrier, since nothing
+    /// more is asked in this pass. It goes as an [`OutMsg::Assume`] right
+    /// before the batch that announces it, for the dispatcher.
+    pub fn finish(self, out: &mut Outcomes) {
         let batch = std::mem::take(&mut *self.pending.borrow_mut());
         if batch.is_empty() {
             return;
         }
-        match catch_unwind(AssertUnwindSafe(|| self.rm.assume(&batch))) {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => log::warn!("RM callback ReSyncSchedulerCache returned an error: {e}"),
-            Err(_) => log::error!("RM callback ReSyncSchedulerCache panicked"),
-        }
+        // Every pending allocation is in the last open batch: a message
+        // made after a batch closes it at the next record.
+        let from = out.delivered.min(out.messages.len());
+        let at = out.messages[from..]
+            .iter()
+            .rposition(|m| matches!(m, OutMsg::NewAllocationsResynced(_)))
+            .map_or(out.messages.len(), |i| from + i);
+        out.messages.insert(at, OutMsg::Assume(batch));
     }
 }
 
@@ -218,6 +203,12 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
+    use crate::scheduler::outcome::{Outbound, RmKey};
+    use crate::scheduler::port::RmPort;
+
+    fn order_of(rm: &Arc<Log>) -> Arc<RmOrder> {
+        RmOrder::new(RmKey(1), rm.clone(), None)
+    }
 
     /// Records the order of what the barrier asks of the RM.
     #[derive(Default)]
@@ -279,7 +270,7 @@ mod tests {
                     let apps: Vec<&str> = r.updated.iter().map(|a| a.state.as_str()).collect();
                     self.push(format!("app {}", apps.join(",")));
                 }
-                OutMsg::Node(_) => {}
+                OutMsg::Node(_) | OutMsg::Assume(_) => {}
             }
             Ok(())
         }
@@ -314,10 +305,11 @@ mod tests {
 
     #[test]
     fn pending_allocations_reach_the_rm_in_one_batch_before_a_predicate_call() {
-        let rm = Log::default();
+        let rm = Arc::new(Log::default());
+        let order = order_of(&rm);
         let mut out = Outcomes::default();
         {
-            let b = ResyncBarrier::new(&rm);
+            let b = ResyncBarrier::new(&order);
             b.predicates(&ask("k1")).unwrap();
             b.record(alloc("k1"), &mut out);
             b.record(alloc("k2"), &mut out);
@@ -346,10 +338,11 @@ mod tests {
 
     #[test]
     fn messages_made_between_decisions_reach_the_rm_between_them() {
-        let rm = Log::default();
+        let rm = Arc::new(Log::default());
+        let order = order_of(&rm);
         let mut out = Outcomes::default();
         {
-            let b = ResyncBarrier::new(&rm);
+            let b = ResyncBarrier::new(&order);
             b.record(alloc("k1"), &mut out);
             b.record(alloc("k2"), &mut out);
             out.app_updated(si::UpdatedApplication {
@@ -400,9 +393,10 @@ mod tests {
 
     #[test]
     fn a_barrier_dropped_early_still_delivers() {
-        let rm = Log::default();
+        let rm = Arc::new(Log::default());
+        let order = order_of(&rm);
         let mut out = Outcomes::default();
-        let b = ResyncBarrier::new(&rm);
+        let b = ResyncBarrier::new(&order);
         b.record(alloc("k1"), &mut out);
         drop(b);
         assert_eq!(*rm.calls.lock().unwrap(), ["resync k1"]);
@@ -410,14 +404,63 @@ mod tests {
 
     #[test]
     fn a_panicking_resync_callback_does_not_stop_the_pass() {
-        let rm = Log {
+        let rm = Arc::new(Log {
             panic_on_resync: true,
             ..Default::default()
-        };
+        });
+        let order = order_of(&rm);
         let mut out = Outcomes::default();
-        let b = ResyncBarrier::new(&rm);
+        let b = ResyncBarrier::new(&order);
         b.record(alloc("k1"), &mut out);
         assert_eq!(b.predicates(&ask("k2")), Ok(()));
         assert_eq!(*rm.calls.lock().unwrap(), ["predicates k2"]);
+    }
+
+    #[test]
+    fn what_a_pass_decided_after_its_last_check_goes_as_data() {
+        let rm = Arc::new(Log::default());
+        let order = order_of(&rm);
+        let mut out = Outcomes::default();
+        let b = ResyncBarrier::new(&order);
+        b.predicates(&ask("k1")).unwrap();
+        b.record(alloc("k1"), &mut out);
+        b.predicates(&ask("k2")).unwrap();
+        b.record(alloc("k2"), &mut out);
+        b.record(alloc("k3"), &mut out);
+        out.app_updated(si::UpdatedApplication {
+            state: "Running".into(),
+            ..Default::default()
+        });
+        b.finish(&mut out);
+        // Nothing after the last check reached the RM on this thread.
+        assert_eq!(
+            *rm.calls.lock().unwrap(),
+            ["predicates k1", "resync k1", "predicates k2"]
+        );
+        // The rest waits for the dispatcher, the cache's half first.
+        match out.messages.as_slice() {
+            [OutMsg::Assume(a), OutMsg::NewAllocationsResynced(v), OutMsg::Application(_)] => {
+                assert_eq!(a.len(), 2);
+                assert_eq!(v.len(), 3);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Queued and not delivered yet when the next pass asks: delivered
+        // first, in order, by the core thread.
+        let key = order.key();
+        for m in out.messages.drain(..) {
+            let _ = order.post(Outbound::Message(key, m));
+        }
+        let next = ResyncBarrier::new(&order);
+        next.predicates(&ask("k4")).unwrap();
+        assert_eq!(
+            rm.calls.lock().unwrap()[3..],
+            [
+                "resync k2,k3",
+                "update k1,k2,k3",
+                "app Running",
+                "predicates k4"
+            ]
+        );
     }
 }

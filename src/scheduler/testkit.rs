@@ -13,8 +13,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::clock::ManualClock;
-use super::outcome::{AppTimer, NewAllocation, OutMsg, Outcomes};
+use super::order::{deliver_posted, RmOrder};
+use super::outcome::{AppTimer, NewAllocation, OutMsg, Outbound, Outcomes, RmKey};
 use super::partition::{AppTimeouts, Partition};
+use super::port::RmPort;
 use super::request::AskRequest;
 use super::resource::Resource;
 use crate::proto::si::v1 as si;
@@ -103,7 +105,7 @@ impl Seen {
                         .into_iter()
                         .map(|u| (u.application_id, u.state, u.message)),
                 ),
-                OutMsg::Node(_) => {}
+                OutMsg::Node(_) | OutMsg::Assume(_) => {}
             }
         }
         self.forgotten
@@ -269,10 +271,24 @@ impl Harness {
     }
 
     /// Runs one scheduling pass with `cb` as the RM's callbacks (its
-    /// `Predicates` go through the pass's ReSync barrier).
-    pub fn schedule_with(&mut self, cb: &dyn crate::scheduler::port::RmPort) -> Seen {
+    /// `Predicates` go through the pass's ReSync barrier), then delivers
+    /// what the pass made to it as the core and the dispatcher would:
+    /// through the RM's order, on this thread.
+    pub fn schedule_with<T: RmPort + 'static>(&mut self, cb: &Arc<T>) -> Seen {
+        let order = RmOrder::new(RmKey(0), cb.clone(), None);
         self.step(|p, out| {
-            p.schedule(Some(cb), BUDGET, out);
+            p.schedule(Some(&order), BUDGET, out);
+            let key = order.key();
+            for m in out.messages.get(out.delivered..).unwrap_or_default() {
+                deliver_posted(order.post(Outbound::Message(key, m.clone())));
+            }
+            if !out.forget.is_empty() {
+                let args = si::ReSyncSchedulerCacheArgs {
+                    assumed_allocations: Vec::new(),
+                    forget_allocations: out.forget.clone(),
+                };
+                deliver_posted(order.post(Outbound::Resync(key, args)));
+            }
         })
     }
 

@@ -204,12 +204,14 @@ fn batches_carry_v1_records_with_partition_and_queue_and_check_their_parameters(
     let one = batch(&addr, "?start=1&count=1");
     assert_eq!(records(&one).len(), 1);
     assert_eq!(records(&one)[0], records(&all)[1]);
+    // (Records may still arrive meanwhile: compare with this batch's IDs.)
     let huge = batch(&addr, "?count=18446744073709551615");
-    assert_eq!(records(&huge).len(), records(&all).len().min(25));
+    let stored = huge["HighestID"].as_u64().unwrap() - huge["LowestID"].as_u64().unwrap() + 1;
+    assert_eq!(records(&huge).len() as u64, stored.min(25));
     // A start not stored: null records, the IDs say where to restart.
     let ahead = batch(&addr, &format!("?start={}", high + 1000));
     assert!(ahead["EventRecords"].is_null(), "{ahead}");
-    assert_eq!(ahead["HighestID"].as_u64(), Some(high));
+    assert!(ahead["HighestID"].as_u64().unwrap() >= high, "{ahead}");
     assert_eq!(ahead["InstanceUUID"], uuid.as_str());
 
     // Bad parameters: 400 in the v1 error shape, with the reference's texts.

@@ -325,12 +325,25 @@ fn one_rms_held_callback_does_not_hold_up_another_rms_barrier() {
     b.log.latch.hold("b-app");
     b.add_app("b-app");
     b.log.latch.wait_entered();
-    // A's pass delivers A's `new` at its barrier all the same.
+    // A's `new` of a-pod waits for the dispatcher, unless A is asked
+    // Predicates again: then the core thread delivers it first, itself,
+    // waiting for nothing of B's.
     a.allocate(vec![rmv1::ask("a-app", "a-pod", 10, 1)], vec![]);
+    a.allocate(vec![rmv1::ask("a-app", "a-pod-2", 10, 1)], vec![]);
     let lines = a.log.wait_for("new a-pod");
     assert!(lines.iter().any(|l| l == "accepted a-app"), "{lines:#?}");
+    assert!(
+        !b.log
+            .lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l == "accepted b-app"),
+        "B's callback was not held"
+    );
     b.log.latch.open();
     b.log.wait_for("accepted b-app");
+    a.log.wait_for("new a-pod-2");
 }
 
 /// A v0.12 RM with predicates: the ReSync that assumes an allocation comes
@@ -471,4 +484,144 @@ fn a_v0_rms_resync_comes_after_earlier_messages_and_before_its_update() {
         accepted < echo && echo < assumed && assumed < new,
         "the RM saw its messages out of the core's order: {lines:#?}"
     );
+}
+
+/// A v1 RM as the k8shim is: `predicates` answers from its own cache of
+/// pods per node, which only the `new` of `UpdateAllocation` feeds (and
+/// the RM's own releases drain). A node holds at most [`SHIM_K`] pods.
+#[derive(Default)]
+struct Shim {
+    log: Log,
+    pods: Mutex<std::collections::HashMap<String, usize>>,
+    /// Where each pod went, by allocation key.
+    placed: Mutex<std::collections::HashMap<String, String>>,
+    /// `new`s for a node whose cache was full: a `predicates` answer that
+    /// was not current.
+    violations: Mutex<Vec<String>>,
+}
+
+const SHIM_K: usize = 1;
+
+impl RmV1 for Shim {
+    fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
+        for a in m.new {
+            let held = {
+                let mut pods = self.pods.lock().unwrap();
+                let n = pods.entry(a.node_id.clone()).or_default();
+                *n += 1;
+                *n
+            };
+            if held > SHIM_K {
+                self.violations
+                    .lock()
+                    .unwrap()
+                    .push(format!("{} on {} ({held})", a.allocation_key, a.node_id));
+            }
+            self.placed
+                .lock()
+                .unwrap()
+                .insert(a.allocation_key.clone(), a.node_id);
+            self.log.push(format!("new {}", a.allocation_key));
+        }
+        Ok(())
+    }
+
+    fn update_node(&self, m: si18::NodeResponse) -> Result<(), String> {
+        for n in m.accepted {
+            self.log.push(format!("node {}", n.node_id));
+        }
+        Ok(())
+    }
+
+    fn predicates(&self, m: si18::PredicatesArgs) -> Result<(), String> {
+        let held = self.pods.lock().unwrap().get(&m.node_id).copied();
+        match held {
+            Some(n) if n >= SHIM_K => Err(format!("{} is full", m.node_id)),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn a_k8shim_like_rms_predicates_always_see_every_earlier_new() {
+    let sched = Handle(sicore_c_rm::new_scheduler(&options()).unwrap());
+    let shim = Arc::new(Shim::default());
+    let table = rmv1::table(&shim, true);
+    let req = si18::RegisterResourceManagerRequest {
+        rm_id: "shim".into(),
+        version: "v1.8.0".into(),
+        policy_group: "queues".into(),
+        config: CONFIG.into(),
+        ..Default::default()
+    };
+    let (st, msg) = rmv1::register(sched.0, &req, &table);
+    assert_eq!(st, SICORE_OK, "{msg}");
+    let rm = V1 {
+        sched: sched.0,
+        rm_id: "shim".into(),
+        log: Arc::new(Log::default()),
+    };
+    let (st, msg) = call(
+        sched.0,
+        sicore_v1_update_node,
+        &si18::NodeRequest {
+            nodes: vec![rmv1::node("n1", 100_000, 1000)],
+            rm_id: "shim".into(),
+        },
+    );
+    assert_eq!(st, SICORE_OK, "{msg}");
+    shim.log.wait_for("node n1");
+    let (st, msg) = call(
+        sched.0,
+        sicore_v1_update_node,
+        &si18::NodeRequest {
+            nodes: vec![rmv1::node_action(
+                "n1",
+                si18::node_info::ActionFromRm::DrainToSchedulable,
+            )],
+            rm_id: "shim".into(),
+        },
+    );
+    assert_eq!(st, SICORE_OK, "{msg}");
+    rm.add_app("app-1");
+    // Another RM's callback holds the dispatcher: every `new` the shim gets
+    // from here on reaches it on the core thread, before a `predicates`.
+    let other = V1::register(sched.0, "other");
+    other.log.latch.hold("o-app");
+    other.add_app("o-app");
+    other.log.latch.wait_entered();
+    // One request per ask, apart, so that passes likely end between
+    // decisions and the last `new` of each waits in the shim's order for
+    // the next check (the order asserted holds either way).
+    for i in 0..4 {
+        rm.allocate(vec![rmv1::ask("app-1", &format!("pod-{i}"), 10, 1)], vec![]);
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    // n1 holds one pod; the rest are refused from a current cache.
+    let deadline = Instant::now() + WAIT;
+    while shim.placed.lock().unwrap().len() < SHIM_K {
+        assert!(Instant::now() < deadline, "fewer than {SHIM_K} pods placed");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let held = !other
+        .log
+        .lines
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l == "accepted o-app");
+    other.log.latch.open();
+    // Passes go on asking for the asks left; let a few run.
+    other.log.wait_for("accepted o-app");
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(
+        shim.violations.lock().unwrap().is_empty(),
+        "a predicates answer missed an earlier new: {:?}",
+        shim.violations.lock().unwrap()
+    );
+    assert!(
+        held,
+        "the shim's pod reached it only through the dispatcher"
+    );
+    assert_eq!(shim.placed.lock().unwrap().len(), SHIM_K);
 }

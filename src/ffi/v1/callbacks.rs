@@ -147,7 +147,7 @@ impl V1Table {
 }
 
 /// The v1 edge's rules (`rmproxy::v1::edge`) over the table: `new` goes
-/// once, at the barrier when there is one; the messages whose wire is the
+/// once, as the assume of a barrier when there is one; the messages whose wire is the
 /// same in both editions (applications, nodes, predicates) are encoded as
 /// the core made them.
 impl RmPort for V1Table {
@@ -155,6 +155,7 @@ impl RmPort for V1Table {
         match msg {
             OutMsg::NewAllocations(v) => self.deliver_new(v),
             OutMsg::NewAllocationsResynced(_) => Ok(()),
+            OutMsg::Assume(v) => self.assume(v),
             OutMsg::Allocation(r) => {
                 let v1 = edge::allocation_response(r);
                 if !edge::has_content(&v1) {

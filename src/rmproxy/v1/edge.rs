@@ -5,10 +5,11 @@
 //! The barrier. In v0.12 the RM learns of a decision through ReSync
 //! (assumed) before the next `Predicates`; a v1.8 RM (the k8shim) assumes
 //! the pod inside its `UpdateAllocation` callback for `new`. So here
-//! [`RmPort::assume`], which the core calls on its own thread before the
-//! next `predicates`, delivers the `new`; the dispatcher's later
+//! [`RmPort::assume`] delivers the `new`: the core thread calls it before
+//! the next `predicates`, or the dispatcher for an [`OutMsg::Assume`] (what
+//! a pass decided after its last check); the later
 //! [`OutMsg::NewAllocationsResynced`] of the same batch does nothing, and
-//! without predicates [`OutMsg::NewAllocations`] delivers once. A ReSync
+//! without a barrier [`OutMsg::NewAllocations`] delivers once. A ReSync
 //! (forget) has no v1 form and is dropped, as is the core→RM
 //! `update_configuration` (the REST service refuses v1 RMs' edits).
 
@@ -227,6 +228,7 @@ impl RmPort for EdgeV1 {
             OutMsg::NewAllocations(v) => self.deliver_new(v),
             // `assume` delivered the batch already.
             OutMsg::NewAllocationsResynced(_) => Ok(()),
+            OutMsg::Assume(v) => self.assume(v),
             OutMsg::Allocation(r) => {
                 let v1 = allocation_response(r);
                 if !has_content(&v1) {
@@ -239,8 +241,8 @@ impl RmPort for EdgeV1 {
         }
     }
 
-    /// With predicates, on the core thread before the next `predicates`:
-    /// the one delivery of `new` (its return is the barrier).
+    /// With a barrier, the one delivery of `new`: on the core thread before
+    /// the next check, or from the dispatcher ([`OutMsg::Assume`]).
     fn assume(&self, allocations: &[Arc<NewAllocation>]) -> Result<(), String> {
         self.deliver_new(allocations)
     }

@@ -82,7 +82,7 @@ fn the_rm_s_answer_decides_and_an_rm_without_the_callback_is_not_asked() {
             implemented,
             checks: Mutex::new(Vec::new()),
         });
-        let cb = EdgeV1::new(rm.clone());
+        let cb = Arc::new(EdgeV1::new(rm.clone()));
         h.schedule_with(&cb); // reserves n1
         let seen = h.schedule_with(&cb);
         let victims = seen.released_as(TerminationType::PreemptedByScheduler);

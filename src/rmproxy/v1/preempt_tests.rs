@@ -60,7 +60,7 @@ fn the_v18_edition_asks_preemption_predicates_per_node_in_check_order() {
     h.app("app-2", "root.b");
     h.ask(ask("app-2", "b", 250, 1));
     let rm = Arc::new(Rm::default());
-    let cb = EdgeV1::new(rm.clone());
+    let cb = Arc::new(EdgeV1::new(rm.clone()));
     h.advance(Duration::from_secs(31));
     let seen = h.schedule_with(&cb);
     let victims = seen.released_as(TerminationType::PreemptedByScheduler);
@@ -96,7 +96,7 @@ fn a_v18_request_without_allow_preempt_other_never_preempts() {
     h.ask(b);
     let rm = Arc::new(Rm::default());
     h.advance(Duration::from_secs(31));
-    let seen = h.schedule_with(&EdgeV1::new(rm.clone()));
+    let seen = h.schedule_with(&Arc::new(EdgeV1::new(rm.clone())));
     assert!(seen
         .released_as(TerminationType::PreemptedByScheduler)
         .is_empty());

@@ -35,13 +35,14 @@ pub const CREATE_DRAIN: i32 = 6;
 
 use crate::events::{EventStore, EventTypes, Record, RmEventSettings, STORE_CAPACITY};
 use crate::scheduler::edition::{ConfigOrigin, Edition};
-use crate::scheduler::link::RmLink;
+use crate::scheduler::order::RmOrder;
+use crate::scheduler::outcome::RmKey;
 
 /// What the core keeps per registered RM.
 pub struct RmState {
-    /// The RM's callbacks, behind the link that keeps its messages in
-    /// order and its callbacks one at a time (`scheduler::link`).
-    pub callback: Arc<RmLink>,
+    /// The RM's callbacks, behind the order that keeps its messages in
+    /// order and its callbacks one at a time (`scheduler::order`).
+    pub callback: Arc<RmOrder>,
     /// Policy group of the configuration.
     pub policy_group: String,
     /// The interface edition it registered through.
@@ -227,10 +228,12 @@ impl Core {
             "RM {rm_id} registered with policy group '{policy_group}' from {}",
             loaded.source
         );
+        self.registrations += 1;
+        let key = RmKey(self.registrations);
         self.rms.insert(
             rm_id.to_string(),
             RmState {
-                callback: RmLink::new(callback, self.wake.clone()),
+                callback: RmOrder::new(key, callback, self.wake.clone()),
                 policy_group: policy_group.to_string(),
                 edition,
                 config_source: loaded.source,
@@ -489,10 +492,8 @@ impl Core {
             let rm = p.rm_id.clone();
             let cb = self.rms.get(&rm).map(|r| r.callback.clone());
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();
-            out.link.clone_from(&cb);
             let started = self.clock.now();
-            let cb_ref = cb.as_deref().map(|c| c as &dyn RmPort);
-            let n = p.schedule(cb_ref, super::PASS_BUDGET, &mut out);
+            let n = p.schedule(cb.as_deref(), super::PASS_BUDGET, &mut out);
             if n > 0 {
                 self.metrics
                     .observe_scheduling(self.clock.now().saturating_duration_since(started));

@@ -23,6 +23,7 @@ use std::time::Instant;
 use super::clock::SharedClock;
 use super::config_txn::ApplyRefused;
 use super::observe::{CoreMetrics, NoMetrics};
+use super::order::{deliver_posted, Posted, RmOrder};
 use super::outcome::{AppTimer, Outbound, Outcomes};
 use super::partition::Partition;
 use super::partition_key::PartitionKey;
@@ -95,9 +96,11 @@ pub struct Core {
     next_metrics_refresh: Instant,
     next_history_sample: Instant,
     registry: Registry,
-    /// The dispatcher's inbox, for the RMs' links (none when stepped by a
+    /// The dispatcher's inbox, for the RMs' orders (none when stepped by a
     /// test).
-    wake: Option<crossbeam_channel::Sender<super::link::Posted>>,
+    wake: Option<crossbeam_channel::Sender<super::order::Posted>>,
+    /// Registrations so far: the last one's [`super::outcome::RmKey`].
+    registrations: u64,
 }
 
 /// Text of a caught panic payload.
@@ -138,12 +141,13 @@ impl Core {
             clock,
             registry: Registry::default(),
             wake: None,
+            registrations: 0,
         }
     }
 
-    /// Lets the RMs' links wake the dispatcher through `inbox` (the thread
+    /// Lets the RMs' orders wake the dispatcher through `inbox` (the thread
     /// loop does, before any registration).
-    pub fn set_dispatcher(&mut self, inbox: crossbeam_channel::Sender<super::link::Posted>) {
+    pub fn set_dispatcher(&mut self, inbox: crossbeam_channel::Sender<super::order::Posted>) {
         self.wake = Some(inbox);
     }
 
@@ -197,10 +201,32 @@ impl Core {
         std::mem::take(&mut self.outbox)
     }
 
-    /// Hands what the steps so far produced to `deliver`, in order,
-    /// keeping the buffer for the next step.
-    pub fn drain_outbound(&mut self, deliver: impl FnMut(Outbound)) {
-        self.outbox.drain(..).for_each(deliver);
+    /// Posts what the steps so far produced to the orders of the RMs it
+    /// is for, in order, and hands each wake-up to `wake`, keeping the
+    /// buffer for the next step. What was made for a registration that
+    /// is gone is dropped.
+    pub fn post_outbound(&mut self, mut wake: impl FnMut(Posted)) {
+        let rms = &self.rms;
+        let mut last: Option<&Arc<RmOrder>> = None;
+        for o in self.outbox.drain(..) {
+            let key = o.key();
+            let order = match last {
+                Some(order) if order.key() == key => order,
+                _ => match rms.values().find(|rm| rm.callback.key() == key) {
+                    Some(rm) => last.insert(&rm.callback),
+                    None => continue,
+                },
+            };
+            wake(order.post(o));
+        }
+    }
+
+    /// Delivers what the steps so far produced, on this thread, through
+    /// the same orders the dispatcher delivers from (a test stepping the
+    /// core).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn deliver_outbound(&mut self) {
+        self.post_outbound(deliver_posted);
     }
 
     /// Runs `f`, logging a panic instead of killing the core thread.
@@ -380,14 +406,14 @@ impl Core {
             let Some(rm) = self.rms.get(&rm_id) else {
                 continue;
             };
-            let cb = rm.callback.clone();
+            let cb = rm.callback.key();
             self.metrics.count_messages(&out.messages);
             self.add_events(&rm_id, out.events);
             // What the barrier delivered on the core thread stays out of
             // the dispatcher's way.
             let skip = out.delivered.min(out.messages.len());
             for msg in out.messages.into_iter().skip(skip) {
-                self.outbox.push(Outbound::Message(cb.clone(), msg));
+                self.outbox.push(Outbound::Message(cb, msg));
             }
             // Released allocations are forgotten after their echo (spec 10.2).
             if !out.forget.is_empty() {

@@ -11,8 +11,8 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
 use super::{Command, Core};
 use crate::proto::si::v1 as si;
-use crate::scheduler::link::{Posted, RmLink};
 use crate::scheduler::observe::{HISTORY_INTERVAL, REFRESH_INTERVAL};
+use crate::scheduler::order::Posted;
 use crate::scheduler::outcome::Outbound;
 use crate::scheduler::partition::{OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 use crate::scheduler::port::RmPort;
@@ -22,13 +22,13 @@ use crate::scheduler::port::RmPort;
 const BATCH: usize = 1024;
 
 /// Runs `core` until `Shutdown` or until every sender is gone, handing
-/// what it produces to the RMs' links after every step and waking the
-/// dispatcher for each (`scheduler::link`).
+/// what it produces to the RMs' orders after every step and waking the
+/// dispatcher for each (`scheduler::order`).
 pub fn run(mut core: Core, inbox: Receiver<Command>, outbox: Sender<Posted>) {
     core.set_dispatcher(outbox.clone());
     let send = |core: &mut Core| {
-        core.drain_outbound(|o| {
-            let _ = outbox.send(RmLink::post(o));
+        core.post_outbound(|p| {
+            let _ = outbox.send(p);
         })
     };
     let mut work = false;
@@ -173,7 +173,7 @@ impl Core {
                     reason: OUTSTANDING_REASON.to_string(),
                 };
                 self.outbox
-                    .push(Outbound::ContainerState(rm.callback.clone(), req));
+                    .push(Outbound::ContainerState(rm.callback.key(), req));
             }
         }
     }
@@ -187,8 +187,7 @@ impl Core {
             };
             let batch = store.take_batch(now);
             if !batch.is_empty() {
-                self.outbox
-                    .push(Outbound::Events(rm.callback.clone(), batch));
+                self.outbox.push(Outbound::Events(rm.callback.key(), batch));
             }
         }
     }

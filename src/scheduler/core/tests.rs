@@ -36,6 +36,11 @@ fn options(yaml: &str) -> Options {
 
 /// A registered core with one node of 1000 memory / 10 vcore.
 fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
+    core_with_rm(o, Arc::new(Rm))
+}
+
+/// As [`core_with_node`], with `callback` as the RM.
+fn core_with_rm(o: Options, callback: Arc<dyn RmPort>) -> (Core, Arc<ManualClock>) {
     let clock = ManualClock::new();
     let mut core = Core::new(o, clock.clone());
     let (tx, rx) = bounded(1);
@@ -49,7 +54,7 @@ fn core_with_node(o: Options) -> (Core, Arc<ManualClock>) {
             build_info: Default::default(),
             v19: true,
         },
-        callback: Arc::new(Rm),
+        callback,
         reply: tx.into(),
     });
     rx.try_recv()
@@ -512,4 +517,50 @@ fn an_application_held_by_maxapplications_leaves_the_held_set_when_its_requests_
     core.schedule_pass();
     assert!(!held(&core, "app-2"), "no demand, not held");
     assert!(!held(&core, "app-1"));
+}
+
+/// An RM with `Predicates` answered from what reached its cache.
+#[derive(Default)]
+struct Cache {
+    assumed: std::sync::Mutex<Vec<String>>,
+    /// How many allocations the cache held at each `Predicates` call.
+    asked_with: std::sync::Mutex<Vec<usize>>,
+}
+
+impl RmPort for Cache {
+    fn assume(
+        &self,
+        allocations: &[Arc<crate::scheduler::outcome::NewAllocation>],
+    ) -> Result<(), String> {
+        let mut a = self.assumed.lock().unwrap();
+        a.extend(allocations.iter().map(|x| x.key.to_string()));
+        Ok(())
+    }
+
+    fn predicates(&self, _args: &si::PredicatesArgs) -> Result<(), String> {
+        let held = self.assumed.lock().unwrap().len();
+        self.asked_with.lock().unwrap().push(held);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_pass_with_no_check_after_its_decision_leaves_it_to_the_delivery() {
+    let rm = Arc::new(Cache::default());
+    let (mut core, _clock) = core_with_rm(options(TWO_QUEUES), rm.clone());
+    add_app(&mut core, "app-1", "root.a");
+    ask(&mut core, "app-1", "k1", 1);
+    core.schedule_pass();
+    // Decided and asked about, but not told on the core thread: the cache
+    // learns of k1 from the delivery of the outbox.
+    assert_eq!(*rm.asked_with.lock().unwrap(), [0]);
+    assert!(rm.assumed.lock().unwrap().is_empty());
+    core.deliver_outbound();
+    assert_eq!(*rm.assumed.lock().unwrap(), ["k1"]);
+    // The next check sees it.
+    ask(&mut core, "app-1", "k2", 1);
+    core.schedule_pass();
+    assert_eq!(*rm.asked_with.lock().unwrap(), [0, 1]);
+    core.deliver_outbound();
+    assert_eq!(*rm.assumed.lock().unwrap(), ["k1", "k2"]);
 }

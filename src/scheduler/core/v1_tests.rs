@@ -285,6 +285,10 @@ fn seen(core: &mut Core) -> Seen {
         let Outbound::Message(_, m) = o else {
             continue;
         };
+        // The cache's half of an announcement counted next.
+        if matches!(m, OutMsg::Assume(_)) {
+            continue;
+        }
         s.messages += 1;
         match m {
             OutMsg::NewAllocations(v) | OutMsg::NewAllocationsResynced(v) => s.new.extend(
@@ -299,6 +303,7 @@ fn seen(core: &mut Core) -> Seen {
             OutMsg::Application(r) => s
                 .states
                 .extend(r.updated.into_iter().map(|u| (u.application_id, u.state))),
+            OutMsg::Assume(_) => {}
             OutMsg::Node(r) => {
                 s.accepted_nodes
                     .extend(r.accepted.into_iter().map(|n| n.node_id));

@@ -14,6 +14,8 @@ use super::preempt::Trigger;
 use super::*;
 use crate::events::Record;
 use crate::scheduler::objects::pending::{NodeCounts, PreemptOutcome};
+use crate::scheduler::order::RmOrder;
+use crate::scheduler::port::RmPort;
 use crate::scheduler::resync::ResyncBarrier;
 use crate::scheduler::ugm::Fit;
 
@@ -69,12 +71,7 @@ fn fit_score(ask: &Resource, available: &Resource) -> f64 {
 impl Partition {
     /// Runs one scheduling pass: up to `budget` allocations. Returns the
     /// number of decisions taken (allocations and reservations).
-    pub fn schedule(
-        &mut self,
-        cb: Option<&dyn RmPort>,
-        budget: usize,
-        out: &mut Outcomes,
-    ) -> usize {
+    pub fn schedule(&mut self, cb: Option<&RmOrder>, budget: usize, out: &mut Outcomes) -> usize {
         // With a Predicates callback, decisions reach the RM's cache before
         // each predicate call (see `ResyncBarrier`); without one, nothing
         // is asked and the dispatcher sends the ReSync as before.
@@ -84,12 +81,26 @@ impl Partition {
         let barrier = cb
             .filter(|c| c.has_predicates() || (preempt_on && c.has_preemption_predicates()))
             .map(ResyncBarrier::new);
-        // Gang swaps confirmed since the last pass land first (gang/swap.rs).
-        if self.emit_confirmed(barrier.as_ref(), out) {
-            if let Some(b) = &barrier {
-                b.deliver();
-            }
+        let made = self.run_pass(cb, barrier.as_ref(), preempt_on, budget, out);
+        // What the pass decided after its last check goes with its
+        // announcement, from the dispatcher.
+        if let Some(b) = barrier {
+            b.finish(out);
         }
+        made
+    }
+
+    /// The body of [`Self::schedule`].
+    fn run_pass(
+        &mut self,
+        cb: Option<&RmOrder>,
+        barrier: Option<&ResyncBarrier>,
+        preempt_on: bool,
+        budget: usize,
+        out: &mut Outcomes,
+    ) -> usize {
+        // Gang swaps confirmed since the last pass land first (gang/swap.rs).
+        self.emit_confirmed(barrier, out);
         // Quota-change preemption first, pending work or not (preempt/quota.rs).
         let quota_runs = self.quota_step(out);
         let root = self.queues.get(ROOT);
@@ -103,7 +114,7 @@ impl Partition {
         {
             return quota_runs;
         }
-        let cb = barrier.as_ref();
+        let cb = barrier;
         let now = self.clock.now(); // one read per pass
                                     // One pass per check interval notes what it tries (each later pass
                                     // would note the same asks again); without nodes every pass does,
@@ -182,11 +193,6 @@ impl Partition {
         self.apply_reasons(std::mem::take(&mut pass.reasons), &mut pass.events);
         // The REQUEST events of the pass.
         out.events.extend(pass.events.drain(..).map(Record::from));
-        // The rest of the pass's decisions reach the RM's cache now, before
-        // the core hands their UpdateAllocation to the dispatcher.
-        if let Some(b) = &barrier {
-            b.deliver();
-        }
         made
     }
 

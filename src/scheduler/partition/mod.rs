@@ -40,7 +40,6 @@ use super::resource::Resource;
 use super::{FastMap, FastSet};
 use crate::config::PartitionConfig;
 use crate::proto::si::v1 as si;
-use crate::scheduler::port::RmPort;
 use crate::security::{resolve_user, UserGroup};
 
 use si::node_info::ActionFromRm;

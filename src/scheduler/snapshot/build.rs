@@ -299,7 +299,7 @@ fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
             .map(|(uuid, a)| (uuid.clone(), a.record.clone()))
             .collect(),
         preempted: p.preempt.victims.keys().cloned().collect(),
-        usage: crate::scheduler::ugm::UsageSnap::of(p),
+        usage: super::usage::UsageSnap::of(p),
     }
 }
 

@@ -27,6 +27,7 @@ use crate::events::EventStats;
 mod build;
 pub use build::{build, Stamp};
 pub mod reason;
+pub mod usage;
 pub use reason::ReasonView;
 
 /// Named quantities, sorted by name.
@@ -162,7 +163,7 @@ pub struct PartitionSnap {
     pub preempted: std::collections::BTreeSet<Arc<str>>,
     /// User and group trackers (limits.md 3), in the shapes of the REST
     /// usage endpoints.
-    pub usage: super::ugm::UsageSnap,
+    pub usage: usage::UsageSnap,
 }
 
 /// A node held for one ask.

@@ -26,7 +26,7 @@ impl Ugm {
     }
 
     /// Makes the link; returns its index.
-    pub(super) fn link_as(
+    pub(crate) fn link_as(
         &mut self,
         app: &Application,
         slot: u32,

@@ -33,7 +33,6 @@ mod changes;
 mod checks;
 pub mod explain;
 mod links;
-pub mod snap;
 mod trackers;
 
 use std::sync::Arc;
@@ -41,7 +40,6 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 pub use caps::{Cap, Caps, LevelCaps};
-pub use snap::UsageSnap;
 pub use trackers::{Tracker, Trackers};
 
 use super::objects::application::Application;
@@ -162,6 +160,18 @@ pub struct AppLink {
     slack_ok: bool,
     /// Whether it waits in [`Ugm::dirty`].
     dirty: bool,
+}
+
+impl AppLink {
+    /// Its user's tracker index in [`Ugm::users`].
+    pub fn user_index(&self) -> usize {
+        self.user
+    }
+
+    /// Its group's tracker index in [`Ugm::groups`], if it has a group.
+    pub fn group_index(&self) -> Option<usize> {
+        self.group
+    }
 }
 
 /// The user/group limits of one partition.

@@ -109,6 +109,17 @@ pub struct Trackers {
 }
 
 impl Trackers {
+    /// The live trackers with their indices (an [`AppLink`]'s
+    /// `user_index` / `group_index`).
+    ///
+    /// [`AppLink`]: super::AppLink
+    pub fn live(&self) -> impl Iterator<Item = (usize, &Tracker)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| t.as_ref().map(|t| (i, t)))
+    }
+
     pub(super) fn link(&mut self, name: &Arc<str>) -> usize {
         if let Some(&i) = self.by_name.get(name) {
             if let Some(t) = self.slots[i].as_mut() {

@@ -211,10 +211,10 @@ fn a_node_the_rm_refuses_loses_nothing_and_the_next_node_is_used() {
             .collect();
     h.app("app-2", "root.b");
     h.ask(ask("app-2", "b", 250, 1));
-    let rm = Refusing {
+    let rm = std::sync::Arc::new(Refusing {
         refuse: ["n1".to_string()].into(),
         ..Default::default()
-    };
+    });
     // The ordinary reservation first (after its 2 s delay).
     h.advance(Duration::from_secs(3));
     assert!(h.schedule_with(&rm).preempted().is_empty());
@@ -245,10 +245,10 @@ fn a_node_the_rm_refuses_loses_nothing_and_the_next_node_is_used() {
 fn a_refused_attempt_waits_15_seconds_before_the_next() {
     let mut h = full(&config(Some(true), "", "", ""));
     h.advance(Duration::from_secs(31));
-    let rm = Refusing {
+    let rm = std::sync::Arc::new(Refusing {
         refuse: ["n1".to_string()].into(),
         ..Default::default()
-    };
+    });
     assert!(h.schedule_with(&rm).preempted().is_empty());
     assert_eq!(h.p.preempt.counters.attempts, 1);
     h.advance(Duration::from_secs(14));
@@ -258,7 +258,7 @@ fn a_refused_attempt_waits_15_seconds_before_the_next() {
     h.schedule_with(&rm);
     assert_eq!(h.p.preempt.counters.attempts, 2);
     // The RM relents: preemption happens on the next due attempt.
-    let ok = Refusing::default();
+    let ok = std::sync::Arc::new(Refusing::default());
     h.advance(Duration::from_secs(15));
     assert_eq!(h.schedule_with(&ok).preempted().len(), 1);
     // Every attempt has exactly one outcome.
@@ -491,7 +491,7 @@ fn the_rm_hears_of_the_pass_s_allocations_before_the_preemption_check() {
     let mut b1 = ask("app-2", "b1", 250, 1);
     b1.priority = 10;
     h.ask(b1);
-    let rm = Ordered::default();
+    let rm = std::sync::Arc::new(Ordered::default());
     let seen = h.schedule_with(&rm);
     assert_eq!(seen.placed(), [("b1".to_string(), "n2".to_string())]);
     assert_eq!(seen.preempted().len(), 1);

@@ -335,7 +335,7 @@ impl Refusing {
 fn a_node_the_rm_refuses_keeps_its_allocations_and_is_asked_again_after_15s() {
     let mut h = full(Some(true));
     h.ask(pinned("app-ds", "ds", 250, "n1"));
-    let rm = Refusing::default();
+    let rm = Arc::new(Refusing::default());
     rm.refuse.lock().unwrap().insert("n1".into());
     h.schedule_with(&rm); // reserves
     assert_eq!(holder(&h, "n1").as_deref(), Some("ds"));

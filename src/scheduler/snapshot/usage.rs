@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::{Trackers, Ugm};
+use super::{named, Named};
 use crate::scheduler::objects::queue::{QueueId, QueueTree, ROOT};
 use crate::scheduler::partition::Partition;
-use crate::scheduler::snapshot::{named, Named};
+use crate::scheduler::ugm::{Cap, LevelCaps, Tracker, Ugm};
 use crate::scheduler::FastMap;
 
 /// One level of a tracker's queue tree.
@@ -82,11 +82,11 @@ type Running = FastMap<(usize, QueueId), Vec<String>>;
 fn level_tree(
     tree: &QueueTree,
     ugm: &Ugm,
-    t: &super::Tracker,
+    t: &Tracker,
     running: &Running,
     ix: usize,
     q: QueueId,
-    cap: &dyn Fn(&super::LevelCaps) -> Option<super::Cap>,
+    cap: &dyn Fn(&LevelCaps) -> Option<Cap>,
 ) -> ResourceUsageSnap {
     let level = t.level(q).cloned().unwrap_or_default();
     let c = ugm.caps.levels.get(&q).and_then(cap).unwrap_or_default();
@@ -111,13 +111,6 @@ fn level_tree(
     }
 }
 
-fn slots(t: &Trackers) -> impl Iterator<Item = (usize, &super::Tracker)> {
-    t.slots
-        .iter()
-        .enumerate()
-        .filter_map(|(i, t)| t.as_ref().map(|t| (i, t)))
-}
-
 impl UsageSnap {
     /// The trackers of a partition. Without limits nothing is tracked live,
     /// so the user usage is counted from the applications here (groups are
@@ -139,9 +132,9 @@ impl UsageSnap {
         let mut user_groups: FastMap<usize, BTreeMap<String, String>> = FastMap::default();
         let mut group_apps: FastMap<usize, Vec<String>> = FastMap::default();
         for link in ugm.links() {
-            if let (Some(g), Some(name)) = (link.group, &link.group_name) {
+            if let (Some(g), Some(name)) = (link.group_index(), &link.group_name) {
                 user_groups
-                    .entry(link.user)
+                    .entry(link.user_index())
                     .or_default()
                     .insert(link.app.to_string(), name.to_string());
                 group_apps.entry(g).or_default().push(link.app.to_string());
@@ -151,10 +144,10 @@ impl UsageSnap {
             }
             for q in &link.path {
                 user_running
-                    .entry((link.user, *q))
+                    .entry((link.user_index(), *q))
                     .or_default()
                     .push(link.app.to_string());
-                if let Some(g) = link.group {
+                if let Some(g) = link.group_index() {
                     group_running
                         .entry((g, *q))
                         .or_default()
@@ -162,10 +155,12 @@ impl UsageSnap {
                 }
             }
         }
-        let mut users: Vec<UserUsageSnap> = slots(&ugm.users)
+        let mut users: Vec<UserUsageSnap> = ugm
+            .users
+            .live()
             .map(|(i, t)| {
                 let name = t.name.clone();
-                let cap = move |l: &super::LevelCaps| l.user(&name).map(|(c, _)| c.clone());
+                let cap = move |l: &LevelCaps| l.user(&name).map(|(c, _)| c.clone());
                 UserUsageSnap {
                     user_name: t.name.to_string(),
                     groups: user_groups.remove(&i).unwrap_or_default(),
@@ -174,10 +169,12 @@ impl UsageSnap {
             })
             .collect();
         users.sort_by(|a, b| a.user_name.cmp(&b.user_name));
-        let mut groups: Vec<GroupUsageSnap> = slots(&ugm.groups)
+        let mut groups: Vec<GroupUsageSnap> = ugm
+            .groups
+            .live()
             .map(|(i, t)| {
                 let name: Arc<str> = t.name.clone();
-                let cap = move |l: &super::LevelCaps| l.group(&name).cloned();
+                let cap = move |l: &LevelCaps| l.group(&name).cloned();
                 let mut applications = group_apps.remove(&i).unwrap_or_default();
                 applications.sort();
                 GroupUsageSnap {
