@@ -62,6 +62,7 @@ mod rest_v1_shapes;
 mod resync_predicates;
 mod rust_api;
 mod scenario;
+mod scenarios_v19;
 mod scheduling_policy;
 mod threads;
 mod usergroup_events_v1;

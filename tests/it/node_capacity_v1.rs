@@ -40,6 +40,7 @@ partitions:
         submitacl: '*'
 ";
 
+/// Spec 16 Q19-19.
 #[test]
 fn a_v1_node_keeps_no_zero_quantities() {
     let rm = V1Rm::new(CONFIG);

@@ -217,6 +217,7 @@ fn unknown_nodes_and_actions_are_ignored() {
     h.wait("allocation", |s| s.allocations.len() == 1);
 }
 
+/// Spec 16 Q19-20.
 #[test]
 fn drain_keeps_new_asks_off_and_drain_to_schedulable_lets_them_back() {
     let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 2);

@@ -233,6 +233,7 @@ fn v1_without_the_switch_nothing_is_preempted() {
 /// Nothing pending anywhere, so no pass would run for weeks: the core
 /// wakes up when the delay of the armed queue ends (quirk Q9's
 /// recommendation; the reference waits for a request in the queue).
+/// Spec 16 Q19-8.
 #[test]
 fn v1_an_idle_queue_is_enforced_when_its_delay_ends() {
     let rm = v1_filled(ON);
@@ -247,6 +248,7 @@ fn v1_an_idle_queue_is_enforced_when_its_delay_ends() {
 /// `root.p` 1000 -> 600 with `a` using 600 and `b` 400 gives shares of 240
 /// and 160; `a` gives one pod of 200 (a second would pass its 240, which
 /// YuniKorn v1.9 never does), `b` none (a pod of 200 does not fit its 160).
+/// Spec 16 Q19-13.
 #[test]
 fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
     let tree = |max: i64| {
@@ -300,6 +302,7 @@ fn v1_a_lowered_parent_max_is_split_over_its_leaves() {
 /// YuniKorn v1.9 renamed the queue's delay to `quota.preemption.delay`;
 /// sicore reads both names for every RM, and the new one wins when a queue
 /// sets both (delta spec 3.1).
+/// Spec 16 Q19-1, Q19-2.
 #[test]
 fn v1_the_v19_delay_key_is_read_and_wins_over_the_v18_one() {
     let with = |props: &str, max: i64| {

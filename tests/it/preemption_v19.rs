@@ -49,6 +49,7 @@ fn running(app: &str, key: &str, pairs: &[(&str, i64)]) -> si18::Allocation {
     }
 }
 
+/// Spec 16 Q19-16.
 #[test]
 fn a_parent_full_only_in_types_the_request_lacks_does_not_fence() {
     let opts = sicore_pb::SchedulerOptions {

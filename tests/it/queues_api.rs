@@ -516,6 +516,7 @@ fn reload_rejects_turning_a_busy_leaf_into_a_parent() {
     assert!(find_queue(&h.dump(), "default", "root.n").is_none());
 }
 
+/// Spec 16 Q19-4.
 #[test]
 fn reload_reapplies_properties_node_policy_and_adopts_dynamic_queues() {
     let dir = temp_config_dir("props");

@@ -15,9 +15,9 @@ use sicore_c_rm::v1 as rmv1;
 
 use si18::event_record::{ChangeDetail, ChangeType, Type};
 
-const ON: &str = "    preemption: {quotapreemptionenabled: true}\n";
+pub(crate) const ON: &str = "    preemption: {quotapreemptionenabled: true}\n";
 /// SI v1.9's `QUEUE_PREEMPTION` change detail.
-const QUEUE_PREEMPTION: i32 = 407;
+pub(crate) const QUEUE_PREEMPTION: i32 = 407;
 
 /// Leaf `a` (`a_res`, quota delay 1 ms) and leaf `b`.
 fn leaf(switch: &str, a_res: &str) -> String {
@@ -38,7 +38,7 @@ fn rm_with(config: &str, queue: &str) -> V1Rm {
 }
 
 /// [`rm_with`] for an RM registered with `version`.
-fn rm_at(version: &str, config: &str, queue: &str) -> V1Rm {
+pub(crate) fn rm_at(version: &str, config: &str, queue: &str) -> V1Rm {
     let mut o = v1_options();
     o.event_types = vec!["REQUEST".into(), "QUEUE".into(), "NODE".into()];
     let req = si18::RegisterResourceManagerRequest {
@@ -55,7 +55,7 @@ fn rm_at(version: &str, config: &str, queue: &str) -> V1Rm {
 }
 
 /// A pod the RM already runs on `n1` with `pairs` as its resource.
-fn running(app: &str, key: &str, pairs: &[(&str, i64)]) -> si18::Allocation {
+pub(crate) fn running(app: &str, key: &str, pairs: &[(&str, i64)]) -> si18::Allocation {
     si18::Allocation {
         node_id: "n1".into(),
         resource_per_alloc: rmv1::res(pairs),
@@ -64,13 +64,13 @@ fn running(app: &str, key: &str, pairs: &[(&str, i64)]) -> si18::Allocation {
 }
 
 /// Places `pods` and waits until all are echoed.
-fn place(rm: &V1Rm, pods: Vec<si18::Allocation>) {
+pub(crate) fn place(rm: &V1Rm, pods: Vec<si18::Allocation>) {
     let want = rm.rec.copy().new.len() + pods.len();
     rm.allocate(pods, vec![]);
     rm.rec.wait("placed pods echoed", |s| s.new.len() >= want);
 }
 
-fn victims(s: &V1Seen) -> Vec<String> {
+pub(crate) fn victims(s: &V1Seen) -> Vec<String> {
     let mut v: Vec<String> = v1_preempted(s)
         .into_iter()
         .map(|r| r.allocation_key)
@@ -80,7 +80,7 @@ fn victims(s: &V1Seen) -> Vec<String> {
 }
 
 /// The QUEUE_PREEMPTION records seen.
-fn summaries(s: &V1Seen) -> Vec<si18::EventRecord> {
+pub(crate) fn summaries(s: &V1Seen) -> Vec<si18::EventRecord> {
     s.events
         .iter()
         .filter(|e| e.event_change_detail == QUEUE_PREEMPTION)
@@ -88,7 +88,7 @@ fn summaries(s: &V1Seen) -> Vec<si18::EventRecord> {
         .collect()
 }
 
-fn summary(p: &str, c: &str, selected: usize, taken: usize) -> String {
+pub(crate) fn summary(p: &str, c: &str, selected: usize, taken: usize) -> String {
     format!(
         "Quota Preemption results summary: preemptable resources: {p}, claimed resources: {c}, selected victims: {selected}, preempted victims: {taken}"
     )
@@ -115,6 +115,7 @@ fn shim_handles(e: &si18::EventRecord) -> bool {
 /// excess of 10): the 5 is taken, then neither the 6 nor the 9 fits what
 /// is left, so the queue stays above its max. One summary record, which a
 /// k8shim-like RM (it knows the v1.8 details only) drops without harm.
+/// Spec 16 Q19-9, Q19-14.
 #[test]
 fn a_leaf_run_never_takes_past_its_amount_and_sends_one_summary() {
     let rm = rm_with(&leaf(ON, "{max: {memory: 100}}"), "root.a");
@@ -179,6 +180,7 @@ fn a_leaf_run_never_takes_past_its_amount_and_sends_one_summary() {
 /// An RM registered as SI v1.8.x gets the same run but not the v1.9
 /// summary record, which v1.8 never sent (issue 32: the RM's version picks
 /// the records where an RM can tell the two apart).
+/// Spec 16 Q19-9, Q19-14.
 #[test]
 fn an_rm_of_v18_gets_the_run_without_the_summary() {
     let rm = rm_at("1.8.0", &leaf(ON, "{max: {memory: 100}}"), "root.a");
@@ -208,6 +210,7 @@ fn an_rm_of_v18_gets_the_run_without_the_summary() {
 
 /// Q19-9 second half: victims 8 and 10 with an amount of 8: the 8 is
 /// taken, the 10 skipped as too large on its own.
+/// Spec 16 Q19-9.
 #[test]
 fn a_victim_larger_than_the_amount_is_skipped() {
     let rm = rm_with(&leaf(ON, "{max: {memory: 100}}"), "root.a");
@@ -235,6 +238,7 @@ fn a_victim_larger_than_the_amount_is_skipped() {
 /// amount is 300, no pod of 500 fits, nothing is taken, and the record
 /// says so (`nil resource`). A guarantee equal to the max (10) over
 /// victims 5, 6, 3, 4: the amount is 8, the 3 and the 4 are taken.
+/// Spec 16 Q19-10, Q19-14.
 #[test]
 fn the_guarantee_on_the_path_bounds_the_amount() {
     let tree = |max: i64| {
@@ -292,6 +296,7 @@ fn the_guarantee_on_the_path_bounds_the_amount() {
 /// ones with types the amount lacks, however small those are; Q19-12:
 /// regular pods go before opted-out ones, which go before originators
 /// (V1's recommendation; the reference takes them the other way round).
+/// Spec 16 Q19-11, Q19-12.
 #[test]
 fn victims_go_by_class_then_type_match_then_size() {
     let rm = rm_with(&leaf(ON, "{max: {memory: 100}}"), "root.a");
@@ -356,6 +361,7 @@ fn victims_go_by_class_then_type_match_then_size() {
 /// over its max: they are accepted and echoed, and the queue is armed by
 /// that growth, so after the delay a victim is released. Without the
 /// partition switch the same growth arms nothing.
+/// Spec 16 Q19-6.
 #[test]
 fn growth_the_rm_reports_arms_a_queue_over_its_max() {
     for switch in [ON, ""] {
@@ -402,6 +408,7 @@ fn growth_the_rm_reports_arms_a_queue_over_its_max() {
 /// Q19-13: a parent's amount split over five leaves with flooring; each
 /// leaf takes its 12 and skips its 13; one record for the parent, none
 /// for its leaves.
+/// Spec 16 Q19-13.
 #[test]
 fn a_parent_run_splits_with_flooring_and_sends_one_record() {
     let tree = |max: i64| {
@@ -457,6 +464,7 @@ fn a_parent_run_splits_with_flooring_and_sends_one_record() {
 /// Q19-14: a run with no candidate (every pod of `a` is pinned to its node
 /// by the RM) sends no record and releases nothing; `b`'s run in the same
 /// pass does send one.
+/// Spec 16 Q19-14.
 #[test]
 fn a_run_without_candidates_sends_no_record() {
     let two = |a_max: i64, b_max: i64| {

@@ -497,6 +497,7 @@ fn running() -> (Harness, String) {
     (h, addr)
 }
 
+/// Spec 16 Q19-23.
 #[test]
 fn every_v1_route_has_the_v19_shapes() {
     let (_h, addr) = running();
@@ -925,6 +926,7 @@ fn every_v1_route_has_the_v19_shapes() {
     eprintln!("v1.x routes checked: {}", routes.len());
 }
 
+/// Spec 16 Q19-23.
 #[test]
 fn answers_are_gzipped_when_asked_and_large_enough() {
     let (_h, addr) = running();

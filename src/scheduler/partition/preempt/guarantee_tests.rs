@@ -389,6 +389,7 @@ fn a_victim_of_higher_priority_than_the_preemptor_is_never_taken() {
     assert!(h.schedule().preempted().is_empty());
 }
 
+/// Spec 16 Q19-16.
 #[test]
 fn a_full_parent_on_the_preemptor_path_is_the_fence_root() {
     // PE12: p1 (max 500) holds x (protected by `disabled`) and the
@@ -506,6 +507,7 @@ fn the_rm_hears_of_the_pass_s_allocations_before_the_preemption_check() {
     assert!(assumed < check, "{log:?}");
 }
 
+/// Spec 16 Q19-16.
 #[test]
 fn a_parent_the_ask_would_push_past_its_max_is_the_fence_root() {
     // YuniKorn v1.9 (delta 6.1): p1 (max 600) holds 500 and the ask of 250

@@ -360,6 +360,7 @@ mod tests {
         Resource::from_pairs(pairs.iter().copied()).unwrap()
     }
 
+    /// Spec 16 Q19-5.
     #[test]
     fn arming_follows_the_v19_rules() {
         let now = Instant::now();

@@ -80,6 +80,7 @@ fn random_resource(rng: &mut fastrand::Rng) -> Resource {
     res(&pairs)
 }
 
+/// Spec 16 Q19-11.
 #[test]
 fn the_heap_walk_matches_the_full_sort() {
     let yaml = "partitions:

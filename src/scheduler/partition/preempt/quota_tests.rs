@@ -112,6 +112,7 @@ fn a_lowered_leaf_max_preempts_one_of_two_after_the_delay() {
     assert_eq!(h.p.preempt.quota.counters.victims, 1);
 }
 
+/// Spec 16 Q19-2.
 #[test]
 fn without_the_switch_or_the_delay_nothing_is_preempted() {
     for (switch, delay) in [("", "5s"), (ON, "0s"), (ON, "nonsense")] {
@@ -158,6 +159,7 @@ fn the_switch_turned_on_later_fires_an_armed_queue() {
     assert_eq!(h.schedule().preempted().len(), 1);
 }
 
+/// Spec 16 Q19-9.
 #[test]
 fn victims_larger_than_the_excess_are_skipped() {
     // Allocations 15 (older) and 5 (newer) = 20, max lowered to 12: the
@@ -182,6 +184,7 @@ fn victims_larger_than_the_excess_are_skipped() {
     assert!(h.p.preempt.quota.armed.is_empty());
 }
 
+/// Spec 16 Q19-9, Q19-10.
 #[test]
 fn the_walk_never_passes_the_amount_and_the_guarantee_bounds_it() {
     // Three allocations of 6 = 18, max lowered to 8: excess 10. v1.9 never
@@ -261,6 +264,7 @@ fn lower_priority_goes_first_and_required_node_allocations_are_exempt() {
     );
 }
 
+/// Spec 16 Q19-5.
 #[test]
 fn usage_back_under_the_max_before_the_delay_disarms() {
     let (mut h, uuids) = filled(&config(ON, "", "resources: {max: {memory: 20}}", ""), 2, 10);
@@ -274,6 +278,7 @@ fn usage_back_under_the_max_before_the_delay_disarms() {
     assert!(h.p.preempt.quota.armed.is_empty());
 }
 
+/// Spec 16 Q19-13.
 #[test]
 fn a_parent_splits_its_excess_by_usage_above_guarantee() {
     // root.p max 40 -> 20 with a 5 s delay; a uses 30, b uses 10 (no
@@ -332,6 +337,7 @@ fn a_parent_splits_its_excess_by_usage_above_guarantee() {
     assert!(released.iter().all(|r| r.application_id == "app-1"));
 }
 
+/// Spec 16 Q19-5.
 #[test]
 fn a_raised_max_or_an_unchanged_one_does_not_arm() {
     let (mut h, _) = filled(&config(ON, "", "resources: {max: {memory: 20}}", ""), 2, 10);
@@ -359,6 +365,7 @@ fn a_raised_max_or_an_unchanged_one_does_not_arm() {
     assert_eq!(h.p.preempt.quota.armed.len(), 1);
 }
 
+/// Spec 16 Q19-15.
 #[test]
 fn an_armed_parent_runs_first_and_its_armed_leaf_in_the_next_pass() {
     let p_max = |m: i64| {
@@ -400,6 +407,7 @@ fn an_armed_parent_runs_first_and_its_armed_leaf_in_the_next_pass() {
     assert_eq!(h.p.preempt.quota.counters.victims, 5);
 }
 
+/// Spec 16 Q19-13.
 #[test]
 fn shares_are_floored_and_may_leave_a_parent_over_its_max() {
     // a and b use 10 each; p 20 -> 15: the excess of 5 splits 2.5 / 2.5,

@@ -405,6 +405,7 @@ fn blocked(blocker: i32) -> Harness {
     h
 }
 
+/// Spec 16 Q19-17.
 #[test]
 fn a_preemptor_cancels_a_stale_lower_priority_reservation_and_takes_the_node() {
     // PE15: not old enough yet (the blocker is 34 s old).
@@ -421,6 +422,7 @@ fn a_preemptor_cancels_a_stale_lower_priority_reservation_and_takes_the_node() {
     assert_eq!(h.p.reservations.iter().count(), 1);
 }
 
+/// Spec 16 Q19-17.
 #[test]
 fn a_reservation_of_equal_priority_or_of_a_pinned_ask_is_never_cancelled() {
     let mut h = blocked(10);
@@ -505,6 +507,7 @@ fn a_terminated_application_leaves_no_preemption_marks() {
     assert_eq!(h.p.preempt.asks.len(), 0);
 }
 
+/// Spec 16 Q19-18.
 #[test]
 fn a_reservation_over_the_headroom_expires_after_the_reservation_wait() {
     // YuniKorn v1.9 (delta 7.1): c reserved n1; a reload lowers c's max
