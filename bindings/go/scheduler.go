@@ -8,86 +8,14 @@ void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle, int predica
 import "C"
 
 import (
-	"log/slog"
 	"runtime"
-	"sync"
-	"testing"
 
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
-	"github.com/golang/protobuf/proto"
 )
 
 // The binding implements the upstream scheduler interface.
 var _ api.SchedulerAPI = (*Scheduler)(nil)
-
-// Scheduler is a running sicore scheduler core. It implements
-// api.SchedulerAPI, so a resource manager written against the YuniKorn
-// scheduler interface uses it in place of the YuniKorn core.
-//
-// All methods are safe for concurrent use. UpdateAllocation,
-// UpdateApplication and UpdateNode only queue their request and may be
-// called from inside a callback; RegisterResourceManager,
-// UpdateConfiguration, SetPolicyConfig, StateDump and Close wait for the
-// core and return an error matching ErrWouldDeadlock when called from
-// inside a callback (of any Scheduler).
-//
-// Call Close when done: it stops the library's threads.
-type Scheduler struct {
-	logger *slog.Logger
-	// withoutPredicates leaves the callback table's predicates NULL
-	// (WithoutPredicates).
-	withoutPredicates bool
-	// guarded runs callbacks on goroutines of their own, where
-	// runtime.Goexit is survivable (see WithGoexitGuard).
-	guarded bool
-
-	// closeMu serialises Close calls.
-	closeMu  sync.Mutex
-	mu       sync.Mutex
-	idle     sync.Cond           // signalled when inflight drops to 0
-	ptr      *C.sicore_scheduler // nil once closed
-	closing  bool                // set while Close runs and after it succeeded
-	inflight int
-	regs     map[*registration]struct{}
-}
-
-// New starts a scheduler core with the given options. With none, every
-// policy group without a configuration file gets the embedded default
-// configuration.
-func New(opts ...Option) (*Scheduler, error) {
-	const op = "New"
-	cfg := config{logger: slog.Default()}
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, newError(op, StatusInvalidArgument, err.Error())
-		}
-	}
-	if cfg.logger == nil {
-		cfg.logger = slog.Default()
-	}
-	routeLogsByDefault()
-	b := cfg.encode()
-	var p *C.sicore_scheduler
-	var errBuf C.sicore_buffer
-	st := C.sicore_new(bytePtr(b), C.size_t(len(b)), &p, &errBuf)
-	runtime.KeepAlive(b)
-	if st != C.SICORE_OK {
-		return nil, takeError(op, st, &errBuf)
-	}
-	s := &Scheduler{
-		logger:            cfg.logger,
-		withoutPredicates: cfg.withoutPredicates,
-		guarded:           testing.Testing(),
-		ptr:               p,
-		regs:              make(map[*registration]struct{}),
-	}
-	if cfg.goexitGuard != nil {
-		s.guarded = *cfg.goexitGuard
-	}
-	s.idle.L = &s.mu
-	return s, nil
-}
 
 // RegisterResourceManager registers (or re-registers, resetting its state)
 // a resource manager and its callbacks. It waits until the library has
@@ -111,40 +39,14 @@ func (s *Scheduler) RegisterResourceManager(request *si.RegisterResourceManagerR
 	return s.registerEncoded(b, callback)
 }
 
-// registerEncoded registers an encoded si.RegisterResourceManagerRequest.
-func (s *Scheduler) registerEncoded(b []byte, callback api.ResourceManagerCallback) (*si.RegisterResourceManagerResponse, error) {
-	const op = "RegisterResourceManager"
-	if err := refuseInCallback(op); err != nil {
-		return nil, err
-	}
-	p, err := s.enter(op)
-	if err != nil {
-		return nil, err
-	}
-	defer s.leave()
-	// The library owns the table from here on, whatever the outcome, and
-	// calls release exactly once (at once on failure, else on
-	// re-registration or Close); until then the registration stays
-	// reachable through its handle and s.regs.
-	r := newRegistration(s, callback)
-	s.remember(r)
+// registerEntry fills the callback table of the registration r (the
+// predicates slot only when predicates is set) and hands it and the
+// encoded si.RegisterResourceManagerRequest b to the library.
+func registerEntry(p *C.sicore_scheduler, b []byte, r *registration, predicates bool,
+	respBuf, errBuf *C.sicore_buffer) C.enum_sicore_status {
 	var table C.sicore_callbacks
-	predicates := C.int(1)
-	if s.withoutPredicates {
-		predicates = 0
-	}
-	C.sicore_go_fill_callbacks(&table, C.uintptr_t(r.handle), predicates)
-	var respBuf, errBuf C.sicore_buffer
-	st := C.sicore_register_resource_manager(p, bytePtr(b), C.size_t(len(b)), &table, &respBuf, &errBuf)
-	runtime.KeepAlive(b)
-	if st != C.SICORE_OK {
-		return nil, takeError(op, st, &errBuf)
-	}
-	resp := new(si.RegisterResourceManagerResponse)
-	if err := proto.Unmarshal(takeBuffer(&respBuf), resp); err != nil {
-		return nil, newError(op, StatusDecodeError, "cannot decode the RegisterResourceManagerResponse: "+err.Error())
-	}
-	return resp, nil
+	C.sicore_go_fill_callbacks(&table, C.uintptr_t(r.handle), cBool(predicates))
+	return C.sicore_register_resource_manager(p, bytePtr(b), C.size_t(len(b)), &table, respBuf, errBuf)
 }
 
 // UpdateAllocation queues asks to add and asks or allocations to release.
@@ -153,23 +55,7 @@ func (s *Scheduler) registerEncoded(b []byte, callback api.ResourceManagerCallba
 // resource manager through ResourceManagerCallback.UpdateAllocation. Safe
 // to call from inside a callback.
 func (s *Scheduler) UpdateAllocation(request *si.AllocationRequest) error {
-	if request == nil {
-		return newError(opUpdateAllocation, StatusInvalidArgument, "request is nil")
-	}
-	// The per-pod request: encoded without reflection into a recycled
-	// buffer (encode.go).
-	buf := requestBuffers.Get().(*[]byte)
-	b, err := encodeAllocationRequest(*buf, request)
-	if err != nil {
-		requestBuffers.Put(buf)
-		return newError(opUpdateAllocation, StatusInvalidArgument, "cannot encode the request: "+err.Error())
-	}
-	err = s.queueEncoded(opUpdateAllocation, b)
-	if cap(b) <= maxPooledRequest {
-		*buf = b
-		requestBuffers.Put(buf)
-	}
-	return err
+	return s.updateAllocation(request)
 }
 
 // UpdateApplication queues applications to add and remove; the outcome
@@ -192,45 +78,18 @@ func (s *Scheduler) UpdateNode(request *si.NodeRequest) error {
 	return s.queue(opUpdateNode, request)
 }
 
-const (
-	opUpdateAllocation  = "UpdateAllocation"
-	opUpdateApplication = "UpdateApplication"
-	opUpdateNode        = "UpdateNode"
-)
-
-func (s *Scheduler) queue(op string, request proto.Message) error {
-	b, err := marshal(op, request)
-	if err != nil {
-		return err
-	}
-	return s.queueEncoded(op, b)
-}
-
-// queueEncoded hands an encoded request to the library's asynchronous
-// entry point for op.
-func (s *Scheduler) queueEncoded(op string, b []byte) error {
-	p, err := s.enter(op)
-	if err != nil {
-		return err
-	}
-	defer s.leave()
-	var errBuf C.sicore_buffer
-	var st C.enum_sicore_status
+// queueEntry calls the library's asynchronous entry point of op with the
+// encoded request b; known is false for an op that has none.
+func queueEntry(op string, p *C.sicore_scheduler, b []byte, errBuf *C.sicore_buffer) (st C.enum_sicore_status, known bool) {
 	switch op {
 	case opUpdateAllocation:
-		st = C.sicore_update_allocation(p, bytePtr(b), C.size_t(len(b)), &errBuf)
+		return C.sicore_update_allocation(p, bytePtr(b), C.size_t(len(b)), errBuf), true
 	case opUpdateApplication:
-		st = C.sicore_update_application(p, bytePtr(b), C.size_t(len(b)), &errBuf)
+		return C.sicore_update_application(p, bytePtr(b), C.size_t(len(b)), errBuf), true
 	case opUpdateNode:
-		st = C.sicore_update_node(p, bytePtr(b), C.size_t(len(b)), &errBuf)
-	default:
-		return newError(op, StatusInvalidArgument, "unknown operation")
+		return C.sicore_update_node(p, bytePtr(b), C.size_t(len(b)), errBuf), true
 	}
-	runtime.KeepAlive(b)
-	if st != C.SICORE_OK {
-		return takeError(op, st, &errBuf)
-	}
-	return nil
+	return 0, false
 }
 
 // UpdateConfiguration makes the library re-read the configuration of the
@@ -294,12 +153,4 @@ func (s *Scheduler) SetPolicyConfig(policyGroup, queuesYAML string) error {
 		return takeError(op, st, &errBuf)
 	}
 	return nil
-}
-
-func marshal(op string, m proto.Message) ([]byte, error) {
-	b, err := proto.Marshal(m)
-	if err != nil {
-		return nil, newError(op, StatusInvalidArgument, "cannot encode the request: "+err.Error())
-	}
-	return b, nil
 }

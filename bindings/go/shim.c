@@ -1,34 +1,17 @@
 // C trampolines between the library's callback table and the Go functions
-// exported in callbacks.go and logger.go. They exist so that the table
+// exported in callbacks.go and edition.go. They exist so that the table
 // holds functions with the header's exact signatures: user_data travels as
 // a void* on the C side and as the integer value of a runtime/cgo.Handle on
-// the Go side, and the casts between the two happen here, in C.
+// the Go side, and the casts between the two happen here, in C. This file
+// is the edition's half: its table; the current handle and the log
+// trampoline are the neutral half, shim_common.h.
 
-#include <stdint.h>
-#include "sicore.h"
-#include "_cgo_export.h"
-
-// The handle of the callback running on this thread, 0 outside callbacks.
-// Library callbacks run on library threads and a Go callback stays on the
-// thread that called it, so Go code can ask whether it runs inside a
-// callback, and of which registration (Scheduler.Close uses it).
-static __thread uintptr_t current_handle;
-
-uintptr_t sicore_go_current_handle(void) {
-	return current_handle;
-}
-
-// Marks the calling thread as running a callback of h (0: none): a
-// guarded callback's goroutine does so on its own locked thread.
-void sicore_go_set_current_handle(uintptr_t h) {
-	current_handle = h;
-}
-
-#define IN_CALLBACK(ud, call)                     \
-	uintptr_t saved = current_handle;         \
-	current_handle = (uintptr_t)(ud);         \
-	call;                                     \
-	current_handle = saved
+// The C names of this edition (see shim_common.h).
+#define SHIM_CURRENT_HANDLE sicore_go_current_handle
+#define SHIM_SET_CURRENT_HANDLE sicore_go_set_current_handle
+#define SHIM_SET_LOGGER sicore_go_set_logger
+#define SHIM_GO_LOG sicoreGoLog
+#include "shim_common.h"
 
 static int32_t shim_update_allocation(void *ud, const uint8_t *msg, size_t len, sicore_reply *r) {
 	int32_t rc;
@@ -90,17 +73,4 @@ void sicore_go_fill_callbacks(sicore_callbacks *t, uintptr_t handle, int predica
 	t->update_container_scheduling_state = shim_update_container_scheduling_state;
 	t->update_configuration = shim_update_configuration;
 	t->release = shim_release;
-}
-
-static void shim_log(void *ud, int32_t level, const uint8_t *target, size_t target_len,
-		const uint8_t *message, size_t message_len) {
-	(void)ud;
-	// UINTPTR_MAX is logHandle (logger.go): Close and the waiting calls
-	// refuse from inside the log handler, which may run on a library
-	// thread or inside a call that holds the scheduler busy.
-	IN_CALLBACK(UINTPTR_MAX, sicoreGoLog(level, (uint8_t *)target, target_len, (uint8_t *)message, message_len));
-}
-
-void sicore_go_set_logger(int32_t max_level) {
-	sicore_set_logger(max_level > 0 ? shim_log : NULL, NULL, max_level);
 }

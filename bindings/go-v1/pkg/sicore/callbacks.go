@@ -8,27 +8,11 @@ import "C"
 
 import (
 	"encoding/json"
-	"fmt"
-	"log/slog"
 
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/api"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
-
-// unmarshal decodes a message with proto.Unmarshal; the messages that are
-// not sent per allocation take this path (decode.go has the others).
-func unmarshal[M any, P interface {
-	*M
-	proto.Message
-}](b []byte) (P, error) {
-	m := P(new(M))
-	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
 
 //export sicoreV1GoUpdateAllocation
 func sicoreV1GoUpdateAllocation(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
@@ -100,28 +84,12 @@ func preemptionAnswer(h uintptr, msg []byte) (answer []byte) {
 
 //export sicoreV1GoSendEvent
 func sicoreV1GoSendEvent(h C.uintptr_t, msg *C.uint8_t, n C.size_t) {
-	notifyCall(uintptr(h), "SendEvent", func(r *registration) error {
-		events, err := decodeEventRecords(borrowed(msg, n))
-		if err != nil {
-			return err
-		}
-		if len(events) > 0 {
-			r.cb.SendEvent(events)
-		}
-		return nil
-	})
+	sendEvents(uintptr(h), borrowed(msg, n))
 }
 
 //export sicoreV1GoUpdateContainerSchedulingState
 func sicoreV1GoUpdateContainerSchedulingState(h C.uintptr_t, msg *C.uint8_t, n C.size_t) {
-	notifyCall(uintptr(h), "UpdateContainerSchedulingState", func(r *registration) error {
-		m := new(si.UpdateContainerSchedulingStateRequest)
-		if err := proto.Unmarshal(borrowed(msg, n), m); err != nil {
-			return fmt.Errorf("cannot decode the UpdateContainerSchedulingStateRequest: %w", err)
-		}
-		r.cb.UpdateContainerSchedulingState(m)
-		return nil
-	})
+	updateContainerSchedulingState(uintptr(h), borrowed(msg, n))
 }
 
 //export sicoreV1GoGetStateDump
@@ -167,45 +135,5 @@ func stateDumpAnswer(h uintptr) (dump []byte, ok bool) {
 
 //export sicoreV1GoRelease
 func sicoreV1GoRelease(h C.uintptr_t) {
-	defer func() {
-		if p := recover(); p != nil {
-			slog.Default().Error("sicore: bad handle in release", "panic", fmt.Sprint(p))
-		}
-	}()
-	lookup(uintptr(h)).free()
-}
-
-// decodeEventRecords decodes the library's EventRecords batch message, which is
-// `repeated si.v1.EventRecord events = 1`. Rather than generate code for
-// a one-field wrapper, it walks the wire format with protowire and hands
-// each field-1 payload to proto.Unmarshal as an si.EventRecord; other
-// fields, which a later library version might add, are skipped.
-func decodeEventRecords(b []byte) ([]*si.EventRecord, error) {
-	var events []*si.EventRecord
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, fmt.Errorf("cannot decode EventRecords: %w", protowire.ParseError(n))
-		}
-		b = b[n:]
-		if num == 1 && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return nil, fmt.Errorf("cannot decode EventRecords.events: %w", protowire.ParseError(m))
-			}
-			ev := new(si.EventRecord)
-			if err := proto.Unmarshal(v, ev); err != nil {
-				return nil, fmt.Errorf("cannot decode EventRecords.events[%d]: %w", len(events), err)
-			}
-			events = append(events, ev)
-			b = b[m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return nil, fmt.Errorf("cannot decode EventRecords: %w", protowire.ParseError(m))
-		}
-		b = b[m:]
-	}
-	return events, nil
+	releaseHandle(uintptr(h))
 }

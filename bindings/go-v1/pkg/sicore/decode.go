@@ -3,7 +3,6 @@ package sicore
 import (
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // Hand-written decoders for the messages the library sends per
@@ -31,34 +30,9 @@ import (
 // proto.Unmarshal returns; decode_test.go checks that on random, mutated
 // and truncated messages.
 
-// siPredicatesArgs is this edition's si.PredicatesArgs, whose decoder
-// (wire.go) is shared with the other edition's binding.
-type siPredicatesArgs = si.PredicatesArgs
-
 // decodeAllocationResponse decodes an si.AllocationResponse.
 func decodeAllocationResponse(b []byte) (*si.AllocationResponse, error) {
-	if m, ok := fastAllocationResponse(b); ok {
-		return m, nil
-	}
-	decodeFallbacks.Add(1)
-	m := new(si.AllocationResponse)
-	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// decodePredicatesArgs decodes an si.PredicatesArgs.
-func decodePredicatesArgs(b []byte) (*si.PredicatesArgs, error) {
-	if m, ok := fastPredicatesArgs(b); ok {
-		return m, nil
-	}
-	decodeFallbacks.Add(1)
-	m := new(si.PredicatesArgs)
-	if err := proto.Unmarshal(b, m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return decodeFast(b, fastAllocationResponse)
 }
 
 // allocationBox holds an Allocation and the small messages it points to,
@@ -317,88 +291,5 @@ func fastRelease(b []byte) (*si.AllocationRelease, bool) {
 		if !ok {
 			return nil, false
 		}
-	}
-}
-
-// resourceInto reads an si.Resource (map<string, Quantity> resources = 1)
-// at f of the message s into res, taking Quantities from spare while it
-// lasts.
-func resourceInto(res *si.Resource, t *text, f field, spare *[2]si.Quantity, used *int) bool {
-	r := reader{b: f.data}
-	for {
-		var e field
-		more, bad := r.next(&e)
-		if bad {
-			return false
-		}
-		if !more {
-			return true
-		}
-		if e.num != 1 || e.typ != protowire.BytesType {
-			return false
-		}
-		e.offset += f.offset
-		var name string
-		var q *si.Quantity
-		er := reader{b: e.data}
-		for {
-			var g field
-			more, bad := er.next(&g)
-			if bad {
-				return false
-			}
-			if !more {
-				break
-			}
-			switch g.num {
-			case 1:
-				g.offset += e.offset
-				var ok bool
-				if name, ok = g.str(t); !ok {
-					return false
-				}
-			case 2: // a second value would be merged into the first by proto
-				if g.typ != protowire.BytesType || q != nil {
-					return false
-				}
-				if *used < len(spare) {
-					q = &spare[*used]
-					*used++
-				} else {
-					q = new(si.Quantity)
-				}
-				if !quantityInto(q, g.data) {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-		if res.Resources == nil {
-			res.Resources = make(map[string]*si.Quantity, 2)
-		}
-		if q == nil { // an entry without a value: proto stores an empty Quantity
-			q = new(si.Quantity)
-		}
-		res.Resources[name] = q
-	}
-}
-
-// quantityInto reads an si.Quantity (int64 value = 1).
-func quantityInto(q *si.Quantity, b []byte) bool {
-	r := reader{b: b}
-	for {
-		var f field
-		more, bad := r.next(&f)
-		if bad {
-			return false
-		}
-		if !more {
-			return true
-		}
-		if f.num != 1 || f.typ != protowire.VarintType {
-			return false
-		}
-		q.Value = int64(f.value)
 	}
 }

@@ -91,7 +91,10 @@
 //     at run time through an rpath.
 package sicore
 
-// errors.go, handles.go, lifecycle.go, logger.go and wire.go are copies
+// The files that start with a "Code generated from bindings/go/" line
+// (internal/shared's Files: errors.go, handles.go, lifecycle.go,
+// logger.go, options.go, wire.go, and the *_common files, the neutral
+// halves of decode.go, scheduler.go, callbacks.go and shim.c) are copies
 // of the files of the same names in bindings/go (the v0.12 binding); edit
 // those, then run go generate here. TestSharedFilesFresh checks the copies.
 //go:generate go run ../../internal/shared/gen

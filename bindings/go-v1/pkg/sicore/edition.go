@@ -8,18 +8,48 @@ uintptr_t sicore_v1go_current_handle(void);
 */
 import "C"
 
-import "github.com/apache/yunikorn-scheduler-interface/lib/go/api"
+import (
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/api"
+	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
+	"google.golang.org/protobuf/proto"
+)
 
-// What the files this binding shares with the other edition's (errors.go,
-// handles.go, lifecycle.go, logger.go, options.go and wire.go: written
-// once in bindings/go, copied into bindings/go-v1 by go generate) take
-// from this edition: the SI module's callback interface, and the C names
-// of shim.c, which differ between the editions so that their symbols
-// cannot clash. decode.go has the edition's si.PredicatesArgs for wire.go,
-// edition_options.go the options only this edition has.
+// What the files this binding shares with the other edition's (written
+// once in bindings/go, copied into bindings/go-v1 by go generate; the list
+// is internal/shared's Files in bindings/go-v1) take from this edition:
+//   - the SI module's callback interface and the si messages the shared
+//     decoders, callbacks and Scheduler methods read or write;
+//   - the protobuf library's Message, Marshal and Unmarshal (google.golang.org/protobuf);
+//   - the C names of shim.c, which differ between the editions so that
+//     their symbols cannot clash (shim_common.h takes them as macros);
+//   - from the edition's other files: the C entry points of registration
+//     and the queued requests (scheduler.go), the options only this
+//     edition has (edition_options.go).
 
 // rmCallback is the RM's callback interface of this edition's SI module.
 type rmCallback = api.ResourceManagerCallback
+
+// This edition's si messages that the shared files name.
+type (
+	siAllocationRequest                     = si.AllocationRequest
+	siEventRecord                           = si.EventRecord
+	siPredicatesArgs                        = si.PredicatesArgs
+	siQuantity                              = si.Quantity
+	siRegisterResourceManagerResponse       = si.RegisterResourceManagerResponse
+	siResource                              = si.Resource
+	siUpdateContainerSchedulingStateRequest = si.UpdateContainerSchedulingStateRequest
+)
+
+// protoMessage is this edition's protobuf library's message interface.
+type protoMessage = proto.Message
+
+func protoMarshal(m protoMessage) ([]byte, error) { return proto.Marshal(m) }
+
+func protoUnmarshal(b []byte, m protoMessage) error { return proto.Unmarshal(b, m) }
+
+// absentQuantity is what proto.Unmarshal of this edition's protobuf
+// library stores an empty Quantity for a resource map entry without a value; the fast decoder (decode_common.go) stores the same.
+func absentQuantity() *siQuantity { return new(si.Quantity) }
 
 // currentHandle is the handle of the callback running on this thread, 0
 // outside callbacks; see shim.c.

@@ -1,0 +1,163 @@
+// The edition-neutral half of the hand-written decoders (the edition's
+// decode.go has the messages whose fields differ between the editions):
+// the fallback to proto.Unmarshal, si.PredicatesArgs (its reader is in
+// wire.go), si.Resource and si.Quantity, and the library's EventRecords
+// batch. The si types and the protobuf library are the edition's
+// (edition.go).
+
+package sicore
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// unmarshal decodes a message with proto.Unmarshal; the messages that are
+// not sent per allocation take this path (the fast decoders the others).
+func unmarshal[M any, P interface {
+	*M
+	protoMessage
+}](b []byte) (P, error) {
+	m := P(new(M))
+	if err := protoUnmarshal(b, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// decodeFast decodes b with fast, or with proto.Unmarshal (counted in
+// decodeFallbacks) when fast gives up.
+func decodeFast[M any, P interface {
+	*M
+	protoMessage
+}](b []byte, fast func([]byte) (P, bool)) (P, error) {
+	if m, ok := fast(b); ok {
+		return m, nil
+	}
+	decodeFallbacks.Add(1)
+	return unmarshal[M, P](b)
+}
+
+// decodePredicatesArgs decodes an si.PredicatesArgs.
+func decodePredicatesArgs(b []byte) (*siPredicatesArgs, error) {
+	return decodeFast(b, fastPredicatesArgs)
+}
+
+// resourceInto reads an si.Resource (map<string, Quantity> resources = 1)
+// at f of the message s into res, taking Quantities from spare while it
+// lasts.
+func resourceInto(res *siResource, t *text, f field, spare *[2]siQuantity, used *int) bool {
+	r := reader{b: f.data}
+	for {
+		var e field
+		more, bad := r.next(&e)
+		if bad {
+			return false
+		}
+		if !more {
+			return true
+		}
+		if e.num != 1 || e.typ != protowire.BytesType {
+			return false
+		}
+		e.offset += f.offset
+		var name string
+		var q *siQuantity
+		er := reader{b: e.data}
+		for {
+			var g field
+			more, bad := er.next(&g)
+			if bad {
+				return false
+			}
+			if !more {
+				break
+			}
+			switch g.num {
+			case 1:
+				g.offset += e.offset
+				var ok bool
+				if name, ok = g.str(t); !ok {
+					return false
+				}
+			case 2: // a second value would be merged into the first by proto
+				if g.typ != protowire.BytesType || q != nil {
+					return false
+				}
+				if *used < len(spare) {
+					q = &spare[*used]
+					*used++
+				} else {
+					q = new(siQuantity)
+				}
+				if !quantityInto(q, g.data) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		if res.Resources == nil {
+			res.Resources = make(map[string]*siQuantity, 2)
+		}
+		if q == nil { // an entry without a value: as the edition's proto stores it
+			q = absentQuantity()
+		}
+		res.Resources[name] = q
+	}
+}
+
+// quantityInto reads an si.Quantity (int64 value = 1).
+func quantityInto(q *siQuantity, b []byte) bool {
+	r := reader{b: b}
+	for {
+		var f field
+		more, bad := r.next(&f)
+		if bad {
+			return false
+		}
+		if !more {
+			return true
+		}
+		if f.num != 1 || f.typ != protowire.VarintType {
+			return false
+		}
+		q.Value = int64(f.value)
+	}
+}
+
+// decodeEventRecords decodes the library's EventRecords batch message
+// (sicore.v1.EventRecords: `repeated si.v1.EventRecord events = 1`).
+// Rather than generate code for a one-field wrapper, it walks the wire format with protowire and hands
+// each field-1 payload to proto.Unmarshal as an si.EventRecord; other
+// fields, which a later library version might add, are skipped.
+func decodeEventRecords(b []byte) ([]*siEventRecord, error) {
+	var events []*siEventRecord
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, fmt.Errorf("cannot decode EventRecords: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if num == 1 && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b)
+			if m < 0 {
+				return nil, fmt.Errorf("cannot decode EventRecords.events: %w", protowire.ParseError(m))
+			}
+			ev := new(siEventRecord)
+			if err := protoUnmarshal(v, ev); err != nil {
+				return nil, fmt.Errorf("cannot decode EventRecords.events[%d]: %w", len(events), err)
+			}
+			events = append(events, ev)
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return nil, fmt.Errorf("cannot decode EventRecords: %w", protowire.ParseError(m))
+		}
+		b = b[m:]
+	}
+	return events, nil
+}
