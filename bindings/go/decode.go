@@ -33,6 +33,10 @@ import (
 // corrupt bytes) makes them give up and the message goes through
 // proto.Unmarshal, so the result is always what proto.Unmarshal returns;
 // decode_test.go checks that on random, mutated and truncated messages.
+//
+// This file has the messages whose fields differ between the editions;
+// decode_common.go has the fallback, PredicatesArgs, Resource and
+// Quantity, which are the same in both.
 
 // decodeAllocationResponse decodes an si.AllocationResponse.
 func decodeAllocationResponse(b []byte) (*si.AllocationResponse, error) {

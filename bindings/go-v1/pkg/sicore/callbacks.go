@@ -14,6 +14,10 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// The callback table's Go entry points, exported under this edition's C
+// names (shim.c calls them); the callbacks that are the same in both
+// editions run in callbacks_common.go.
+
 //export sicoreV1GoUpdateAllocation
 func sicoreV1GoUpdateAllocation(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
 	return statusCall(h, "UpdateAllocation", msg, n, reply, decodeAllocationResponse,

@@ -19,7 +19,8 @@ import (
 // is internal/shared's Files in bindings/go-v1) take from this edition:
 //   - the SI module's callback interface and the si messages the shared
 //     decoders, callbacks and Scheduler methods read or write;
-//   - the protobuf library's Message, Marshal and Unmarshal (google.golang.org/protobuf);
+//   - the protobuf library's Message, Marshal and Unmarshal
+//     (google.golang.org/protobuf);
 //   - the C names of shim.c, which differ between the editions so that
 //     their symbols cannot clash (shim_common.h takes them as macros);
 //   - from the edition's other files: the C entry points of registration
@@ -47,16 +48,17 @@ func protoMarshal(m protoMessage) ([]byte, error) { return proto.Marshal(m) }
 
 func protoUnmarshal(b []byte, m protoMessage) error { return proto.Unmarshal(b, m) }
 
-// absentQuantity is what proto.Unmarshal of this edition's protobuf
-// library stores an empty Quantity for a resource map entry without a value; the fast decoder (decode_common.go) stores the same.
+// absentQuantity is what this edition's proto.Unmarshal stores for a
+// resource map entry without a value (an empty Quantity); the fast decoder
+// (decode_common.go) stores the same.
 func absentQuantity() *siQuantity { return new(si.Quantity) }
 
 // currentHandle is the handle of the callback running on this thread, 0
-// outside callbacks; see shim.c.
+// outside callbacks; see shim_common.h.
 func currentHandle() uintptr { return uintptr(C.sicore_v1go_current_handle()) }
 
 // setCurrentHandle marks the calling thread as running a callback of h
-// (0: none); see shim.c.
+// (0: none); see shim_common.h.
 func setCurrentHandle(h uintptr) { C.sicore_v1go_set_current_handle(C.uintptr_t(h)) }
 
 // setLibraryLogger installs the library's forwarding of records up to

@@ -14,6 +14,9 @@ import (
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
 )
 
+// This file is the edition's half of Scheduler: the SI methods and the C
+// entry points they reach; scheduler_common.go is the neutral half.
+
 // The binding implements the upstream scheduler interface.
 var _ api.SchedulerAPI = (*Scheduler)(nil)
 
