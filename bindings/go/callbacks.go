@@ -3,6 +3,9 @@ package sicore
 /*
 #include <stdint.h>
 #include "sicore.h"
+void sicore_go_set_logger(int32_t max_level);
+void sicore_go_set_current_handle(uintptr_t h);
+uintptr_t sicore_go_current_handle(void);
 */
 import "C"
 
@@ -14,9 +17,10 @@ import (
 	"github.com/golang/protobuf/proto"
 )
 
-// The callback table's Go entry points, exported under this edition's C
-// names (shim.c calls them); the callbacks that are the same in both
-// editions run in callbacks_common.go.
+// The Go entry points of the callback table and the log, exported under
+// this edition's C names (shim.c calls them), and the Go side of shim.c's
+// other C names; the callbacks that are the same in both editions run in
+// callbacks_common.go.
 
 //export sicoreGoUpdateAllocation
 func sicoreGoUpdateAllocation(h C.uintptr_t, msg *C.uint8_t, n C.size_t, reply *C.sicore_reply) C.int32_t {
@@ -102,4 +106,21 @@ func configurationAnswer(h uintptr, msg []byte) (answer []byte) {
 //export sicoreGoRelease
 func sicoreGoRelease(h C.uintptr_t) {
 	releaseHandle(uintptr(h))
+}
+
+// currentHandle is the handle of the callback running on this thread, 0
+// outside callbacks; see shim_common.h.
+func currentHandle() uintptr { return uintptr(C.sicore_go_current_handle()) }
+
+// setCurrentHandle marks the calling thread as running a callback of h
+// (0: none); see shim_common.h.
+func setCurrentHandle(h uintptr) { C.sicore_go_set_current_handle(C.uintptr_t(h)) }
+
+// setLibraryLogger installs the library's forwarding of records up to
+// maxLevel to deliverLog (0: none).
+func setLibraryLogger(maxLevel int32) { C.sicore_go_set_logger(C.int32_t(maxLevel)) }
+
+//export sicoreGoLog
+func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.uint8_t, msgLen C.size_t) {
+	deliverLog(level, target, targetLen, msg, msgLen)
 }

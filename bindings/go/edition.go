@@ -1,13 +1,5 @@
 package sicore
 
-/*
-#include <stdint.h>
-void sicore_go_set_logger(int32_t max_level);
-void sicore_go_set_current_handle(uintptr_t h);
-uintptr_t sicore_go_current_handle(void);
-*/
-import "C"
-
 import (
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
@@ -21,11 +13,12 @@ import (
 //     decoders, callbacks and Scheduler methods read or write;
 //   - the protobuf library's Message, Marshal and Unmarshal
 //     (golang/protobuf v1.2.0);
-//   - the C names of shim.c, which differ between the editions so that
-//     their symbols cannot clash (shim_common.h takes them as macros);
-//   - from the edition's other files: the C entry points of registration
-//     and the queued requests (scheduler.go), the options only this
-//     edition has (edition_options.go).
+//   - from the edition's other files, which need cgo as this one does
+//     not: the C names of shim.c, which differ between the editions so
+//     that their symbols cannot clash (callbacks.go; shim_common.h takes
+//     them as macros), the C entry points of registration and the queued
+//     requests (scheduler.go); and the options only this edition has
+//     (edition_options.go).
 
 // rmCallback is the RM's callback interface of this edition's SI module.
 type rmCallback = api.ResourceManagerCallback
@@ -52,20 +45,3 @@ func protoUnmarshal(b []byte, m protoMessage) error { return proto.Unmarshal(b, 
 // resource map entry without a value (nil); the fast decoder
 // (decode_common.go) stores the same.
 func absentQuantity() *siQuantity { return nil }
-
-// currentHandle is the handle of the callback running on this thread, 0
-// outside callbacks; see shim_common.h.
-func currentHandle() uintptr { return uintptr(C.sicore_go_current_handle()) }
-
-// setCurrentHandle marks the calling thread as running a callback of h
-// (0: none); see shim_common.h.
-func setCurrentHandle(h uintptr) { C.sicore_go_set_current_handle(C.uintptr_t(h)) }
-
-// setLibraryLogger installs the library's forwarding of records up to
-// maxLevel to deliverLog (0: none).
-func setLibraryLogger(maxLevel int32) { C.sicore_go_set_logger(C.int32_t(maxLevel)) }
-
-//export sicoreGoLog
-func sicoreGoLog(level C.int32_t, target *C.uint8_t, targetLen C.size_t, msg *C.uint8_t, msgLen C.size_t) {
-	deliverLog(level, target, targetLen, msg, msgLen)
-}

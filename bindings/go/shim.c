@@ -1,5 +1,5 @@
 // C trampolines between the library's callback table and the Go functions
-// exported in callbacks.go and edition.go. They exist so that the table
+// exported in callbacks.go. They exist so that the table
 // holds functions with the header's exact signatures: user_data travels as
 // a void* on the C side and as the integer value of a runtime/cgo.Handle on
 // the Go side, and the casts between the two happen here, in C. This file

@@ -1,9 +1,13 @@
 // Code generated from bindings/go/callbacks_common.go by go generate (internal/shared/gen); DO NOT EDIT.
 
+//go:build cgo
+
 // The edition-neutral half of the Go side of the library's callback
 // table: the callbacks whose messages and RM methods are the same in both
 // editions. Their exported C entry points, whose names differ between the
-// editions, are in the edition's callbacks.go.
+// editions, are in the edition's callbacks.go. What it calls needs cgo
+// (handles.go), so without cgo it is left out and nocgo.go's error is the
+// only one.
 
 package sicore
 

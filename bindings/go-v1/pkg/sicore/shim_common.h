@@ -7,7 +7,7 @@
 //   SHIM_CURRENT_HANDLE      uintptr_t (void): the current handle
 //   SHIM_SET_CURRENT_HANDLE  void (uintptr_t): sets it
 //   SHIM_SET_LOGGER          void (int32_t): installs shim_log
-//   SHIM_GO_LOG              the Go log function exported in edition.go
+//   SHIM_GO_LOG              the Go log function exported in callbacks.go
 // This file is included once, by shim.c, and defines functions: it is
 // not a header for other files.
 
