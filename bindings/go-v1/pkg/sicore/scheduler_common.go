@@ -28,9 +28,10 @@ import (
 // All methods are safe for concurrent use. UpdateAllocation,
 // UpdateApplication and UpdateNode only queue their request and may be
 // called from inside a callback; RegisterResourceManager,
-// UpdateConfiguration, StateDump, Close and the methods built on them
-// wait for the core and return an error matching ErrWouldDeadlock when
-// called from inside a callback (of any Scheduler).
+// UpdateConfiguration, StateDump, Close and the edition's other waiting
+// methods (SetPolicyConfig in SI v0.12, Stop in v1.x) wait for the core
+// and return an error matching ErrWouldDeadlock when called from inside a
+// callback (of any Scheduler).
 //
 // Call Close when done: it stops the library's threads.
 type Scheduler struct {
