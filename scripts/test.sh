@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step prints the time since the run started, to show where CI time goes.
+step() { printf '\n== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 need_apt=()
 command -v protoc-c >/dev/null 2>&1 || need_apt+=(protobuf-c-compiler)

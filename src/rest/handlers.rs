@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::snapshot::{AppSnap, Named, NodeSnap, PartitionSnap, QueueSnap, Snapshot};
+use super::snapshot::{AppSnap, AskSnap, Named, NodeSnap, PartitionSnap, QueueSnap, Snapshot};
 use crate::scheduler::outcome::NewAllocation;
 
 /// A resource as Go map text without `map`: `[memory:2048 vcore:1000]`;
@@ -200,9 +200,34 @@ fn app_info(p: &PartitionSnap, a: &AppSnap) -> Value {
         // YuniKorn v1.8 (omitted there when 0).
         "maxRequestPriority": a.max_request_priority,
     });
+    // Not in the v0.12 shape: the waiting asks with why they wait, so that
+    // a v0.12-era client can answer "why is it pending" too (a field its
+    // readers do not know is one they skip).
+    if !a.pending_asks.is_empty() {
+        v["requests"] = Value::Array(a.pending_asks.iter().map(|r| request(&a.id, r)).collect());
+    }
     if a.max_request_priority == 0 {
         if let Some(m) = v.as_object_mut() {
             m.remove("maxRequestPriority");
+        }
+    }
+    v
+}
+
+/// A waiting ask in the v0.12 style (resource and priority as strings),
+/// with the v1.x `pendingReason` and `allocationLog` once a pass tried it.
+fn request(app_id: &str, r: &AskSnap) -> Value {
+    let mut v = json!({
+        "allocationKey": r.allocation_key,
+        "applicationId": app_id,
+        "resource": res_str(Some(&r.resource)),
+        "priority": r.priority.to_string(),
+        "pendingCount": r.pending_repeat,
+    });
+    if let Some(reason) = &r.pending_reason {
+        v["pendingReason"] = super::pending::reason_json(reason);
+        if let Some(log) = super::pending::allocation_log(reason) {
+            v["allocationLog"] = log;
         }
     }
     v

@@ -33,6 +33,22 @@ fn request(rm: &EditionRm, app: &str, key: &str) -> Option<Value> {
         .cloned()
 }
 
+/// The waiting request `key` of `app` on the v0.12 route `/ws/v1/apps`.
+fn v012_request(rm: &EditionRm, app: &str, key: &str) -> Option<Value> {
+    let r = http(&rest_address(rm.sched()), "GET", "/ws/v1/apps", &[], b"");
+    assert_eq!(r.status, 200);
+    let apps = r.json();
+    let a = apps
+        .as_array()?
+        .iter()
+        .find(|a| a["applicationID"] == app)?;
+    a["requests"]
+        .as_array()?
+        .iter()
+        .find(|q| q["allocationKey"] == key)
+        .cloned()
+}
+
 /// Waits until request `key` of `app` waits for `cause` and `ok` holds
 /// on its `pendingReason`; returns the request.
 fn wait_cause(
@@ -145,6 +161,16 @@ fn queue_headroom(e: Edition) {
     assert_eq!(r["schedulingAttempted"], true);
     assert_eq!(dump_reason(&rm, "big")["cause"], "queueHeadroom");
     assert_eq!(dump_reason(&rm, "big")["queue"], "root.a");
+    // The v0.12 route's application carries the same reason.
+    let old = v012_request(&rm, "app-1", "big").expect("the v0.12 apps route lists the ask");
+    // (Read later than `r`: the counts of passes may have moved.)
+    for field in ["cause", "queue", "resource", "asked", "free", "message", "since"] {
+        assert_eq!(old["pendingReason"][field], p[field], "{field}: {old}");
+    }
+    assert!(log_has(&old, "Not enough queue quota"), "{old}");
+    assert_eq!(old["resource"], "[memory:500]", "{old}");
+    assert_eq!(old["priority"], "0", "{old}");
+    assert_eq!(old["pendingCount"], 1, "{old}");
     let g = grouped(&rm);
     let group = group_of(&g, "big");
     assert_eq!(group["group"], "queueHeadroom root.a memory", "{g}");

@@ -356,4 +356,6 @@ impl Partition {
 #[cfg(test)]
 mod limits_tests;
 #[cfg(test)]
+mod nothing_fits_bench;
+#[cfg(test)]
 mod tests;
