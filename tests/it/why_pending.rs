@@ -164,7 +164,9 @@ fn queue_headroom(e: Edition) {
     // The v0.12 route's application carries the same reason.
     let old = v012_request(&rm, "app-1", "big").expect("the v0.12 apps route lists the ask");
     // (Read later than `r`: the counts of passes may have moved.)
-    for field in ["cause", "queue", "resource", "asked", "free", "message", "since"] {
+    for field in [
+        "cause", "queue", "resource", "asked", "free", "message", "since",
+    ] {
         assert_eq!(old["pendingReason"][field], p[field], "{field}: {old}");
     }
     assert!(log_has(&old, "Not enough queue quota"), "{old}");

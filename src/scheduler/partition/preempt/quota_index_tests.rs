@@ -1,6 +1,8 @@
 //! The quota-change run's victim choice (`quota_victims`: only candidates
 //! that fit alone sorted, the walk stopped once none can fit) against the
 //! full sort and walk it replaced, on seeded random leaves and amounts.
+//! Both build candidates with the run's own `quota_candidate`: what is
+//! compared is the ordering and the walk.
 
 use super::*;
 use crate::scheduler::request::AskRequest;
@@ -15,37 +17,11 @@ fn full_walk(p: &Partition, q: QueueId, amount: &Resource) -> (usize, Vec<AllocS
         let Some(app) = p.apps.at(*a_slot) else {
             continue;
         };
-        for slot in app.allocations.slots() {
-            let a = p.allocations.at(slot);
-            let types = a.resource.iter().count();
-            let matched = a
-                .resource
-                .iter()
-                .filter(|(t, _)| amount.lookup(*t).is_some())
-                .count();
-            if matched == 0
-                || a.tags.contains_key(TAG_REQUIRED_NODE)
-                || (a.placeholder && p.gang.placeholder_leaving(&a.uuid))
-                || p.preempt.is_victim(&a.uuid)
-            {
-                continue;
-            }
-            let mut in_amount = Resource::new();
-            for (t, _) in amount.iter() {
-                if let Some(v) = a.resource.lookup(t) {
-                    in_amount.set(t, v);
-                }
-            }
-            candidates.push(Candidate {
-                class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
-                matched: u32::try_from(matched * 100 / types).unwrap_or(100),
-                priority: a.priority,
-                hour: p.allocations.hour(slot),
-                shares: shares(&in_amount, max),
-                born: p.allocations.born(slot),
-                slot,
-            });
-        }
+        candidates.extend(
+            app.allocations
+                .slots()
+                .filter_map(|slot| p.quota_candidate(slot, amount, max)),
+        );
     }
     candidates.sort_by(Candidate::order);
     let mut total = Resource::new();

@@ -207,7 +207,6 @@ impl Partition {
     fn quota_victims(&self, q: QueueId, amount: &Resource) -> (usize, Vec<AllocSlot>) {
         let queue = self.queues.get(q);
         let max = queue.max.as_ref();
-        let gang = &self.gang;
         let mut count = 0usize;
         let mut candidates: Vec<Candidate> = Vec::new();
         // Per type of the amount: the least any orderable candidate has.
@@ -218,21 +217,11 @@ impl Partition {
                 continue;
             };
             for slot in app.allocations.slots() {
-                let a = self.allocations.at(slot);
-                let types = a.resource.iter().count();
-                let matched = a
-                    .resource
-                    .iter()
-                    .filter(|(t, _)| amount.lookup(*t).is_some())
-                    .count();
-                if matched == 0
-                    || a.tags.contains_key(TAG_REQUIRED_NODE)
-                    || (a.placeholder && gang.placeholder_leaving(&a.uuid))
-                    || self.preempt.is_victim(&a.uuid)
-                {
+                let Some(c) = self.quota_candidate(slot, amount, max) else {
                     continue;
-                }
+                };
                 count += 1;
+                let a = self.allocations.at(slot);
                 // Too large on its own: never taken.
                 if !amount.iter().all(|(t, p)| a.resource.get(t) <= p) {
                     continue;
@@ -240,21 +229,7 @@ impl Partition {
                 for (t, m) in least.iter_mut() {
                     *m = (*m).min(a.resource.get(*t));
                 }
-                let mut in_amount = Resource::new();
-                for (t, _) in amount.iter() {
-                    if let Some(v) = a.resource.lookup(t) {
-                        in_amount.set(t, v);
-                    }
-                }
-                candidates.push(Candidate {
-                    class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
-                    matched: u32::try_from(matched * 100 / types).unwrap_or(100),
-                    priority: a.priority,
-                    hour: self.allocations.hour(slot),
-                    shares: shares(&in_amount, max),
-                    born: self.allocations.born(slot),
-                    slot,
-                });
+                candidates.push(c);
             }
         }
         // Stable, and cheap on the runs the leaf's lists mostly are.
@@ -279,6 +254,47 @@ impl Partition {
             }
         }
         (count, picked)
+    }
+
+    /// The allocation at `slot` as a candidate for taking `amount` from a
+    /// queue whose max is `max` (5.5b), or `None` when it cannot be one: it
+    /// has no type of the amount, is bound to its node, is a placeholder on
+    /// its way out, or is a victim already.
+    fn quota_candidate(
+        &self,
+        slot: AllocSlot,
+        amount: &Resource,
+        max: Option<&Resource>,
+    ) -> Option<Candidate> {
+        let a = self.allocations.at(slot);
+        let types = a.resource.iter().count();
+        let matched = a
+            .resource
+            .iter()
+            .filter(|(t, _)| amount.lookup(*t).is_some())
+            .count();
+        if matched == 0
+            || a.tags.contains_key(TAG_REQUIRED_NODE)
+            || (a.placeholder && self.gang.placeholder_leaving(&a.uuid))
+            || self.preempt.is_victim(&a.uuid)
+        {
+            return None;
+        }
+        let mut in_amount = Resource::new();
+        for (t, _) in amount.iter() {
+            if let Some(v) = a.resource.lookup(t) {
+                in_amount.set(t, v);
+            }
+        }
+        Some(Candidate {
+            class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
+            matched: u32::try_from(matched * 100 / types).unwrap_or(100),
+            priority: a.priority,
+            hour: self.allocations.hour(slot),
+            shares: shares(&in_amount, max),
+            born: self.allocations.born(slot),
+            slot,
+        })
     }
 
     /// Marks the victims of leaf `leaf`, records their events and releases
