@@ -40,44 +40,44 @@ pub fn refresh<K>(
     // Labels beyond YuniKorn's only where series would collide
     // (docs/rest-and-metrics.md): `rm` once two RMs hold partitions,
     // `partition` on the queue gauges once there are two partitions.
-    let mut rms = partitions.values().map(|p| p.rm_id.as_str());
+    let mut rms = partitions.values().map(|p| p.rm_id());
     let first_rm = rms.next();
     let many_rms = rms.any(|r| Some(r) != first_rm);
     let many_partitions = partitions.len() > 1;
     for p in partitions.values() {
-        let rm = many_rms.then(|| p.rm_id.clone());
+        let rm = many_rms.then(|| p.rm_id().to_string());
         let key = |path: &str| QueueKey {
-            partition: many_partitions.then(|| p.name.clone()),
+            partition: many_partitions.then(|| p.name().to_string()),
             rm: rm.clone(),
             path: path.to_string(),
         };
-        sample.nodes += p.nodes.len() as i64;
-        sample.applications += p.apps.len() as u64;
-        sample.containers += p.allocations.len() as u64;
+        sample.nodes += p.nodes().len() as i64;
+        sample.applications += p.apps().len() as u64;
+        sample.containers += p.allocations().len() as u64;
         sample.running_apps += p
-            .apps
+            .apps()
             .values()
             .filter(|a| a.state == AppState::Running)
             .count() as i64;
         sample.completed_apps += p
-            .finished
+            .finished()
             .iter()
             .filter(|f| f.state == AppState::Completed)
             .count() as i64;
-        for n in p.nodes.values() {
+        for n in p.nodes().values() {
             for (id, cap) in n.capacity().iter() {
                 if cap > 0 {
                     usage.entry(id).or_default()[usage_bucket(n.allocated().get(id), cap)] += 1;
                 }
             }
         }
-        if p.ugm.enabled() {
+        if p.ugm().enabled() {
             tracker_gauges(p, rm.as_ref(), &mut sample);
         }
-        let book = &p.preempt;
+        let book = &p.preempt();
         let c = &book.counters;
         sample.preemption.push(PreemptionSample {
-            partition: p.name.clone(),
+            partition: p.name().to_string(),
             rm: rm.clone(),
             instance: book.instance,
             results: [
@@ -90,7 +90,7 @@ pub fn refresh<K>(
             victims: c.victims,
             attempts_exhausted: c.attempts_exhausted,
         });
-        for (id, q) in p.queues.iter() {
+        for (id, q) in p.queues().iter() {
             if let Some(r) = book.preempting.get(&id).filter(|r| !r.is_zero()) {
                 sample.queue_preempting.push((key(&q.path), pairs(r)));
             }
@@ -121,14 +121,14 @@ pub fn refresh<K>(
 /// The per-user and per-group usage gauges of a partition under limits:
 /// one per tracker, level and resource type.
 fn tracker_gauges(p: &Partition, rm: Option<&String>, sample: &mut StateSample) {
-    for t in p.ugm.users.iter() {
+    for t in p.ugm().users.iter() {
         // A level lives while an application on its (live) queue is linked.
         for level in t.levels().filter(|l| !l.usage.is_zero()) {
-            let queue = p.queues.get(level.queue).path.to_string();
+            let queue = p.queues().get(level.queue).path.to_string();
             for (id, v) in level.usage.iter().filter(|(_, v)| *v != 0) {
                 sample.user_usage.push((
                     UserLabel {
-                        partition: p.name.clone(),
+                        partition: p.name().to_string(),
                         rm: rm.cloned(),
                         user: t.name.to_string(),
                         queue: queue.clone(),
@@ -139,14 +139,14 @@ fn tracker_gauges(p: &Partition, rm: Option<&String>, sample: &mut StateSample) 
             }
         }
     }
-    for t in p.ugm.groups.iter() {
+    for t in p.ugm().groups.iter() {
         // A level lives while an application on its (live) queue is linked.
         for level in t.levels().filter(|l| !l.usage.is_zero()) {
-            let queue = p.queues.get(level.queue).path.to_string();
+            let queue = p.queues().get(level.queue).path.to_string();
             for (id, v) in level.usage.iter().filter(|(_, v)| *v != 0) {
                 sample.group_usage.push((
                     GroupLabel {
-                        partition: p.name.clone(),
+                        partition: p.name().to_string(),
                         rm: rm.cloned(),
                         group: t.name.to_string(),
                         queue: queue.clone(),

@@ -346,8 +346,13 @@ impl Harness {
 
     /// The allocation UUIDs application `app` holds, sorted.
     pub fn uuids_of(&self, app: &str) -> Vec<Arc<str>> {
-        let a = &self.p.apps[app];
-        let mut v: Vec<Arc<str>> = self.p.allocations.uuids(&a.allocations).cloned().collect();
+        let a = &self.p.apps()[app];
+        let mut v: Vec<Arc<str>> = self
+            .p
+            .allocations()
+            .uuids(&a.allocations)
+            .cloned()
+            .collect();
         v.sort();
         v
     }

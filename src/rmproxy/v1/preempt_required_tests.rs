@@ -53,7 +53,7 @@ const YAML: &str = "partitions:
 /// node `n2`), and a pod of `app-ds` pinned to `n1` holding its node.
 fn pinned() -> Harness {
     let mut h = Harness::new(YAML);
-    h.p.edition = Edition::V1;
+    h.p.set_edition(Edition::V1);
     h.node("n1", 500);
     h.app("app-1", "root.a");
     h.ask(ask("app-1", "a1", 250, 1));

@@ -49,7 +49,7 @@ const YAML: &str = "partitions:
 #[test]
 fn the_v18_edition_asks_preemption_predicates_per_node_in_check_order() {
     let mut h = Harness::new(YAML);
-    h.p.edition = Edition::V1;
+    h.p.set_edition(Edition::V1);
     h.node("n1", 500);
     h.node("n2", 500);
     h.app("app-1", "root.a");
@@ -66,7 +66,7 @@ fn the_v18_edition_asks_preemption_predicates_per_node_in_check_order() {
     let victims = seen.released_as(TerminationType::PreemptedByScheduler);
     assert_eq!(victims.len(), 1);
     let on_n2 =
-        h.p.allocations
+        h.p.allocations()
             .get(&victims[0].uuid)
             .unwrap()
             .node
@@ -84,7 +84,7 @@ fn the_v18_edition_asks_preemption_predicates_per_node_in_check_order() {
 #[test]
 fn a_v18_request_without_allow_preempt_other_never_preempts() {
     let mut h = Harness::new(YAML);
-    h.p.edition = Edition::V1;
+    h.p.set_edition(Edition::V1);
     h.node("n1", 500);
     h.app("app-1", "root.a");
     h.ask(ask("app-1", "a1", 250, 1));

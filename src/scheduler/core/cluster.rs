@@ -219,10 +219,10 @@ impl Core {
             resource::keep_configuration_names();
             Ok::<_, Error>(created)
         })?;
-        let names = created.iter().map(|p| p.key.clone()).collect();
+        let names = created.iter().map(|p| p.key().clone()).collect();
         for mut p in created {
-            p.edition = edition;
-            self.partitions.insert(p.key.clone(), p);
+            p.set_edition(edition);
+            self.partitions.insert(p.key().clone(), p);
         }
         log::info!(
             "RM {rm_id} registered with policy group '{policy_group}' from {}",
@@ -266,7 +266,7 @@ impl Core {
             r.partitions
                 .iter()
                 .filter_map(|k| self.partitions.get(k))
-                .map(|p| p.waiting_asks as u64)
+                .map(|p| p.waiting_asks() as u64)
                 .sum()
         });
         // Asks of one request nearly always share a partition: resolve its
@@ -291,9 +291,9 @@ impl Core {
                     ))
                 }
                 Ok((_, Some(p))) => {
-                    let before = p.waiting_asks as u64;
+                    let before = p.waiting_asks() as u64;
                     let added = p.add_ask(ask, &mut out);
-                    waiting = (waiting + p.waiting_asks as u64).saturating_sub(before);
+                    waiting = (waiting + p.waiting_asks() as u64).saturating_sub(before);
                     added
                 }
             };
@@ -486,10 +486,10 @@ impl Core {
         let all = std::mem::replace(&mut self.all_touched, false);
         for name in names {
             let p = self.partitions.get_mut(&name).expect("listed");
-            if p.nodes.is_empty() && !all && !touched.contains(&p.rm_id) {
+            if p.nodes().is_empty() && !all && !touched.contains(p.rm_id()) {
                 continue;
             }
-            let rm = p.rm_id.clone();
+            let rm = p.rm_id().to_string();
             let cb = self.rms.get(&rm).map(|r| r.callback.clone());
             let mut out = self.outcomes.remove(&rm).unwrap_or_default();
             let started = self.clock.now();
@@ -544,7 +544,7 @@ impl Core {
         let mut taken = Vec::new();
         for p in self.partitions.values_mut() {
             if p.has_records() {
-                taken.push((p.key.clone(), p.take_records()));
+                taken.push((p.key().clone(), p.take_records()));
             }
         }
         let types = self.options.event_types;

@@ -312,7 +312,7 @@ impl Core {
                 Partition::new(rm_id, pc, timeouts, self.clock.clone())
             })
             .map_err(|e| failed(&pc.name, e))?;
-            if let Some(live) = self.partitions.get(&p.key) {
+            if let Some(live) = self.partitions.get(p.key()) {
                 live.check_reconfigure(pc)
                     .map_err(|e| failed(&pc.name, e))?;
             }
@@ -370,20 +370,20 @@ impl Core {
         let mut names = Vec::new();
         let edition = rm.edition;
         for (pc, mut p) in fresh {
-            names.push(p.key.clone());
-            match self.partitions.get_mut(&p.key) {
+            names.push(p.key().clone());
+            match self.partitions.get_mut(p.key()) {
                 // Cannot fail after the checks above; an error here would be
                 // a bug, reported rather than hidden.
                 Some(live) => live.reconfigure(pc).map_err(|e| failed(&pc.name, e))?,
                 None => {
                     log::info!(
                         "partition {} added by configuration reload",
-                        p.internal_name
+                        p.internal_name()
                     );
-                    p.edition = edition;
+                    p.set_edition(edition);
                     // Built quietly by the dry run: warn once, now.
-                    p.queues.warn_properties();
-                    self.partitions.insert(p.key.clone(), p);
+                    p.queues().warn_properties();
+                    self.partitions.insert(p.key().clone(), p);
                 }
             }
         }

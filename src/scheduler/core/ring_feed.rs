@@ -13,10 +13,10 @@ use crate::scheduler::partition_key::PartitionKey;
 
 /// The queue path of application `app` of `p`, active or recently ended.
 fn app_queue(p: &Partition, app: &str) -> Option<String> {
-    if let Some(a) = p.apps.get(app) {
-        return p.queues.path_of(a.queue).map(|q| q.to_string());
+    if let Some(a) = p.apps().get(app) {
+        return p.queues().path_of(a.queue).map(|q| q.to_string());
     }
-    p.finished
+    p.finished()
         .iter()
         .rev()
         .find(|f| &*f.id == app)
@@ -30,13 +30,13 @@ fn queue_in(p: &Partition, r: &Record) -> Option<String> {
     match b.r#type {
         t if t == Type::Request as i32 => app_queue(p, &b.group_id),
         t if t == Type::App as i32 => app_queue(p, &b.object_id),
-        t if t == Type::Node as i32 => p.nodes.get(&b.object_id).map(|_| String::new()),
-        TYPE_QUEUE => p.queues.lookup(&b.object_id).map(|_| b.object_id.clone()),
+        t if t == Type::Node as i32 => p.nodes().get(&b.object_id).map(|_| String::new()),
+        TYPE_QUEUE => p.queues().lookup(&b.object_id).map(|_| b.object_id.clone()),
         TYPE_USERGROUP => match r.structured.as_ref().map(|s| s.detail) {
             // The reference is the application linked.
             Some(Detail::AppLink) => app_queue(p, &b.group_id),
             // The reference is the queue of the usage or limit.
-            _ => p.queues.lookup(&b.group_id).map(|_| b.group_id.clone()),
+            _ => p.queues().lookup(&b.group_id).map(|_| b.group_id.clone()),
         },
         _ => None,
     }
@@ -59,7 +59,7 @@ impl Core {
         for k in &keys {
             if let Some(p) = self.partitions.get(*k) {
                 if let Some(q) = queue_in(p, r) {
-                    return (p.name.clone(), q);
+                    return (p.name().to_string(), q);
                 }
             }
         }

@@ -154,15 +154,11 @@ impl Core {
     /// over every waiting ask.
     fn report_outstanding(&mut self) {
         for p in self.partitions.values_mut() {
-            let Some(rm) = self.rms.get(&p.rm_id) else {
+            let Some(rm) = self.rms.get(p.rm_id()) else {
                 continue;
             };
             if !rm.callback.has_container_state() {
                 continue; // nobody to tell
-            }
-            if p.tried.is_empty() {
-                p.tried.armed = true; // the next pass notes again
-                continue;
             }
             for (app, key) in p.outstanding_requests(OUTSTANDING_REPORT_BUDGET) {
                 let req = si::UpdateContainerSchedulingStateRequest {
@@ -204,10 +200,10 @@ impl Core {
                 continue;
             };
             if let Some(p) = self.partitions.get_mut(&t.partition) {
-                if !self.touched.contains(&p.rm_id) {
-                    self.touched.insert(p.rm_id.clone());
+                if !self.touched.contains(p.rm_id()) {
+                    self.touched.insert(p.rm_id().to_string());
                 }
-                let out = self.outcomes.entry(p.rm_id.clone()).or_default();
+                let out = self.outcomes.entry(p.rm_id().to_string()).or_default();
                 p.on_timer(&t, out);
             }
         }

@@ -1,19 +1,13 @@
 //! Gang scheduling, the application side (spec 9): the style, the
 //! placeholder books and the task groups of one application. The partition
-//! side (books, replacement, confirmation, timeout) is in `book.rs`,
-//! `swap.rs` and `timeout.rs`.
+//! side (books, replacement, confirmation, timeout) is a chapter of the
+//! partition: `partition/gang/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::resource::Resource;
-
-mod book;
-mod swap;
-mod timeout;
-pub use book::GangBook;
-pub(crate) use timeout::NodeSwapAction;
 
 /// Info passed with the timeout's state change (spec 9.4).
 pub const INFO_RESERVATION_TIMEOUT: &str = "ResourceReservationTimeout";
@@ -227,6 +221,3 @@ mod tests {
         );
     }
 }
-
-#[cfg(test)]
-mod step_tests;

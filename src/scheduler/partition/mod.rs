@@ -8,6 +8,7 @@ mod asks;
 mod commit;
 mod cycle;
 mod explain; // why asks wait (objects/pending.rs)
+mod gang; // placeholders, swaps and the placeholder timeout
 mod lifecycle;
 mod merge; // SI v1.x: allocations merged by key
 mod nodes;
@@ -18,13 +19,13 @@ mod records; // USERGROUP and QUEUE records (SI v1.x)
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 mod reserved; // the reserved pass
+mod views; // read-only views for readers outside the partition
 
 use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
 use super::clock::SharedClock;
-use super::gang::GangBook;
 use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
@@ -41,6 +42,7 @@ use super::{FastMap, FastSet};
 use crate::config::PartitionConfig;
 use crate::proto::si::v1 as si;
 use crate::security::{resolve_user, UserGroup};
+use gang::GangBook;
 
 use si::node_info::ActionFromRm;
 
@@ -156,55 +158,55 @@ struct PassState {
 /// A partition.
 pub struct Partition {
     /// The name the RM uses.
-    pub name: String,
+    name: String,
     /// The plain name, shared into every new allocation's report.
-    pub name_shared: Arc<str>,
+    name_shared: Arc<str>,
     /// `[rmID]name`, for messages only: ambiguous as a key.
-    pub internal_name: String,
+    internal_name: String,
     /// The key the core finds it by.
-    pub key: super::partition_key::PartitionKey,
+    key: super::partition_key::PartitionKey,
     /// Owning RM.
-    pub rm_id: String,
+    rm_id: String,
     /// The interface edition of the owning RM (set at registration).
-    pub edition: crate::scheduler::edition::Edition,
+    edition: crate::scheduler::edition::Edition,
     /// Queue tree.
-    pub queues: QueueTree,
+    queues: QueueTree,
     /// Placement rules.
-    pub placement: PlacementManager,
+    placement: PlacementManager,
     /// Preemption: the switch, victims in flight, per-request marks.
-    pub preempt: preempt::PreemptionBook,
+    preempt: preempt::PreemptionBook,
     /// Nodes: by slot, by id and in the order of the node sort policy.
-    pub nodes: NodeTable,
+    nodes: NodeTable,
     /// Sum of node capacities (root's max).
-    pub total: Resource,
+    total: Resource,
     /// Active applications by slot and by id.
-    pub apps: KeyedSlab<Application>,
+    apps: KeyedSlab<Application>,
     /// Live allocations by slot, with one index by UUID; nodes and
     /// applications list their slots.
-    pub allocations: AllocTable,
+    allocations: AllocTable,
     /// Recently terminated applications, newest last.
-    pub finished: VecDeque<FinishedApp>,
+    finished: VecDeque<FinishedApp>,
     /// Recently rejected applications, newest last (at most
     /// [`COMPLETED_HISTORY`]; REST shows them for the terminated timeout).
-    pub rejected: VecDeque<FinishedApp>,
+    rejected: VecDeque<FinishedApp>,
     /// Allocations made since the partition was created.
-    pub allocation_count: u64,
+    allocation_count: u64,
     /// Nodes held by asks that fit nowhere else (spec 8.9).
-    pub reservations: Reservations,
+    reservations: Reservations,
     /// Gang swaps in flight and placeholders being released (spec 9).
-    pub gang: GangBook,
+    gang: GangBook,
     /// Asks with allocations still to make (in their application's
     /// `ask_order`), over all applications: what the per-RM limit
     /// `max_asks_per_rm` counts.
-    pub waiting_asks: usize,
+    waiting_asks: usize,
     /// Asks passes tried without placing them, for the outstanding check.
-    pub tried: TriedAsks,
+    tried: TriedAsks,
     /// User and group limits: caps and trackers (limits.md).
-    pub ugm: super::ugm::Ugm,
-    pub(crate) seq: u64,
-    pub(crate) timeouts: AppTimeouts,
+    ugm: super::ugm::Ugm,
+    seq: u64,
+    timeouts: AppTimeouts,
     /// The partition's only source of time (timers, ages, timestamps).
-    pub(crate) clock: SharedClock,
+    clock: SharedClock,
 }
 
 struct TreeView<'a>(&'a QueueTree);

@@ -438,9 +438,9 @@ impl Partition {
         for u in uuids {
             // Gang swaps in flight first (spec 11.5, gang/timeout.rs).
             match self.node_removal_swap(&u, out) {
-                crate::scheduler::gang::NodeSwapAction::None => {}
-                crate::scheduler::gang::NodeSwapAction::Handled => continue,
-                crate::scheduler::gang::NodeSwapAction::Confirmed(real) => {
+                super::gang::NodeSwapAction::None => {}
+                super::gang::NodeSwapAction::Handled => continue,
+                super::gang::NodeSwapAction::Confirmed(real) => {
                     // The placeholder went with its node: the RM, still
                     // waiting to confirm it, is told it is gone (spec 11.5).
                     released.push(si::AllocationRelease {

@@ -56,11 +56,6 @@ impl TriedAsks {
         }
     }
 
-    /// Asks noted and not yet taken.
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
     /// Whether nothing is noted.
     pub fn is_empty(&self) -> bool {
         self.order.is_empty()
@@ -77,8 +72,13 @@ impl Partition {
     /// Up to `budget` outstanding asks as `(application id, allocation
     /// key)`: asks noted by passes since the last check that still wait
     /// and fit what their leaf's configured limits leave (shared, in the
-    /// order tried, by the asks of the leaf reported together).
+    /// order tried, by the asks of the leaf reported together). With
+    /// nothing noted it arms the noting again for the next pass.
     pub fn outstanding_requests(&mut self, budget: usize) -> Vec<(Arc<str>, Arc<str>)> {
+        if self.tried.is_empty() {
+            self.tried.armed = true;
+            return Vec::new();
+        }
         let mut found = Vec::new();
         let mut headrooms: FastMap<QueueId, Option<Resource>> = FastMap::default();
         let mut taken = 0;

@@ -159,6 +159,7 @@ impl PlacementManager {
     }
 
     /// Number of top-level rules.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.rules.len()
     }

@@ -29,14 +29,14 @@ fn queue_snap(p: &Partition, root: QueueId) -> QueueSnap {
     let mut order = vec![root];
     let mut next = 0;
     while let Some(&id) = order.get(next) {
-        order.extend(p.queues.get(id).children.values().copied());
+        order.extend(p.queues().get(id).children.values().copied());
         next += 1;
     }
     // Breadth-first order reversed puts every child before its parent.
     let mut built = std::collections::HashMap::with_capacity(order.len());
     for &id in order.iter().rev() {
         let children = p
-            .queues
+            .queues()
             .get(id)
             .children
             .values()
@@ -48,12 +48,12 @@ fn queue_snap(p: &Partition, root: QueueId) -> QueueSnap {
 }
 
 fn queue_node(p: &Partition, id: QueueId, children: Vec<QueueSnap>) -> QueueSnap {
-    let q = p.queues.get(id);
-    let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps.at(*a)).collect();
+    let q = p.queues().get(id);
+    let apps: Vec<_> = q.apps.values().filter_map(|a| p.apps().at(*a)).collect();
     QueueSnap {
         name: q.name.clone(),
         path: q.path.to_string(),
-        parent: q.parent.map(|pid| p.queues.get(pid).path.to_string()),
+        parent: q.parent.map(|pid| p.queues().get(pid).path.to_string()),
         leaf: q.leaf,
         managed: q.managed,
         state: format!("{:?}", q.state),
@@ -79,7 +79,12 @@ fn queue_node(p: &Partition, id: QueueId, children: Vec<QueueSnap>) -> QueueSnap
             properties: t.properties.clone(),
         }),
         children,
-        preempting: p.preempt.preempting.get(&id).map(named).unwrap_or_default(),
+        preempting: p
+            .preempt()
+            .preempting
+            .get(&id)
+            .map(named)
+            .unwrap_or_default(),
         preemption_enabled: PreemptionPolicy::of(&q.properties) != PreemptionPolicy::Disabled,
         preemption_fence: PreemptionPolicy::of(&q.properties) == PreemptionPolicy::Fence
             && !p.inherited_policy(id),
@@ -91,7 +96,7 @@ fn queue_node(p: &Partition, id: QueueId, children: Vec<QueueSnap>) -> QueueSnap
         // Read on any queue and inherited; bad or absent is 0 (off).
         quota_preemption_delay: go_duration_string(quota_delay_of(&q.properties)),
         limits: p
-            .ugm
+            .ugm()
             .caps
             .levels
             .get(&id)
@@ -113,11 +118,11 @@ fn queue_node(p: &Partition, id: QueueId, children: Vec<QueueSnap>) -> QueueSnap
 
 fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
     let mut apps: Vec<AppSnap> = p
-        .apps
+        .apps()
         .values()
         .map(|a| {
             let mut allocations: Vec<Arc<str>> =
-                p.allocations.uuids(&a.allocations).cloned().collect();
+                p.allocations().uuids(&a.allocations).cloned().collect();
             allocations.sort();
             let gang_waiting = super::reason::gang_waiting(a);
             let pending_asks = a
@@ -141,13 +146,13 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 })
                 .collect();
             let mut replacements: Vec<ReplacementSnap> = p
-                .allocations
+                .allocations()
                 .uuids(&a.allocations)
-                .filter_map(|u| Some((u, p.gang.swaps.get(u)?)))
+                .filter_map(|u| Some((u, p.gang().swaps.get(u)?)))
                 .map(|(u, s)| ReplacementSnap {
                     placeholder: u.to_string(),
                     placeholder_node: p
-                        .allocations
+                        .allocations()
                         .get(u)
                         .map(|a| a.node.to_string())
                         .unwrap_or_default(),
@@ -160,15 +165,15 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 .collect();
             replacements.sort_by(|x, y| x.placeholder.cmp(&y.placeholder));
             let mut releasing_placeholders: Vec<String> = p
-                .allocations
+                .allocations()
                 .uuids(&a.allocations)
-                .filter(|u| p.gang.releasing.contains(*u))
+                .filter(|u| p.gang().releasing.contains(*u))
                 .map(|u| u.to_string())
                 .collect();
             releasing_placeholders.sort();
             AppSnap {
                 id: a.id.to_string(),
-                queue: p.queues.get(a.queue).path.to_string(),
+                queue: p.queues().get(a.queue).path.to_string(),
                 state: a.state.as_str(),
                 submitted_ns: if a.submitted_ns != 0 {
                     a.submitted_ns
@@ -190,7 +195,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                     .sum(),
                 allocations,
                 started: a.started,
-                held_by_limits: p.ugm.held.contains(&a.seq),
+                held_by_limits: p.ugm().held.contains(&a.seq),
                 placeholder: named(&a.gang.placeholder_allocated),
                 placeholder_ask: a.placeholder_ask.as_ref().map(named),
                 gang_style: a.gang.style.as_str(),
@@ -216,20 +221,20 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
 
 fn node_snaps(p: &Partition) -> Vec<NodeSnap> {
     let mut nodes: Vec<NodeSnap> = p
-        .nodes
+        .nodes()
         .values()
         .map(|n| {
             let mut allocations: Vec<AllocationSnap> = n
                 .allocations
                 .slots()
                 .filter_map(|s| {
-                    let a = p.allocations.at(s);
-                    if p.allocations.is_indexed(s) {
+                    let a = p.allocations().at(s);
+                    if p.allocations().is_indexed(s) {
                         return Some((&a.record, None));
                     }
                     // The real allocation of a cross-node swap in flight.
-                    let ph = p.gang.by_real.get(&a.uuid)?;
-                    Some((&p.gang.swaps.get(ph)?.real, Some(ph.to_string())))
+                    let ph = p.gang().by_real.get(&a.uuid)?;
+                    Some((&p.gang().swaps.get(ph)?.real, Some(ph.to_string())))
                 })
                 .map(|(a, replacing)| AllocationSnap {
                     uuid: a.uuid.clone(),
@@ -263,42 +268,42 @@ fn node_snaps(p: &Partition) -> Vec<NodeSnap> {
 
 fn partition_snap(p: &Partition, now: Instant, now_unix: i64) -> PartitionSnap {
     let mut reservations: Vec<ReservationSnap> = p
-        .reservations
+        .reservations()
         .iter()
         .map(|(n, r)| ReservationSnap {
-            node: p.nodes[n].id.to_string(),
+            node: p.nodes()[n].id.to_string(),
             application_id: r.app.to_string(),
             allocation_key: r.key.to_string(),
         })
         .collect();
     reservations.sort_by(|a, b| a.node.cmp(&b.node));
     PartitionSnap {
-        name: p.name.clone(),
-        rm_id: p.rm_id.clone(),
-        node_policy: p.nodes.policy().name(),
+        name: p.name().to_string(),
+        rm_id: p.rm_id().to_string(),
+        node_policy: p.nodes().policy().name(),
         weights: p
-            .nodes
+            .nodes()
             .policy()
             .weights
             .iter()
             .map(|(id, w)| (name_of(*id).to_string(), *w))
             .collect(),
-        total: named(&p.total),
-        allocation_count: p.allocation_count,
+        total: named(p.total()),
+        allocation_count: p.allocation_count(),
         root: queue_snap(p, ROOT),
         apps: app_snaps(p, now, now_unix),
-        finished: p.finished.iter().map(finished_snap).collect(),
-        rejected: p.rejected.iter().map(finished_snap).collect(),
-        terminated_timeout_ns: i64::try_from(p.timeouts.terminated.as_nanos()).unwrap_or(i64::MAX),
+        finished: p.finished().iter().map(finished_snap).collect(),
+        rejected: p.rejected().iter().map(finished_snap).collect(),
+        terminated_timeout_ns: i64::try_from(p.terminated_timeout().as_nanos()).unwrap_or(i64::MAX),
         preemption_enabled: p.preemption_on(),
         nodes: node_snaps(p),
         reservations,
         allocations: p
-            .allocations
+            .allocations()
             .iter()
             .map(|(uuid, a)| (uuid.clone(), a.record.clone()))
             .collect(),
-        preempted: p.preempt.victims.keys().cloned().collect(),
+        preempted: p.preempt().victims.keys().cloned().collect(),
         usage: super::usage::UsageSnap::of(p),
     }
 }

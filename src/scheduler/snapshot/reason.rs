@@ -187,12 +187,12 @@ fn held_cause(
 ) -> Option<ReasonView> {
     if !app.counted_active {
         if let Some((q, max)) = p
-            .queues
+            .queues()
             .app_limits(app.queue)
             .into_iter()
-            .find(|(q, max)| p.queues.get(*q).active_apps >= *max)
+            .find(|(q, max)| p.queues().get(*q).active_apps >= *max)
         {
-            let queue = p.queues.get(q).path.to_string();
+            let queue = p.queues().get(q).path.to_string();
             return Some(ReasonView {
                 cause: "applicationLimit",
                 group: format!("applicationLimit queue {queue}"),
@@ -206,9 +206,9 @@ fn held_cause(
             });
         }
     }
-    if p.ugm.admission_active() && p.ugm.held.contains(&app.seq) {
-        if let Some(h) = p.ugm.explain_held(app) {
-            let queue = p.queues.get(h.queue).path.to_string();
+    if p.ugm().admission_active() && p.ugm().held.contains(&app.seq) {
+        if let Some(h) = p.ugm().explain_held(app) {
+            let queue = p.queues().get(h.queue).path.to_string();
             let scope = h.scope.as_str();
             return Some(ReasonView {
                 cause: "applicationLimit",
@@ -332,7 +332,7 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
         passes: r.passes,
         preemption: preemption(r),
         allocation_log: log_views(r),
-        message: r.cause.message(p.nodes.len()),
+        message: r.cause.message(p.nodes().len()),
         ..Default::default()
     };
     match &r.cause {
@@ -393,7 +393,7 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
         }
         Cause::Nodes(c) => {
             v.group = nodes_group(c);
-            v.nodes = Some(nodes_view(c, p.nodes.len()));
+            v.nodes = Some(nodes_view(c, p.nodes().len()));
         }
         Cause::Reserved { node, since_ns } => {
             v.group = "reserved".to_string();

@@ -116,14 +116,14 @@ impl UsageSnap {
     /// so the user usage is counted from the applications here (groups are
     /// tracked only for a group limit, as upstream).
     pub fn of(p: &Partition) -> UsageSnap {
-        if p.ugm.enabled() {
-            return Self::from_ugm(&p.ugm, &p.queues, true);
+        if p.ugm().enabled() {
+            return Self::from_ugm(p.ugm(), p.queues(), true);
         }
         let mut derived = Ugm::default();
-        for (slot, app) in p.apps.slots() {
-            derived.link_as(app, slot, &p.queues, None);
+        for (slot, app) in p.apps().slots() {
+            derived.link_as(app, slot, p.queues(), None);
         }
-        Self::from_ugm(&derived, &p.queues, false)
+        Self::from_ugm(&derived, p.queues(), false)
     }
 
     fn from_ugm(ugm: &Ugm, tree: &QueueTree, limits: bool) -> UsageSnap {

@@ -36,21 +36,21 @@ fn prio_ask(
 }
 
 fn qprio(h: &Harness, path: &str) -> i32 {
-    h.p.queues
-        .get(h.p.queues.lookup(path).expect("queue"))
+    h.p.queues()
+        .get(h.p.queues().lookup(path).expect("queue"))
         .current_priority()
 }
 
 fn app_prio(h: &Harness, app: &str) -> i32 {
-    h.p.apps[app].priority()
+    h.p.apps()[app].priority()
 }
 
 /// The applications of leaf `path` in its order.
 fn app_order(h: &Harness, path: &str) -> Vec<String> {
-    let q = h.p.queues.get(h.p.queues.lookup(path).expect("queue"));
+    let q = h.p.queues().get(h.p.queues().lookup(path).expect("queue"));
     q.app_order
         .values()
-        .map(|s| h.p.apps.at(*s).expect("live").id.to_string())
+        .map(|s| h.p.apps().at(*s).expect("live").id.to_string())
         .collect()
 }
 
@@ -68,9 +68,9 @@ fn remove_ask(h: &mut Harness, app: &str, key: &str) {
 /// Allocates one repeat of `key` of `app` on node `node`, whatever the
 /// ask order says.
 fn allocate(h: &mut Harness, app: &str, key: &str, node: &str) {
-    let a = h.p.apps.slot_of(app).expect("app");
-    let k = h.p.apps[a].asks.slot_of(key).expect("ask");
-    let n = h.p.nodes.slot_of(node).expect("node");
+    let a = h.p.apps().slot_of(app).expect("app");
+    let k = h.p.apps()[a].asks.slot_of(key).expect("ask");
+    let n = h.p.nodes().slot_of(node).expect("node");
     h.p.commit(a, k, n, None, &mut Outcomes::default());
 }
 
@@ -197,7 +197,7 @@ fn ask_order_by_priority_then_age() {
     let mut h = Harness::new(&config("          - name: a\n"));
     h.app("app", "root.a");
     let order = |h: &Harness| -> Vec<String> {
-        let a = &h.p.apps["app"];
+        let a = &h.p.apps()["app"];
         a.ask_order
             .values()
             .map(|s| a.asks[*s].key.to_string())
@@ -230,7 +230,7 @@ fn ask_order_by_priority_then_age() {
     assert_eq!(order(&h), ["x", "y", "z"]);
     remove_ask(&mut h, "app", "y");
     assert_eq!(order(&h), ["x", "z"]);
-    assert!(h.p.apps["app"].asks.get("y").is_none());
+    assert!(h.p.apps()["app"].asks.get("y").is_none());
 }
 
 /// Four applications app-0..app-3 in leaf `root.a` with the given
@@ -554,9 +554,9 @@ fn reload_recomputes_priorities_and_orders() {
         (11, 5, 11)
     );
     let order = |h: &Harness| -> Vec<String> {
-        h.p.queues
+        h.p.queues()
             .sorted_children(ROOT)
-            .map(|c| h.p.queues.get(c).name.clone())
+            .map(|c| h.p.queues().get(c).name.clone())
             .collect()
     };
     assert_eq!(order(&h), ["a", "b"]);
@@ -569,8 +569,8 @@ fn reload_recomputes_priorities_and_orders() {
     assert_eq!((qprio(&h, "root.a"), qprio(&h, "root")), (1, 5));
     assert_eq!(order(&h), ["b", "a"]);
     assert_eq!(
-        h.p.queues
-            .get(h.p.queues.lookup("root.a").unwrap())
+        h.p.queues()
+            .get(h.p.queues().lookup("root.a").unwrap())
             .priority
             .offset,
         0
@@ -592,7 +592,7 @@ fn reload_recomputes_priorities_and_orders() {
     );
     assert_eq!(qprio(&h, "root.a"), 101);
     assert_eq!(order(&h), ["a", "b"]);
-    assert!(!h.p.queues.get(ROOT).priority.sort);
+    assert!(!h.p.queues().get(ROOT).priority.sort);
     // Then a uses more: fairness comes first, b goes before a.
     h.ask(prio_ask("x", "big", 5000, 1));
     let seen = h.schedule();
@@ -602,16 +602,16 @@ fn reload_recomputes_priorities_and_orders() {
     assert_eq!(order(&h), ["b", "a"]);
     // The property removed again: sorting by priority is back.
     apply(&mut h, &with("priority.offset: \"100\"", ""));
-    assert!(h.p.queues.get(ROOT).priority.sort);
+    assert!(h.p.queues().get(ROOT).priority.sort);
     assert_eq!(order(&h), ["a", "b"]);
 }
 
 /// Every queue's priority from scratch: the spec's definition, with no
 /// incremental state.
 fn expected_priority(h: &Harness, id: QueueId) -> i32 {
-    let q = h.p.queues.get(id);
+    let q = h.p.queues().get(id);
     let raw = if q.leaf {
-        h.p.apps
+        h.p.apps()
             .values()
             .filter(|a| a.queue == id)
             .map(|a| {
@@ -658,7 +658,7 @@ fn incremental_priorities_match_a_full_recompute() {
     let mut rng = fastrand::Rng::with_seed(7);
     let mut next = 0;
     for step in 0..1500 {
-        let apps: Vec<String> = h.p.apps.keys().map(|k| k.to_string()).collect();
+        let apps: Vec<String> = h.p.apps().keys().map(|k| k.to_string()).collect();
         match rng.u8(0..10) {
             0 | 1 => {
                 next += 1;
@@ -692,7 +692,7 @@ fn incremental_priorities_match_a_full_recompute() {
                 h.p.reconfigure(&cfg.partitions[0]).expect("applies");
             }
         }
-        for (id, q) in h.p.queues.iter() {
+        for (id, q) in h.p.queues().iter() {
             assert_eq!(
                 q.current_priority(),
                 expected_priority(&h, id),
@@ -704,7 +704,7 @@ fn incremental_priorities_match_a_full_recompute() {
                     .apps
                     .values()
                     .map(|s| {
-                        let a = h.p.apps.at(*s).expect("live");
+                        let a = h.p.apps().at(*s).expect("live");
                         (a.key_in(q), a.id.to_string())
                     })
                     .collect();

@@ -10,7 +10,9 @@ use crate::scheduler::objects::application::{AppEvent, AppState, AskOrderKey};
 use crate::scheduler::outcome::{AppTimer, NewAllocation, Outcomes};
 use crate::scheduler::partition::Partition;
 
-use super::{GangStyle, INFO_RESERVATION_TIMEOUT, MSG_ASK_TIMEOUT, MSG_PLACEHOLDER_TIMEOUT};
+use crate::scheduler::gang::{
+    GangStyle, INFO_RESERVATION_TIMEOUT, MSG_ASK_TIMEOUT, MSG_PLACEHOLDER_TIMEOUT,
+};
 use si::event_record::Type as EventType;
 
 impl Partition {

@@ -4,8 +4,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::{MSG_ASK_TIMEOUT, MSG_PLACEHOLDER_TIMEOUT};
 use crate::proto::si::v1::TerminationType;
+use crate::scheduler::gang::{MSG_ASK_TIMEOUT, MSG_PLACEHOLDER_TIMEOUT};
 use crate::scheduler::testkit::{group_ask, Harness, Seen};
 
 const CONFIG: &str = "partitions:
