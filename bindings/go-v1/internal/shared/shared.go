@@ -21,7 +21,7 @@ import (
 )
 
 // Files are the names of the shared files, the same in both directories.
-var Files = []string{"errors.go", "handles.go", "lifecycle.go", "logger.go", "options.go", "options_more_test.go", "wire.go"}
+var Files = []string{"errors.go", "handles.go", "lifecycle.go", "logger.go", "options.go", "options_more_test.go", "pending.go", "wire.go"}
 
 // headerPrefix starts every copy; Go tools treat the file as generated.
 const headerPrefix = "// Code generated from bindings/go/"
