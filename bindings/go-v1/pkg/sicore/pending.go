@@ -196,7 +196,9 @@ func PendingReasons(dump []byte, partition, applicationID string) (map[string]*P
 }
 
 // PendingReasons is why each waiting ask of the application waits, read
-// from a fresh StateDump (see the function PendingReasons).
+// from a fresh StateDump (see the function PendingReasons). Like
+// StateDump it waits for the scheduling thread, so inside a callback it
+// returns an error matching ErrWouldDeadlock.
 func (s *Scheduler) PendingReasons(partition, applicationID string) (map[string]*PendingReason, error) {
 	dump, err := s.StateDump()
 	if err != nil {
