@@ -8,6 +8,8 @@ checks what a person opening the file would get:
   but the file itself (the report must work offline);
 - the page text names every queue of the configuration, has the four
   sections, and says the recorded usage matches the state dump;
+- the "why waiting" chart is drawn with data: at least one cause band
+  with waiting asks (its page's causes are checked against the expected);
 - a full-page PNG screenshot is written (for a person to look at).
 
 Then the two policy workloads (`--workload tenants` over SI v0.12,
@@ -56,6 +58,7 @@ QUEUES = [
 ]
 SECTIONS = [
     "Allocations per second",
+    "Why asks wait",
     "Queue usage against guaranteed and max",
     "Node utilisation",
     "Application states",
@@ -104,6 +107,37 @@ PREEMPTION_JS = """
   victims: parseInt(document.getElementById('victims')?.dataset.victims ?? '0', 10),
   throughputMarkers: document.querySelectorAll('#throughput ~ svg.chart path.preempt').length})
 """
+
+
+# In the browser: the cause bands of the "why waiting" chart and their peaks.
+WAITING_JS = """
+Array.from(document.querySelectorAll(
+  'svg.chart[aria-label="waiting asks by cause over time"] polygon.cause')).
+  map(p => ({cause: p.dataset.cause, peak: parseInt(p.dataset.peak, 10),
+             points: p.getAttribute('points').trim().split(' ').length}))
+"""
+
+# Per page, causes the "why waiting" chart must show with waiting asks.
+WAITING_CAUSES = {
+    "report": {"queueHeadroom"},
+    "tenants": {"userLimit"},
+    "preemption": set(),
+}
+
+
+def check_waiting(browser: Browser, page: str) -> list[str]:
+    """The "why waiting" chart has bands with data, among them the expected causes."""
+    bands = browser.eval(WAITING_JS) or []
+    failures = []
+    if not bands:
+        failures.append(f"{page}: the why-waiting chart has no cause band")
+    for b in bands:
+        if b["peak"] < 1 or b["points"] < 4:
+            failures.append(f"{page}: why-waiting band {b['cause']} is empty ({b})")
+    missing = WAITING_CAUSES[page] - {b["cause"] for b in bands if b["peak"] > 0}
+    if missing:
+        failures.append(f"{page}: why-waiting chart lacks {sorted(missing)}; it has {bands}")
+    return failures
 
 
 class Browser:
@@ -286,6 +320,7 @@ def check_workload(browser: Browser, sim: Path, out: Path, workload: str, editio
         if cls != "ok":
             said = browser.eval(f"document.getElementById('{verdict}')?.innerText")
             failures.append(f"{workload}: #{verdict} is {cls!r}: {said}")
+    failures += check_waiting(browser, workload)
     if workload == "tenants":
         charts = browser.eval(TENANT_CHARTS_JS) or []
         if len(charts) < 10:
@@ -378,9 +413,10 @@ def main() -> int:
                 + str(browser.eval("document.getElementById('consistency')?.innerText"))
             )
         charts = browser.eval("document.querySelectorAll('svg.chart').length")
-        # 1 throughput + 5 queues x 2 resources + heat map + states + timelines.
-        if charts != 14:
-            failures.append(f"expected 14 charts, found {charts}")
+        # 1 throughput + why waiting + 5 queues x 2 resources + heat map + states + timelines.
+        if charts != 15:
+            failures.append(f"expected 15 charts, found {charts}")
+        failures += check_waiting(browser, "report")
         width, height = browser.screenshot(out / "report.png")
         # The policy workloads, one per edition.
         failures += check_workload(browser, sim, out, "tenants", "v0.12")

@@ -319,6 +319,8 @@ fn wait_for_allocations(sim: &Sim, args: &Args, started: Instant) {
         } else if last_progress.elapsed() > Duration::from_secs(args.stall_seconds) {
             break;
         }
+        // Busy until the first allocation too: the pass may be about to start.
+        sim.sample_waiting(n == 0 || last_progress.elapsed() < report::QUIET);
         std::thread::sleep(Duration::from_millis(if tty { 50 } else { 5 }));
     }
     if tty {

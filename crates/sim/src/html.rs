@@ -10,6 +10,7 @@ use crate::report::{Recorder, Report};
 
 mod charts;
 mod policy;
+mod waiting;
 use charts::{app_states, heat_map, queues, throughput};
 
 /// Escapes text for HTML and SVG content and attribute values.
@@ -212,6 +213,7 @@ pub fn render(r: &Report) -> String {
     throughput(&mut out, r, &unit);
     policy::preemptions(&mut out, r, &unit);
     policy::tenants(&mut out, r, &unit);
+    waiting::waiting(&mut out, r, &unit);
     queues(&mut out, r, &unit);
     heat_map(&mut out, r, &unit);
     app_states(&mut out, r, &unit);

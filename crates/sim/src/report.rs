@@ -19,8 +19,10 @@ use serde_json::Value;
 use sicore::proto::si::v1 as si;
 
 mod series;
+mod waiting;
 mod workloads;
 use series::build;
+pub use waiting::{WaitingSeries, QUIET};
 pub use workloads::{GuaranteeView, PreemptionMark, TenantInput, TenantSeries};
 
 /// The hash map of the recording path: foldhash, as the scheduler's hot
@@ -88,6 +90,8 @@ struct Inner {
     keys: Option<FastMap<String, u32>>,
     /// Time spent recording inside callbacks: the report's own cost.
     busy_ns: u64,
+    /// The waiting asks' causes, sampled from state dumps.
+    waiting: waiting::Samples,
 }
 
 struct PreemptEvent {
@@ -338,7 +342,25 @@ impl Recorder {
             workloads::tenants(&g, t, &mut report);
         }
         workloads::preemptions(&g, dump, &mut report);
+        report.waiting = waiting::series(&g.waiting, dump, end, report.bucket_ns, report.buckets);
         report
+    }
+
+    /// Samples why asks wait from a state dump `dump` gives, when a sample
+    /// is due; `busy` while allocations are moving (see report/waiting.rs
+    /// for the spacing). The dump is taken without the recorder's lock, so
+    /// callbacks are not held up by it.
+    pub fn sample_waiting(&self, busy: bool, dump: impl FnOnce() -> Result<Value, String>) {
+        if !self.lock().waiting.due(Instant::now(), busy) {
+            return;
+        }
+        let started = Instant::now();
+        let Ok(d) = dump() else {
+            return;
+        };
+        let took = started.elapsed();
+        let t = self.now();
+        self.lock().waiting.add(t, Instant::now(), took, &d);
     }
 }
 
@@ -405,6 +427,8 @@ pub struct Report {
     pub preemptions: Vec<PreemptionMark>,
     /// The preemptors' queues, against their guarantees.
     pub guarantees: Vec<GuaranteeView>,
+    /// Waiting asks per cause over time.
+    pub waiting: WaitingSeries,
 }
 #[cfg(test)]
 mod tests {
@@ -557,6 +581,7 @@ mod tests {
             r#"id="nodes""#,
             r#"id="applications""#,
             r#"id="timelines""#,
+            r#"id="waiting-none""#,
             "releases/s",
         ] {
             assert!(page.contains(needle), "{needle}");
@@ -566,6 +591,25 @@ mod tests {
             !page.contains("http://") && !page.contains("https://"),
             "nothing fetched"
         );
+    }
+
+    #[test]
+    fn waiting_asks_are_charted_per_cause() {
+        let rec = recorded();
+        let waits = serde_json::json!({"partitions": [{"name": "default", "applications": [
+            {"id": "a", "pending_asks": [
+                {"allocation_key": "k1", "pending_reason": {"cause": "queueHeadroom"}},
+                {"allocation_key": "k2", "pending_reason": {"cause": "queueHeadroom"}},
+                {"allocation_key": "k3"}]}]}]});
+        rec.sample_waiting(false, || Ok(waits));
+        // A sample after the timeline's end would fall in its last bucket,
+        // where the final dump (no ask waiting) has the last word.
+        rec.mark("after the sample");
+        let page = crate::html::render(&rec.finish(&dump(30), vec![]));
+        assert!(page.contains(r#"aria-label="waiting asks by cause over time""#));
+        assert!(page.contains(r#"data-cause="queueHeadroom" data-peak="2""#));
+        assert!(page.contains(r#"data-cause="notTried" data-peak="1""#));
+        assert!(page.contains("From 2 state dumps"));
     }
 }
 

@@ -298,10 +298,19 @@ impl Sim {
         done: impl Fn(&Counters) -> bool,
     ) -> Result<(), String> {
         let deadline = Instant::now() + timeout;
+        let (mut seen, mut moved) = (
+            self.counters.allocations.load(Ordering::SeqCst),
+            Instant::now(),
+        );
         while !done(&self.counters) {
             if Instant::now() > deadline {
                 return Err(format!("timed out waiting for {what}"));
             }
+            let n = self.counters.allocations.load(Ordering::SeqCst);
+            if n != seen {
+                (seen, moved) = (n, Instant::now());
+            }
+            self.sample_waiting(moved.elapsed() < report::QUIET);
             std::thread::sleep(Duration::from_millis(1));
         }
         Ok(())
@@ -309,6 +318,15 @@ impl Sim {
 
     pub(crate) fn dump(&self) -> Result<serde_json::Value, String> {
         sicore_c_rm::dump(self.sched)
+    }
+
+    /// `--html`: samples why asks wait, when a sample is due (called from
+    /// the loops that wait for the workload, `busy` while allocations are
+    /// moving; free without `--html`).
+    pub(crate) fn sample_waiting(&self, busy: bool) {
+        if let Some(r) = self.counters.report.get() {
+            r.sample_waiting(busy, || self.dump());
+        }
     }
 }
 

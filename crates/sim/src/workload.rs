@@ -551,6 +551,7 @@ impl Driver {
         let started = Instant::now();
         let (mut last, mut moved) = (count(), Instant::now());
         loop {
+            self.sim.sample_waiting(moved.elapsed() < report::QUIET);
             std::thread::sleep(Duration::from_millis(5));
             let n = count();
             if n != last {

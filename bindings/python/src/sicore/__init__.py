@@ -38,6 +38,15 @@ from ._errors import (
     WouldDeadlockError,
 )
 from ._native import ENV_VAR, TRACE, Library, find_library, load_library
+from ._pending import (
+    GangState,
+    LogEntry,
+    NodeCounts,
+    PendingReason,
+    Preemption,
+    Refusal,
+    pending_reasons,
+)
 from ._scheduler import RawScheduler, Scheduler, options_message
 
 try:
@@ -50,10 +59,16 @@ __all__ = [
     "ENV_VAR",
     "TRACE",
     "DecodeError",
+    "GangState",
     "InternalError",
     "InvalidArgumentError",
     "Library",
+    "LogEntry",
+    "NodeCounts",
+    "PendingReason",
+    "Preemption",
     "RawScheduler",
+    "Refusal",
     "RejectedError",
     "ResourceManagerCallback",
     "Scheduler",
@@ -66,6 +81,7 @@ __all__ = [
     "library_version",
     "load_library",
     "options_message",
+    "pending_reasons",
     "si_pb2",
     "sicore_pb2",
     "status_str",

@@ -28,6 +28,7 @@ from ._callbacks import (
 )
 from ._errors import Status, StoppedError, WouldDeadlockError
 from ._native import Library, in_log_handler, load_library, sicore_buffer
+from ._pending import PendingReason, pending_reasons
 
 __all__ = ["RawScheduler", "Scheduler", "options_message"]
 
@@ -449,6 +450,16 @@ class Scheduler:
         """The scheduler's state (partitions, queues, applications, nodes) as a dict."""
         result: dict[str, Any] = json.loads(self._state_dump().decode("utf-8"))
         return result
+
+    def pending_reasons(self, application_id: str,
+                        partition: str | None = None) -> dict[str, PendingReason | None]:
+        """Why each waiting ask of an application waits, by allocation key.
+
+        Read from :meth:`state_dump` (see :func:`sicore.pending_reasons`):
+        ``None`` for an ask no pass has tried yet. Raises :class:`KeyError`
+        when the application is not known.
+        """
+        return pending_reasons(self.state_dump(), application_id, partition)
 
     def metrics(self) -> str:
         """The Prometheus text exposition of the ``yunikorn_*`` metrics.

@@ -417,6 +417,7 @@ pub(super) fn build(g: &Inner, dump: &Value, meta: Vec<(String, String)>, end: u
         cap_violations: Vec::new(),
         preemptions: Vec::new(),
         guarantees: Vec::new(),
+        waiting: Default::default(),
     }
 }
 

@@ -38,15 +38,30 @@ from .._errors import (
     StoppedError,
     WouldDeadlockError,
 )
+from .._pending import (
+    GangState,
+    LogEntry,
+    NodeCounts,
+    PendingReason,
+    Preemption,
+    Refusal,
+    pending_reasons,
+)
 from . import si_pb2, sicore_pb2
 from ._callbacks import ResourceManagerCallback
 from ._scheduler import RawScheduler, Scheduler
 
 __all__ = [
     "DecodeError",
+    "GangState",
     "InternalError",
     "InvalidArgumentError",
+    "LogEntry",
+    "NodeCounts",
+    "PendingReason",
+    "Preemption",
     "RawScheduler",
+    "Refusal",
     "RejectedError",
     "ResourceManagerCallback",
     "Scheduler",
@@ -54,6 +69,7 @@ __all__ = [
     "Status",
     "StoppedError",
     "WouldDeadlockError",
+    "pending_reasons",
     "si_pb2",
     "sicore_pb2",
 ]

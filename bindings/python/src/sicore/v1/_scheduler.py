@@ -9,6 +9,7 @@ from typing import Any
 from google.protobuf.message import Message
 
 from .. import _scheduler as _core
+from .._pending import PendingReason
 from . import si_pb2
 from ._callbacks import ResourceManagerCallback, add_registration
 
@@ -185,6 +186,11 @@ class Scheduler:
     def state_dump(self) -> dict[str, Any]:
         """The scheduler's state as a dict (:meth:`sicore.Scheduler.state_dump`)."""
         return self._core.state_dump()
+
+    def pending_reasons(self, application_id: str,
+                        partition: str | None = None) -> dict[str, PendingReason | None]:
+        """Why each waiting ask of an application waits (:meth:`sicore.Scheduler.pending_reasons`)."""
+        return self._core.pending_reasons(application_id, partition)
 
     def metrics(self) -> str:
         """The Prometheus text of the ``yunikorn_*`` metrics (:meth:`sicore.Scheduler.metrics`)."""
