@@ -170,7 +170,7 @@ fn queue_headroom(e: Edition) {
         assert_eq!(old["pendingReason"][field], p[field], "{field}: {old}");
     }
     assert!(log_has(&old, "Not enough queue quota"), "{old}");
-    assert_eq!(old["resource"], "[memory:500]", "{old}");
+    assert_eq!(old["resource"], "[memory:500 vcore:1]", "{old}");
     assert_eq!(old["priority"], "0", "{old}");
     assert_eq!(old["pendingCount"], 1, "{old}");
     let g = grouped(&rm);

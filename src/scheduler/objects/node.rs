@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::scheduler::policies::NodeSortPolicy;
-use crate::scheduler::resource::Resource;
+use crate::scheduler::resource::{ResId, Resource};
 
 /// Attribute naming a node's partition.
 pub const ATTR_PARTITION: &str = "si/node-partition";
@@ -166,6 +166,28 @@ impl Node {
     /// Whether `ask` could ever fit on this node.
     pub fn fits_capacity(&self, ask: &Resource) -> bool {
         self.unlimited || ask.fits_in(&self.capacity)
+    }
+
+    /// The first type of `ask` this node's capacity is short of: `None`
+    /// when the ask could fit ([`Self::fits_capacity`] in the same walk).
+    #[inline]
+    pub fn capacity_short(&self, ask: &Resource) -> Option<ResId> {
+        if self.unlimited {
+            None
+        } else {
+            ask.first_short(&self.capacity)
+        }
+    }
+
+    /// The first type of `ask` the node's free resource is short of:
+    /// `None` when it fits now ([`Self::fits_available`] in the same walk).
+    #[inline]
+    pub fn available_short(&self, ask: &Resource) -> Option<ResId> {
+        if self.unlimited {
+            None
+        } else {
+            ask.first_short(&self.available)
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::super::resource::{name_of, ResId, Resource};
+use super::super::resource::{name_of, ResId};
 
 /// Resource types counted one by one; shortages of further types are summed.
 pub const MAX_SHORT_TYPES: usize = 4;
@@ -44,7 +44,20 @@ pub struct NodeCounts {
 
 impl NodeCounts {
     /// One node lacks `ty` (the first type of the ask it lacks).
+    #[inline(always)]
     pub fn short_of(&mut self, ty: ResId) {
+        // The same ask mostly lacks the same type on every node: that
+        // case stays inline in the node walk.
+        if self.short_len > 0 && self.short[0].0 == ty {
+            self.short[0].1 += 1;
+        } else {
+            self.short_of_another(ty);
+        }
+    }
+
+    /// [`Self::short_of`] for a type other than the first one counted.
+    #[inline(never)]
+    fn short_of_another(&mut self, ty: ResId) {
         let n = usize::from(self.short_len);
         if let Some(e) = self.short[..n].iter_mut().find(|(t, _)| *t == ty) {
             e.1 += 1;
@@ -96,14 +109,6 @@ fn truncate(s: &str, max: usize) -> &str {
         end -= 1;
     }
     &s[..end]
-}
-
-/// The first type of `ask` that `free` does not hold enough of (a type
-/// `free` lacks is zero).
-pub fn first_short(ask: &Resource, free: &Resource) -> Option<ResId> {
-    ask.iter()
-        .find(|(t, v)| *v > free.get(*t).max(0))
-        .map(|(t, _)| t)
 }
 
 /// Whose limit holds an ask.

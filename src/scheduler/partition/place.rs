@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::scheduler::objects::pending::{first_short, NodeCounts};
+use crate::scheduler::objects::pending::NodeCounts;
 use crate::scheduler::resync::ResyncBarrier;
 
 impl Partition {
@@ -79,10 +79,8 @@ impl Partition {
                 continue;
             }
             counts.examined += 1;
-            if !n.fits_capacity(&ask.resource) {
-                if let Some(t) = first_short(&ask.resource, n.capacity()) {
-                    counts.short_of(t);
-                }
+            if let Some(t) = n.capacity_short(&ask.resource) {
+                counts.short_of(t);
                 continue;
             }
             let reserved_by = match me {
@@ -128,13 +126,13 @@ impl Partition {
         events: &mut Vec<si::EventRecord>,
         counts: Option<&mut NodeCounts>,
     ) -> bool {
-        if allocate && !n.fits_available(&ask.resource) {
-            if let Some(c) = counts {
-                if let Some(t) = first_short(&ask.resource, n.available()) {
+        if allocate {
+            if let Some(t) = n.available_short(&ask.resource) {
+                if let Some(c) = counts {
                     c.short_of(t);
                 }
+                return false;
             }
-            return false;
         }
         // Predicates are not asked for an unlimited node (spec 8.7).
         let Some(cb) = cb.filter(|b| b.asks_predicates() && !n.unlimited) else {

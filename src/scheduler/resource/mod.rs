@@ -310,6 +310,15 @@ impl Resource {
         self.iter().all(|(id, v)| v <= big.get(id).max(0))
     }
 
+    /// The first type `big` has less of than `self` (a missing or negative
+    /// quantity counts as zero): `None` exactly when [`Self::fits_in`].
+    #[inline]
+    pub fn first_short(&self, big: &Resource) -> Option<ResId> {
+        self.iter()
+            .find(|(id, v)| *v > big.get(*id).max(0))
+            .map(|(id, _)| id)
+    }
+
     /// Fit where types missing from `big` are unlimited (quota checks).
     pub fn fits_in_max_undef(&self, big: &Resource) -> bool {
         self.iter()

@@ -1,5 +1,5 @@
 use super::*;
-use crate::scheduler::resource::intern;
+use crate::scheduler::resource::{intern, Resource};
 
 fn ty(name: &str) -> ResId {
     intern(name).unwrap()
@@ -42,8 +42,8 @@ fn refusals_are_grouped_truncated_and_bounded() {
 fn first_short_names_the_type_lacking() {
     let ask = Resource::from_pairs([("memory", 10), ("vcore", 1)]).unwrap();
     let free = Resource::from_pairs([("memory", 20), ("vcore", 0)]).unwrap();
-    assert_eq!(first_short(&ask, &free), Some(ty("vcore")));
-    assert_eq!(first_short(&ask, &ask), None);
+    assert_eq!(ask.first_short(&free), Some(ty("vcore")));
+    assert_eq!(ask.first_short(&ask), None);
 }
 
 fn headroom(queue: &str, free: i64) -> Cause {
