@@ -108,10 +108,9 @@ fn rm_saw_nothing_new(events: &[si18::EventRecord]) {
     }
 }
 
-#[test]
-fn an_application_life_is_in_the_history_with_partition_and_queue() {
-    let rm = V1Rm::with(options(), CONFIG, false, |_| {});
-    let addr = rest_address(rm.sched);
+/// Runs app-1's life on `rm`: one allocation, released by the RM, so the
+/// application completes; returns the history once it has.
+fn one_life(rm: &V1Rm, addr: &str) -> Vec<Value> {
     rm.node("n1", 1000);
     rm.app("app-1", "root.a");
     rm.allocate(vec![rmv1::ask("app-1", "a1", 100, 1)], vec![]);
@@ -125,32 +124,78 @@ fn an_application_life_is_in_the_history_with_partition_and_queue() {
         ..Default::default()
     };
     rm.allocate(vec![], vec![release]);
-    let all = wait_history(&addr, "app-1 completed", |r| {
+    wait_history(addr, "app-1 completed", |r| {
         r["objectID"] == "app-1" && detail(r) == D::AppCompleted as i64
-    });
+    })
+}
+
+/// Whether `want` appears in `details` in order (other details between).
+fn in_order(details: &[i64], want: &[D]) -> bool {
+    let mut at = 0;
+    for d in details {
+        if at < want.len() && *d == want[at] as i64 {
+            at += 1;
+        }
+    }
+    at == want.len()
+}
+
+#[test]
+fn an_application_life_is_in_the_history_with_partition_and_queue() {
+    let rm = V1Rm::with(options(), CONFIG, false, |_| {});
+    let addr = rest_address(rm.sched);
+    let all = one_life(&rm, &addr);
     let mine = about(&all, Type::App, "app-1");
     for r in &mine {
         assert_eq!(r["partition"], "default", "{r}");
         assert_eq!(r["queue"], "root.a", "{r}");
+        assert!(r["timestampNano"].as_i64().unwrap() > 0, "{r}");
     }
     let details: Vec<i64> = mine.iter().map(detail).collect();
-    // The state log, in order, with the allocation got and lost between.
-    let want = [
+    let log = [
+        D::AppAccepted,
+        D::AppRunning,
+        D::AppCompleting,
+        D::AppCompleted,
+    ];
+    assert!(
+        in_order(&details, &log),
+        "{details:?} lacks {log:?} in order"
+    );
+    // The per-allocation records wait for `APP` in the options.
+    assert!(
+        !details.contains(&(D::AppAlloc as i64)),
+        "APP_ALLOC without APP in the options: {details:?}"
+    );
+    // The RM, taking the default types, was sent none of it.
+    rm.settle();
+    rm_saw_nothing_new(&rm.rec.copy().events);
+}
+
+/// With `APP` among the record types, every allocation got and released
+/// is in the history too, and an SI v1.x RM, which asked for `APP`
+/// records, gets them as YuniKorn v1.x sends them.
+#[test]
+fn with_app_records_the_allocations_got_and_lost_are_traced() {
+    let mut o = options();
+    o.event_types = vec!["REQUEST".into(), "NODE".into(), "APP".into()];
+    let rm = V1Rm::with(o, CONFIG, false, |_| {});
+    let addr = rest_address(rm.sched);
+    let all = one_life(&rm, &addr);
+    let mine = about(&all, Type::App, "app-1");
+    let details: Vec<i64> = mine.iter().map(detail).collect();
+    let log = [
         D::AppAccepted,
         D::AppAlloc,
         D::AppRunning,
         D::AllocCancel,
         D::AppCompleting,
         D::AppCompleted,
-    ]
-    .map(|d| d as i64);
-    let mut at = 0;
-    for d in details.iter() {
-        if at < want.len() && *d == want[at] {
-            at += 1;
-        }
-    }
-    assert_eq!(at, want.len(), "{details:?} lacks {want:?} in order");
+    ];
+    assert!(
+        in_order(&details, &log),
+        "{details:?} lacks {log:?} in order"
+    );
     let got = mine
         .iter()
         .find(|r| detail(r) == D::AppAlloc as i64)
@@ -158,6 +203,7 @@ fn an_application_life_is_in_the_history_with_partition_and_queue() {
     assert_eq!(got["referenceID"], "a1");
     assert_eq!(got["eventChangeType"], 2, "ADD");
     assert_eq!(got["resource"]["resources"]["memory"]["value"], 100);
+    assert_eq!(got["queue"], "root.a");
     assert!(got["message"].as_str().unwrap().contains("on node n1"));
     let lost = mine
         .iter()
@@ -165,9 +211,24 @@ fn an_application_life_is_in_the_history_with_partition_and_queue() {
         .unwrap();
     assert_eq!(lost["referenceID"], "a1");
     assert_eq!(lost["eventChangeType"], 3, "REMOVE");
-    // The RM, taking the default types, was sent none of it.
-    rm.settle();
-    rm_saw_nothing_new(&rm.rec.copy().events);
+    let s = rm.rec.wait("the RM's APP_ALLOC", |s| {
+        s.events
+            .iter()
+            .any(|e| e.event_change_detail == D::AllocCancel as i32)
+    });
+    let sent = s
+        .events
+        .iter()
+        .find(|e| e.event_change_detail == D::AppAlloc as i32)
+        .unwrap();
+    assert_eq!(
+        (
+            sent.r#type,
+            sent.object_id.as_str(),
+            sent.reference_id.as_str()
+        ),
+        (Type::App as i32, "app-1", "a1")
+    );
 }
 
 /// Two pods of app-1 fill n1 in `root.a`; app-2 in `root.b`, below its
@@ -308,7 +369,7 @@ fn the_history_stays_bounded() {
     let rm = V1Rm::registered(options(), &req, false, |_| {});
     let addr = rest_address(rm.sched);
     rm.node("n1", 100_000);
-    let ids: Vec<String> = (0..8).map(|i| format!("app-{i}")).collect();
+    let ids: Vec<String> = (0..15).map(|i| format!("app-{i}")).collect();
     let (st, msg) = rm.apps(
         ids.iter()
             .map(|id| rmv1::app(id, "root.a", "alice"))
@@ -317,13 +378,13 @@ fn the_history_stays_bounded() {
     assert_eq!(st, SICORE_OK, "{msg}");
     rm.allocate(
         ids.iter()
-            .map(|id| rmv1::ask(id, &format!("{id}-k"), 1, 1))
+            .map(|id| rmv1::ask(id, &format!("{id}-k"), 1, 0))
             .collect(),
         vec![],
     );
     rm.rec.wait("all placed", |s| s.new.len() == ids.len());
-    // Every application is Running: at least Accepted, APP_ALLOC and
-    // Running each, more than the bound.
+    // Every application is Running: at least Accepted and Running each,
+    // with the asks' and the node's records, more than the bound.
     poll("the last app running in the history", || {
         history(&addr)
             .iter()
@@ -366,14 +427,14 @@ fn a_v012_rm_sees_no_new_record_types() {
         ..Default::default()
     };
     assert_eq!(h.releases(vec![release], vec![]).0, SICORE_OK);
-    let all = wait_history(&addr, "the allocation lost", |r| {
-        r["objectID"] == "app-1" && detail(r) == D::AllocCancel as i64
+    let all = wait_history(&addr, "app-1 completed", |r| {
+        r["objectID"] == "app-1" && detail(r) == D::AppCompleted as i64
     });
     let mine = about(&all, Type::App, "app-1");
-    assert!(
-        mine.iter().any(|r| detail(r) == D::AppAlloc as i64),
-        "{mine:?}"
-    );
+    let details: Vec<i64> = mine.iter().map(detail).collect();
+    // (v0.12's Starting has no SI v1.x detail.)
+    let log = [D::AppAccepted, D::AppCompleting, D::AppCompleted];
+    assert!(in_order(&details, &log), "{details:?}");
     assert!(mine.iter().all(|r| r["queue"] == "root.a"), "{mine:?}");
     std::thread::sleep(Duration::from_millis(200));
     let types: Vec<i32> = h.seen(|s| s.events.iter().map(|e| e.r#type).collect());

@@ -209,7 +209,7 @@ impl Partition {
         for u in uuids {
             if let Some(a) = self.remove_allocation(&u) {
                 let message = format!("Application {app_id} {}", to.as_str());
-                if self.tracing() {
+                if self.tracing_allocations() {
                     self.trace_removed(&a, crate::events::Detail::AllocCancel, &message, out);
                 }
                 released.push(si::AllocationRelease {

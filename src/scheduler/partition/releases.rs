@@ -75,7 +75,7 @@ impl Partition {
             if let Some(a) = self.remove_allocation(&u) {
                 real |= !a.placeholder;
                 placeholders |= a.placeholder;
-                if self.tracing() {
+                if self.tracing_allocations() {
                     self.trace_removed(&a, Detail::AllocCancel, "released by the RM", out);
                 }
                 out.forget.push(si::ForgotAllocation {
@@ -191,7 +191,7 @@ impl Partition {
             if let Some(a) = self.remove_allocation(&u) {
                 real |= !a.placeholder;
                 placeholders |= a.placeholder;
-                if self.tracing() {
+                if self.tracing_allocations() {
                     self.trace_removed(&a, Detail::AllocCancel, "released by the RM", out);
                 }
                 released.push(si::AllocationRelease {

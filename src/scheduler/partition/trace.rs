@@ -7,7 +7,11 @@
 //! They are made only while the RM's events are on (the history is
 //! kept), and reach `SendEvent` only for an SI v1.x RM that asked for
 //! `APP` records; for any other RM they are marked for the history alone,
-//! so what it receives does not change.
+//! so what it receives does not change. The records of every allocation
+//! got and released (`APP_ALLOC`, `ALLOC_CANCEL`) cost about 4,700
+//! instructions each (a fifth more per allocation, docs/why-pending.md),
+//! so they are made only when `SchedulerOptions.event_types` lists `APP`;
+//! the rare ones (preemption, a node's removal) always are.
 
 use super::*;
 use crate::events::{self, Change, Detail, Record};
@@ -59,6 +63,14 @@ impl Partition {
     #[inline]
     pub(crate) fn tracing(&self) -> bool {
         self.timeouts.events.trace()
+    }
+
+    /// Whether the records of every allocation got and released are made
+    /// too (the options list `APP`).
+    #[inline]
+    pub(crate) fn tracing_allocations(&self) -> bool {
+        let t = self.timeouts.events;
+        t.trace() && t.allows(si::event_record::Type::App as i32)
     }
 
     /// Queues a trace record, for the history alone unless this RM takes
