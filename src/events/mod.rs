@@ -133,6 +133,16 @@ pub enum Detail {
     /// QUEUE_PREEMPTION (SI v1.9): the summary of a quota-change
     /// preemption run (the resource is the queue's max).
     QueuePreemption,
+    /// APP_ALLOC: an application got an allocation (the reference is its
+    /// key, the resource its size).
+    AppAlloc,
+    /// ALLOC_CANCEL: an allocation went because the RM released it or its
+    /// application ended.
+    AllocCancel,
+    /// ALLOC_PREEMPT: an allocation was taken back by preemption.
+    AllocPreempt,
+    /// ALLOC_NODEREMOVED: an allocation went with its node.
+    AllocNodeRemoved,
 }
 
 impl Detail {
@@ -168,6 +178,9 @@ pub struct Record {
     /// For a record both editions send, the resource only SI v1.x has a
     /// field for (a NODE record's capacity); the v0.12 edge drops it.
     pub v1_resource: Option<si::Resource>,
+    /// A trace record the RM did not ask for (docs/why-pending.md,
+    /// "Trace"): it enters the REST history only, never `SendEvent`.
+    pub ring_only: bool,
 }
 
 impl Record {
@@ -184,6 +197,7 @@ impl From<si::EventRecord> for Record {
             base,
             structured: None,
             v1_resource: None,
+            ring_only: false,
         }
     }
 }
@@ -214,6 +228,7 @@ pub fn structured(
             resource,
         }),
         v1_resource: None,
+        ring_only: false,
     }
 }
 
@@ -269,6 +284,11 @@ const STRUCTURED: u8 = 1 << 7;
 /// The bit that says that RM registered as SI v1.9 or later, and takes
 /// the records v1.9 added (the `QUEUE_PREEMPTION` summary).
 const SI_1_9: u8 = 1 << 6;
+
+/// The bit that says the RM's events are on, so the REST history keeps
+/// its trace (allocations got and lost, preemptions), whatever types the
+/// RM takes. Bit 0: no record type has the value 0.
+const TRACE: u8 = 1;
 
 impl Default for EventTypes {
     fn default() -> Self {
@@ -337,6 +357,18 @@ impl EventTypes {
         } else {
             EventTypes(self.0 & !SI_1_9)
         }
+    }
+
+    /// The set with the trace on (the RM's events are on).
+    pub fn with_trace(self) -> Self {
+        EventTypes(self.0 | TRACE)
+    }
+
+    /// Whether the trace records are made (they enter the REST history;
+    /// only those of a type the RM takes reach it).
+    #[inline]
+    pub fn trace(self) -> bool {
+        self.0 & TRACE != 0
     }
 
     /// Whether quota-change runs send their `QUEUE_PREEMPTION` summary:

@@ -50,6 +50,10 @@ fn detail(d: Detail) -> i32 {
         Detail::UserResource => D::UgUserResource,
         Detail::GroupResource => D::UgGroupResource,
         Detail::QueuePreemption => return QUEUE_PREEMPTION,
+        Detail::AppAlloc => D::AppAlloc,
+        Detail::AllocCancel => D::AllocCancel,
+        Detail::AllocPreempt => D::AllocPreempt,
+        Detail::AllocNodeRemoved => D::AllocNoderemoved,
     };
     d as i32
 }
@@ -76,6 +80,8 @@ pub fn translate(r: &Record) -> si18::EventRecord {
     let kind = match r.base.r#type {
         TYPE_QUEUE => T::Queue,
         TYPE_USERGROUP => T::Usergroup,
+        t if t == si::event_record::Type::App as i32 => T::App,
+        t if t == si::event_record::Type::Request as i32 => T::Request,
         _ => T::UnknownEventrecordType,
     };
     si18::EventRecord {

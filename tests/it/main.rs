@@ -65,6 +65,7 @@ mod scenario;
 mod scenarios_v19;
 mod scheduling_policy;
 mod threads;
+mod trace;
 mod usergroup_events_v1;
 mod v1_edge;
 mod v1_extra_config;

@@ -89,7 +89,10 @@ impl Core {
     /// off; the structured ones (USERGROUP, QUEUE changes) only for SI v1.x.
     fn event_types_for(&self, on: bool, edition: Edition) -> EventTypes {
         if on {
-            self.options.event_types.for_edition(edition == Edition::V1)
+            self.options
+                .event_types
+                .for_edition(edition == Edition::V1)
+                .with_trace()
         } else {
             EventTypes::of(&[])
         }
@@ -514,16 +517,19 @@ impl Core {
         if !self.events.contains_key(rm_id) {
             return;
         }
+        let unix = self.clock.unix_nanos();
+        for r in &mut records {
+            if r.base.timestamp_nano == 0 {
+                r.base.timestamp_nano = unix;
+            }
+        }
+        // The history keeps every record (the trace: application states,
+        // allocations got and lost, preemptions); the RM gets only the
+        // types it asked for, and never a record made for the history.
+        let mut records = self.feed_ring(rm_id, records, None);
         let types = self.options.event_types;
         records.retain(|r| types.allows(r.base.r#type));
         if !records.is_empty() {
-            let unix = self.clock.unix_nanos();
-            for r in &mut records {
-                if r.base.timestamp_nano == 0 {
-                    r.base.timestamp_nano = unix;
-                }
-            }
-            self.feed_ring(rm_id, &records, None);
             let Some(store) = self.events.get_mut(rm_id) else {
                 return;
             };
@@ -558,7 +564,7 @@ impl Core {
                     r.base.timestamp_nano = unix;
                 }
             }
-            self.feed_ring(&key.rm_id, &records, Some(&key));
+            let records = self.feed_ring(&key.rm_id, records, Some(&key));
             if let Some(store) = self.events.get_mut(&key.rm_id) {
                 store.add_all(records, now);
             }

@@ -70,31 +70,40 @@ impl Core {
     }
 
     /// Puts the records of RM `rm_id` into the history (those the
-    /// history's rate limit admits).
+    /// history's rate limit admits), in order; returns those that may go
+    /// to the RM (all but the ones made for the history alone, which move
+    /// into it without a copy).
     pub(super) fn feed_ring(
         &mut self,
         rm_id: &str,
-        records: &[Record],
+        mut records: Vec<Record>,
         hint: Option<&PartitionKey>,
-    ) {
+    ) -> Vec<Record> {
         if records.is_empty() || !self.ring.enabled() {
-            return;
+            records.retain(|r| !r.ring_only);
+            return records;
         }
         let now = self.clock.now();
-        let mut admitted = Vec::with_capacity(records.len());
+        let mut entries = Vec::with_capacity(records.len());
+        let mut for_rm = Vec::with_capacity(records.len());
         for r in records {
-            if self.ring_feed.admit(r, now) {
-                admitted.push(r);
+            let admitted = self.ring_feed.admit(&r, now);
+            match (admitted, r.ring_only) {
+                (true, true) => {
+                    let (partition, queue) = self.locate(rm_id, &r, hint);
+                    entries.push((r, partition, queue));
+                }
+                (true, false) => {
+                    let (partition, queue) = self.locate(rm_id, &r, hint);
+                    entries.push((r.clone(), partition, queue));
+                    for_rm.push(r);
+                }
+                (false, true) => {}
+                (false, false) => for_rm.push(r),
             }
         }
-        let entries: Vec<(Record, String, String)> = admitted
-            .into_iter()
-            .map(|r| {
-                let (partition, queue) = self.locate(rm_id, r, hint);
-                (r.clone(), partition, queue)
-            })
-            .collect();
         self.ring.push_all(entries);
+        for_rm
     }
 
     /// Applies the history's settings of the latest registration or

@@ -59,6 +59,9 @@ impl Partition {
             Some(b) => b.record(record.clone(), out),
             None => out.new_allocation(record.clone()),
         }
+        if self.tracing_allocations() {
+            self.trace_allocated(&record, out);
+        }
         // Only a placeholder needs these afterwards (its gang books).
         let gang = placeholder.then(|| {
             (

@@ -208,12 +208,16 @@ impl Partition {
         let mut released = Vec::new();
         for u in uuids {
             if let Some(a) = self.remove_allocation(&u) {
+                let message = format!("Application {app_id} {}", to.as_str());
+                if self.tracing_allocations() {
+                    self.trace_removed(&a, crate::events::Detail::AllocCancel, &message, out);
+                }
                 released.push(si::AllocationRelease {
                     partition_name: self.name.clone(),
                     application_id: app_id.to_string(),
                     uuid: a.uuid.to_string(),
                     termination_type: si::TerminationType::StoppedByRm as i32,
-                    message: format!("Application {app_id} {}", to.as_str()),
+                    message,
                 });
             }
         }

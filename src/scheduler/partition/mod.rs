@@ -19,6 +19,7 @@ mod records; // USERGROUP and QUEUE records (SI v1.x)
 pub use outstanding::{TriedAsks, OUTSTANDING_REASON, OUTSTANDING_REPORT_BUDGET};
 mod releases;
 mod reserved; // the reserved pass
+mod trace; // allocations got and lost, preemptions: the REST history's trace
 mod views; // read-only views for readers outside the partition
 
 use std::collections::VecDeque;

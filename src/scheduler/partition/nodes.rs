@@ -462,6 +462,10 @@ impl Partition {
                     }
                     None => touched.push((a.app.clone(), !a.placeholder, a.placeholder)),
                 }
+                if self.tracing() {
+                    let why = format!("node {node_id} removed");
+                    self.trace_removed(&a, crate::events::Detail::AllocNodeRemoved, &why, out);
+                }
                 released.push(si::AllocationRelease {
                     partition_name: self.name.clone(),
                     application_id: a.app.to_string(),

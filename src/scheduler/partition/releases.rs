@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::events::Detail;
 use crate::scheduler::edition::Edition;
 
 impl Partition {
@@ -74,6 +75,9 @@ impl Partition {
             if let Some(a) = self.remove_allocation(&u) {
                 real |= !a.placeholder;
                 placeholders |= a.placeholder;
+                if self.tracing_allocations() {
+                    self.trace_removed(&a, Detail::AllocCancel, "released by the RM", out);
+                }
                 out.forget.push(si::ForgotAllocation {
                     allocation_key: a.key.to_string(),
                 });
@@ -187,6 +191,9 @@ impl Partition {
             if let Some(a) = self.remove_allocation(&u) {
                 real |= !a.placeholder;
                 placeholders |= a.placeholder;
+                if self.tracing_allocations() {
+                    self.trace_removed(&a, Detail::AllocCancel, "released by the RM", out);
+                }
                 released.push(si::AllocationRelease {
                     partition_name: self.name.clone(),
                     application_id: app_id.to_string(),

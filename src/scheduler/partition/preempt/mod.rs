@@ -17,6 +17,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::trace::PreemptCause;
 use super::*;
 use crate::scheduler::objects::allocs::AllocSlot;
 // snapshot.rs reads the queue properties through these names.
@@ -239,8 +240,12 @@ impl Partition {
         key: &Arc<str>,
         victims: &[AllocSlot],
         message: &str,
+        cause: PreemptCause<'_>,
         out: &mut Outcomes,
     ) {
+        if self.tracing() {
+            self.trace_preemption(Some((app.as_ref(), key.as_ref())), victims, cause, out);
+        }
         let event = {
             let ask_queue = self
                 .apps
@@ -274,7 +279,14 @@ impl Partition {
             "preempting allocations to free up resources to run ask: {}",
             plan.key
         );
-        self.release_victims_for(&plan.app, &plan.key, &plan.victims, &message, out);
+        self.release_victims_for(
+            &plan.app,
+            &plan.key,
+            &plan.victims,
+            &message,
+            PreemptCause::Guarantee,
+            out,
+        );
         let me = ReservedAsk {
             app: plan.app,
             key: plan.key,

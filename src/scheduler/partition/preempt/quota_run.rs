@@ -21,6 +21,7 @@ use super::*;
 use crate::events::{self, Change, Detail, Record, TYPE_QUEUE};
 use crate::scheduler::objects::allocs::AllocSlot;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
+use crate::scheduler::partition::trace::PreemptCause;
 use crate::scheduler::resource::{compare_shares, shares, ResId};
 
 /// The start of a `QUEUE_PREEMPTION` record's message.
@@ -100,8 +101,13 @@ impl Partition {
             }
             self.quota_commit(l, &path, picked, out);
         }
-        if tally.candidates > 0 && self.timeouts.events.queue_preemption() {
-            out.record(summary_record(&path, max, &amount, &tally, leaf));
+        // The summary goes to an RM that takes it (SI v1.9, QUEUE records)
+        // and, as the queue's trace, to the REST history.
+        let to_rm = self.timeouts.events.queue_preemption();
+        if tally.candidates > 0 && (to_rm || self.tracing()) {
+            let mut r = summary_record(&path, max, &amount, &tally, leaf);
+            r.ring_only = !to_rm;
+            out.record(r);
         }
         tally.taken
     }
@@ -306,6 +312,9 @@ impl Partition {
         picked: Vec<AllocSlot>,
         out: &mut Outcomes,
     ) {
+        if self.tracing() {
+            self.trace_preemption(None, &picked, PreemptCause::Quota(path), out);
+        }
         let event = format!("{QUOTA_EVENT_PREFIX}{path}");
         let message = format!("{QUOTA_RELEASE_PREFIX}{path}");
         let mut by_app: Vec<(Arc<str>, Vec<si::AllocationRelease>)> = Vec::new();

@@ -317,7 +317,12 @@ impl Partition {
             "preempting allocations to free up resources to run daemon set ask: {}",
             r.key
         );
-        self.release_victims_for(&r.app, &r.key, victims, &message, out);
+        let node = victims
+            .first()
+            .map(|s| self.allocations.at(*s).node.clone())
+            .unwrap_or_default();
+        let cause = PreemptCause::RequiredNode(&node);
+        self.release_victims_for(&r.app, &r.key, victims, &message, cause, out);
     }
 
     /// Spec 7.1 as YuniKorn v1.9 has it (delta 6.3, quirk Q4 fixed):
