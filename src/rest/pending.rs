@@ -77,7 +77,7 @@ pub fn allocation_log(v: &ReasonView) -> Option<Value> {
 /// `/partition/{p}/pending`: every waiting ask (as listed per
 /// application) in exactly one group, the largest group first.
 pub fn partition_pending(snap: &Snapshot, partition: &str) -> Result<Value, RouteError> {
-    let p = super::handlers::partition(snap, partition)
+    let p = super::partition_address::resolve(snap, partition)
         .ok_or_else(|| (404, "Partition not found".to_string()))?;
     struct Group<'a> {
         cause: &'static str,
