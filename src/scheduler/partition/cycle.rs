@@ -126,6 +126,10 @@ impl Partition {
         let mut pass = PassState {
             track_tried: note,
             preempt_on,
+            // The last pass's buffer, empty: a pass where nothing fits notes
+            // every ask it tries, and growing the list anew each pass costs
+            // fresh pages.
+            reasons: std::mem::take(&mut self.reason_buffer),
             ..Default::default()
         };
         let mut made = quota_runs;
@@ -190,7 +194,8 @@ impl Partition {
             self.preemption_pass_done(&mut pass, now);
         }
         // Why the asks tried and not placed wait.
-        self.apply_reasons(std::mem::take(&mut pass.reasons), &mut pass.events);
+        self.apply_reasons(&mut pass.reasons, &mut pass.events);
+        self.reason_buffer = std::mem::take(&mut pass.reasons);
         // The REQUEST events of the pass.
         out.events.extend(pass.events.drain(..).map(Record::from));
         made

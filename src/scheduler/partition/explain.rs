@@ -185,14 +185,18 @@ impl Partition {
     /// reservation, which the reserved pass tried, gets "reserved". An ask
     /// whose cause changed, or stayed a minute, gets a REQUEST record in
     /// `records` (when that type is wanted).
-    pub(super) fn apply_reasons(&mut self, noted: Vec<Noted>, records: &mut Vec<si::EventRecord>) {
+    pub(super) fn apply_reasons(
+        &mut self,
+        noted: &mut Vec<Noted>,
+        records: &mut Vec<si::EventRecord>,
+    ) {
         let now_ns = self.clock.unix_nanos();
         let wanted = self
             .timeouts
             .events
             .allows(si::event_record::Type::Request as i32);
         let nodes = self.nodes.len();
-        for n in noted {
+        for n in noted.drain(..) {
             let (app_slot, app_seq, ask_slot, ask_seq) = n.at;
             let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {
                 continue;

@@ -202,6 +202,9 @@ pub struct Partition {
     waiting_asks: usize,
     /// Asks passes tried without placing them, for the outstanding check.
     tried: TriedAsks,
+    /// The list the passes note why asks wait in (explain.rs), kept empty
+    /// between passes so that its room is reused.
+    reason_buffer: Vec<explain::Noted>,
     /// User and group limits: caps and trackers (limits.md).
     ugm: super::ugm::Ugm,
     seq: u64,
@@ -281,6 +284,7 @@ impl Partition {
             gang: GangBook::default(),
             waiting_asks: 0,
             tried: TriedAsks::default(),
+            reason_buffer: Vec::new(),
             ugm,
             seq: 0,
             timeouts,
