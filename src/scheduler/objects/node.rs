@@ -160,12 +160,12 @@ impl Node {
     /// Whether `ask` fits in what is still free (strict: a type the node
     /// does not report is zero, unlike v0.12; see spec 14.4).
     pub fn fits_available(&self, ask: &Resource) -> bool {
-        self.unlimited || ask.fits_in(&self.available)
+        self.available_short(ask).is_none()
     }
 
     /// Whether `ask` could ever fit on this node.
     pub fn fits_capacity(&self, ask: &Resource) -> bool {
-        self.unlimited || ask.fits_in(&self.capacity)
+        self.capacity_short(ask).is_none()
     }
 
     /// The first type of `ask` this node's capacity is short of: `None`

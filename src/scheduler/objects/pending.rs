@@ -46,32 +46,26 @@ impl NodeCounts {
     /// One node lacks `ty` (the first type of the ask it lacks).
     #[inline(always)]
     pub fn short_of(&mut self, ty: ResId) {
-        self.short_of_n(ty, 1);
-    }
-
-    /// `n` nodes lack `ty`.
-    #[inline(always)]
-    pub fn short_of_n(&mut self, ty: ResId, n: u32) {
         // The same ask mostly lacks the same type on every node: that
-        // case stays inline.
+        // case stays inline in the node walk.
         if self.short_len > 0 && self.short[0].0 == ty {
-            self.short[0].1 += n;
+            self.short[0].1 += 1;
         } else {
-            self.short_of_another(ty, n);
+            self.short_of_another(ty);
         }
     }
 
-    /// [`Self::short_of_n`] for a type other than the first one counted.
+    /// [`Self::short_of`] for a type other than the first one counted.
     #[inline(never)]
-    fn short_of_another(&mut self, ty: ResId, k: u32) {
+    fn short_of_another(&mut self, ty: ResId) {
         let n = usize::from(self.short_len);
         if let Some(e) = self.short[..n].iter_mut().find(|(t, _)| *t == ty) {
-            e.1 += k;
+            e.1 += 1;
         } else if n < MAX_SHORT_TYPES {
-            self.short[n] = (ty, k);
+            self.short[n] = (ty, 1);
             self.short_len += 1;
         } else {
-            self.short_other += k;
+            self.short_other += 1;
         }
     }
 

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use super::*;
 use crate::scheduler::objects::pending::NodeCounts;
-use crate::scheduler::resource::ResId;
 use crate::scheduler::resync::ResyncBarrier;
 
 impl Partition {
@@ -74,34 +73,14 @@ impl Partition {
             Some(nodes) => nodes.next(),
             None => pinned.take(),
         });
-        // Counted in locals while the walk goes (a node short of the same
-        // type as the one before stays in registers) and added to `counts`
-        // before anything else counts there: in a walk where nothing fits,
-        // this is most of the explaining's cost.
-        let mut examined = 0u32;
-        let mut run: Option<(ResId, u32)> = None;
-        let flush =
-            |counts: &mut NodeCounts, examined: &mut u32, run: &mut Option<(ResId, u32)>| {
-                counts.examined += std::mem::take(examined);
-                if let Some((t, k)) = run.take() {
-                    counts.short_of_n(t, k);
-                }
-            };
         for n in nodes {
             if !n.schedulable && ask.required_node.is_none() {
                 counts.unschedulable += 1;
                 continue;
             }
-            examined += 1;
+            counts.examined += 1;
             if let Some(t) = n.capacity_short(&ask.resource) {
-                match &mut run {
-                    Some((last, k)) if *last == t => *k += 1,
-                    _ => {
-                        if let Some((last, k)) = run.replace((t, 1)) {
-                            counts.short_of_n(last, k);
-                        }
-                    }
-                }
+                counts.short_of(t);
                 continue;
             }
             let reserved_by = match me {
@@ -112,13 +91,11 @@ impl Partition {
                 counts.reserved_other += 1;
                 continue;
             }
-            flush(counts, &mut examined, &mut run);
             if self.try_node_counted(app_id, ask, n, cb, true, events, Some(counts)) {
                 return Some(n);
             }
             missed(n, reserved_by);
         }
-        flush(counts, &mut examined, &mut run);
         None
     }
 

@@ -307,7 +307,7 @@ impl Resource {
     /// Strict fit: every type of `self` fits in `big`, where a type missing
     /// from `big` is zero and negative quantities of `big` count as zero.
     pub fn fits_in(&self, big: &Resource) -> bool {
-        self.iter().all(|(id, v)| v <= big.get(id).max(0))
+        self.first_short(big).is_none()
     }
 
     /// The first type `big` has less of than `self` (a missing or negative
