@@ -3,11 +3,14 @@
 //! and the allocations it got and lost, a preemption's victim and
 //! preemptor naming each other, a quota-change run's summary, each with
 //! its partition and queue, in a history that stays bounded. The RMs
-//! played here take the default record types (REQUEST and NODE, as the
-//! k8shim and a v0.12 RM do): they see none of the new records.
+//! played here mostly take the default record types (REQUEST and NODE, as
+//! the k8shim and a v0.12 RM do): they see none of the new records; an
+//! SI v1.x RM that lists `APP` gets them.
 
 use std::time::Duration;
 
+use crate::common::editions::{req, v1_preemptor, Edition, EditionRm, Req};
+use crate::common::preempt::predicates_rm;
 use crate::common::v1::{v1_options, v1_preempted, V1Rm};
 use crate::common::*;
 use crate::restkit::*;
@@ -445,4 +448,262 @@ fn a_v012_rm_sees_no_new_record_types() {
                 || *t == si::event_record::Type::Node as i32),
         "{types:?}"
     );
+}
+
+// ---- Required-node preemption, both editions ----
+
+const REQUIRED_NODE: &str = "yunikorn.apache.org/requiredNode";
+
+/// Leaves `a` (the victims) and `ds` (the DaemonSet pods), preemption on.
+fn required_config() -> String {
+    let queues = "          - name: a
+            properties: {application.sort.policy: fifo}
+          - name: ds
+            properties: {application.sort.policy: fifo}
+";
+    partition_yaml("    preemption: {enabled: true}\n", queues)
+}
+
+/// An RM of `edition` asking `Predicates` (the stand-in check of v0.12,
+/// `PreemptionPredicates` in v1.8, both accepting), with REST on and
+/// records flushed every 50 ms; `types` its record types (none: the
+/// default ones).
+fn required_rm(edition: Edition, types: &[&str]) -> EditionRm {
+    let yaml = required_config();
+    let types: Vec<String> = types.iter().map(|t| t.to_string()).collect();
+    match edition {
+        Edition::V012 => {
+            let mut o = yaml_options(&yaml);
+            o.rest_address = "127.0.0.1:0".into();
+            o.event_flush_interval_ms = 50;
+            o.scheduling_interval_ms = 10;
+            o.event_types = types;
+            EditionRm::V012(predicates_rm(o, &[]))
+        }
+        Edition::V1 => {
+            let mut o = options();
+            o.event_types = types;
+            let rm = V1Rm::with(o, &yaml, true, |_| {});
+            rm.rec.accept_all();
+            EditionRm::V1(rm)
+        }
+    }
+}
+
+/// node-0 full of four pods of app-1 in `root.a` (`pod-0` to `pod-3`,
+/// 250 memory each), an empty node-1, then the DaemonSet pod `ds` of
+/// app-ds in `root.ds`, pinned to node-0.
+fn pin_a_daemonset_pod(rm: &EditionRm) {
+    rm.nodes(&[("node-0", 1000)], 10);
+    let keys: Vec<String> = (0..4).map(|i| format!("pod-{i}")).collect();
+    let pods: Vec<Req> = keys.iter().map(|k| req(k, 250, 1)).collect();
+    rm.fill("app-1", "root.a", &pods, 4);
+    rm.nodes(&[("node-1", 1000)], 10);
+    rm.submit("app-ds", "root.ds");
+    match rm {
+        EditionRm::V012(h) => {
+            let mut ds = ask("app-ds", "ds", 250, 1, 1);
+            ds.tags.insert(REQUIRED_NODE.into(), "node-0".into());
+            assert_eq!(h.asks(vec![ds]).0, SICORE_OK);
+        }
+        EditionRm::V1(v1) => {
+            let mut ds = v1_preemptor("app-ds", "ds", 250, 0);
+            ds.allocation_tags
+                .insert(REQUIRED_NODE.into(), "node-0".into());
+            v1.allocate(vec![ds], vec![]);
+        }
+    }
+}
+
+/// The `ALLOC_PREEMPT` records of victim `key` of app-1, in history order.
+fn preempt_records(all: &[Value], key: &str) -> Vec<Value> {
+    about(all, Type::App, "app-1")
+        .into_iter()
+        .filter(|r| detail(r) == D::AllocPreempt as i64 && r["referenceID"] == key)
+        .collect()
+}
+
+/// What a DaemonSet pod's preemption leaves in the history, and what
+/// reaches the RM: the victim's `ALLOC_PREEMPT` naming the preemptor and
+/// the cause `required node node-0`, the preemptor's record naming its
+/// victim, both with their partition and queue; once the RM confirms, a
+/// second `ALLOC_PREEMPT` on the victim, as YuniKorn v1.x records a
+/// confirmed release. `types` are the RM's record types.
+fn a_required_node_preemption_is_traced(edition: Edition, types: &[&str]) {
+    let rm = required_rm(edition, types);
+    let addr = rest_address(rm.sched());
+    pin_a_daemonset_pod(&rm);
+    rm.wait_victims(1);
+    let v = rm.victims()[0].clone();
+    assert_eq!((v.app.as_str(), v.node.as_str()), ("app-1", "node-0"));
+    let all = wait_history(&addr, "the preemptor's record", |r| {
+        r["objectID"] == "app-ds" && r["referenceID"] == "ds" && r["eventChangeType"] == 1
+    });
+
+    // The victim's record: who took it, why, from where.
+    let taken = preempt_records(&all, &v.key);
+    assert_eq!(taken.len(), 1, "one record per victim chosen: {taken:?}");
+    let lost = &taken[0];
+    assert_eq!(lost["eventChangeType"], 3, "REMOVE: {lost}");
+    assert_eq!(lost["partition"], "default", "{lost}");
+    assert_eq!(lost["queue"], "root.a", "{lost}");
+    assert_eq!(lost["resource"]["resources"]["memory"]["value"], 250);
+    assert!(lost["timestampNano"].as_i64().unwrap() > 0, "{lost}");
+    let text = lost["message"].as_str().unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "allocation {} on node node-0 preempted by ask ds of application app-ds (required node node-0)",
+            v.key
+        )
+    );
+
+    // The preemptor's record: its victims and what they free.
+    let by: Vec<Value> = about(&all, Type::App, "app-ds")
+        .into_iter()
+        .filter(|r| r["referenceID"] == "ds")
+        .collect();
+    assert_eq!(by.len(), 1, "{by:?}");
+    let by = &by[0];
+    assert_eq!(detail(by), D::DetailsNone as i64, "{by}");
+    assert_eq!(by["partition"], "default", "{by}");
+    assert_eq!(by["queue"], "root.ds", "{by}");
+    assert_eq!(by["resource"]["resources"]["memory"]["value"], 250);
+    assert_eq!(
+        by["message"].as_str().unwrap(),
+        format!(
+            "ask ds preempted 1 allocation(s) (required node node-0): app-1/{}",
+            v.key
+        )
+    );
+
+    // The victim's REQUEST record is unchanged, whatever the types.
+    rm.wait_event("the victim's REQUEST record", |e| {
+        e.object == v.key
+            && e.app == "app-1"
+            && e.message == "Preempted by ds from application app-ds in root.ds"
+    });
+
+    // The RM confirms: the victim's story ends with a second record.
+    rm.confirm();
+    rm.wait_allocated("ds");
+    assert_eq!(rm.node_of("ds"), "node-0");
+    let all = wait_history(&addr, "the confirmation's record", |r| {
+        r["objectID"] == "app-1" && r["referenceID"] == v.key.as_str() && {
+            let m = r["message"].as_str().unwrap_or("");
+            m.contains("the RM confirmed its preemption")
+        }
+    });
+    let taken = preempt_records(&all, &v.key);
+    assert_eq!(taken.len(), 2, "chosen, then confirmed: {taken:?}");
+    let gone = &taken[1];
+    assert_eq!(gone["eventChangeType"], 3, "REMOVE: {gone}");
+    assert_eq!(gone["partition"], "default", "{gone}");
+    assert_eq!(gone["queue"], "root.a", "{gone}");
+    assert_eq!(gone["resource"]["resources"]["memory"]["value"], 250);
+    assert_eq!(
+        gone["message"].as_str().unwrap(),
+        format!(
+            "allocation {} on node node-0 removed: the RM confirmed its preemption",
+            v.key
+        )
+    );
+    let cancels = about(&all, Type::App, "app-1")
+        .into_iter()
+        .filter(|r| detail(r) == D::AllocCancel as i64)
+        .count();
+    assert_eq!(cancels, 0, "a confirmation is no cancel");
+
+    // What reached the RM.
+    rm.settle();
+    let trace: Vec<&str> = [lost, by, gone]
+        .iter()
+        .map(|r| r["message"].as_str().unwrap())
+        .collect();
+    let app_records = types.contains(&"APP");
+    match &rm {
+        EditionRm::V012(h) => {
+            // SI v0.12 has no field for a trace record's change: never sent.
+            let sent = h.seen(|s| s.events.clone());
+            assert!(
+                sent.iter().all(|e| !trace.contains(&e.message.as_str())),
+                "a v0.12 RM got a trace record: {sent:?}"
+            );
+            if !app_records {
+                assert!(
+                    sent.iter()
+                        .all(|e| e.r#type == si::event_record::Type::Request as i32
+                            || e.r#type == si::event_record::Type::Node as i32),
+                    "{sent:?}"
+                );
+            }
+        }
+        EditionRm::V1(v1) if app_records => {
+            // Asked for: the three records, as the history has them.
+            let s = v1.rec.wait("the trace records", |s| {
+                s.events
+                    .iter()
+                    .filter(|e| trace.contains(&e.message.as_str()))
+                    .count()
+                    == 3
+            });
+            let sent: Vec<&si18::EventRecord> = s
+                .events
+                .iter()
+                .filter(|e| trace.contains(&e.message.as_str()))
+                .collect();
+            let shape = |e: &si18::EventRecord| {
+                (
+                    e.r#type,
+                    e.object_id.clone(),
+                    e.reference_id.clone(),
+                    e.event_change_type,
+                    e.event_change_detail,
+                )
+            };
+            let preempt = (
+                Type::App as i32,
+                "app-1".to_string(),
+                v.key.clone(),
+                3,
+                D::AllocPreempt as i32,
+            );
+            let preemptor = (
+                Type::App as i32,
+                "app-ds".to_string(),
+                "ds".to_string(),
+                1,
+                D::DetailsNone as i32,
+            );
+            assert_eq!(
+                sent.iter().map(|e| shape(e)).collect::<Vec<_>>(),
+                [preempt.clone(), preemptor, preempt],
+                "{sent:?}"
+            );
+        }
+        EditionRm::V1(v1) => rm_saw_nothing_new(&v1.rec.copy().events),
+    }
+}
+
+#[test]
+fn v012_a_required_node_preemption_is_in_the_history_not_sent() {
+    a_required_node_preemption_is_traced(Edition::V012, &[]);
+}
+
+#[test]
+fn v1_a_required_node_preemption_is_in_the_history_not_sent() {
+    a_required_node_preemption_is_traced(Edition::V1, &[]);
+}
+
+/// A v0.12 RM listing `APP` still gets no trace record: its SI cannot
+/// carry one.
+#[test]
+fn v012_with_app_records_a_required_node_preemption_stays_in_the_history() {
+    a_required_node_preemption_is_traced(Edition::V012, &["REQUEST", "NODE", "APP"]);
+}
+
+/// An SI v1.x RM listing `APP` gets the trace records.
+#[test]
+fn v1_with_app_records_the_rm_gets_the_required_node_trace() {
+    a_required_node_preemption_is_traced(Edition::V1, &["REQUEST", "NODE", "APP"]);
 }

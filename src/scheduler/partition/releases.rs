@@ -72,10 +72,13 @@ impl Partition {
         let (mut real, mut placeholders) = (false, false);
         let mut released = Vec::new();
         for u in uuids {
+            let victim = self.tracing() && self.preempt.is_victim(&u);
             if let Some(a) = self.remove_allocation(&u) {
                 real |= !a.placeholder;
                 placeholders |= a.placeholder;
-                if self.tracing_allocations() {
+                if victim {
+                    self.trace_victim_gone(&a, rel.termination_type, out);
+                } else if self.tracing_allocations() {
                     self.trace_removed(&a, Detail::AllocCancel, "released by the RM", out);
                 }
                 out.forget.push(si::ForgotAllocation {
@@ -155,7 +158,11 @@ impl Partition {
                 }
             }
             self.remove_ask(app_id, key);
+            let victim = self.tracing() && self.preempt.is_victim(key);
             if let Some(a) = self.remove_allocation(key) {
+                if victim {
+                    self.trace_victim_gone(&a, t, out);
+                }
                 self.after_allocations_removed(app_id, !a.placeholder, a.placeholder, false, out);
             }
             return;
@@ -188,10 +195,13 @@ impl Partition {
         let (mut real, mut placeholders) = (false, false);
         let mut released = Vec::new();
         for u in uuids {
+            let victim = self.tracing() && self.preempt.is_victim(&u);
             if let Some(a) = self.remove_allocation(&u) {
                 real |= !a.placeholder;
                 placeholders |= a.placeholder;
-                if self.tracing_allocations() {
+                if victim {
+                    self.trace_victim_gone(&a, t, out);
+                } else if self.tracing_allocations() {
                     self.trace_removed(&a, Detail::AllocCancel, "released by the RM", out);
                 }
                 released.push(si::AllocationRelease {

@@ -11,7 +11,8 @@
 //! got and released (`APP_ALLOC`, `ALLOC_CANCEL`) cost about 4,700
 //! instructions each (a fifth more per allocation, docs/why-pending.md),
 //! so they are made only when `SchedulerOptions.event_types` lists `APP`;
-//! the rare ones (preemption, a node's removal) always are.
+//! the rare ones (preemption and its victims' release, a node's
+//! removal) always are.
 
 use super::*;
 use crate::events::{self, Change, Detail, Record};
@@ -119,6 +120,24 @@ impl Partition {
             format!("allocation {} on node {} removed: {why}", a.key, a.node),
         );
         self.trace(r, out);
+    }
+
+    /// Preemption victim `a` left by the RM's release of termination type
+    /// `t`: `ALLOC_PREEMPT` when the RM confirms the preemption (YuniKorn
+    /// v1.x records a confirmed release under the RM's termination type
+    /// too), `ALLOC_CANCEL` when the RM stopped it another way first.
+    /// Made whenever tracing, like the preemption records: it closes the
+    /// story [`Partition::trace_preemption`] began, once per victim.
+    pub(crate) fn trace_victim_gone(&self, a: &NewAllocation, t: i32, out: &mut Outcomes) {
+        let (detail, why) = if t == si::TerminationType::PreemptedByScheduler as i32 {
+            (Detail::AllocPreempt, "the RM confirmed its preemption")
+        } else {
+            (
+                Detail::AllocCancel,
+                "released by the RM before its preemption was confirmed",
+            )
+        };
+        self.trace_removed(a, detail, why, out);
     }
 
     /// The victims at `victims` are being taken back for ask `key` of
