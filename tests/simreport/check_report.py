@@ -9,7 +9,8 @@ checks what a person opening the file would get:
 - the page text names every queue of the configuration, has the four
   sections, and says the recorded usage matches the state dump;
 - the "why waiting" chart is drawn with data: at least one cause band
-  with waiting asks (its page's causes are checked against the expected);
+  with waiting asks (its page's causes are checked against the expected),
+  each starting at the first sample's dashed line, none drawn before it;
 - a full-page PNG screenshot is written (for a person to look at).
 
 Then the two policy workloads (`--workload tenants` over SI v0.12,
@@ -109,12 +110,21 @@ PREEMPTION_JS = """
 """
 
 
-# In the browser: the cause bands of the "why waiting" chart and their peaks.
+# In the browser: the cause bands of the "why waiting" chart, their peaks,
+# their leftmost x and the x of the first sample's line (null without one).
 WAITING_JS = """
-Array.from(document.querySelectorAll(
-  'svg.chart[aria-label="waiting asks by cause over time"] polygon.cause')).
-  map(p => ({cause: p.dataset.cause, peak: parseInt(p.dataset.peak, 10),
-             points: p.getAttribute('points').trim().split(' ').length}))
+(() => {
+  const chart = 'svg.chart[aria-label="waiting asks by cause over time"]';
+  const line = document.querySelector(chart + ' line.first-sample');
+  const first = line ? parseFloat(line.getAttribute('x1')) : null;
+  return Array.from(document.querySelectorAll(chart + ' polygon.cause')).
+    map(p => {
+      const pts = p.getAttribute('points').trim().split(' ');
+      return {cause: p.dataset.cause, peak: parseInt(p.dataset.peak, 10),
+              points: pts.length, first: first,
+              left: Math.min(...pts.map(xy => parseFloat(xy.split(',')[0])))};
+    });
+})()
 """
 
 # Per page, causes the "why waiting" chart must show with waiting asks.
@@ -122,6 +132,7 @@ WAITING_CAUSES = {
     "report": {"queueHeadroom"},
     "tenants": {"userLimit"},
     "preemption": set(),
+    "early": set(),
 }
 
 
@@ -134,6 +145,9 @@ def check_waiting(browser: Browser, page: str) -> list[str]:
     for b in bands:
         if b["peak"] < 1 or b["points"] < 4:
             failures.append(f"{page}: why-waiting band {b['cause']} is empty ({b})")
+        # Before the first sample nothing was measured: no band there.
+        if b["first"] is None or abs(b["left"] - b["first"]) > 0.05:
+            failures.append(f"{page}: why-waiting band {b['cause']} does not start at the first sample ({b})")
     missing = WAITING_CAUSES[page] - {b["cause"] for b in bands if b["peak"] > 0}
     if missing:
         failures.append(f"{page}: why-waiting chart lacks {sorted(missing)}; it has {bands}")
@@ -399,6 +413,21 @@ def main() -> int:
         caught = browser.problems(broken.as_uri())
         if not any(c.startswith("exception:") for c in caught) or not any("127.0.0.1:9" in c for c in caught):
             failures.append(f"the checks missed the broken page's faults; they found only {caught}")
+
+        # A why-waiting band drawn from the start while the first sample
+        # came later (zeros nobody measured): it must be reported.
+        early = out / "early.html"
+        early.write_text(
+            '<!DOCTYPE html><html><body><svg class="chart" width="1100" height="240"'
+            ' aria-label="waiting asks by cause over time">'
+            '<polygon class="cause" data-cause="nodes" data-peak="2"'
+            ' points="58,206 600,100 1086,100 1086,206 600,206 58,206"></polygon>'
+            '<line class="first-sample" x1="600" x2="600" y1="10" y2="206"></line>'
+            "</svg></body></html>"
+        )
+        browser.open(early.as_uri())
+        if not any("does not start at the first sample" in f for f in check_waiting(browser, "early")):
+            failures.append("the checks missed a why-waiting band drawn before its first sample")
 
         browser.open(report.as_uri())
         failures += browser.problems(report.as_uri())

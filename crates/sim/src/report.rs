@@ -611,6 +611,41 @@ mod tests {
         assert!(page.contains(r#"data-cause="notTried" data-peak="1""#));
         assert!(page.contains("From 2 state dumps"));
     }
+
+    /// The first sample at 60% of the run: the bands are all in the
+    /// chart's right half, none drawn from 0 at the start.
+    #[test]
+    fn the_waiting_chart_is_empty_before_its_first_sample() {
+        let mut rep = recorded().finish(&dump(30), vec![]);
+        (rep.end_ns, rep.bucket_ns, rep.buckets) = (1000, 100, 10);
+        let waits = serde_json::json!({"partitions": [{"name": "default", "applications": [
+            {"id": "a", "pending_asks": [
+                {"allocation_key": "k1", "pending_reason": {"cause": "queueHeadroom"}},
+                {"allocation_key": "k2", "pending_reason": {"cause": "nodes"}}]}]}]});
+        let mut s = waiting::Samples::default();
+        s.add(600, Instant::now(), std::time::Duration::ZERO, &waits);
+        rep.waiting = waiting::series(&s, &waits, 1000, 100, 10);
+        let page = crate::html::render(&rep);
+        let label = r#"aria-label="waiting asks by cause over time""#;
+        let at = page.find(label).expect("the chart");
+        let svg = &page[page[..at].rfind("<svg").unwrap()..];
+        let attr = |text: &str, name: &str| -> String {
+            let from = text.find(&format!(r#"{name}=""#)).unwrap() + name.len() + 2;
+            text[from..from + text[from..].find('"').unwrap()].to_string()
+        };
+        let width: f64 = attr(svg, "width").parse().unwrap();
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        let bands: Vec<&str> = svg.split(r#"<polygon class="cause""#).skip(1).collect();
+        assert_eq!(bands.len(), 2, "{svg}");
+        for band in bands {
+            let points = attr(band, "points");
+            for xy in points.split(' ') {
+                let x: f64 = xy.split(',').next().unwrap().parse().unwrap();
+                assert!(x > width / 2.0, "drawn before the first sample: {points}");
+            }
+        }
+        assert!(svg.contains(r#"<line class="first-sample""#), "{svg}");
+    }
 }
 
 #[cfg(test)]

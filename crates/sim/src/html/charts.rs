@@ -140,6 +140,30 @@ impl Plot {
         pts
     }
 
+    /// As [`Plot::level_points`] for a series known only from `t0_ns` on,
+    /// inside bucket `first`: `values` are the buckets' from `first` on,
+    /// and the line starts at `t0_ns` with the first of them, leaving the
+    /// time before it empty.
+    pub(super) fn level_points_from(
+        &self,
+        r: &Report,
+        first: usize,
+        t0_ns: u64,
+        values: impl Iterator<Item = f64>,
+    ) -> String {
+        let mut pts = String::new();
+        for (i, v) in values.enumerate() {
+            let b = (first.saturating_add(i) as u64).saturating_add(1);
+            let t = b.saturating_mul(r.bucket_ns).min(r.end_ns);
+            if i == 0 {
+                let _ = write!(pts, "{:.1},{:.1} ", self.x(t0_ns.min(t) as f64), self.y(v));
+            }
+            let _ = write!(pts, "{:.1},{:.1} ", self.x(t as f64), self.y(v));
+        }
+        pts.truncate(pts.trim_end().len());
+        pts
+    }
+
     /// A small triangle at the top of the plot for each preemption.
     pub(super) fn preemption_marks(&self, out: &mut String, r: &Report) {
         for p in &r.preemptions {

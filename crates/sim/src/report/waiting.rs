@@ -77,6 +77,13 @@ pub fn causes(dump: &Value) -> BTreeMap<String, u32> {
 pub struct WaitingSeries {
     /// (cause, count per bucket), the largest peak first.
     pub causes: Vec<(String, Vec<u32>)>,
+    /// The first bucket a sample covers. The buckets before it have no
+    /// data (0 in `causes`): the chart leaves them empty rather than
+    /// drawing a count of 0 nobody measured.
+    pub first_bucket: usize,
+    /// When the first sample was taken, ns since the start (at most the
+    /// end of `first_bucket`).
+    pub first_ns: u64,
     /// Samples taken (the final state dump included).
     pub samples: usize,
     /// Time the samples' dumps took, ns.
@@ -107,9 +114,13 @@ pub(super) fn series(
         .collect();
     let mut next = 0;
     let mut current: Option<&BTreeMap<String, u32>> = None;
+    let mut first_bucket = buckets.saturating_sub(1);
     for b in 0..buckets {
         let bucket_end = (b as u64 + 1).saturating_mul(bucket_ns);
         while next < points.len() && (points[next].0 < bucket_end || b + 1 == buckets) {
+            if current.is_none() {
+                first_bucket = b;
+            }
             current = Some(&points[next].1);
             next += 1;
         }
@@ -121,12 +132,15 @@ pub(super) fn series(
     }
     let peak = |n: &String| rows[n].iter().copied().max().unwrap_or(0);
     names.sort_by_key(|n| (std::cmp::Reverse(peak(n)), n.clone()));
+    let first_end = (first_bucket as u64 + 1).saturating_mul(bucket_ns).min(end);
     WaitingSeries {
         causes: names
             .into_iter()
             .filter_map(|n| rows.remove(&n).map(|r| (n, r)))
             .filter(|(_, r)| r.iter().any(|&c| c > 0))
             .collect(),
+        first_bucket,
+        first_ns: points[0].0.min(first_end),
         samples: points.len(),
         dump_ns: s.dump_ns,
     }
@@ -176,6 +190,7 @@ mod tests {
         s.add(25, now, Duration::ZERO, &dump(&[Some("queueHeadroom")]));
         let w = series(&s, &dump(&[]), 40, 10, 4);
         assert_eq!(w.samples, 3);
+        assert_eq!((w.first_bucket, w.first_ns), (0, 5));
         assert_eq!(w.dump_ns, 2_000_000);
         assert_eq!(
             w.causes,
@@ -184,5 +199,25 @@ mod tests {
                 ("queueHeadroom".to_string(), vec![0, 0, 1, 0]),
             ]
         );
+    }
+
+    #[test]
+    fn buckets_before_the_first_sample_have_no_data() {
+        let mut s = Samples::default();
+        s.add(
+            35,
+            Instant::now(),
+            Duration::ZERO,
+            &dump(&[Some("nodes"); 2]),
+        );
+        let w = series(&s, &dump(&[]), 100, 10, 10);
+        assert_eq!((w.first_bucket, w.first_ns), (3, 35));
+        assert_eq!(
+            w.causes,
+            vec![("nodes".to_string(), vec![0, 0, 0, 2, 2, 2, 2, 2, 2, 0])]
+        );
+        // Only the final dump: its bucket, the last, is the first.
+        let w = series(&Samples::default(), &dump(&[Some("nodes")]), 100, 10, 10);
+        assert_eq!((w.first_bucket, w.first_ns), (9, 100));
     }
 }
