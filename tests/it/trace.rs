@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use crate::common::editions::{req, v1_preemptor, Edition, EditionRm, Req};
-use crate::common::preempt::predicates_rm;
+use crate::common::preempt::{predicates_rm, preempted};
 use crate::common::v1::{v1_options, v1_preempted, V1Rm};
 use crate::common::*;
 use crate::restkit::*;
@@ -706,4 +706,66 @@ fn v012_with_app_records_a_required_node_preemption_stays_in_the_history() {
 #[test]
 fn v1_with_app_records_the_rm_gets_the_required_node_trace() {
     a_required_node_preemption_is_traced(Edition::V1, &["REQUEST", "NODE", "APP"]);
+}
+
+/// The RM stops a victim itself before confirming it (its pod deleted by
+/// someone else): the victim's story ends with an `ALLOC_CANCEL`, made
+/// with the default record types too, and no second `ALLOC_PREEMPT`.
+fn a_victim_the_rm_stops_first_ends_with_a_cancel(edition: Edition) {
+    let rm = required_rm(edition, &[]);
+    let addr = rest_address(rm.sched());
+    pin_a_daemonset_pod(&rm);
+    rm.wait_victims(1);
+    let v = rm.victims()[0].clone();
+    match &rm {
+        EditionRm::V012(h) => {
+            let uuid = h.seen(|s| preempted(s)[0].uuid.clone());
+            let release = si::AllocationRelease {
+                partition_name: "default".into(),
+                application_id: "app-1".into(),
+                uuid,
+                termination_type: si::TerminationType::StoppedByRm as i32,
+                ..Default::default()
+            };
+            assert_eq!(h.releases(vec![release], vec![]).0, SICORE_OK);
+        }
+        EditionRm::V1(v1) => {
+            let release = si18::AllocationRelease {
+                application_id: "app-1".into(),
+                allocation_key: v.key.clone(),
+                termination_type: si18::TerminationType::StoppedByRm as i32,
+                ..Default::default()
+            };
+            v1.allocate(vec![], vec![release]);
+        }
+    }
+    let all = wait_history(&addr, "the victim's cancel", |r| {
+        r["objectID"] == "app-1"
+            && r["referenceID"] == v.key.as_str()
+            && detail(r) == D::AllocCancel as i64
+    });
+    let cancel = about(&all, Type::App, "app-1")
+        .into_iter()
+        .find(|r| detail(r) == D::AllocCancel as i64)
+        .unwrap();
+    assert_eq!(cancel["queue"], "root.a", "{cancel}");
+    assert_eq!(
+        cancel["message"].as_str().unwrap(),
+        format!(
+            "allocation {} on node node-0 removed: released by the RM before its preemption was confirmed",
+            v.key
+        )
+    );
+    assert_eq!(preempt_records(&all, &v.key).len(), 1, "only the choice");
+    rm.wait_allocated("ds");
+}
+
+#[test]
+fn v012_a_victim_the_rm_stops_first_ends_with_a_cancel() {
+    a_victim_the_rm_stops_first_ends_with_a_cancel(Edition::V012);
+}
+
+#[test]
+fn v1_a_victim_the_rm_stops_first_ends_with_a_cancel() {
+    a_victim_the_rm_stops_first_ends_with_a_cancel(Edition::V1);
 }
