@@ -410,7 +410,7 @@ impl NodeTable {
     }
 
     /// Every node in policy order.
-    pub fn ordered(&self) -> impl Iterator<Item = &Node> {
+    pub fn ordered(&self) -> impl ExactSizeIterator<Item = &Node> {
         self.order.values().map(|s| &self.slab[*s as usize])
     }
 

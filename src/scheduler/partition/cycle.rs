@@ -448,6 +448,7 @@ impl Partition {
     /// A preemption attempt for an ask the pass could not place: one
     /// boolean when preemption is off, one cached walk per leaf when no
     /// guarantee is in reach. Also says how an attempt made ended.
+    #[inline]
     fn try_preempt(
         &self,
         app: &Application,
@@ -460,7 +461,28 @@ impl Partition {
         Option<super::preempt::PreemptionPlan>,
         Option<PreemptOutcome>,
     ) {
-        if !pass.preempt_on || !self.preemption_possible(app.queue, pass) {
+        // Asked for every ask no node took: the common "off" stays inline.
+        if !pass.preempt_on {
+            return (None, None);
+        }
+        self.attempt_preemption(app, ask, trigger, cb, pass, now)
+    }
+
+    /// [`Self::try_preempt`] with preemption on.
+    #[inline(never)]
+    fn attempt_preemption(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        trigger: Trigger,
+        cb: Option<&ResyncBarrier>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> (
+        Option<super::preempt::PreemptionPlan>,
+        Option<PreemptOutcome>,
+    ) {
+        if !self.preemption_possible(app.queue, pass) {
             return (None, None);
         }
         // The attempt's counters say how it ended: a copy of a few integers.

@@ -78,15 +78,17 @@ impl Partition {
         // hands the totals over once. Nodes short of capacity mostly lack
         // the same type of the ask (by position): that one is counted
         // here, any other in `counts`.
-        let (mut examined, mut unschedulable) = (0u32, 0u32);
+        let mut unschedulable = 0u32;
         let (mut short_at, mut short_n) = (usize::MAX, 0u32);
-        let mut found = None;
-        for n in self.nodes.ordered() {
+        let nodes = self.nodes.ordered();
+        // Every node is visited when none takes the ask (the only case
+        // whose counts are read), so the examined ones need no counter.
+        let visited = u32::try_from(nodes.len()).unwrap_or(u32::MAX);
+        for n in nodes {
             if !n.schedulable {
                 unschedulable += 1;
                 continue;
             }
-            examined += 1;
             if let Some(i) = n.capacity_short_index(&ask.resource) {
                 if i == short_at {
                     short_n += 1;
@@ -98,17 +100,17 @@ impl Partition {
                 continue;
             }
             if self.try_candidate(app_id, ask, n, me, cb, events, counts, &mut missed) {
-                found = Some(n);
-                break;
+                return Some(n);
             }
         }
+        let examined = visited.saturating_sub(unschedulable);
         counts.examined = counts.examined.saturating_add(examined);
         counts.unschedulable = counts.unschedulable.saturating_add(unschedulable);
         if let Some(t) = ask.resource.type_at(short_at).filter(|_| short_n > 0) {
             counts.short_of_n(t, short_n);
         }
         counts.most_first();
-        found
+        None
     }
 
     /// One node of [`Self::first_fit_counted`]'s walk that could hold the
