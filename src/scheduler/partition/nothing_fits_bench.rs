@@ -82,6 +82,14 @@ fn nothing_fits_pass_cost() {
             ("ten sizes", NODES, ASKS, 10, 300),
         ],
     };
+    // What explaining keeps per waiting ask: its boxed reason (with the
+    // refusal texts of a Predicates RM on top, bounded) and the stamp.
+    use crate::scheduler::objects::pending::{PendingReason, ReasonStamp};
+    println!(
+        "per waiting ask: reason {} bytes (boxed), stamp {} bytes",
+        std::mem::size_of::<PendingReason>(),
+        std::mem::size_of::<ReasonStamp>()
+    );
     for (label, nodes, asks, shapes, passes) in cases {
         let (ms, placed) = pass_cost(nodes, asks, shapes, passes);
         assert_eq!(placed, 0, "nothing fits");
