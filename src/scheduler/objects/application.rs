@@ -167,9 +167,18 @@ pub struct Ask {
     /// Why it waits, as the last pass that tried it found (boxed: most
     /// asks are placed at their first try and never need one).
     pub pending: Option<Box<super::pending::PendingReason>>,
+    /// Passes that found the reason's cause again since it was written
+    /// (pending/stamp.rs).
+    pub stamp: super::pending::ReasonStamp,
 }
 
 impl Ask {
+    /// Why it waits, with the passes that found the same cause since the
+    /// reason was last written counted in.
+    pub fn reason(&self) -> Option<std::borrow::Cow<'_, super::pending::PendingReason>> {
+        self.pending.as_deref().map(|r| self.stamp.read(r))
+    }
+
     /// The ask's key in its application's order.
     pub fn order_key(&self) -> AskOrderKey {
         (Reverse(self.priority), self.seq)

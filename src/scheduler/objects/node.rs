@@ -179,6 +179,16 @@ impl Node {
         }
     }
 
+    /// [`Self::capacity_short`] as the type's position in `ask`.
+    #[inline]
+    pub fn capacity_short_index(&self, ask: &Resource) -> Option<usize> {
+        if self.unlimited {
+            None
+        } else {
+            ask.first_short_index(&self.capacity)
+        }
+    }
+
     /// The first type of `ask` the node's free resource is short of:
     /// `None` when it fits now ([`Self::fits_available`] in the same walk).
     #[inline]
@@ -400,7 +410,7 @@ impl NodeTable {
     }
 
     /// Every node in policy order.
-    pub fn ordered(&self) -> impl Iterator<Item = &Node> {
+    pub fn ordered(&self) -> impl ExactSizeIterator<Item = &Node> {
         self.order.values().map(|s| &self.slab[*s as usize])
     }
 

@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use super::super::resource::{name_of, ResId};
 
+mod stamp;
+pub use stamp::{CauseIds, ReasonStamp};
+
 /// Resource types counted one by one; shortages of further types are summed.
 pub const MAX_SHORT_TYPES: usize = 4;
 /// RM refusal texts kept, grouped by text; further texts count in `refused`.
@@ -23,7 +26,7 @@ pub const MAX_LOG: usize = 6;
 pub const RECORD_INTERVAL_NS: i64 = 60_000_000_000;
 
 /// Per cause, how many nodes turned an ask down in one pass.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NodeCounts {
     /// Nodes checked (schedulable, or the required node).
     pub examined: u32,
@@ -69,6 +72,19 @@ impl NodeCounts {
         }
     }
 
+    /// `n` nodes lack `ty` (a walk that counted them itself).
+    pub fn short_of_n(&mut self, ty: ResId, n: u32) {
+        let len = usize::from(self.short_len);
+        if let Some(e) = self.short[..len].iter_mut().find(|(t, _)| *t == ty) {
+            e.1 = e.1.saturating_add(n);
+        } else if len < MAX_SHORT_TYPES {
+            self.short[len] = (ty, n);
+            self.short_len += 1;
+        } else {
+            self.short_other = self.short_other.saturating_add(n);
+        }
+    }
+
     /// The RM refused one node with `reason`; texts are grouped, the first
     /// [`MAX_REFUSAL_GROUPS`] kept, each cut to [`MAX_REFUSAL_TEXT`] bytes.
     pub fn refused_by_rm(&mut self, reason: &str) {
@@ -81,7 +97,15 @@ impl NodeCounts {
         }
     }
 
-    /// Per type, the nodes short of it, in the order first seen.
+    /// Puts the types short on most nodes first (a walk's totals read
+    /// the same whatever order it counted them in).
+    pub fn most_first(&mut self) {
+        let len = usize::from(self.short_len);
+        self.short[..len].sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    }
+
+    /// Per type, the nodes short of it: in the order counted, most first
+    /// after a node walk.
     pub fn shorts(&self) -> &[(ResId, u32)] {
         &self.short[..usize::from(self.short_len)]
     }
@@ -112,7 +136,7 @@ fn truncate(s: &str, max: usize) -> &str {
 }
 
 /// Whose limit holds an ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// A queue's configured limit.
     Queue,
@@ -137,7 +161,7 @@ impl Scope {
 }
 
 /// What holds an ask.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Cause {
     /// Held before any node was tried: its application waits for a
     /// running slot under a `maxapplications` limit.
@@ -508,19 +532,27 @@ impl PendingReason {
         if let Some(p) = preempt {
             self.preemption = Some((now_ns, p));
         }
-        self.log_cause(&cause, now_ns);
+        Self::log_cause(&mut self.log, &cause, now_ns, 1);
         self.cause = cause;
         changed
     }
 
-    fn log_cause(&mut self, cause: &Cause, now_ns: i64) {
+    /// `k` more passes found the same cause, the last at `last_ns`, with no
+    /// preemption attempt: as `k` calls of [`Self::update`] with it.
+    pub fn repeat(&mut self, k: u32, last_ns: i64) {
+        self.passes = self.passes.saturating_add(k);
+        self.at_ns = last_ns;
+        Self::log_cause(&mut self.log, &self.cause, last_ns, k);
+    }
+
+    fn log_cause(log: &mut [Option<LogEntry>; MAX_LOG], cause: &Cause, now_ns: i64, k: u32) {
         match cause {
             Cause::Nodes(c) => {
                 if c.required_missing {
-                    self.log(LogWhat::RequiredMissing, now_ns);
+                    Self::log(log, LogWhat::RequiredMissing, now_ns, k);
                 }
                 for (t, _) in c.shorts() {
-                    self.log(LogWhat::Short(*t), now_ns);
+                    Self::log(log, LogWhat::Short(*t), now_ns, k);
                 }
                 for (n, what) in [
                     (c.refused, LogWhat::Refused),
@@ -528,31 +560,30 @@ impl PendingReason {
                     (c.reserved_other, LogWhat::ReservedOther),
                 ] {
                     if n > 0 {
-                        self.log(what, now_ns);
+                        Self::log(log, what, now_ns, k);
                     }
                 }
             }
-            other => self.log(LogWhat::Kind(other.kind()), now_ns),
+            other => Self::log(log, LogWhat::Kind(other.kind()), now_ns, k),
         }
     }
 
-    fn log(&mut self, what: LogWhat, now_ns: i64) {
-        if let Some(e) = self.log.iter_mut().flatten().find(|e| e.what == what) {
+    fn log(log: &mut [Option<LogEntry>; MAX_LOG], what: LogWhat, now_ns: i64, k: u32) {
+        if let Some(e) = log.iter_mut().flatten().find(|e| e.what == what) {
             e.last_ns = now_ns;
-            e.count = e.count.saturating_add(1);
+            e.count = e.count.saturating_add(k);
             return;
         }
         let entry = Some(LogEntry {
             what,
             last_ns: now_ns,
-            count: 1,
+            count: k,
         });
-        match self.log.iter_mut().find(|e| e.is_none()) {
+        match log.iter_mut().find(|e| e.is_none()) {
             Some(free) => *free = entry,
             None => {
                 // Full: the entry seen longest ago makes room.
-                let oldest = self
-                    .log
+                let oldest = log
                     .iter_mut()
                     .min_by_key(|e| e.map_or(i64::MIN, |e| e.last_ns))
                     .expect("the log is not empty");

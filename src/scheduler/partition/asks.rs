@@ -88,6 +88,7 @@ impl Partition {
             preempt_self: ask.preempt_self,
             originator: ask.originator,
             pending: None,
+            stamp: Default::default(),
         };
         let app = self.apps.at_mut(slot);
         let order = new.order_key();

@@ -10,10 +10,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::explain::UnfitShape;
 use super::preempt::Trigger;
 use super::*;
 use crate::events::Record;
-use crate::scheduler::objects::pending::{NodeCounts, PreemptOutcome};
+use crate::scheduler::objects::pending::{Cause, NodeCounts, PreemptOutcome};
 use crate::scheduler::order::RmOrder;
 use crate::scheduler::port::RmPort;
 use crate::scheduler::resync::ResyncBarrier;
@@ -25,8 +26,17 @@ enum NodeChoice {
     Allocate(NodeSlot),
     /// Nothing fits now; hold this node for the ask.
     Reserve(NodeSlot),
-    /// Nothing to do.
-    Nothing,
+    /// Nothing to do: no node took the ask.
+    Nothing(Unfit),
+}
+
+/// How the nodes' verdict on an ask that found none is kept.
+enum Unfit {
+    /// In the pass's cache of unfit shapes (the map for asks that may
+    /// reserve or not), with the id of its cause.
+    Shape { id: u64, reserving: bool },
+    /// Only in the counts the search filled.
+    Counted,
 }
 
 /// The next thing the pass does.
@@ -130,6 +140,12 @@ impl Partition {
             // every ask it tries, and growing the list anew each pass costs
             // fresh pages.
             reasons: std::mem::take(&mut self.reason_buffer),
+            cause_ids: std::mem::take(&mut self.cause_ids),
+            now_ns: self.clock.unix_nanos(),
+            records: self
+                .timeouts
+                .events
+                .allows(si::event_record::Type::Request as i32),
             ..Default::default()
         };
         let mut made = quota_runs;
@@ -194,8 +210,9 @@ impl Partition {
             self.preemption_pass_done(&mut pass, now);
         }
         // Why the asks tried and not placed wait.
-        self.apply_reasons(&mut pass.reasons, &mut pass.events);
+        self.apply_reasons(&mut pass.reasons, pass.now_ns, &mut pass.events);
         self.reason_buffer = std::mem::take(&mut pass.reasons);
+        self.cause_ids = std::mem::take(&mut pass.cause_ids);
         // The REQUEST events of the pass.
         out.events.extend(pass.events.drain(..).map(Record::from));
         made
@@ -324,7 +341,8 @@ impl Partition {
                 match self.user_quota_check(app, ask, pass) {
                     Fit::Fits => {}
                     Fit::Over => {
-                        pass.note(at, self.limit_cause(app, ask), None);
+                        let counts = self.reservations.is_empty();
+                        pass.note_cause(ask, at, self.limit_cause(app, ask), None, counts);
                         pass.ask_cursor.insert(app.seq, *okey);
                         continue;
                     }
@@ -364,18 +382,34 @@ impl Partition {
                             // Holds a node, still waits for room on it.
                             pass.tried.push((app.id.clone(), ask.key.clone()));
                         }
-                        pass.note(at, self.reserved_cause(node), None);
+                        pass.note_cause(ask, at, self.reserved_cause(node), None, false);
                         return Some(Decision::Reserve {
                             app: app.id.clone(),
                             key: ask.key.clone(),
                             node,
                         });
                     }
-                    NodeChoice::Nothing => {
+                    NodeChoice::Nothing(unfit) => {
                         // T2 (preemption.md 2.2): no node took it.
                         let (plan, outcome) =
                             self.try_preempt(app, ask, Trigger::NodeBound, cb, pass, now);
-                        pass.note(at, self.nodes_cause(counts), outcome);
+                        match unfit {
+                            // Its shape's cause, made once for the pass;
+                            // the ask holds no reservation (cacheable).
+                            Unfit::Shape { id, reserving } => {
+                                pass.note(ask, at, id, outcome, true, |p| {
+                                    p.unfit_shapes[usize::from(reserving)]
+                                        .get(&ask.resource)
+                                        .map(|u| u.cause.clone())
+                                        .unwrap_or_else(|| Cause::Nodes(NodeCounts::default()))
+                                })
+                            }
+                            Unfit::Counted => {
+                                let may_count = self.reservations.is_empty();
+                                let cause = self.nodes_cause(counts);
+                                pass.note_cause(ask, at, cause, outcome, may_count);
+                            }
+                        }
                         if let Some(plan) = plan {
                             pass.ask_cursor.insert(app.seq, *okey);
                             return Some(Decision::Preempt(plan));
@@ -386,7 +420,14 @@ impl Partition {
                 // T1 (preemption.md 2.2): the queue's headroom is the obstacle.
                 let (plan, outcome) =
                     self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now);
-                pass.note(at, self.queue_cause(app.queue, ask), outcome);
+                let may_count = self.reservations.is_empty();
+                pass.note_cause(
+                    ask,
+                    at,
+                    self.queue_cause(app.queue, ask),
+                    outcome,
+                    may_count,
+                );
                 if let Some(plan) = plan {
                     pass.ask_cursor.insert(app.seq, *okey);
                     return Some(Decision::Preempt(plan));
@@ -407,6 +448,7 @@ impl Partition {
     /// A preemption attempt for an ask the pass could not place: one
     /// boolean when preemption is off, one cached walk per leaf when no
     /// guarantee is in reach. Also says how an attempt made ended.
+    #[inline]
     fn try_preempt(
         &self,
         app: &Application,
@@ -419,7 +461,28 @@ impl Partition {
         Option<super::preempt::PreemptionPlan>,
         Option<PreemptOutcome>,
     ) {
-        if !pass.preempt_on || !self.preemption_possible(app.queue, pass) {
+        // Asked for every ask no node took: the common "off" stays inline.
+        if !pass.preempt_on {
+            return (None, None);
+        }
+        self.attempt_preemption(app, ask, trigger, cb, pass, now)
+    }
+
+    /// [`Self::try_preempt`] with preemption on.
+    #[inline(never)]
+    fn attempt_preemption(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        trigger: Trigger,
+        cb: Option<&ResyncBarrier>,
+        pass: &mut PassState,
+        now: Instant,
+    ) -> (
+        Option<super::preempt::PreemptionPlan>,
+        Option<PreemptOutcome>,
+    ) {
+        if !self.preemption_possible(app.queue, pass) {
             return (None, None);
         }
         // The attempt's counters say how it ended: a copy of a few integers.
@@ -456,9 +519,11 @@ impl Partition {
         let cacheable = cb.is_none_or(|b| !b.asks_predicates()) && held == 0;
         if cacheable {
             // The same shape failed before in this pass: its counts stand.
-            if let Some(c) = pass.unfit_shapes[may_reserve as usize].get(&ask.resource) {
-                c.clone_into(counts);
-                return NodeChoice::Nothing;
+            if let Some(u) = pass.unfit_shapes[usize::from(may_reserve)].get(&ask.resource) {
+                return NodeChoice::Nothing(Unfit::Shape {
+                    id: u.id,
+                    reserving: may_reserve,
+                });
             }
         }
         let mut candidate: Option<(f64, &'a Node)> = None;
@@ -491,8 +556,15 @@ impl Partition {
             }
         }
         if cacheable {
-            pass.unfit_shapes[may_reserve as usize].insert(ask.resource.clone(), counts.clone());
+            let cause = self.nodes_cause(std::mem::take(counts));
+            let id = pass.cause_ids.id_of(&cause);
+            pass.unfit_shapes[usize::from(may_reserve)]
+                .insert(ask.resource.clone(), UnfitShape { id, cause });
+            return NodeChoice::Nothing(Unfit::Shape {
+                id,
+                reserving: may_reserve,
+            });
         }
-        NodeChoice::Nothing
+        NodeChoice::Nothing(Unfit::Counted)
     }
 }

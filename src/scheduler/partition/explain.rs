@@ -11,23 +11,60 @@ use super::*;
 use crate::scheduler::objects::pending::{Cause, NodeCounts, PendingReason, PreemptOutcome, Scope};
 
 /// One ask's cause, found by the pass: the ask by slot and sequence
-/// number (a slot reused within the pass is told apart).
+/// number (a slot reused within the pass is told apart), and the cause's
+/// id.
 pub(super) struct Noted {
     at: (Slot, u64, Slot, u64),
     cause: Cause,
+    id: u64,
     preempt: Option<PreemptOutcome>,
 }
 
+/// An ask shape no node took in this pass: the cause, made once for every
+/// ask of the shape, and its id.
+pub(super) struct UnfitShape {
+    pub(super) id: u64,
+    pub(super) cause: Cause,
+}
+
 impl PassState {
-    /// Notes why the ask at `at` (application slot and seq, ask slot and
-    /// seq) was not placed.
+    /// Notes why `ask` (at `at`: application slot and seq, ask slot and
+    /// seq) was not placed, for cause `id`. When its reason holds that
+    /// cause already, the pass made no preemption attempt for it, no
+    /// record is due and `may_count` (the ask holds no reservation), the
+    /// pass is only counted on the ask; else `cause` makes the cause.
     pub(super) fn note(
         &mut self,
+        ask: &Ask,
+        at: (Slot, u64, Slot, u64),
+        id: u64,
+        preempt: Option<PreemptOutcome>,
+        may_count: bool,
+        cause: impl FnOnce(&Self) -> Cause,
+    ) {
+        if may_count && preempt.is_none() && ask.stamp.repeat(id, self.now_ns, self.records) {
+            return;
+        }
+        let cause = cause(self);
+        self.reasons.push(Noted {
+            at,
+            cause,
+            id,
+            preempt,
+        });
+    }
+
+    /// [`Self::note`] with the cause at hand.
+    pub(super) fn note_cause(
+        &mut self,
+        ask: &Ask,
         at: (Slot, u64, Slot, u64),
         cause: Cause,
         preempt: Option<PreemptOutcome>,
+        may_count: bool,
     ) {
-        self.reasons.push(Noted { at, cause, preempt });
+        let id = self.cause_ids.id_of(&cause);
+        self.note(ask, at, id, preempt, may_count, |_| cause);
     }
 }
 
@@ -188,9 +225,9 @@ impl Partition {
     pub(super) fn apply_reasons(
         &mut self,
         noted: &mut Vec<Noted>,
+        now_ns: i64,
         records: &mut Vec<si::EventRecord>,
     ) {
-        let now_ns = self.clock.unix_nanos();
         let wanted = self
             .timeouts
             .events
@@ -207,6 +244,7 @@ impl Partition {
             // An ask holding a node waits for room there, whatever the
             // regular search found on the other nodes.
             let mut cause = n.cause;
+            let mut id = n.id;
             if !self.reservations.is_empty() && !matches!(cause, Cause::Reserved { .. }) {
                 let me = ReservedAsk {
                     app: app.id.clone(),
@@ -219,10 +257,16 @@ impl Partition {
                     };
                 }
             }
+            if matches!(cause, Cause::Reserved { .. }) {
+                // Its age is kept by an update: never only counted.
+                id = 0;
+            }
             let changed = set_reason(ask, cause, n.preempt, now_ns);
             if wanted {
                 record_reason(ask, &app.id, changed, nodes, now_ns, records);
             }
+            let recorded = ask.pending.as_ref().map_or(0, |r| r.recorded_ns);
+            ask.stamp.written(id, recorded);
         }
         if self.reservations.is_empty() {
             return;
@@ -250,6 +294,8 @@ impl Partition {
                     None,
                     now_ns,
                 );
+                let recorded = ask.pending.as_ref().map_or(0, |r| r.recorded_ns);
+                ask.stamp.written(0, recorded);
             }
         }
     }
@@ -259,7 +305,11 @@ impl Partition {
 /// Returns whether the cause changed.
 fn set_reason(ask: &mut Ask, cause: Cause, preempt: Option<PreemptOutcome>, now_ns: i64) -> bool {
     match &mut ask.pending {
-        Some(r) => r.update(cause, preempt, now_ns),
+        Some(r) => {
+            // The passes that only counted come first.
+            ask.stamp.settle(r);
+            r.update(cause, preempt, now_ns)
+        }
         None => {
             let mut r = PendingReason::new(cause, now_ns);
             if let Some(p) = preempt {

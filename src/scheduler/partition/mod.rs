@@ -124,7 +124,7 @@ struct PassState {
     exhausted_queues: FastSet<QueueId>,
     /// Ask shapes that found no node and no reservation candidate (only
     /// used without predicates); indexed by whether the ask could reserve.
-    unfit_shapes: [FastMap<Resource, super::objects::pending::NodeCounts>; 2],
+    unfit_shapes: [FastMap<Resource, explain::UnfitShape>; 2],
     /// Event records of the pass (REQUEST events, spec 13.2).
     events: Vec<si::EventRecord>,
     /// Whether the pass notes the asks it tries without placing them in
@@ -154,6 +154,12 @@ struct PassState {
     /// Why the asks the pass tried and did not place wait (explain.rs),
     /// given to them when the pass ends.
     reasons: Vec<explain::Noted>,
+    /// The partition's cause ids, for the pass (explain.rs).
+    cause_ids: super::objects::pending::CauseIds,
+    /// Unix ns of the pass: the time its notes carry.
+    now_ns: i64,
+    /// Whether REQUEST records are wanted (a due record needs a note).
+    records: bool,
 }
 
 /// A partition.
@@ -205,6 +211,9 @@ pub struct Partition {
     /// The list the passes note why asks wait in (explain.rs), kept empty
     /// between passes so that its room is reused.
     reason_buffer: Vec<explain::Noted>,
+    /// Ids of the causes asks wait for, kept between passes so that a
+    /// pass finding an ask's cause again can tell (objects/pending/stamp.rs).
+    cause_ids: super::objects::pending::CauseIds,
     /// User and group limits: caps and trackers (limits.md).
     ugm: super::ugm::Ugm,
     seq: u64,
@@ -285,6 +294,7 @@ impl Partition {
             waiting_asks: 0,
             tried: TriedAsks::default(),
             reason_buffer: Vec::new(),
+            cause_ids: Default::default(),
             ugm,
             seq: 0,
             timeouts,
@@ -360,6 +370,8 @@ impl Partition {
     }
 }
 
+#[cfg(test)]
+mod explain_tests;
 #[cfg(test)]
 mod limits_tests;
 #[cfg(test)]

@@ -274,6 +274,7 @@ impl Partition {
                 preempt_self: a.preempt_self,
                 originator: a.originator,
                 pending: None,
+                stamp: Default::default(),
             },
         );
         let uuid = a.uuid;

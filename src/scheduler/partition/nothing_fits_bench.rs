@@ -22,6 +22,21 @@ const CONFIG: &str = "partitions:
 const NODES: usize = 5_000;
 const ASKS: i64 = 10_000;
 
+/// `SICORE_NOTHING_FITS=NODES:ASKS:PASSES[:SHAPES]` overrides the sizes
+/// and runs one case (a smaller run for callgrind).
+fn sizes() -> Option<(usize, i64, u32, Option<i64>)> {
+    let v = std::env::var("SICORE_NOTHING_FITS").ok()?;
+    let mut it = v.split(':').map(|p| p.parse::<i64>().ok());
+    match (
+        it.next().flatten(),
+        it.next().flatten(),
+        it.next().flatten(),
+    ) {
+        (Some(n), Some(a), Some(p)) => Some((n as usize, a, p as u32, it.next().flatten())),
+        _ => panic!("SICORE_NOTHING_FITS={v}: expected NODES:ASKS:PASSES[:SHAPES]"),
+    }
+}
+
 /// CPU time of this thread, in ns (the first field of schedstat).
 fn thread_cpu_ns() -> u64 {
     std::fs::read_to_string("/proc/thread-self/schedstat")
@@ -30,15 +45,15 @@ fn thread_cpu_ns() -> u64 {
         .unwrap_or(0)
 }
 
-fn pass_cost(shapes: i64, passes: u32) -> (f64, usize) {
+fn pass_cost(nodes: usize, asks: i64, shapes: i64, passes: u32) -> (f64, usize) {
     let mut h = Harness::new(CONFIG);
-    for n in 0..NODES {
+    for n in 0..nodes {
         h.node(&format!("n{n}"), 1000);
     }
     for a in 0..100 {
         h.app(&format!("app{a}"), "root.a");
     }
-    for i in 0..ASKS {
+    for i in 0..asks {
         let app = format!("app{}", i % 100);
         h.ask(ask(&app, &format!("k{i}"), 1001 + i % shapes, 1));
     }
@@ -58,9 +73,26 @@ fn pass_cost(shapes: i64, passes: u32) -> (f64, usize) {
 fn nothing_fits_pass_cost() {
     // Enough passes for a few hundred ms of CPU: the thread's CPU time
     // may move in scheduler ticks.
-    for (label, shapes, passes) in [("every ask its own size", ASKS, 5), ("ten sizes", 10, 300)] {
-        let (ms, placed) = pass_cost(shapes, passes);
+    let cases = match sizes() {
+        Some((nodes, asks, passes, shapes)) => {
+            vec![("as given", nodes, asks, shapes.unwrap_or(asks), passes)]
+        }
+        None => vec![
+            ("every ask its own size", NODES, ASKS, ASKS, 5),
+            ("ten sizes", NODES, ASKS, 10, 300),
+        ],
+    };
+    // What explaining keeps per waiting ask: its boxed reason (with the
+    // refusal texts of a Predicates RM on top, bounded) and the stamp.
+    use crate::scheduler::objects::pending::{PendingReason, ReasonStamp};
+    println!(
+        "per waiting ask: reason {} bytes (boxed), stamp {} bytes",
+        std::mem::size_of::<PendingReason>(),
+        std::mem::size_of::<ReasonStamp>()
+    );
+    for (label, nodes, asks, shapes, passes) in cases {
+        let (ms, placed) = pass_cost(nodes, asks, shapes, passes);
         assert_eq!(placed, 0, "nothing fits");
-        println!("nothing fits, {NODES} nodes, {ASKS} asks, {label}: {ms:.2} ms CPU per pass ({passes} passes)");
+        println!("nothing fits, {nodes} nodes, {asks} asks, {label}: {ms:.2} ms CPU per pass ({passes} passes)");
     }
 }

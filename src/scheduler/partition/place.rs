@@ -59,44 +59,88 @@ impl Partition {
         counts: &mut NodeCounts,
         mut missed: impl FnMut(&'a Node, Option<&'a ReservedAsk>),
     ) -> Option<&'a Node> {
-        // A required node is the only candidate, used even while
-        // draining; otherwise every schedulable node in policy order.
-        let (mut pinned, mut ordered) = (None, None);
-        match &ask.required_node {
-            Some(required) => {
-                pinned = self.nodes.get(required.as_str());
-                counts.required_missing = pinned.is_none();
-            }
-            None => ordered = Some(self.nodes.ordered()),
-        }
-        let nodes = std::iter::from_fn(move || match ordered.as_mut() {
-            Some(nodes) => nodes.next(),
-            None => pinned.take(),
-        });
-        for n in nodes {
-            if !n.schedulable && ask.required_node.is_none() {
-                counts.unschedulable += 1;
-                continue;
-            }
+        if let Some(required) = &ask.required_node {
+            // The only candidate, used even while draining.
+            let Some(n) = self.nodes.get(required.as_str()) else {
+                counts.required_missing = true;
+                return None;
+            };
             counts.examined += 1;
             if let Some(t) = n.capacity_short(&ask.resource) {
                 counts.short_of(t);
+                return None;
+            }
+            return self
+                .try_candidate(app_id, ask, n, me, cb, events, counts, &mut missed)
+                .then_some(n);
+        }
+        // The walk counts in locals (registers: nothing else sees them) and
+        // hands the totals over once. Nodes short of capacity mostly lack
+        // the same type of the ask (by position): that one is counted
+        // here, any other in `counts`.
+        let mut unschedulable = 0u32;
+        let (mut short_at, mut short_n) = (usize::MAX, 0u32);
+        let nodes = self.nodes.ordered();
+        // Every node is visited when none takes the ask (the only case
+        // whose counts are read), so the examined ones need no counter.
+        let visited = u32::try_from(nodes.len()).unwrap_or(u32::MAX);
+        for n in nodes {
+            if !n.schedulable {
+                unschedulable += 1;
                 continue;
             }
-            let reserved_by = match me {
-                Some(_) => self.reservations.on_node(n.key().slot()),
-                None => None,
-            };
-            if reserved_by.is_some_and(|r| Some(r) != me) {
-                counts.reserved_other += 1;
+            if let Some(i) = n.capacity_short_index(&ask.resource) {
+                if i == short_at {
+                    short_n += 1;
+                } else if short_n == 0 {
+                    (short_at, short_n) = (i, 1);
+                } else {
+                    counts.short_of_n(ask.resource.type_at(i).unwrap_or_default(), 1);
+                }
                 continue;
             }
-            if self.try_node_counted(app_id, ask, n, cb, true, events, Some(counts)) {
+            if self.try_candidate(app_id, ask, n, me, cb, events, counts, &mut missed) {
                 return Some(n);
             }
-            missed(n, reserved_by);
         }
+        let examined = visited.saturating_sub(unschedulable);
+        counts.examined = counts.examined.saturating_add(examined);
+        counts.unschedulable = counts.unschedulable.saturating_add(unschedulable);
+        if let Some(t) = ask.resource.type_at(short_at).filter(|_| short_n > 0) {
+            counts.short_of_n(t, short_n);
+        }
+        counts.most_first();
         None
+    }
+
+    /// One node of [`Self::first_fit_counted`]'s walk that could hold the
+    /// ask: not reserved for another ask, then [`Self::try_node`].
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn try_candidate<'a>(
+        &'a self,
+        app_id: &str,
+        ask: &Ask,
+        n: &'a Node,
+        me: Option<&ReservedAsk>,
+        cb: Option<&ResyncBarrier>,
+        events: &mut Vec<si::EventRecord>,
+        counts: &mut NodeCounts,
+        missed: &mut impl FnMut(&'a Node, Option<&'a ReservedAsk>),
+    ) -> bool {
+        let reserved_by = match me {
+            Some(_) => self.reservations.on_node(n.key().slot()),
+            None => None,
+        };
+        if reserved_by.is_some_and(|r| Some(r) != me) {
+            counts.reserved_other += 1;
+            return false;
+        }
+        if self.try_node_counted(app_id, ask, n, cb, true, events, Some(counts)) {
+            return true;
+        }
+        missed(n, reserved_by);
+        false
     }
 
     /// One allocation attempt of an ask on a node (spec 8.7 step 3): free

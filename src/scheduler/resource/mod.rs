@@ -319,6 +319,20 @@ impl Resource {
             .map(|(id, _)| id)
     }
 
+    /// [`Self::first_short`] as a position in [`Self::iter`]'s order
+    /// (the node walk counts by position; [`Self::type_at`] names it).
+    #[inline]
+    pub fn first_short_index(&self, big: &Resource) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|(id, v)| *v > big.get(*id).max(0))
+    }
+
+    /// The type at position `i` of [`Self::iter`]'s order.
+    pub fn type_at(&self, i: usize) -> Option<ResId> {
+        self.entries.get(i).map(|e| e.0)
+    }
+
     /// Fit where types missing from `big` are unlimited (quota checks).
     pub fn fits_in_max_undef(&self, big: &Resource) -> bool {
         self.iter()

@@ -153,7 +153,8 @@ pub fn reason_of(
     ask: &Ask,
     waiting: &BTreeMap<Arc<str>, u64>,
 ) -> Option<ReasonView> {
-    let stored = ask.pending.as_deref();
+    let stored = ask.reason();
+    let stored = stored.as_deref();
     let mut v = match held_cause(p, app, ask, waiting) {
         Some(mut v) => {
             if let Some(r) = stored {
@@ -231,7 +232,7 @@ fn held_cause(
     }
     if g.timeout_at > 0 {
         // Told until a pass tries the ask again after the timeout.
-        if ask.pending.as_ref().is_some_and(|r| r.at_ns > g.timeout_at) {
+        if ask.reason().is_some_and(|r| r.at_ns > g.timeout_at) {
             return None;
         }
         return Some(ReasonView {
