@@ -100,8 +100,15 @@ impl Partition {
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);
+        let member = explain::is_gang_member(&app.asks[slot]);
+        let watch = !app.counted_active || member;
+        let watch = watch.then(|| app.id.clone());
         if let Some(old) = replaced {
             self.forget_ask(app_id, old);
+        }
+        // It may wait for a cause no pass finds (held.rs).
+        if let Some(id) = watch {
+            self.watch_held(&id, member);
         }
         Ok(())
     }

@@ -8,7 +8,9 @@ mod asks;
 mod commit;
 mod cycle;
 mod explain; // why asks wait (objects/pending.rs)
+pub use explain::{gang_counts, gang_waiting};
 mod gang; // placeholders, swaps and the placeholder timeout
+mod held; // REQUEST records of the causes no pass finds
 mod lifecycle;
 mod merge; // SI v1.x: allocations merged by key
 mod nodes;
@@ -205,6 +207,12 @@ pub struct Partition {
     /// The list the passes note why asks wait in (explain.rs), kept empty
     /// between passes so that its room is reused.
     reason_buffer: Vec<explain::Noted>,
+    /// Applications whose asks may wait for a cause no pass finds (held
+    /// by `maxapplications`, gang members), by id, with whether they have
+    /// real gang members: what the check of held causes walks (held.rs).
+    held_watch: FastMap<Arc<str>, bool>,
+    /// Unix ns of the next check of held causes.
+    next_held_check_ns: i64,
     /// User and group limits: caps and trackers (limits.md).
     ugm: super::ugm::Ugm,
     seq: u64,
@@ -285,6 +293,8 @@ impl Partition {
             waiting_asks: 0,
             tried: TriedAsks::default(),
             reason_buffer: Vec::new(),
+            held_watch: FastMap::default(),
+            next_held_check_ns: 0,
             ugm,
             seq: 0,
             timeouts,
