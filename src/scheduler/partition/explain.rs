@@ -335,9 +335,10 @@ impl Partition {
                 if gang.as_ref().is_none_or(|(seq, _)| *seq != app_seq) {
                     gang = Some((app_seq, gang_waiting(app)));
                 }
-                let waiting = gang.as_ref().map(|(_, w)| w).expect("set above");
-                if let Some(held) = self.held_cause(app, ask, waiting, now_ns) {
-                    cause = held;
+                if let Some((_, waiting)) = &gang {
+                    if let Some(held) = self.held_cause(app, ask, waiting, now_ns) {
+                        cause = held;
+                    }
                 }
             }
             let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {

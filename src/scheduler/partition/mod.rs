@@ -371,6 +371,8 @@ impl Partition {
 }
 
 #[cfg(test)]
+mod held_tests;
+#[cfg(test)]
 mod limits_tests;
 #[cfg(test)]
 mod nothing_fits_bench;
