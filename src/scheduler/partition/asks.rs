@@ -101,7 +101,10 @@ impl Partition {
         let q = app.queue;
         self.queues.add_pending(q, &demand);
         let member = explain::is_gang_member(&app.asks[slot]);
-        let watch = !app.counted_active || member;
+        let watch = match app.held_watch {
+            None => !app.counted_active || member,
+            Some(gang) => member && !gang,
+        };
         let watch = watch.then(|| app.id.clone());
         if let Some(old) = replaced {
             self.forget_ask(app_id, old);

@@ -25,11 +25,23 @@ impl Partition {
     /// Watches application `id` for held causes from now on; `gang` when
     /// it has a real gang member.
     pub(super) fn watch_held(&mut self, id: &Arc<str>, gang: bool) {
-        match self.held_watch.get_mut(id) {
+        let Some(app) = self.apps.get_mut(id) else {
+            return;
+        };
+        match &mut app.held_watch {
             Some(g) => *g |= gang,
             None => {
-                self.held_watch.insert(id.clone(), gang);
+                app.held_watch = Some(gang);
+                self.held_watch.insert(app.id.clone());
             }
+        }
+    }
+
+    /// Takes application `id` out of the watch.
+    fn unwatch_held(&mut self, id: &Arc<str>) {
+        self.held_watch.remove(id);
+        if let Some(app) = self.apps.get_mut(id) {
+            app.held_watch = None;
         }
     }
 
@@ -50,22 +62,19 @@ impl Partition {
             .events
             .allows(si::event_record::Type::Request as i32);
         let nodes = self.nodes.len();
-        let watched: Vec<(Arc<str>, bool)> = self
-            .held_watch
-            .iter()
-            .map(|(id, g)| (id.clone(), *g))
-            .collect();
+        let watched: Vec<Arc<str>> = self.held_watch.iter().cloned().collect();
         let mut causes: Vec<(Slot, Cause)> = Vec::new();
-        for (id, gang) in watched {
+        for id in watched {
             let Some(app) = self.apps.get(&id).filter(|a| a.has_pending()) else {
-                self.held_watch.remove(&id);
+                self.unwatch_held(&id);
                 continue;
             };
+            let gang = app.held_watch.unwrap_or(false);
             let held = self.app_held(app);
             let maybe_held = !app.counted_active || self.ugm.held.contains(&app.seq);
             if held.is_none() && !gang {
                 if !maybe_held {
-                    self.held_watch.remove(&id);
+                    self.unwatch_held(&id);
                 }
                 continue;
             }
@@ -87,14 +96,15 @@ impl Partition {
                     causes.push((*slot, c));
                 }
             }
-            if !member {
-                if maybe_held {
-                    self.held_watch.insert(id.clone(), false);
-                } else {
-                    self.held_watch.remove(&id);
-                }
+            if !member && !maybe_held {
+                self.unwatch_held(&id);
             }
-            let app = self.apps.get_mut(&id).expect("looked up above");
+            let Some(app) = self.apps.get_mut(&id) else {
+                continue;
+            };
+            if !member && app.held_watch.is_some() {
+                app.held_watch = Some(false);
+            }
             for (slot, cause) in causes.drain(..) {
                 let ask = app.asks.at_mut(slot);
                 let changed = match &mut ask.pending {

@@ -87,8 +87,10 @@ fn the_watch_keeps_only_what_may_be_held() {
     let mut h = held();
     h.schedule();
     // app-1 runs: it left the watch; app-2 is held: it stays.
-    let watched: Vec<&str> = h.p.held_watch.keys().map(|k| &**k).collect();
+    let watched: Vec<&str> = h.p.held_watch.iter().map(|k| &**k).collect();
     assert_eq!(watched, ["app-2"]);
+    assert_eq!(h.p.apps.get("app-1").unwrap().held_watch, None);
+    assert_eq!(h.p.apps.get("app-2").unwrap().held_watch, Some(false));
     // app-2's ask goes: nothing left to wait for, it leaves.
     h.release_ask("app-2", "w");
     h.ask(ask("app-1", "more", 2000, 1));

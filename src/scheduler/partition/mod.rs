@@ -208,9 +208,9 @@ pub struct Partition {
     /// between passes so that its room is reused.
     reason_buffer: Vec<explain::Noted>,
     /// Applications whose asks may wait for a cause no pass finds (held
-    /// by `maxapplications`, gang members), by id, with whether they have
-    /// real gang members: what the check of held causes walks (held.rs).
-    held_watch: FastMap<Arc<str>, bool>,
+    /// by `maxapplications`, gang members), by id: what the check of held
+    /// causes walks (held.rs). Each is marked (`Application::held_watch`).
+    held_watch: FastSet<Arc<str>>,
     /// Unix ns of the next check of held causes.
     next_held_check_ns: i64,
     /// User and group limits: caps and trackers (limits.md).
@@ -293,7 +293,7 @@ impl Partition {
             waiting_asks: 0,
             tried: TriedAsks::default(),
             reason_buffer: Vec::new(),
-            held_watch: FastMap::default(),
+            held_watch: FastSet::default(),
             next_held_check_ns: 0,
             ugm,
             seq: 0,
