@@ -74,3 +74,4 @@ mod v1_order;
 mod v1_preemption;
 mod v1_rust_api;
 mod why_pending;
+mod why_pending_held;

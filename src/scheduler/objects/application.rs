@@ -242,6 +242,10 @@ pub struct Application {
     /// Whether its queues count it in `active_apps` (see
     /// `Partition::sync_active`).
     pub counted_active: bool,
+    /// In the partition's watch of applications that may be held
+    /// (partition/held.rs): `Some(whether it has real gang members)`.
+    /// Kept here so that adding an ask looks nothing up.
+    pub held_watch: Option<bool>,
     /// Whether it has ever held an allocation.
     pub started: bool,
     /// Gang scheduling state (spec 9).
@@ -299,6 +303,7 @@ impl Application {
             },
             priority: MIN_PRIORITY,
             counted_active: false,
+            held_watch: None,
             started: false,
             gang,
             ugm_link: None,

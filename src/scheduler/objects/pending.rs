@@ -24,6 +24,10 @@ pub const MAX_LOG: usize = 6;
 /// Shortest time between two REQUEST records of one ask while its cause
 /// stays the same (a change is recorded at once).
 pub const RECORD_INTERVAL_NS: i64 = 60_000_000_000;
+/// Shortest time between two reads of the causes no pass finds (held
+/// applications, gang members; partition/held.rs): a change of such a
+/// cause is recorded within this time.
+pub const HELD_CHECK_INTERVAL_NS: i64 = 1_000_000_000;
 
 /// Per cause, how many nodes turned an ask down in one pass.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -220,6 +224,30 @@ pub enum Cause {
         /// Unix ns the reservation was first seen.
         since_ns: i64,
     },
+    /// A real gang member: its task group still asks placeholders.
+    GangPlaceholders(GangCounts),
+    /// A real gang member waiting for a placeholder to be replaced.
+    GangReplacement(GangCounts),
+    /// The placeholder timeout fired (until a pass tries the ask again).
+    GangTimeout {
+        /// The task group's placeholders.
+        gang: GangCounts,
+        /// Unix ns it fired.
+        at_ns: i64,
+        /// What it did.
+        outcome: &'static str,
+    },
+}
+
+/// A task group's placeholders, for a gang cause.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GangCounts {
+    /// The task group.
+    pub task_group: Arc<str>,
+    /// Placeholders placed (held or replaced).
+    pub placed: u64,
+    /// Placeholders asked in all.
+    pub total: u64,
 }
 
 impl Cause {
@@ -233,7 +261,22 @@ impl Cause {
             Cause::Nodes(c) if c.required_missing => "requiredNodeMissing",
             Cause::Nodes(_) => "nodes",
             Cause::Reserved { .. } => "reserved",
+            Cause::GangPlaceholders(_) => "gangPlaceholders",
+            Cause::GangReplacement(_) => "gangReplacement",
+            Cause::GangTimeout { .. } => "gangTimeout",
         }
+    }
+
+    /// Whether the cause is one no pass finds: read from the state
+    /// (partition/explain.rs `held_cause`).
+    pub fn is_held(&self) -> bool {
+        matches!(
+            self,
+            Cause::AppSlot { .. }
+                | Cause::GangPlaceholders(_)
+                | Cause::GangReplacement(_)
+                | Cause::GangTimeout { .. }
+        )
     }
 
     /// Whether `other` holds the ask for the same reason (kind and subject;
@@ -270,6 +313,20 @@ impl Cause {
                 },
             ) => s1 == s2 && n1 == n2 && q1 == q2,
             (Cause::Reserved { node: a, .. }, Cause::Reserved { node: b, .. }) => a == b,
+            // A gang's counts move as placeholders are placed: the task
+            // group is the subject.
+            (Cause::GangPlaceholders(a), Cause::GangPlaceholders(b))
+            | (Cause::GangReplacement(a), Cause::GangReplacement(b)) => {
+                a.task_group == b.task_group
+            }
+            (
+                Cause::GangTimeout {
+                    gang: a, at_ns: t1, ..
+                },
+                Cause::GangTimeout {
+                    gang: b, at_ns: t2, ..
+                },
+            ) => a.task_group == b.task_group && t1 == t2,
             (a, b) => a == b,
         }
     }
@@ -331,6 +388,18 @@ impl Cause {
             Cause::Reserved { node, .. } => {
                 format!("node {node} is reserved for it, waiting for room there")
             }
+            Cause::GangPlaceholders(g) => format!(
+                "gang task group {}: {} of {} placeholders placed",
+                g.task_group, g.placed, g.total
+            ),
+            Cause::GangReplacement(g) => format!(
+                "waits for a placeholder of task group {} to be replaced",
+                g.task_group
+            ),
+            Cause::GangTimeout { gang, outcome, .. } => format!(
+                "placeholder timeout of task group {}: {outcome}",
+                gang.task_group
+            ),
         }
     }
 }
@@ -509,6 +578,24 @@ impl PendingReason {
         };
         r.update(cause, None, now_ns);
         r
+    }
+
+    /// A first reason read from the state (a held cause) at `now_ns`: no
+    /// pass has tried the ask (`at_ns` 0).
+    pub fn held(cause: Cause, now_ns: i64) -> Self {
+        let mut r = Self::new(cause, now_ns);
+        r.at_ns = 0;
+        r
+    }
+
+    /// A held cause read from the state at `now_ns` (partition/held.rs):
+    /// as [`Self::update`], but the last pass's time stays (no pass tried
+    /// the ask). Returns whether the cause changed.
+    pub fn update_held(&mut self, cause: Cause, now_ns: i64) -> bool {
+        let tried = self.at_ns;
+        let changed = self.update(cause, None, now_ns);
+        self.at_ns = tried;
+        changed
     }
 
     /// A later pass found `cause` (and tried preemption when `preempt` is

@@ -101,8 +101,18 @@ impl Partition {
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);
+        let member = explain::is_gang_member(&app.asks[slot]);
+        let watch = match app.held_watch {
+            None => !app.counted_active || member,
+            Some(gang) => member && !gang,
+        };
+        let watch = watch.then(|| app.id.clone());
         if let Some(old) = replaced {
             self.forget_ask(app_id, old);
+        }
+        // It may wait for a cause no pass finds (held.rs).
+        if let Some(id) = watch {
+            self.watch_held(&id, member);
         }
         Ok(())
     }

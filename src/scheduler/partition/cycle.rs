@@ -203,6 +203,7 @@ impl Partition {
                 self.ugm.held.remove(&seq);
             } else if self.apps.get(&id).is_some_and(|a| a.seq == seq) {
                 self.ugm.held.insert(seq);
+                self.watch_held(&id, false);
             }
         }
         if pass.preempt_on {
@@ -213,6 +214,8 @@ impl Partition {
         self.apply_reasons(&mut pass.reasons, pass.now_ns, &mut pass.events);
         self.reason_buffer = std::mem::take(&mut pass.reasons);
         self.cause_ids = std::mem::take(&mut pass.cause_ids);
+        // Why the held applications' asks wait, when due (held.rs).
+        self.held_reasons(&mut pass.events);
         // The REQUEST events of the pass.
         out.events.extend(pass.events.drain(..).map(Record::from));
         made

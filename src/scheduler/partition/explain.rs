@@ -2,13 +2,19 @@
 //! each ask it tried and did not place, from what it already knows, and
 //! gives the asks their reasons when it ends. The causes the pass never
 //! reaches (applications held by `maxapplications`, gang members waiting
-//! for placeholders) are read from the state when asked (`reason_of`).
+//! for placeholders) are read from the state by [`Partition::held_cause`],
+//! the one place that decides them: the snapshot when asked (`reason_of`),
+//! the pass for the gang members it tries, and the periodic check of
+//! held applications (held.rs) that records them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::preempt::{PreemptionCounters, PreemptionPolicy};
 use super::*;
-use crate::scheduler::objects::pending::{Cause, NodeCounts, PendingReason, PreemptOutcome, Scope};
+use crate::scheduler::objects::pending::{
+    Cause, GangCounts, NodeCounts, PendingReason, PreemptOutcome, Scope,
+};
 
 /// One ask's cause, found by the pass: the ask by slot and sequence
 /// number (a slot reused within the pass is told apart), and the cause's
@@ -68,7 +74,123 @@ impl PassState {
     }
 }
 
+/// Per task group of an application, its placeholder allocations still
+/// to make: one walk over its asks, made once per application.
+pub fn gang_waiting(app: &Application) -> BTreeMap<Arc<str>, u64> {
+    let mut out = BTreeMap::new();
+    for a in app.asks.values().filter(|a| a.placeholder) {
+        *out.entry(a.task_group.clone()).or_insert(0) += a.pending_repeat.max(0) as u64;
+    }
+    out
+}
+
+/// The placeholders of the task group of `ask`, `None` outside a gang.
+/// `waiting` is [`gang_waiting`] of `app`.
+pub fn gang_counts(
+    app: &Application,
+    ask: &Ask,
+    waiting: &BTreeMap<Arc<str>, u64>,
+) -> Option<GangCounts> {
+    if ask.task_group.is_empty() {
+        return None;
+    }
+    let group = app.gang.groups.get(&ask.task_group);
+    let placed = group.map_or(0, |g| g.placeholders + g.real) as u64;
+    let waiting = waiting.get(&ask.task_group).copied().unwrap_or(0);
+    Some(GangCounts {
+        task_group: ask.task_group.clone(),
+        placed,
+        total: placed.saturating_add(waiting),
+    })
+}
+
+/// Whether `ask` is a real (not placeholder) member of a task group.
+pub(super) fn is_gang_member(ask: &Ask) -> bool {
+    !ask.placeholder && !ask.task_group.is_empty()
+}
+
+/// The gang cause of a real member `ask` of `app`, `None` when it has none.
+/// `tried_ns` is when a pass last tried the ask: the timeout is told
+/// until a pass tries it after the timeout fired.
+fn gang_cause(
+    app: &Application,
+    ask: &Ask,
+    waiting: &BTreeMap<Arc<str>, u64>,
+    tried_ns: i64,
+) -> Option<Cause> {
+    let g = gang_counts(app, ask, waiting)?;
+    if ask.placeholder {
+        return None;
+    }
+    if let Some((at_ns, outcome)) = app.gang.timed_out {
+        if tried_ns > at_ns {
+            return None;
+        }
+        return Some(Cause::GangTimeout {
+            gang: g,
+            at_ns,
+            outcome,
+        });
+    }
+    if g.total > g.placed {
+        Some(Cause::GangPlaceholders(g))
+    } else if app.gang.placeholders > 0 {
+        Some(Cause::GangReplacement(g))
+    } else {
+        None
+    }
+}
+
 impl Partition {
+    /// The running slot `app` waits for: a queue on its path at its
+    /// `maxapplications` (it is not counted as running), or its user or
+    /// group at theirs (held by the pass's admission check).
+    pub fn app_held(&self, app: &Application) -> Option<Cause> {
+        if !app.counted_active {
+            if let Some((q, limit)) = self
+                .queues
+                .app_limits(app.queue)
+                .into_iter()
+                .find(|(q, max)| self.queues.get(*q).active_apps >= *max)
+            {
+                return Some(Cause::AppSlot {
+                    scope: Scope::Queue,
+                    name: Arc::from(""),
+                    queue: self.queues.get(q).path.clone(),
+                    limit,
+                });
+            }
+        }
+        if self.ugm.admission_active() && self.ugm.held.contains(&app.seq) {
+            if let Some(h) = self.ugm.explain_held(app) {
+                return Some(Cause::AppSlot {
+                    scope: h.scope,
+                    name: h.name,
+                    queue: self.queues.get(h.queue).path.clone(),
+                    limit: h.limit,
+                });
+            }
+        }
+        None
+    }
+
+    /// Why `ask` of `app` waits where no pass decides: its application
+    /// waits for a running slot, or it is a real gang member waiting for
+    /// its task group's placeholders, for their replacement, or told of
+    /// the placeholder timeout. `None`: the pass's cause stands.
+    /// `waiting` is [`gang_waiting`] of `app` (empty when `ask` has no
+    /// task group); `tried_ns` when a pass last tried the ask (0: never).
+    pub fn held_cause(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        waiting: &BTreeMap<Arc<str>, u64>,
+        tried_ns: i64,
+    ) -> Option<Cause> {
+        self.app_held(app)
+            .or_else(|| gang_cause(app, ask, waiting, tried_ns))
+    }
+
     /// The queue on the ask's path (leaf first) that lacks room for it:
     /// the type, the amount asked and free. A max of zero for the type
     /// means the queue does not accept it.
@@ -233,8 +355,34 @@ impl Partition {
             .events
             .allows(si::event_record::Type::Request as i32);
         let nodes = self.nodes.len();
+        // The placeholders of the last gang application seen.
+        let mut gang: Option<(u64, BTreeMap<Arc<str>, u64>)> = None;
         for n in noted.drain(..) {
             let (app_slot, app_seq, ask_slot, ask_seq) = n.at;
+            let mut cause = n.cause;
+            // The id of the cause the pass found; 0 when the reason is
+            // written with another (held, reserved): such an ask is never
+            // only counted.
+            let mut id = n.id;
+            // A gang member the pass tried may still wait for its group's
+            // placeholders: the held cause wins, as the snapshot shows.
+            if let Some((app, ask)) = self
+                .apps
+                .at(app_slot)
+                .filter(|a| a.seq == app_seq)
+                .and_then(|a| Some((a, a.asks.at(ask_slot).filter(|k| k.seq == ask_seq)?)))
+                .filter(|(_, ask)| is_gang_member(ask))
+            {
+                if gang.as_ref().is_none_or(|(seq, _)| *seq != app_seq) {
+                    gang = Some((app_seq, gang_waiting(app)));
+                }
+                if let Some((_, waiting)) = &gang {
+                    if let Some(held) = self.held_cause(app, ask, waiting, now_ns) {
+                        cause = held;
+                        id = 0;
+                    }
+                }
+            }
             let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {
                 continue;
             };
@@ -243,9 +391,10 @@ impl Partition {
             };
             // An ask holding a node waits for room there, whatever the
             // regular search found on the other nodes.
-            let mut cause = n.cause;
-            let mut id = n.id;
-            if !self.reservations.is_empty() && !matches!(cause, Cause::Reserved { .. }) {
+            if !self.reservations.is_empty()
+                && !matches!(cause, Cause::Reserved { .. })
+                && !cause.is_held()
+            {
                 let me = ReservedAsk {
                     app: app.id.clone(),
                     key: ask.key.clone(),
@@ -303,7 +452,12 @@ impl Partition {
 
 /// Replaces an ask's reason (its box is made once, at its first wait).
 /// Returns whether the cause changed.
-fn set_reason(ask: &mut Ask, cause: Cause, preempt: Option<PreemptOutcome>, now_ns: i64) -> bool {
+pub(super) fn set_reason(
+    ask: &mut Ask,
+    cause: Cause,
+    preempt: Option<PreemptOutcome>,
+    now_ns: i64,
+) -> bool {
     match &mut ask.pending {
         Some(r) => {
             // The passes that only counted come first.
@@ -323,7 +477,7 @@ fn set_reason(ask: &mut Ask, cause: Cause, preempt: Option<PreemptOutcome>, now_
 
 /// The REQUEST record of an ask's reason, when one is due: at once on a
 /// change, else once a minute. Its message is the reason's line.
-fn record_reason(
+pub(super) fn record_reason(
     ask: &mut Ask,
     app: &str,
     changed: bool,

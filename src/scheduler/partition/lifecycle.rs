@@ -265,6 +265,9 @@ impl Partition {
             self.remove_allocation(&u);
         }
         let app = self.apps.remove(app_id).expect("looked up above");
+        if app.held_watch.is_some() {
+            self.held_watch.remove(app_id);
+        }
         self.preemption_app_gone(&app);
         self.ugm.unlink(&app);
         self.waiting_asks = self.waiting_asks.saturating_sub(app.ask_order.len());

@@ -8,7 +8,9 @@ mod asks;
 mod commit;
 mod cycle;
 mod explain; // why asks wait (objects/pending.rs)
+pub use explain::{gang_counts, gang_waiting};
 mod gang; // placeholders, swaps and the placeholder timeout
+mod held; // REQUEST records of the causes no pass finds
 mod lifecycle;
 mod merge; // SI v1.x: allocations merged by key
 mod nodes;
@@ -214,6 +216,12 @@ pub struct Partition {
     /// Ids of the causes asks wait for, kept between passes so that a
     /// pass finding an ask's cause again can tell (objects/pending/stamp.rs).
     cause_ids: super::objects::pending::CauseIds,
+    /// Applications whose asks may wait for a cause no pass finds (held
+    /// by `maxapplications`, gang members), by id: what the check of held
+    /// causes walks (held.rs). Each is marked (`Application::held_watch`).
+    held_watch: FastSet<Arc<str>>,
+    /// Unix ns of the next check of held causes.
+    next_held_check_ns: i64,
     /// User and group limits: caps and trackers (limits.md).
     ugm: super::ugm::Ugm,
     seq: u64,
@@ -295,6 +303,8 @@ impl Partition {
             tried: TriedAsks::default(),
             reason_buffer: Vec::new(),
             cause_ids: Default::default(),
+            held_watch: FastSet::default(),
+            next_held_check_ns: 0,
             ugm,
             seq: 0,
             timeouts,
@@ -372,6 +382,8 @@ impl Partition {
 
 #[cfg(test)]
 mod explain_tests;
+#[cfg(test)]
+mod held_tests;
 #[cfg(test)]
 mod limits_tests;
 #[cfg(test)]

@@ -6,7 +6,8 @@
 //!
 //! Two cases: every ask a different size (no pass can reuse what it found
 //! for another ask: each ask checks every node), and ten sizes (the
-//! pass's unfit-shape cache answers the rest).
+//! pass's unfit-shape cache answers the rest). Also what the check of
+//! held causes (held.rs) adds to a pass: `held_check_cost`.
 
 use crate::scheduler::testkit::{ask, Harness};
 
@@ -95,4 +96,50 @@ fn nothing_fits_pass_cost() {
         assert_eq!(placed, 0, "nothing fits");
         println!("nothing fits, {nodes} nodes, {asks} asks, {label}: {ms:.2} ms CPU per pass ({passes} passes)");
     }
+}
+
+/// What the held check (held.rs) costs: 1,000 applications of 10 asks
+/// each held by their queue's `maxapplications`, a pass with a check
+/// (the clock a second on) against a pass without one.
+fn held_cost(check: bool, passes: u32) -> f64 {
+    let mut h = Harness::new(
+        "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+            maxapplications: 1
+",
+    );
+    h.node("n1", 1_000_000);
+    h.app("run", "root.a");
+    h.ask(ask("run", "r", 1, 1));
+    for a in 0..1000 {
+        let app = format!("held{a}");
+        h.app(&app, "root.a");
+        for k in 0..10 {
+            h.ask(ask(&app, &format!("k{k}"), 10, 1));
+        }
+    }
+    h.schedule();
+    // 300 passes a millisecond apart stay within one check interval.
+    let step = std::time::Duration::from_millis(if check { 1000 } else { 1 });
+    let start = thread_cpu_ns();
+    for _ in 0..passes {
+        h.advance(step);
+        h.schedule();
+    }
+    (thread_cpu_ns() - start) as f64 / 1e6 / f64::from(passes)
+}
+
+#[test]
+#[ignore = "a measurement: run with --ignored --nocapture"]
+fn held_check_cost() {
+    let without = held_cost(false, 300);
+    let with = held_cost(true, 300);
+    println!(
+        "1,000 held applications x 10 asks: {without:.3} ms CPU per pass without a check, {with:.3} ms with one"
+    );
 }

@@ -124,7 +124,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
             let mut allocations: Vec<Arc<str>> =
                 p.allocations().uuids(&a.allocations).cloned().collect();
             allocations.sort();
-            let gang_waiting = super::reason::gang_waiting(a);
+            let gang_waiting = crate::scheduler::partition::gang_waiting(a);
             let pending_asks = a
                 .ask_order
                 .values()

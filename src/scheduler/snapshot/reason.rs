@@ -1,6 +1,7 @@
 //! The reason an ask waits, as the dump and REST show it: the pass's
-//! `PendingReason` with the causes read from the state when asked
-//! (docs/why-pending.md). Names are the dump's (REST writes them in
+//! `PendingReason`, or the held cause the partition reads from the state
+//! (`Partition::held_cause`, the same its REQUEST records say;
+//! docs/why-pending.md). Names are the dump's (REST writes them in
 //! camelCase).
 
 use std::collections::BTreeMap;
@@ -10,9 +11,9 @@ use serde::Serialize;
 
 use crate::scheduler::objects::application::{Application, Ask};
 use crate::scheduler::objects::pending::{
-    dominant, Cause, Dominant, LogWhat, NodeCounts, PendingReason,
+    dominant, Cause, Dominant, LogWhat, NodeCounts, PendingReason, Scope,
 };
-use crate::scheduler::partition::Partition;
+use crate::scheduler::partition::{gang_counts, Partition};
 use crate::scheduler::resource::name_of;
 
 /// Why one ask waits.
@@ -135,18 +136,10 @@ pub struct LogView {
     pub count: u32,
 }
 
-/// Per task group of an application, its placeholder allocations still
-/// to make: one walk over its asks, made once per application.
-pub fn gang_waiting(app: &Application) -> BTreeMap<Arc<str>, u64> {
-    let mut out = BTreeMap::new();
-    for a in app.asks.values().filter(|a| a.placeholder) {
-        *out.entry(a.task_group.clone()).or_insert(0) += a.pending_repeat.max(0) as u64;
-    }
-    out
-}
-
 /// Why `ask` of `app` waits; `None` when nothing holds it yet (no pass
-/// has tried it). `waiting` is [`gang_waiting`] of `app`.
+/// has tried it, or its held cause went and no pass has tried it since).
+/// `waiting` is `partition::gang_waiting` of `app`. A held cause is the one the
+/// partition decides (`Partition::held_cause`), as its records say.
 pub fn reason_of(
     p: &Partition,
     app: &Application,
@@ -155,17 +148,27 @@ pub fn reason_of(
 ) -> Option<ReasonView> {
     let stored = ask.reason();
     let stored = stored.as_deref();
-    let mut v = match held_cause(p, app, ask, waiting) {
-        Some(mut v) => {
+    let tried = stored.map_or(0, |r| r.at_ns);
+    let mut v = match p.held_cause(app, ask, waiting, tried) {
+        Some(cause) => {
+            let mut v = view_of(p, &cause);
             if let Some(r) = stored {
                 v.allocation_log = log_views(r);
                 v.preemption = preemption(r);
+                v.last_tried = r.at_ns;
+                if r.cause.same_as(&cause) {
+                    v.since = r.since_ns;
+                    v.passes = r.passes;
+                }
+            }
+            if let Cause::GangTimeout { at_ns, .. } = cause {
+                v.since = at_ns;
             }
             v
         }
         None => match stored {
-            Some(r) => from_stored(p, r),
-            None => return None,
+            Some(r) if !r.cause.is_held() => from_stored(p, r),
+            _ => return None,
         },
     };
     if let Some(g) = gang_view(app, ask, waiting) {
@@ -179,114 +182,15 @@ pub fn reason_of(
     Some(v)
 }
 
-/// Causes the pass never reaches: read from the state.
-fn held_cause(
-    p: &Partition,
-    app: &Application,
-    ask: &Ask,
-    waiting: &BTreeMap<Arc<str>, u64>,
-) -> Option<ReasonView> {
-    if !app.counted_active {
-        if let Some((q, max)) = p
-            .queues()
-            .app_limits(app.queue)
-            .into_iter()
-            .find(|(q, max)| p.queues().get(*q).active_apps >= *max)
-        {
-            let queue = p.queues().get(q).path.to_string();
-            return Some(ReasonView {
-                cause: "applicationLimit",
-                group: format!("applicationLimit queue {queue}"),
-                message: format!(
-                    "application waits for a running slot: queue {queue} is at maxapplications {max}"
-                ),
-                scope: Some("queue"),
-                queue: Some(queue),
-                limit: Some(max),
-                ..Default::default()
-            });
-        }
-    }
-    if p.ugm().admission_active() && p.ugm().held.contains(&app.seq) {
-        if let Some(h) = p.ugm().explain_held(app) {
-            let queue = p.queues().get(h.queue).path.to_string();
-            let scope = h.scope.as_str();
-            return Some(ReasonView {
-                cause: "applicationLimit",
-                group: format!("applicationLimit {scope} {} {queue}", h.name),
-                message: format!(
-                    "application waits for a running slot: {scope} {} is at maxapplications {} in queue {queue}",
-                    h.name, h.limit
-                ),
-                scope: Some(scope),
-                name: Some(h.name.to_string()),
-                queue: Some(queue),
-                limit: Some(h.limit),
-                ..Default::default()
-            });
-        }
-    }
-    let g = gang_view(app, ask, waiting)?;
-    if ask.placeholder {
-        return None;
-    }
-    if g.timeout_at > 0 {
-        // Told until a pass tries the ask again after the timeout.
-        if ask.reason().is_some_and(|r| r.at_ns > g.timeout_at) {
-            return None;
-        }
-        return Some(ReasonView {
-            cause: "gangTimeout",
-            group: "gang timeout".to_string(),
-            message: format!(
-                "placeholder timeout of task group {}: {}",
-                g.task_group, g.timeout_outcome
-            ),
-            since: g.timeout_at,
-            gang: Some(g),
-            ..Default::default()
-        });
-    }
-    let (cause, message) = match g.waiting_for {
-        "placeholders" => (
-            "gangPlaceholders",
-            format!(
-                "gang task group {}: {} of {} placeholders placed",
-                g.task_group, g.placed, g.total
-            ),
-        ),
-        _ if app.gang.placeholders > 0 => (
-            "gangReplacement",
-            format!(
-                "waits for a placeholder of task group {} to be replaced",
-                g.task_group
-            ),
-        ),
-        _ => return None,
-    };
-    Some(ReasonView {
-        cause,
-        group: format!("gang {}", g.waiting_for),
-        message,
-        gang: Some(g),
-        ..Default::default()
-    })
-}
-
 /// The gang state of a task-group ask, `None` outside a gang.
 fn gang_view(app: &Application, ask: &Ask, waiting: &BTreeMap<Arc<str>, u64>) -> Option<GangView> {
-    if ask.task_group.is_empty() {
-        return None;
-    }
-    let group = app.gang.groups.get(&ask.task_group);
-    let held = group.map_or(0, |g| g.placeholders + g.real) as u64;
-    let waiting = waiting.get(&ask.task_group).copied().unwrap_or(0);
+    let g = gang_counts(app, ask, waiting)?;
     let (timeout_at, timeout_outcome) = app.gang.timed_out.unwrap_or((0, ""));
     Some(GangView {
-        task_group: ask.task_group.to_string(),
-        placed: held,
-        total: held + waiting,
-        waiting_for: if waiting > 0 {
+        task_group: g.task_group.to_string(),
+        placed: g.placed,
+        total: g.total,
+        waiting_for: if g.total > g.placed {
             "placeholders"
         } else {
             "replacement"
@@ -312,6 +216,12 @@ fn log_views(r: &PendingReason) -> Vec<LogView> {
                 LogWhat::Kind("userLimit") => "Not enough user quota".to_string(),
                 LogWhat::Kind("reserved") => "Waiting on a reserved node".to_string(),
                 LogWhat::Kind("resourceType") => "Resource type not accepted".to_string(),
+                LogWhat::Kind("applicationLimit") => "Waiting for a running slot".to_string(),
+                LogWhat::Kind("gangPlaceholders") => "Waiting for gang placeholders".to_string(),
+                LogWhat::Kind("gangReplacement") => {
+                    "Waiting for a placeholder to be replaced".to_string()
+                }
+                LogWhat::Kind("gangTimeout") => "Placeholder timeout".to_string(),
                 LogWhat::Kind(k) => k.to_string(),
                 LogWhat::Short(t) => format!("Insufficient {}", name_of(t)),
                 LogWhat::Refused => "Refused by the RM's predicates".to_string(),
@@ -326,24 +236,36 @@ fn log_views(r: &PendingReason) -> Vec<LogView> {
 }
 
 fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
+    let mut v = view_of(p, &r.cause);
+    v.since = r.since_ns;
+    v.last_tried = r.at_ns;
+    v.passes = r.passes;
+    v.preemption = preemption(r);
+    v.allocation_log = log_views(r);
+    if let Cause::Reserved { since_ns, .. } = &r.cause {
+        v.since = *since_ns;
+    }
+    v
+}
+
+/// The cause's own fields, its group and its line.
+fn view_of(p: &Partition, cause: &Cause) -> ReasonView {
     let mut v = ReasonView {
-        cause: r.cause.kind(),
-        since: r.since_ns,
-        last_tried: r.at_ns,
-        passes: r.passes,
-        preemption: preemption(r),
-        allocation_log: log_views(r),
-        message: r.cause.message(p.nodes().len()),
+        cause: cause.kind(),
+        message: cause.message(p.nodes().len()),
         ..Default::default()
     };
-    match &r.cause {
+    match cause {
         Cause::AppSlot {
             scope,
             name,
             queue,
             limit,
         } => {
-            v.group = format!("applicationLimit {} {name} {queue}", scope.as_str());
+            v.group = match scope {
+                Scope::Queue => format!("applicationLimit queue {queue}"),
+                s => format!("applicationLimit {} {name} {queue}", s.as_str()),
+            };
             v.scope = Some(scope.as_str());
             v.name = (!name.is_empty()).then(|| name.to_string());
             v.queue = Some(queue.to_string());
@@ -396,11 +318,14 @@ fn from_stored(p: &Partition, r: &PendingReason) -> ReasonView {
             v.group = nodes_group(c);
             v.nodes = Some(nodes_view(c, p.nodes().len()));
         }
-        Cause::Reserved { node, since_ns } => {
+        Cause::Reserved { node, .. } => {
             v.group = "reserved".to_string();
             v.reserved_node = Some(node.to_string());
-            v.since = *since_ns;
         }
+        // The gang's state is the ask's `gang` (`reason_of`).
+        Cause::GangPlaceholders(_) => v.group = "gang placeholders".to_string(),
+        Cause::GangReplacement(_) => v.group = "gang replacement".to_string(),
+        Cause::GangTimeout { .. } => v.group = "gang timeout".to_string(),
     }
     v
 }

@@ -121,3 +121,52 @@ fn a_reason_is_small_and_bounded() {
     let size = std::mem::size_of::<PendingReason>();
     assert!(size <= 400, "PendingReason is {size} bytes");
 }
+
+fn gang(tg: &str, placed: u64, total: u64) -> GangCounts {
+    GangCounts {
+        task_group: Arc::from(tg),
+        placed,
+        total,
+    }
+}
+
+#[test]
+fn a_gang_cause_is_its_task_group_whatever_its_counts() {
+    let mut r = PendingReason::held(Cause::GangPlaceholders(gang("tg", 1, 3)), 100);
+    assert_eq!(r.at_ns, 0, "no pass tried it");
+    assert!(
+        !r.update_held(Cause::GangPlaceholders(gang("tg", 2, 3)), 200),
+        "counts move, cause stays"
+    );
+    assert_eq!((r.since_ns, r.at_ns, r.passes), (100, 0, 2));
+    assert_eq!(
+        r.cause.message(0),
+        "gang task group tg: 2 of 3 placeholders placed"
+    );
+    assert!(r.update_held(Cause::GangReplacement(gang("tg", 3, 3)), 300));
+    assert!(r.update_held(Cause::GangReplacement(gang("other", 1, 1)), 400));
+    // A pass tried it, then it was held: the pass's time stays.
+    r.update(headroom("root.a", 0), None, 500);
+    assert!(r.update_held(Cause::GangReplacement(gang("tg", 3, 3)), 600));
+    assert_eq!((r.since_ns, r.at_ns), (600, 500));
+    assert!(r.cause.is_held() && !headroom("root.a", 0).is_held());
+}
+
+#[test]
+fn an_application_slot_names_whose_limit() {
+    let slot = |scope, name: &str, limit| Cause::AppSlot {
+        scope,
+        name: Arc::from(name),
+        queue: Arc::from("root.a"),
+        limit,
+    };
+    assert_eq!(
+        slot(Scope::Queue, "", 2).message(0),
+        "application waits for a running slot: queue root.a is at maxapplications 2"
+    );
+    assert_eq!(
+        slot(Scope::Group, "dev", 1).message(0),
+        "application waits for a running slot: group dev is at maxapplications 1 in queue root.a"
+    );
+    assert!(!slot(Scope::User, "alice", 1).same_as(&slot(Scope::User, "alice", 2)));
+}

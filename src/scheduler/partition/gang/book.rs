@@ -257,6 +257,8 @@ impl Partition {
                 app.pending.add_assign(&real.resource);
                 let q = app.queue;
                 self.queues.add_pending(q, &real.resource);
+                // Waits for a placeholder again (partition/held.rs).
+                self.watch_held(&real.app, true);
             }
         }
         let app = self.apps.get_mut(&real.app).expect("looked up above");
