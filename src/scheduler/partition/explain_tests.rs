@@ -126,3 +126,40 @@ fn the_counted_passes_are_kept_when_the_cause_changes() {
     assert_eq!(log[0].count, 4);
     assert_eq!(log[0].last_ns, now_ns(&h));
 }
+
+#[test]
+fn a_node_reserved_for_another_ask_is_told_only_where_it_had_room() {
+    let mut h = Harness::with(CONFIG, |t| {
+        t.reservation_delay = Some(Duration::from_secs(2));
+    });
+    h.node("n0", 1000);
+    h.node("n1", 300);
+    h.app("app", "root.a");
+    h.ask(ask("app", "fill", 600, 1));
+    assert_eq!(h.schedule().placed(), [("fill".into(), "n0".into())]);
+    // 400 free on n0: "big" fits n0 but not now, and reserves it once old
+    // enough (n1 is too small for it).
+    h.app("b", "root.a");
+    h.ask(ask("b", "big", 500, 1));
+    h.schedule();
+    h.advance(Duration::from_secs(2));
+    h.schedule();
+    let n0 = h.p.nodes().slot_of("n0").unwrap();
+    assert_eq!(h.p.reservations().on_node(n0).map(|r| &*r.key), Some("big"));
+    // "small" would fit the room the reservation holds on n0; "mid" would
+    // not. Neither fits n1.
+    h.app("c", "root.a");
+    h.ask(ask("c", "small", 350, 1));
+    h.ask(ask("c", "mid", 450, 1));
+    assert!(h.schedule().placed().is_empty());
+    let view = |key: &str| {
+        let app = h.p.apps().get("c").expect("app");
+        let ask = app.asks.get(key).expect("ask");
+        ask.reason().expect("a reason").cause.message(2)
+    };
+    assert_eq!(
+        view("small"),
+        "0/2 nodes fit: 1 short of memory, 1 reserved for another ask"
+    );
+    assert_eq!(view("mid"), "0/2 nodes fit: 2 short of memory");
+}

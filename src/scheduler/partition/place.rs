@@ -133,7 +133,12 @@ impl Partition {
             None => None,
         };
         if reserved_by.is_some_and(|r| Some(r) != me) {
-            counts.reserved_other += 1;
+            // A reserved node mostly lacks room anyway (its ask did not
+            // fit): "reserved" is told only where the room was there.
+            match n.available_short(&ask.resource) {
+                Some(t) => counts.short_of(t),
+                None => counts.reserved_other += 1,
+            }
             return false;
         }
         if self.try_node_counted(app_id, ask, n, cb, true, events, Some(counts)) {
