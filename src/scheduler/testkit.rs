@@ -24,6 +24,16 @@ use crate::proto::si::v1 as si;
 /// The allocations one pass may make (the core's pass budget).
 const BUDGET: usize = 2048;
 
+/// A partition with one leaf, `root.a`, open to everyone.
+pub const ONE_LEAF: &str = "partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+";
+
 /// A resource from `(type, quantity)` pairs.
 pub fn res(pairs: &[(&str, i64)]) -> Resource {
     Resource::from_pairs(pairs.iter().copied()).expect("valid resource")

@@ -529,6 +529,15 @@ fn preempt_records(all: &[Value], key: &str) -> Vec<Value> {
 /// victim, both with their partition and queue; once the RM confirms, a
 /// second `ALLOC_PREEMPT` on the victim, as YuniKorn v1.x records a
 /// confirmed release. `types` are the RM's record types.
+/// A record of the history in partition `default`, queue `queue`, for 250
+/// of memory, reading `message`.
+fn assert_record(r: &Value, queue: &str, message: &str) {
+    assert_eq!(r["partition"], "default", "{r}");
+    assert_eq!(r["queue"], queue, "{r}");
+    assert_eq!(r["resource"]["resources"]["memory"]["value"], 250, "{r}");
+    assert_eq!(r["message"].as_str().unwrap(), message, "{r}");
+}
+
 fn a_required_node_preemption_is_traced(edition: Edition, types: &[&str]) {
     let rm = required_rm(edition, types);
     let addr = rest_address(rm.sched());
@@ -545,17 +554,14 @@ fn a_required_node_preemption_is_traced(edition: Edition, types: &[&str]) {
     assert_eq!(taken.len(), 1, "one record per victim chosen: {taken:?}");
     let lost = &taken[0];
     assert_eq!(lost["eventChangeType"], 3, "REMOVE: {lost}");
-    assert_eq!(lost["partition"], "default", "{lost}");
-    assert_eq!(lost["queue"], "root.a", "{lost}");
-    assert_eq!(lost["resource"]["resources"]["memory"]["value"], 250);
     assert!(lost["timestampNano"].as_i64().unwrap() > 0, "{lost}");
-    let text = lost["message"].as_str().unwrap();
-    assert_eq!(
-        text,
-        format!(
+    assert_record(
+        lost,
+        "root.a",
+        &format!(
             "allocation {} on node node-0 preempted by ask ds of application app-ds (required node node-0)",
             v.key
-        )
+        ),
     );
 
     // The preemptor's record: its victims and what they free.
@@ -566,15 +572,13 @@ fn a_required_node_preemption_is_traced(edition: Edition, types: &[&str]) {
     assert_eq!(by.len(), 1, "{by:?}");
     let by = &by[0];
     assert_eq!(detail(by), D::DetailsNone as i64, "{by}");
-    assert_eq!(by["partition"], "default", "{by}");
-    assert_eq!(by["queue"], "root.ds", "{by}");
-    assert_eq!(by["resource"]["resources"]["memory"]["value"], 250);
-    assert_eq!(
-        by["message"].as_str().unwrap(),
-        format!(
+    assert_record(
+        by,
+        "root.ds",
+        &format!(
             "ask ds preempted 1 allocation(s) (required node node-0): app-1/{}",
             v.key
-        )
+        ),
     );
 
     // The victim's REQUEST record is unchanged, whatever the types.
@@ -598,15 +602,13 @@ fn a_required_node_preemption_is_traced(edition: Edition, types: &[&str]) {
     assert_eq!(taken.len(), 2, "chosen, then confirmed: {taken:?}");
     let gone = &taken[1];
     assert_eq!(gone["eventChangeType"], 3, "REMOVE: {gone}");
-    assert_eq!(gone["partition"], "default", "{gone}");
-    assert_eq!(gone["queue"], "root.a", "{gone}");
-    assert_eq!(gone["resource"]["resources"]["memory"]["value"], 250);
-    assert_eq!(
-        gone["message"].as_str().unwrap(),
-        format!(
+    assert_record(
+        gone,
+        "root.a",
+        &format!(
             "allocation {} on node node-0 removed: the RM confirmed its preemption",
             v.key
-        )
+        ),
     );
     let cancels = about(&all, Type::App, "app-1")
         .into_iter()
@@ -748,13 +750,13 @@ fn a_victim_the_rm_stops_first_ends_with_a_cancel(edition: Edition) {
         .into_iter()
         .find(|r| detail(r) == D::AllocCancel as i64)
         .unwrap();
-    assert_eq!(cancel["queue"], "root.a", "{cancel}");
-    assert_eq!(
-        cancel["message"].as_str().unwrap(),
-        format!(
+    assert_record(
+        &cancel,
+        "root.a",
+        &format!(
             "allocation {} on node node-0 removed: released by the RM before its preemption was confirmed",
             v.key
-        )
+        ),
     );
     assert_eq!(preempt_records(&all, &v.key).len(), 1, "only the choice");
     rm.wait_allocated("ds");

@@ -172,11 +172,7 @@ impl Node {
     /// when the ask could fit ([`Self::fits_capacity`] in the same walk).
     #[inline]
     pub fn capacity_short(&self, ask: &Resource) -> Option<ResId> {
-        if self.unlimited {
-            None
-        } else {
-            ask.first_short(&self.capacity)
-        }
+        self.capacity_short_index(ask).and_then(|i| ask.type_at(i))
     }
 
     /// [`Self::capacity_short`] as the type's position in `ask`.

@@ -65,15 +65,7 @@ impl NodeCounts {
     /// [`Self::short_of`] for a type other than the first one counted.
     #[inline(never)]
     fn short_of_another(&mut self, ty: ResId) {
-        let n = usize::from(self.short_len);
-        if let Some(e) = self.short[..n].iter_mut().find(|(t, _)| *t == ty) {
-            e.1 += 1;
-        } else if n < MAX_SHORT_TYPES {
-            self.short[n] = (ty, 1);
-            self.short_len += 1;
-        } else {
-            self.short_other += 1;
-        }
+        self.short_of_n(ty, 1);
     }
 
     /// `n` nodes lack `ty` (a walk that counted them itself).

@@ -397,8 +397,9 @@ impl Partition {
                         let (plan, outcome) =
                             self.try_preempt(app, ask, Trigger::NodeBound, cb, pass, now);
                         match unfit {
-                            // Its shape's cause, made once for the pass;
-                            // the ask holds no reservation (cacheable).
+                            // Its shape's cause, made once for the pass
+                            // (find_node put it in the cache before saying
+                            // so); the ask holds no reservation (cacheable).
                             Unfit::Shape { id, reserving } => {
                                 pass.note(ask, at, id, outcome, true, |p| {
                                     p.unfit_shapes[usize::from(reserving)]

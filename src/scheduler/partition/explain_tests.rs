@@ -6,19 +6,10 @@ use std::time::Duration;
 
 use crate::scheduler::objects::pending::{Cause, LogWhat, PendingReason};
 use crate::scheduler::resource::intern;
-use crate::scheduler::testkit::{ask, Harness, Seen};
-
-const CONFIG: &str = "partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-";
+use crate::scheduler::testkit::{ask, Harness, Seen, ONE_LEAF};
 
 fn waiting() -> Harness {
-    let mut h = Harness::new(CONFIG);
+    let mut h = Harness::new(ONE_LEAF);
     for n in 0..3 {
         h.node(&format!("n{n}"), 1000);
     }
@@ -129,7 +120,7 @@ fn the_counted_passes_are_kept_when_the_cause_changes() {
 
 #[test]
 fn a_node_reserved_for_another_ask_is_told_only_where_it_had_room() {
-    let mut h = Harness::with(CONFIG, |t| {
+    let mut h = Harness::with(ONE_LEAF, |t| {
         t.reservation_delay = Some(Duration::from_secs(2));
     });
     h.node("n0", 1000);

@@ -9,16 +9,7 @@
 //! pass's unfit-shape cache answers the rest). Also what the check of
 //! held causes (held.rs) adds to a pass: `held_check_cost`.
 
-use crate::scheduler::testkit::{ask, Harness};
-
-const CONFIG: &str = "partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-";
+use crate::scheduler::testkit::{ask, Harness, ONE_LEAF};
 
 const NODES: usize = 5_000;
 const ASKS: i64 = 10_000;
@@ -47,7 +38,7 @@ fn thread_cpu_ns() -> u64 {
 }
 
 fn pass_cost(nodes: usize, asks: i64, shapes: i64, passes: u32) -> (f64, usize) {
-    let mut h = Harness::new(CONFIG);
+    let mut h = Harness::new(ONE_LEAF);
     for n in 0..nodes {
         h.node(&format!("n{n}"), 1000);
     }

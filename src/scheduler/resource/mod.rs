@@ -314,9 +314,7 @@ impl Resource {
     /// quantity counts as zero): `None` exactly when [`Self::fits_in`].
     #[inline]
     pub fn first_short(&self, big: &Resource) -> Option<ResId> {
-        self.iter()
-            .find(|(id, v)| *v > big.get(*id).max(0))
-            .map(|(id, _)| id)
+        self.first_short_index(big).and_then(|i| self.type_at(i))
     }
 
     /// [`Self::first_short`] as a position in [`Self::iter`]'s order

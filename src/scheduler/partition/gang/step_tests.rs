@@ -6,21 +6,12 @@ use std::time::Duration;
 
 use crate::proto::si::v1::TerminationType;
 use crate::scheduler::gang::{MSG_ASK_TIMEOUT, MSG_PLACEHOLDER_TIMEOUT};
-use crate::scheduler::testkit::{group_ask, Harness, Seen};
-
-const CONFIG: &str = "partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-";
+use crate::scheduler::testkit::{group_ask, Harness, Seen, ONE_LEAF};
 
 /// Two nodes of 300 memory; gang application `g` wanting 300 of
 /// placeholders, three of 100 placed.
 fn gang(style: &str, timeout: Option<Duration>) -> (Harness, Seen) {
-    let mut h = Harness::with(CONFIG, |t| {
+    let mut h = Harness::with(ONE_LEAF, |t| {
         if let Some(d) = timeout {
             t.placeholder = d;
         }
@@ -101,7 +92,7 @@ fn a_confirmation_that_matches_no_swap_changes_nothing() {
 
 #[test]
 fn a_hard_gang_that_never_assembles_fails_on_the_placeholder_timeout() {
-    let mut h = Harness::with(CONFIG, |t| t.placeholder = Duration::from_secs(60));
+    let mut h = Harness::with(ONE_LEAF, |t| t.placeholder = Duration::from_secs(60));
     h.node("n1", 300);
     h.gang_app("g", "root.a", 300, "Hard");
     // Two of the three placeholders: the gang never completes.
