@@ -40,7 +40,8 @@
 //! (its queues have guarantees; nothing is ever preempted): the cost of the
 //! switch on the common path (`scripts/callgrind.sh --preemption`);
 //! `--quota-preemption` adds v1.9 quota-change preemption, on with delays
-//! and maxes that are never reached (nothing armed).
+//! and maxes that are never reached (nothing armed). `--no-preemption`
+//! turns it off (SI v1.x has it on by default).
 //! `-- --preemption-decision [NODES ALLOCS]` times single preemption
 //! decisions on a full cluster instead (`support/preempt.rs`; default
 //! 5,000 nodes, 50,000 allocations; with `--predicates` the RM checks the
@@ -298,6 +299,10 @@ struct Flags {
     shape: Shape,
     /// `preemption: {enabled: true}` in the partition.
     preemption: bool,
+    /// `--no-preemption`: `preemption: {enabled: false}` in the partition
+    /// (SI v1.x has preemption on by default): what the switch costs a
+    /// pass with nothing to preempt.
+    no_preemption: bool,
     /// `--quota-preemption`: v1.9 quota-change preemption on too, each
     /// queue with a delay and a max it never reaches, so nothing is ever
     /// armed: what the feature costs a pass that has nothing to do.
@@ -321,6 +326,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
         limits,
         shape,
         preemption,
+        no_preemption,
         quota,
         outstanding_check,
         max_asks_per_rm,
@@ -349,6 +355,12 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
         limits.config().replacen(
             "  - name: default\n",
             "  - name: default\n    preemption: {enabled: true}\n",
+            1,
+        )
+    } else if no_preemption {
+        limits.config().replacen(
+            "  - name: default\n",
+            "  - name: default\n    preemption: {enabled: false}\n",
             1,
         )
     } else {
@@ -539,6 +551,7 @@ fn main() {
     let predicates = all.iter().any(|a| a == "--predicates");
     let outstanding_check = !all.iter().any(|a| a == "--no-outstanding-check");
     let preemption = all.iter().any(|a| a == "--preemption");
+    let no_preemption = all.iter().any(|a| a == "--no-preemption");
     let quota = all.iter().any(|a| a == "--quota-preemption");
     // `--max-asks-per-rm N`: SchedulerOptions.max_asks_per_rm (default
     // 500,000: a larger run needs it raised).
@@ -638,6 +651,7 @@ fn main() {
             | "--predicates"
             | "--no-outstanding-check"
             | "--preemption"
+            | "--no-preemption"
             | "--quota-preemption" => {}
             "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm" => skip = true,
             _ => args.push(a),
@@ -715,6 +729,7 @@ fn main() {
                         limits,
                         shape,
                         preemption,
+                        no_preemption,
                         quota,
                         outstanding_check,
                         max_asks_per_rm,

@@ -14,6 +14,7 @@
 #   bash scripts/callgrind.sh --limits loose        # user caps that never bind (none|loose|users|users-uncapped)
 #   bash scripts/callgrind.sh --edition v1          # the RM on the SI v1.x family (default v0.12)
 #   bash scripts/callgrind.sh --preemption          # guarantee preemption on (nothing to preempt)
+#   bash scripts/callgrind.sh --no-preemption       # preemption off (SI v1.x has it on by default)
 #   bash scripts/callgrind.sh --quota-preemption    # quota-change preemption on too (nothing armed)
 #   bash scripts/callgrind.sh --events REQUEST,NODE,USERGROUP  # events on, these types (default: off)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
@@ -65,6 +66,7 @@ while [ $# -gt 0 ]; do
     --limits) bench_args+=(--limits "$2"); shift ;;
     --edition) bench_args+=(--edition "$2"); shift ;;
     --preemption) bench_args+=(--preemption) ;;
+    --no-preemption) bench_args+=(--no-preemption) ;;
     --quota-preemption) bench_args+=(--quota-preemption) ;;
     --events) bench_args+=(--events "$2"); shift ;;
     --python) python=1 ;;
@@ -166,7 +168,7 @@ def profile(path):
     # The dispatcher's loop, or (when the loop is inlined into the thread's
     # closure) the delivery it makes.
     elif ("sicore::rmproxy::dispatch::run" in text
-          or "sicore::scheduler::link::RmLink::deliver_next" in text):
+          or "sicore::scheduler::order::RmOrder::deliver_next" in text):
         kind = "disp"
     elif path.endswith("-01"):  # callgrind's thread 1: the process's first
         kind = "main"

@@ -35,8 +35,13 @@
 //! sends the ReSync right before the `UpdateAllocation`, off the core
 //! thread, as before. The exception is an SI v1.x RM with
 //! `PreemptionPredicates` while preemption is on: its checks need the same
-//! ordering, so its passes get a barrier that asks no `Predicates`, and
-//! delivers on the core thread only when a preemption check is asked.
+//! ordering, so its passes get a barrier that asks no `Predicates`. Such a
+//! barrier starts *dormant*: it records allocations as a pass without a
+//! barrier does, and keeps nothing of its own, since most passes ask no
+//! preemption check. The pass wakes it ([`ResyncBarrier::wake`]) before
+//! the first step that may ask one; waking hands every message of the pass
+//! not handed over yet to the RM's order, so the check that follows
+//! delivers them first, and from there on it works as above.
 //!
 //! Whatever else places an allocation during a pass (a placeholder
 //! replacement, say) must go through [`ResyncBarrier::record`] too.
@@ -63,6 +68,9 @@ pub struct ResyncBarrier<'a> {
     /// How far [`Self::record`] has looked through the pass's messages for
     /// ones made after the allocations it holds.
     scanned: Cell<usize>,
+    /// A `PreemptionPredicates`-only barrier not woken yet: it keeps
+    /// nothing, and the pass's allocations go as if there were no barrier.
+    dormant: Cell<bool>,
 }
 
 impl<'a> ResyncBarrier<'a> {
@@ -71,11 +79,30 @@ impl<'a> ResyncBarrier<'a> {
     /// preemption is on.
     pub fn new(order: &'a RmOrder) -> Self {
         use super::port::RmPort;
+        let asks_predicates = order.has_predicates();
         ResyncBarrier {
             order,
-            asks_predicates: order.has_predicates(),
+            asks_predicates,
             pending: RefCell::new(Vec::new()),
             scanned: Cell::new(0),
+            dormant: Cell::new(!asks_predicates),
+        }
+    }
+
+    /// Whether the barrier keeps nothing yet: the pass must
+    /// [`Self::wake`] it before a step that may ask a preemption check.
+    pub fn is_dormant(&self) -> bool {
+        self.dormant.get()
+    }
+
+    /// Makes a dormant barrier work from here on: every message of the
+    /// pass not handed over yet (the allocations recorded while dormant
+    /// among them) goes to the RM's order, which delivers it before the
+    /// next check. Nothing when awake already.
+    pub fn wake(&self, out: &mut Outcomes) {
+        if self.dormant.replace(false) {
+            self.deliver_earlier(out);
+            self.scanned.set(out.messages.len());
         }
     }
 
@@ -85,6 +112,10 @@ impl<'a> ResyncBarrier<'a> {
     /// Messages made since the last allocation it recorded reach the RM
     /// first, so that this allocation's ReSync cannot overtake them.
     pub fn record(&self, allocation: Arc<NewAllocation>, out: &mut Outcomes) {
+        if self.dormant.get() {
+            out.new_allocation(allocation);
+            return;
+        }
         if self.made_since(out) {
             self.deliver_earlier(out);
         }
@@ -159,6 +190,14 @@ impl<'a> ResyncBarrier<'a> {
         victims: &[String],
         start_index: i32,
     ) -> Option<Option<i32>> {
+        if self.dormant.get() {
+            // A step that asks must wake the barrier first: asking now
+            // could overtake what the pass recorded.
+            #[cfg(test)]
+            panic!("preemption check of ask {ask} on a dormant barrier");
+            #[cfg(not(test))]
+            log::error!("preemption check of ask {ask} asked on a dormant barrier");
+        }
         self.deliver();
         self.order
             .ask_preemption_predicates(ask, node, victims, start_index)

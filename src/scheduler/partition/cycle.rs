@@ -58,6 +58,10 @@ enum Decision {
     /// A user/group check needs the pass's allocations at the levels
     /// (`Fit::Unsure`): flush them and search again, from the same place.
     FlushLimits,
+    /// The next step may ask the RM a preemption check while the barrier
+    /// is dormant (see `ResyncBarrier`): wake it and search again, from
+    /// the same place.
+    WakeBarrier,
 }
 
 /// How well an ask uses a node's free resource (spec 8.7); lower is better.
@@ -86,7 +90,8 @@ impl Partition {
         // each predicate call (see `ResyncBarrier`); without one, nothing
         // is asked and the dispatcher sends the ReSync as before.
         // An SI v1.x RM's PreemptionPredicates needs the same ordering
-        // (preemption.md 9.2): a barrier then, even without Predicates.
+        // (preemption.md 9.2): a barrier then, even without Predicates,
+        // dormant (costing nothing) until a step may ask a check.
         let preempt_on = self.preemption_on();
         let barrier = cb
             .filter(|c| c.has_predicates() || (preempt_on && c.has_preemption_predicates()))
@@ -170,6 +175,15 @@ impl Partition {
                     self.commit_preemption(plan, out)
                 }
                 Some(Decision::Required(step)) => self.commit_required_step(step, cb, out),
+                Some(Decision::WakeBarrier) => {
+                    // Not a decision either; once awake it is not asked for
+                    // again.
+                    match barrier {
+                        Some(b) if b.is_dormant() => b.wake(out),
+                        _ => break,
+                    }
+                    continue;
+                }
                 Some(Decision::FlushLimits) => {
                     // Not a decision; the next search sees exact levels
                     // (and so cannot ask again).
@@ -396,6 +410,9 @@ impl Partition {
                         // T2 (preemption.md 2.2): no node took it.
                         let (plan, outcome) =
                             self.try_preempt(app, ask, Trigger::NodeBound, cb, pass, now);
+                        if std::mem::take(&mut pass.wake_barrier) {
+                            return Some(Decision::WakeBarrier);
+                        }
                         match unfit {
                             // Its shape's cause, made once for the pass
                             // (find_node put it in the cache before saying
@@ -424,6 +441,9 @@ impl Partition {
                 // T1 (preemption.md 2.2): the queue's headroom is the obstacle.
                 let (plan, outcome) =
                     self.try_preempt(app, ask, Trigger::QueueBound, cb, pass, now);
+                if std::mem::take(&mut pass.wake_barrier) {
+                    return Some(Decision::WakeBarrier);
+                }
                 let may_count = self.reservations.is_empty();
                 pass.note_cause(
                     ask,
@@ -487,6 +507,12 @@ impl Partition {
         Option<PreemptOutcome>,
     ) {
         if !self.preemption_possible(app.queue, pass) {
+            return (None, None);
+        }
+        // An attempt may ask the RM: a dormant barrier must wake first, and
+        // the search comes back to this ask (nothing of the pass changed).
+        if cb.is_some_and(ResyncBarrier::is_dormant) && self.attempt_due(app, ask, pass, now) {
+            pass.wake_barrier = true;
             return (None, None);
         }
         // The attempt's counters say how it ended: a copy of a few integers.

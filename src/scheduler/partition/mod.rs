@@ -142,6 +142,9 @@ struct PassState {
     held_flips: FastMap<u64, (bool, Arc<str>)>,
     /// Whether guarantee preemption runs in this pass.
     preempt_on: bool,
+    /// Set by an attempt that found the barrier dormant (cycle.rs): the
+    /// search returns to wake it.
+    wake_barrier: bool,
     /// Per leaf: whether it or an ancestor has a guarantee (preempt/guarantee.rs).
     preempt_leaf: FastMap<QueueId, bool>,
     /// Per leaf: preemption attempts made in this pass (spec 2.3).

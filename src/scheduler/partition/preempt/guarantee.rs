@@ -109,6 +109,45 @@ impl Partition {
         })
     }
 
+    /// Whether an attempt for `ask` would pass its preconditions (spec 3)
+    /// now, its leaf's attempts of the pass included; changes nothing.
+    pub(in crate::scheduler::partition) fn attempt_due(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        pass: &PassState,
+        now: Instant,
+    ) -> bool {
+        self.preconditions(app, ask, &(app.id.clone(), ask.key.clone()), now)
+            && pass
+                .preempt_attempts
+                .get(&app.queue)
+                .is_none_or(|used| *used < ATTEMPTS_PER_LEAF)
+    }
+
+    /// Spec 3's preconditions, in order, but the leaf's attempts.
+    fn preconditions(
+        &self,
+        app: &Application,
+        ask: &Ask,
+        id: &(Arc<str>, Arc<str>),
+        now: Instant,
+    ) -> bool {
+        if !ask.preempt_other || ask.required_node.is_some() {
+            return false;
+        }
+        let mark = self.preempt.asks.get(id).copied().unwrap_or_default();
+        if mark.triggered {
+            return false;
+        }
+        let leaf = self.queues.get(app.queue);
+        if now.saturating_duration_since(ask.created) < delay_of(&leaf.properties) {
+            return false;
+        }
+        mark.checked
+            .is_none_or(|c| now.saturating_duration_since(c) >= ATTEMPT_SPACING)
+    }
+
     /// The preconditions of an attempt (spec 3), in order; an attempt
     /// that passes them counts against its leaf's attempts of the pass.
     fn may_attempt(
@@ -118,23 +157,8 @@ impl Partition {
         pass: &mut PassState,
         now: Instant,
     ) -> bool {
-        // Preconditions (spec 3), in order.
-        if !ask.preempt_other || ask.required_node.is_some() {
-            return false;
-        }
         let id = (app.id.clone(), ask.key.clone());
-        let mark = self.preempt.asks.get(&id).copied().unwrap_or_default();
-        if mark.triggered {
-            return false;
-        }
-        let leaf = self.queues.get(app.queue);
-        if now.saturating_duration_since(ask.created) < delay_of(&leaf.properties) {
-            return false;
-        }
-        if mark
-            .checked
-            .is_some_and(|c| now.saturating_duration_since(c) < ATTEMPT_SPACING)
-        {
+        if !self.preconditions(app, ask, &id, now) {
             return false;
         }
         let used = pass.preempt_attempts.entry(app.queue).or_insert(0);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
+use crate::scheduler::outcome::OutMsg;
 use crate::scheduler::port::RmPort;
 use crate::scheduler::testkit::{ask, res, Harness};
 
@@ -505,6 +506,85 @@ fn the_rm_hears_of_the_pass_s_allocations_before_the_preemption_check() {
         .position(|l| l == "predicates b n1 false")
         .expect("the stand-in check");
     assert!(assumed < check, "{log:?}");
+}
+
+/// An SI v1.x RM with `PreemptionPredicates` and no `Predicates` (the
+/// k8shim without its plugins): records, in order, each allocation it
+/// learns of (`new` in one delivery, or `assume` ahead of its
+/// announcement) and each check it is asked.
+#[derive(Default)]
+struct ChecksOnly {
+    log: Mutex<Vec<String>>,
+}
+
+impl RmPort for ChecksOnly {
+    fn deliver(&self, msg: &OutMsg) -> Result<(), String> {
+        // A batch announced after an `assume` was learnt from the assume.
+        if let OutMsg::NewAllocations(v) = msg {
+            for a in v {
+                self.log.lock().unwrap().push(format!("new {}", a.key));
+            }
+        }
+        Ok(())
+    }
+
+    fn assume(
+        &self,
+        allocations: &[std::sync::Arc<crate::scheduler::outcome::NewAllocation>],
+    ) -> Result<(), String> {
+        for a in allocations {
+            self.log.lock().unwrap().push(format!("assume {}", a.key));
+        }
+        Ok(())
+    }
+
+    fn has_predicates(&self) -> bool {
+        false
+    }
+
+    fn preemption_predicates(
+        &self,
+        ask: &str,
+        node: &str,
+        _victims: &[String],
+        start_index: i32,
+    ) -> Option<Option<i32>> {
+        self.log.lock().unwrap().push(format!("check {ask} {node}"));
+        Some(Some(start_index))
+    }
+
+    fn has_preemption_predicates(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_checks_only_rm_hears_of_the_pass_s_allocations_before_its_check() {
+    // Nothing waits past its delay: the barrier stays dormant, and the
+    // allocations go as one plain batch (no `assume`, as without a
+    // barrier).
+    let mut h = full(&config(Some(true), "", "", ""));
+    h.node("n2", 100);
+    h.ask(ask("app-1", "a0", 100, 1));
+    let rm = std::sync::Arc::new(ChecksOnly::default());
+    let seen = h.schedule_with(&rm);
+    assert_eq!(seen.placed(), [("a0".to_string(), "n2".to_string())]);
+    assert_eq!(*rm.log.lock().unwrap(), ["new a0"]);
+    assert!(seen.preempted().is_empty());
+
+    // b waited past the delay; b1 (higher priority) arrives now and fits
+    // a new node. One pass places b1, then asks the check for b: the RM
+    // knew b1 by then, and learns of it once.
+    h.advance(Duration::from_secs(31));
+    h.node("n3", 250);
+    let mut b1 = ask("app-2", "b1", 100, 1);
+    b1.priority = 10;
+    h.ask(b1);
+    rm.log.lock().unwrap().clear();
+    let seen = h.schedule_with(&rm);
+    assert_eq!(seen.placed(), [("b1".to_string(), "n3".to_string())]);
+    assert_eq!(seen.preempted().len(), 1);
+    assert_eq!(*rm.log.lock().unwrap(), ["new b1", "check b n1"]);
 }
 
 /// Spec 16 Q19-16.

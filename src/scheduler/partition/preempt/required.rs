@@ -183,6 +183,12 @@ impl Partition {
                 return ReservedRequired::Waits; // the RM refused the node lately
             }
             let victims = self.required_node_victims(ask, node);
+            if !victims.is_empty() {
+                // The check below may ask the RM (see `ResyncBarrier`).
+                if let Some(b) = cb {
+                    b.wake(out);
+                }
+            }
             let mut events = Vec::new();
             let refused = !victims.is_empty()
                 && !self.required_node_check(&r.app, ask, node, &victims, cb, &mut events);
