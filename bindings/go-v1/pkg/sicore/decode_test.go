@@ -270,6 +270,14 @@ func TestDecodersEdgeCases(t *testing.T) {
 		{"fixed64 field", append(msg(1), protowire.AppendFixed64(protowire.AppendTag(nil, 12, protowire.Fixed64Type), 1)...), false},
 		{"truncated", msg(1, str(1, "pod-1"))[:4], false},
 		{"overlong varint", append(protowire.AppendTag(nil, 1, protowire.BytesType), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), false},
+		// The one-allocation path (onlyNew) against its neighbours.
+		{"one new of exactly allocText bytes (two-byte length)", msg(1, str(1, string(make([]byte, allocText-2)))), true},
+		{"one new past allocText", msg(1, str(1, string(make([]byte, allocText-1)))), true},
+		{"one new, then a stray byte", append(msg(1, str(1, "pod")), 0x00), false},
+		{"one new, then a release", append(msg(1, str(1, "pod")), msg(2, str(6, "ph"))...), true},
+		{"one new whose length runs past the end", msg(1, str(1, "pod"))[:5], false},
+		{"one new whose length stops short", append(msg(1, str(1, "pod")), 0x0a), false},
+		{"one empty new", msg(1), true},
 	}
 	for _, c := range []struct {
 		name string
@@ -313,6 +321,26 @@ func TestDecodersTakeTheLibraryShape(t *testing.T) {
 		if _, ok := fastPredicatesArgs(b); !ok {
 			t.Fatalf("fast path refused a valid PredicatesArgs")
 		}
+	}
+}
+
+// The per-decision message of an RM with Predicates decodes into one
+// object and the resource map (the map's header and its group): no more.
+func TestOneAllocationAllocations(t *testing.T) {
+	b, err := proto.Marshal(&si.AllocationResponse{New: []*si.Allocation{{
+		AllocationKey: "app-a-1234", NodeID: "node-0042", ApplicationID: "app-a", PartitionName: "default",
+		ResourcePerAlloc: &si.Resource{Resources: map[string]*si.Quantity{"memory": {Value: 10}, "vcore": {Value: 1}}},
+		PreemptionPolicy: &si.PreemptionPolicy{AllowPreemptSelf: true}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSame(t, "one allocation", b, newResponse, decodeAllocationResponse)
+	if n := testing.AllocsPerRun(100, func() {
+		if _, ok := fastAllocationResponse(b); !ok {
+			t.Fatal("fast path refused the one-allocation response")
+		}
+	}); n > 3 {
+		t.Errorf("one-allocation response: %v heap allocations, want at most 3", n)
 	}
 }
 
