@@ -11,9 +11,14 @@
 # directory, from a writable copy of the module cache's tree: no YuniKorn
 # code enters this repository. sicore's side is the go-v1 binding's
 # BenchmarkScheduling (predicates=on), linked against a fresh
-# `cargo build --release`. Every size runs in its own process, one run per
-# process (-test.benchtime 1x), YuniKorn then sicore, every size once per
-# round; the table gives the medians over the rounds.
+# `cargo build --release`. Every size runs in its own process, YuniKorn
+# then sicore, every size once per round; the table gives the medians over
+# the rounds. YuniKorn's benchmark ignores b.N (one run of several seconds
+# per process: -test.benchtime 1x); sicore's run of 10,000 allocations
+# lasts 50-100 ms, which one descheduling on a loaded machine moves by a
+# half, so its process makes SICORE_RUNS timed runs (default 5,
+# -test.benchtime 5x; Go runs the benchmark once with b.N = 1 first, so
+# the process makes SICORE_RUNS + 1 runs in all) and its rate is theirs.
 #
 # Measures:
 #   allocs/s    YuniKorn: its benchmark's own "Total time to allocate"
@@ -37,11 +42,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 yk_version=${YK_VERSION:-v1.8.0}
+sicore_runs=${SICORE_RUNS:-5}
 sizes=(500 1000 2000 5000)
 asks=10000
 
 fail() { echo "yk-compare: $*" >&2; exit 1; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || fail "ROUNDS must be a positive integer, got '$rounds'"
+[[ "$sicore_runs" =~ ^[1-9][0-9]*$ ]] || fail "SICORE_RUNS must be a positive integer, got '$sicore_runs'"
 for tool in cargo go python3; do
     command -v "$tool" >/dev/null || fail "$tool is required"
 done
@@ -68,11 +75,12 @@ cargo build --release --quiet || fail "cargo build --release failed"
 (cd bindings/go-v1 && go test -c -tags sicore_checkout -o "$work/sicore.test" ./pkg/sicore >"$work/sibuild.log" 2>&1) ||
     fail "building bindings/go-v1's test binary failed: $(tail -20 "$work/sibuild.log")"
 
-python3 - "$work" "$rounds" "$asks" "$yk_version" "${sizes[@]}" <<'EOF'
+python3 - "$work" "$rounds" "$asks" "$yk_version" "$sicore_runs" "${sizes[@]}" <<'EOF'
 import os, re, statistics, subprocess, sys, time
 
 work, rounds, asks, yk_version = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-sizes = [int(s) for s in sys.argv[5:]]
+sicore_runs = int(sys.argv[5])
+sizes = [int(s) for s in sys.argv[6:]]
 repo = os.getcwd()
 
 def run(cmd, cwd):
@@ -103,13 +111,14 @@ def yunikorn(nodes):
 def sicore(nodes):
     out, cpu = run([os.path.join(work, "sicore.test"), "-test.run", "XXX",
                     "-test.bench", f"BenchmarkScheduling/shape=single-asks/predicates=on/nodes={nodes}$",
-                    "-test.benchtime", "1x", "-sicore.nodes", str(nodes), "-sicore.asks", str(asks)],
+                    "-test.benchtime", f"{sicore_runs}x", "-sicore.nodes", str(nodes), "-sicore.asks", str(asks)],
                    os.path.join(repo, "bindings", "go-v1", "pkg", "sicore"))
     line = next((l for l in out.splitlines() if f"predicates=on/nodes={nodes}" in l and "allocs/s" in l), None)
     if line is None:
         sys.exit(f"yk-compare: no result line from sicore's benchmark at {nodes} nodes:\n" + out[-2000:])
     metrics = {unit: float(v) for v, unit in re.findall(r"([0-9.e+]+) ([a-z/-]+)", line)}
-    return metrics["allocs/s"], cpu * 1e9 / asks, metrics["cpu-ns/alloc"]
+    runs = sicore_runs + 1 if sicore_runs > 1 else 1  # the b.N = 1 run first
+    return metrics["allocs/s"], cpu * 1e9 / (asks * runs), metrics["cpu-ns/alloc"]
 
 res = {(who, n): [] for who in ("yk", "si") for n in sizes}
 loads = []
@@ -127,7 +136,7 @@ for r in range(1, rounds + 1):
 
 med = statistics.median
 print(f"YuniKorn core {yk_version} against sicore go-v1 with Predicates: BenchmarkScheduling, "
-      f"{asks:,} asks, medians of {rounds} interleaved rounds (load average at round start "
+      f"{asks:,} asks ({sicore_runs} timed runs per sicore process), medians of {rounds} interleaved rounds (load average at round start "
       f"{min(loads):.1f} to {max(loads):.1f}).")
 print("cpu/alloc is the whole process's CPU (every thread, set-up included) per allocation; "
       "'timed' is sicore's CPU of the timed part alone.")
