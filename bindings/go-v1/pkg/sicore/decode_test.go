@@ -278,6 +278,13 @@ func TestDecodersEdgeCases(t *testing.T) {
 		{"one new whose length runs past the end", msg(1, str(1, "pod"))[:5], false},
 		{"one new whose length stops short", append(msg(1, str(1, "pod")), 0x0a), false},
 		{"one empty new", msg(1), true},
+		// Map entries against the library-shaped reader (quickEntry).
+		{"quantity of an explicit zero", msg(1, msg(5, msg(1, str(1, "memory"), msg(2, varint(1, 0))))), true},
+		{"negative quantity (ten-byte varint)", msg(1, msg(5, msg(1, str(1, "vcore"), quantity(-7)))), true},
+		{"value before key in a map entry", msg(1, msg(5, msg(1, quantity(4), str(1, "memory")))), true},
+		{"quantity with a second value field", msg(1, msg(5, msg(1, str(1, "m"), msg(2, varint(1, 1), varint(1, 2))))), true},
+		{"map key of 200 bytes (two-byte length)", msg(1, msg(5, msg(1, str(1, string(make([]byte, 200))), quantity(1)))), true},
+		{"invalid UTF-8 map key", msg(1, msg(5, msg(1, str(1, "\xff"), quantity(1)))), false},
 	}
 	for _, c := range []struct {
 		name string
