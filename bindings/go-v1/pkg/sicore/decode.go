@@ -63,11 +63,56 @@ type allocationTextBox struct {
 // library sends for each decision when the RM has a Predicates callback
 // (the RM must hold it before the next Predicates): the response, its
 // slice, the allocation and the bytes of its strings are one heap object.
+// The text comes in three sizes, so that a short message (the benchmark's
+// pods, ~80 bytes) takes a smaller size class and a long one (a pod UID
+// key and a cloud node name, ~160 bytes) still one object.
 type oneAllocation struct {
 	resp  si.AllocationResponse
 	new   [1]*si.Allocation
 	alloc allocationBox
-	text  [allocText]byte
+}
+
+type oneAllocationS struct {
+	oneAllocation
+	text [96]byte
+}
+
+type oneAllocationM struct {
+	oneAllocation
+	text [192]byte
+}
+
+type oneAllocationL struct {
+	oneAllocation
+	text [320]byte
+}
+
+// maxOneText is the longest allocation read into one object.
+const maxOneText = 320
+
+// decodeOne reads the allocation message first into one object sized for
+// it; first is at most maxOneText bytes.
+func decodeOne(first []byte) (*si.AllocationResponse, bool) {
+	var one *oneAllocation
+	var buf []byte
+	switch {
+	case len(first) <= 96:
+		o := new(oneAllocationS)
+		one, buf = &o.oneAllocation, o.text[:]
+	case len(first) <= 192:
+		o := new(oneAllocationM)
+		one, buf = &o.oneAllocation, o.text[:]
+	default:
+		o := new(oneAllocationL)
+		one, buf = &o.oneAllocation, o.text[:]
+	}
+	t := text{s: inlineString(buf, first), ascii: isASCII(first)}
+	if !allocationInto(&one.alloc, &t, first) {
+		return nil, false
+	}
+	one.new[0] = &one.alloc.alloc
+	one.resp.New = one.new[:]
+	return &one.resp, true
 }
 
 // fastAllocationResponse takes new (1) and released (2); anything else,
@@ -75,15 +120,8 @@ type oneAllocation struct {
 func fastAllocationResponse(b []byte) (*si.AllocationResponse, bool) {
 	// The per-decision message (one `new`, nothing else) is read in one
 	// pass: no walk to count its fields first.
-	if first, ok := onlyNew(b); ok && len(first) <= allocText {
-		one := new(oneAllocation)
-		t := text{s: inlineString(one.text[:], first), ascii: isASCII(first)}
-		if !allocationInto(&one.alloc, &t, first) {
-			return nil, false
-		}
-		one.new[0] = &one.alloc.alloc
-		one.resp.New = one.new[:]
-		return &one.resp, true
+	if first, ok := onlyNew(b); ok && len(first) <= maxOneText {
+		return decodeOne(first)
 	}
 	// A batch: count first, so each slice is allocated once (the walk
 	// reads only the fields' headers).
