@@ -132,7 +132,10 @@ func quickEntry(res *siResource, t *text, f field, i int, spare *[2]siQuantity, 
 		end-ke-2 < 2 || b[ke+2] != 0x08 {
 		return i, false
 	}
-	v, n := protowire.ConsumeVarint(b[ke+3 : end])
+	v, n := uint64(b[ke+3]), 1 // a one-byte value (< 128), read inline
+	if v >= 0x80 {
+		v, n = protowire.ConsumeVarint(b[ke+3 : end])
+	}
 	if n != end-ke-3 {
 		return i, false
 	}
