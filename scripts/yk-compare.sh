@@ -138,9 +138,9 @@ med = statistics.median
 print(f"YuniKorn core {yk_version} against sicore go-v1 with Predicates: BenchmarkScheduling, "
       f"{asks:,} asks ({sicore_runs} timed runs per sicore process), medians of {rounds} interleaved rounds (load average at round start "
       f"{min(loads):.1f} to {max(loads):.1f}).")
-print("cpu/alloc is the whole process's CPU (every thread, set-up included) per allocation; "
-      "'timed' is sicore's CPU of the timed part alone.")
-hdr = ("nodes", "YK allocs/s", "sicore allocs/s", "ratio", "YK cpu-ns/alloc", "YK set-up <=",
+print("paired: median of each round's sicore/YuniKorn rate ratio (the two runs back to back). cpu/alloc is the "
+      "whole process's CPU (every thread, set-up included) per allocation; 'timed' is sicore's CPU of the timed part alone.")
+hdr = ("nodes", "YK allocs/s", "sicore allocs/s", "ratio", "paired", "YK cpu-ns/alloc", "YK set-up <=",
        "sicore cpu-ns/alloc", "sicore timed", "YK/sicore cpu", "YK/sicore timed")
 print(" | ".join(hdr))
 for n in sizes:
@@ -148,6 +148,7 @@ for n in sizes:
     yr, sr = med(v[0] for v in y), med(v[0] for v in s)
     yc, sc, st = med(v[1] for v in y), med(v[1] for v in s), med(v[2] for v in s)
     ys = med(v[2] for v in y)
-    print(f"{n:>5} | {yr:>11,.0f} | {sr:>15,.0f} | {sr / yr:>5.1f} | {yc:>15,.0f} | {ys:>11.1%} | {sc:>19,.0f} | "
+    paired = med(b[0] / a[0] for a, b in zip(y, s))  # each round's sicore/YuniKorn
+    print(f"{n:>5} | {yr:>11,.0f} | {sr:>15,.0f} | {sr / yr:>5.1f} | {paired:>6.1f} | {yc:>15,.0f} | {ys:>11.1%} | {sc:>19,.0f} | "
           f"{st:>12,.0f} | {yc / sc:>13.1f} | {yc / st:>15.1f}")
 EOF
