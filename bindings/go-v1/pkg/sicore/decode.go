@@ -63,19 +63,69 @@ type allocationTextBox struct {
 // library sends for each decision when the RM has a Predicates callback
 // (the RM must hold it before the next Predicates): the response, its
 // slice, the allocation and the bytes of its strings are one heap object.
+// The text comes in three sizes, so that a short message (the benchmark's
+// pods, ~80 bytes) takes a smaller size class and a long one (a pod UID
+// key and a cloud node name, ~160 bytes) still one object.
 type oneAllocation struct {
 	resp  si.AllocationResponse
 	new   [1]*si.Allocation
 	alloc allocationBox
-	text  [allocText]byte
+}
+
+type oneAllocationS struct {
+	oneAllocation
+	text [96]byte
+}
+
+type oneAllocationM struct {
+	oneAllocation
+	text [192]byte
+}
+
+type oneAllocationL struct {
+	oneAllocation
+	text [320]byte
+}
+
+// maxOneText is the longest allocation read into one object.
+const maxOneText = 320
+
+// decodeOne reads the allocation message first into one object sized for
+// it; first is at most maxOneText bytes.
+func decodeOne(first []byte) (*si.AllocationResponse, bool) {
+	var one *oneAllocation
+	var buf []byte
+	switch {
+	case len(first) <= 96:
+		o := new(oneAllocationS)
+		one, buf = &o.oneAllocation, o.text[:]
+	case len(first) <= 192:
+		o := new(oneAllocationM)
+		one, buf = &o.oneAllocation, o.text[:]
+	default:
+		o := new(oneAllocationL)
+		one, buf = &o.oneAllocation, o.text[:]
+	}
+	t := text{s: inlineString(buf, first), ascii: isASCII(first)}
+	if !allocationInto(&one.alloc, &t, first) {
+		return nil, false
+	}
+	one.new[0] = &one.alloc.alloc
+	one.resp.New = one.new[:]
+	return &one.resp, true
 }
 
 // fastAllocationResponse takes new (1) and released (2); anything else,
 // rejectedAllocations included (rare), goes to proto.Unmarshal.
 func fastAllocationResponse(b []byte) (*si.AllocationResponse, bool) {
-	// Count first, so each slice is allocated once.
+	// The per-decision message (one `new`, nothing else) is read in one
+	// pass: no walk to count its fields first.
+	if first, ok := onlyNew(b); ok && len(first) <= maxOneText {
+		return decodeOne(first)
+	}
+	// A batch: count first, so each slice is allocated once (the walk
+	// reads only the fields' headers).
 	var nNew, nReleased int
-	var first []byte // the first new allocation
 	r := reader{b: b}
 	for {
 		var f field
@@ -88,25 +138,12 @@ func fastAllocationResponse(b []byte) (*si.AllocationResponse, bool) {
 		}
 		switch f.num {
 		case 1:
-			if nNew == 0 {
-				first = f.data
-			}
 			nNew++
 		case 2:
 			nReleased++
 		default:
 			return nil, false
 		}
-	}
-	if nNew == 1 && nReleased == 0 && len(first) <= allocText {
-		one := new(oneAllocation)
-		t := text{s: inlineString(one.text[:], first), ascii: isASCII(first)}
-		if !allocationInto(&one.alloc, &t, first) {
-			return nil, false
-		}
-		one.new[0] = &one.alloc.alloc
-		one.resp.New = one.new[:]
-		return &one.resp, true
 	}
 	m := new(si.AllocationResponse)
 	if nNew > 0 {
@@ -136,6 +173,25 @@ func fastAllocationResponse(b []byte) (*si.AllocationResponse, bool) {
 		}
 		m.Released = append(m.Released, rel)
 	}
+}
+
+// onlyNew returns the payload of b when b is exactly one `new` field (tag
+// 0x0a, its length, its payload to the end), as the library sends each
+// decision to an RM with a Predicates callback.
+func onlyNew(b []byte) ([]byte, bool) {
+	if len(b) < 2 || b[0] != 0x0a {
+		return nil, false
+	}
+	l, n := uint64(b[1]), 1
+	if l >= 0x80 {
+		if l, n = protowire.ConsumeVarint(b[1:]); n < 0 {
+			return nil, false
+		}
+	}
+	if l != uint64(len(b)-1-n) {
+		return nil, false
+	}
+	return b[1+n:], true
 }
 
 func fastAllocation(b []byte) (*si.Allocation, bool) {

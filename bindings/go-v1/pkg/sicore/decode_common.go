@@ -11,6 +11,7 @@ package sicore
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -52,6 +53,10 @@ func decodePredicatesArgs(b []byte) (*siPredicatesArgs, error) {
 func resourceInto(res *siResource, t *text, f field, spare *[2]siQuantity, used *int) bool {
 	r := reader{b: f.data}
 	for {
+		if next, ok := quickEntry(res, t, f, r.pos, spare, used); ok {
+			r.pos = next
+			continue
+		}
 		var e field
 		more, bad := r.next(&e)
 		if bad {
@@ -108,6 +113,49 @@ func resourceInto(res *siResource, t *text, f field, spare *[2]siQuantity, used 
 		}
 		res.Resources[name] = q
 	}
+}
+
+// quickEntry reads, at i of the Resource f, one map entry in the exact
+// form the library writes (one-byte lengths; key, then a value of one
+// varint field ending the entry) without the general reader, and
+// returns the index after it. Anything else is left to resourceInto's
+// general path (ok false, nothing changed).
+func quickEntry(res *siResource, t *text, f field, i int, spare *[2]siQuantity, used *int) (next int, ok bool) {
+	b := f.data
+	if i+4 > len(b) || b[i] != 0x0a || b[i+1] >= 0x80 || b[i+2] != 0x0a || b[i+3] >= 0x80 {
+		return i, false
+	}
+	end := i + 2 + int(b[i+1])
+	ks := i + 4
+	ke := ks + int(b[i+3])
+	if end > len(b) || ke+2 > end || b[ke] != 0x12 || b[ke+1] >= 0x80 || ke+2+int(b[ke+1]) != end ||
+		end-ke-2 < 2 || b[ke+2] != 0x08 {
+		return i, false
+	}
+	v, n := uint64(b[ke+3]), 1 // a one-byte value (< 128), read inline
+	if v >= 0x80 {
+		v, n = protowire.ConsumeVarint(b[ke+3 : end])
+	}
+	if n != end-ke-3 {
+		return i, false
+	}
+	name := t.s[f.offset+ks : f.offset+ke]
+	if !t.ascii && !utf8.ValidString(name) {
+		return i, false
+	}
+	var q *siQuantity
+	if *used < len(spare) {
+		q = &spare[*used]
+		*used++
+	} else {
+		q = new(siQuantity)
+	}
+	q.Value = int64(v)
+	if res.Resources == nil {
+		res.Resources = make(map[string]*siQuantity, 2)
+	}
+	res.Resources[name] = q
+	return end, true
 }
 
 // quantityInto reads an si.Quantity (int64 value = 1).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
@@ -270,6 +271,21 @@ func TestDecodersEdgeCases(t *testing.T) {
 		{"fixed64 field", append(msg(1), protowire.AppendFixed64(protowire.AppendTag(nil, 12, protowire.Fixed64Type), 1)...), false},
 		{"truncated", msg(1, str(1, "pod-1"))[:4], false},
 		{"overlong varint", append(protowire.AppendTag(nil, 1, protowire.BytesType), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01), false},
+		// The one-allocation path (onlyNew) against its neighbours.
+		{"one new of 128 bytes (two-byte length)", msg(1, str(1, string(make([]byte, 126)))), true},
+		{"one new past maxOneText", msg(1, str(1, string(make([]byte, maxOneText)))), true},
+		{"one new, then a stray byte", append(msg(1, str(1, "pod")), 0x00), false},
+		{"one new, then a release", append(msg(1, str(1, "pod")), msg(2, str(6, "ph"))...), true},
+		{"one new whose length runs past the end", msg(1, str(1, "pod"))[:5], false},
+		{"one new whose length stops short", append(msg(1, str(1, "pod")), 0x0a), false},
+		{"one empty new", msg(1), true},
+		// Map entries against the library-shaped reader (quickEntry).
+		{"quantity of an explicit zero", msg(1, msg(5, msg(1, str(1, "memory"), msg(2, varint(1, 0))))), true},
+		{"negative quantity (ten-byte varint)", msg(1, msg(5, msg(1, str(1, "vcore"), quantity(-7)))), true},
+		{"value before key in a map entry", msg(1, msg(5, msg(1, quantity(4), str(1, "memory")))), true},
+		{"quantity with a second value field", msg(1, msg(5, msg(1, str(1, "m"), msg(2, varint(1, 1), varint(1, 2))))), true},
+		{"map key of 200 bytes (two-byte length)", msg(1, msg(5, msg(1, str(1, string(make([]byte, 200))), quantity(1)))), true},
+		{"invalid UTF-8 map key", msg(1, msg(5, msg(1, str(1, "\xff"), quantity(1)))), false},
 	}
 	for _, c := range []struct {
 		name string
@@ -312,6 +328,46 @@ func TestDecodersTakeTheLibraryShape(t *testing.T) {
 		b, _ = proto.Marshal(randPredicatesArgs(rng))
 		if _, ok := fastPredicatesArgs(b); !ok {
 			t.Fatalf("fast path refused a valid PredicatesArgs")
+		}
+	}
+}
+
+// The per-decision message of an RM with Predicates decodes into one
+// object and the resource map (the map's header and its group): no more,
+// at each of the object's text sizes and their edges.
+func TestOneAllocationAllocations(t *testing.T) {
+	seen := map[int]bool{}
+	for _, keyLen := range []int{10, 34, 35, 129, 130, 257, 258} {
+		b, err := proto.Marshal(&si.AllocationResponse{New: []*si.Allocation{{
+			AllocationKey: strings.Repeat("k", keyLen), NodeID: "node-0042", ApplicationID: "app-a",
+			PartitionName:    "default",
+			ResourcePerAlloc: &si.Resource{Resources: map[string]*si.Quantity{"memory": {Value: 10}, "vcore": {Value: 1}}},
+			PreemptionPolicy: &si.PreemptionPolicy{AllowPreemptSelf: true}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, ok := onlyNew(b)
+		if !ok {
+			t.Fatalf("key of %d: not recognised as one new", keyLen)
+		}
+		seen[len(first)] = true
+		name := fmt.Sprintf("one allocation of %d bytes", len(first))
+		checkSame(t, name, b, newResponse, decodeAllocationResponse)
+		want := 3.0
+		if len(first) > maxOneText {
+			want = 6 // the batch path: response, slice, box, text, map
+		}
+		if n := testing.AllocsPerRun(50, func() {
+			if _, ok := fastAllocationResponse(b); !ok {
+				t.Fatalf("%s: fast path refused", name)
+			}
+		}); n > want {
+			t.Errorf("%s: %v heap allocations, want at most %v", name, n, want)
+		}
+	}
+	for _, edge := range []int{96, 97, 192, 193, maxOneText, maxOneText + 1} {
+		if !seen[edge] {
+			t.Errorf("no message of %d bytes tried (the sizes' edges)", edge)
 		}
 	}
 }
