@@ -6,12 +6,28 @@
 //! straight from the core's shared records. The tests check them against
 //! prost's encoding of the equivalent messages.
 
-use prost::encoding::{encode_key, encode_varint, encoded_len_varint, key_len, WireType};
+use prost::encoding::{encoded_len_varint, key_len, WireType};
 
 use std::sync::Arc;
 
 use crate::scheduler::outcome::NewAllocation;
-use crate::scheduler::resource::Resource;
+use crate::scheduler::resource::Named;
+
+/// A varint, inline: prost's `encode_varint` is generic over its buffer and
+/// an out-of-line call per field, and almost every value here is one byte.
+#[inline]
+fn encode_varint(mut v: u64, buf: &mut Vec<u8>) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+#[inline]
+fn encode_key(tag: u32, wire_type: WireType, buf: &mut Vec<u8>) {
+    encode_varint(u64::from(tag << 3 | wire_type as u32), buf);
+}
 
 fn string_len(tag: u32, s: &str) -> usize {
     if s.is_empty() {
@@ -50,9 +66,8 @@ fn resource_entry_len(name: &str, v: i64) -> usize {
 }
 
 /// `Resource { map<string, Quantity> resources = 1 }`.
-fn resource_len(r: &Resource) -> usize {
-    r.named()
-        .iter()
+fn resource_len(r: &Named) -> usize {
+    r.iter()
         .map(|(name, v)| {
             let e = resource_entry_len(name, v);
             key_len(1) + encoded_len_varint(e as u64) + e
@@ -60,8 +75,8 @@ fn resource_len(r: &Resource) -> usize {
         .sum()
 }
 
-fn put_resource(r: &Resource, buf: &mut Vec<u8>) {
-    for (name, v) in r.named().iter() {
+fn put_resource(r: &Named, buf: &mut Vec<u8>) {
+    for (name, v) in r.iter() {
         put_len(1, resource_entry_len(name, v), buf);
         put_string(1, name, buf);
         put_len(2, quantity_len(v), buf);
@@ -130,12 +145,16 @@ fn v1_preemption_len(a: &NewAllocation) -> usize {
     usize::from(a.originator) * (key_len(14) + 1) + key_len(15) + 1 + policy
 }
 
-fn put_allocation(a: &NewAllocation, res_len: usize, v1: bool, buf: &mut Vec<u8>) {
+fn put_allocation(
+    a: &NewAllocation,
+    resource: &Named,
+    res_len: usize,
+    v1: bool,
+    buf: &mut Vec<u8>,
+) {
     put_string(1, &a.key, buf);
-    // Map entries in key order, so the bytes do not depend on hashing.
-    let mut tags: Vec<(&String, &String)> = a.tags.iter().collect();
-    tags.sort_unstable();
-    for (k, v) in tags {
+    // Map entries in key order (a B-tree's), so the bytes are stable.
+    for (k, v) in a.tags.iter() {
         put_len(2, tags_entry_len(k, v), buf);
         put_string(1, k, buf);
         put_string(2, v, buf);
@@ -144,7 +163,7 @@ fn put_allocation(a: &NewAllocation, res_len: usize, v1: bool, buf: &mut Vec<u8>
         put_string(3, &a.uuid, buf);
     }
     put_len(5, res_len, buf);
-    put_resource(&a.resource, buf);
+    put_resource(resource, buf);
     if !v1 {
         put_len(6, priority_len(a.priority), buf);
         encode_key(1, WireType::Varint, buf);
@@ -192,20 +211,18 @@ pub fn allocation_response_v1_into(new: &[Arc<NewAllocation>], buf: &mut Vec<u8>
 }
 
 fn response_into(new: &[Arc<NewAllocation>], v1: bool, buf: &mut Vec<u8>) {
-    // Two passes over the records (lengths, then bytes) rather than a
-    // vector of lengths: one allocation less per batch.
-    let total: usize = new
-        .iter()
-        .map(|a| {
-            let l = allocation_len(a, resource_len(&a.resource), v1);
-            key_len(1) + encoded_len_varint(l as u64) + l
-        })
-        .sum();
-    buf.reserve(total);
-    for a in new {
-        let r = resource_len(&a.resource);
-        put_len(1, allocation_len(a, r, v1), buf);
-        put_allocation(a, r, v1, buf);
+    // One pass, each record's lengths computed once and its resource names
+    // read under one lock of the name table. The room is guessed from the
+    // first record (a batch's records are alike; the vector grows if not).
+    for (i, a) in new.iter().enumerate() {
+        let named = a.resource.named();
+        let r = resource_len(&named);
+        let l = allocation_len(a, r, v1);
+        if i == 0 {
+            buf.reserve((key_len(1) + encoded_len_varint(l as u64) + l) * new.len());
+        }
+        put_len(1, l, buf);
+        put_allocation(a, &named, r, v1, buf);
     }
 }
 
@@ -225,6 +242,7 @@ pub fn assumed_allocations_into(new: &[Arc<NewAllocation>], buf: &mut Vec<u8>) {
 mod tests {
     use super::*;
     use crate::proto::si::v1 as si;
+    use crate::scheduler::resource::Resource;
     use prost::Message;
     use std::collections::BTreeMap;
     use std::sync::Arc;
