@@ -20,11 +20,10 @@ pub struct NewAllocation {
     pub node: Arc<str>,
     /// Owning application.
     pub app: Arc<str>,
-    /// The application's queue path and the partition's plain name, one
-    /// pointer shared by the allocations of a leaf queue: it keeps the
-    /// record at 176 bytes, in the allocator's 192-byte class rather than
-    /// the 224 two string pointers took (~32 MB at 1M allocations).
-    pub place: Arc<AllocPlace>,
+    /// The application's queue path.
+    pub queue: Arc<str>,
+    /// The partition's plain name.
+    pub partition: Arc<str>,
     /// Resource per allocation.
     pub resource: Resource,
     /// The ask's priority.
@@ -46,42 +45,7 @@ pub struct NewAllocation {
     pub originator: bool,
 }
 
-// A live allocation holds one record: past 176 bytes (with the `Arc`'s
-// two counters, 192) it moves up one allocator size class, 32 bytes more
-// per allocation (docs/performance.md, "100,000 nodes x 1,000,000 asks").
-const _: () = assert!(std::mem::size_of::<NewAllocation>() <= 176);
-
-/// Where an allocation is accounted: its queue and partition by name.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AllocPlace {
-    /// The application's queue path.
-    pub queue: Arc<str>,
-    /// The partition's plain name.
-    pub partition: Arc<str>,
-}
-
-impl AllocPlace {
-    /// A place of its own (tests and one-off records; the partition
-    /// shares one per leaf queue).
-    pub fn new(queue: &str, partition: &str) -> Arc<AllocPlace> {
-        Arc::new(AllocPlace {
-            queue: Arc::from(queue),
-            partition: Arc::from(partition),
-        })
-    }
-}
-
 impl NewAllocation {
-    /// The application's queue path.
-    pub fn queue(&self) -> &Arc<str> {
-        &self.place.queue
-    }
-
-    /// The partition's plain name.
-    pub fn partition(&self) -> &Arc<str> {
-        &self.place.partition
-    }
-
     /// The wire form.
     pub fn to_proto(&self) -> si::Allocation {
         si::Allocation {
@@ -92,10 +56,10 @@ impl NewAllocation {
             priority: Some(si::Priority {
                 priority: Some(si::priority::Priority::PriorityValue(self.priority)),
             }),
-            queue_name: self.place.queue.to_string(),
+            queue_name: self.queue.to_string(),
             node_id: self.node.to_string(),
             application_id: self.app.to_string(),
-            partition_name: self.place.partition.to_string(),
+            partition_name: self.partition.to_string(),
             task_group_name: self.task_group.to_string(),
             placeholder: self.placeholder,
         }

@@ -170,10 +170,6 @@ pub struct Partition {
     name: String,
     /// The plain name, shared into every new allocation's report.
     name_shared: Arc<str>,
-    /// Per queue id, the place its allocations report (queue path and
-    /// partition name), shared by them; rebuilt when the queue's path
-    /// is not the one it holds (a queue id reused).
-    places: Vec<Option<Arc<crate::scheduler::outcome::AllocPlace>>>,
     /// `[rmID]name`, for messages only: ambiguous as a key.
     internal_name: String,
     /// The key the core finds it by.
@@ -273,7 +269,6 @@ impl Partition {
         Ok(Partition {
             name: cfg.name.clone(),
             name_shared: Arc::from(cfg.name.as_str()),
-            places: Vec::new(),
             internal_name: format!("[{rm_id}]{}", cfg.name),
             key: super::partition_key::PartitionKey {
                 rm_id: rm_id.to_string(),
@@ -334,25 +329,6 @@ impl Partition {
     /// then the only node).
     pub fn has_unlimited_node(&self) -> bool {
         self.nodes.len() == 1 && self.nodes.values().all(|n| n.unlimited)
-    }
-
-    /// The place the allocations of queue `q` report, shared by them.
-    pub(crate) fn place_of(&mut self, q: QueueId) -> Arc<crate::scheduler::outcome::AllocPlace> {
-        let path = &self.queues.get(q).path;
-        if let Some(Some(p)) = self.places.get(q) {
-            if Arc::ptr_eq(&p.queue, path) {
-                return p.clone();
-            }
-        }
-        let place = Arc::new(crate::scheduler::outcome::AllocPlace {
-            queue: path.clone(),
-            partition: self.name_shared.clone(),
-        });
-        if self.places.len() <= q {
-            self.places.resize(q + 1, None);
-        }
-        self.places[q] = Some(place.clone());
-        place
     }
 }
 

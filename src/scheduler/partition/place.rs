@@ -223,7 +223,6 @@ impl Partition {
         ask_slot: Slot,
         node: Arc<str>,
     ) -> (Arc<NewAllocation>, i32) {
-        let place = self.place_of(self.apps[app_slot].queue);
         let app = self.apps.at_mut(app_slot);
         let ask = app.asks.at_mut(ask_slot);
         // The order key does not depend on the repeat count: the ask
@@ -249,7 +248,8 @@ impl Partition {
             uuid,
             node,
             app: app.id.clone(),
-            place,
+            queue: self.queues.get(app.queue).path.clone(),
+            partition: self.name_shared.clone(),
             resource: ask.resource.clone(),
             priority: ask.priority,
             tags: ask.tags.clone(),

@@ -70,8 +70,8 @@ fn higher_priority_goes_first_and_a_pass_places_everything_that_fits() {
     assert_eq!(keys, ["high", "low"]);
     for a in &seen.allocated {
         assert_eq!(&*a.app, "app");
-        assert_eq!(&**a.queue(), "root.a");
-        assert_eq!(&**a.partition(), "default");
+        assert_eq!(&*a.queue, "root.a");
+        assert_eq!(&*a.partition, "default");
         assert_eq!(a.uuid.len(), 36);
     }
     // Nothing left fits: the next pass decides nothing.
