@@ -64,7 +64,7 @@ mod proc;
 #[path = "support/queues.rs"]
 mod queues;
 
-use proc::{peak_rss_mib, process_cpu_ns, thread_cpu_ms};
+use proc::{peak_rss_mib, process_cpu_ns, rss_mib, thread_cpu_ms};
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -184,12 +184,10 @@ fn single_asks(asks: usize) -> Vec<Vec<u8>> {
 /// applications, encoded in requests of 5,000.
 fn single_asks_over(asks: usize, apps: usize) -> Vec<Vec<u8>> {
     (0..asks)
-        .collect::<Vec<_>>()
-        .chunks(5_000)
-        .map(|chunk| {
+        .step_by(5_000)
+        .map(|first| {
             si::AllocationRequest {
-                asks: chunk
-                    .iter()
+                asks: (first..asks.min(first + 5_000))
                     .map(|i| si::AllocationAsk {
                         allocation_key: format!("ask-{i}"),
                         application_id: format!("app-{}", i % apps),
@@ -264,12 +262,10 @@ impl Edition {
 /// v1.8 `AllocationRequest`s.
 fn single_asks_v1(asks: usize, apps: usize) -> Vec<Vec<u8>> {
     (0..asks)
-        .collect::<Vec<_>>()
-        .chunks(5_000)
-        .map(|chunk| {
+        .step_by(5_000)
+        .map(|first| {
             si18::AllocationRequest {
-                allocations: chunk
-                    .iter()
+                allocations: (first..asks.min(first + 5_000))
                     .map(|i| si18::Allocation {
                         allocation_key: format!("ask-{i}"),
                         application_id: format!("app-{}", i % apps),
@@ -315,6 +311,17 @@ struct Flags {
     /// `SchedulerOptions.max_asks_per_rm` (`--max-asks-per-rm`); `None`:
     /// the library's default.
     max_asks_per_rm: Option<u64>,
+}
+
+/// With `SICORE_BENCH_RSS` set: the resident memory after a phase.
+fn rss_phase(what: &str) {
+    if std::env::var_os("SICORE_BENCH_RSS").is_some() {
+        eprintln!(
+            "  rss after {what}: {:.1} MiB (peak {:.1})",
+            rss_mib(),
+            peak_rss_mib()
+        );
+    }
 }
 
 /// Runs one size; returns (allocations per second, seconds, CPU
@@ -461,6 +468,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
         );
     }
     wait("nodes", || get(&state.nodes_accepted) == nodes);
+    rss_phase("nodes");
     let napps = limits.apps();
     let apps = (0..napps)
         .map(|i| si::AddApplicationRequest {
@@ -500,16 +508,40 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
         Shape::Asks => single_asks(asks),
         Shape::Apps => app_asks(asks),
     };
+    rss_phase("requests built");
     state.wake_at_allocations(asks);
+    // `SICORE_BENCH_RSS`: the resident memory every 250 ms while the
+    // asks are placed (where the peak comes from).
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = std::env::var_os("SICORE_BENCH_RSS").map(|_| {
+        let (state, done) = (state.clone(), done.clone());
+        let t0 = Instant::now();
+        std::thread::spawn(move || {
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                eprintln!(
+                    "  rss {:>6.2} s {:>8.1} MiB, {:>8} allocations",
+                    t0.elapsed().as_secs_f64(),
+                    rss_mib(),
+                    get(&state.allocations)
+                );
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        })
+    });
     let cpu_before = thread_cpu_ms();
     let process_before = process_cpu_ns();
     let start = Instant::now();
-    for r in &requests {
+    // Each request is dropped once sent, as an RM would: the library
+    // holds what it decoded, the bench nothing of it (with the 1M asks of
+    // the largest run, ~60 MB of encoded requests kept to the end were
+    // part of the peak).
+    for r in requests {
         assert_eq!(
             update_allocation(s, r.as_ptr(), r.len(), std::ptr::null_mut()),
             sicore_status::SICORE_OK
         );
     }
+    rss_phase("requests sent");
     // A rejected ask never gets its allocation: stop at once, naming the
     // limit that most likely rejected it.
     wait("allocations", || {
@@ -529,6 +561,11 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
         std::process::exit(2);
     }
     let secs = start.elapsed().as_secs_f64();
+    done.store(true, std::sync::atomic::Ordering::Release);
+    if let Some(t) = sampler {
+        let _ = t.join();
+    }
+    rss_phase("all allocated");
     let cpu_ns = process_cpu_ns().saturating_sub(process_before) as f64 / asks as f64;
     if std::env::var_os("SICORE_BENCH_THREADS").is_some() {
         let after = thread_cpu_ms();

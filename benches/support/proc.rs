@@ -47,18 +47,24 @@ pub fn process_cpu_ns() -> u64 {
     total
 }
 
+/// The peak resident memory (MiB): VmHWM.
 pub fn peak_rss_mib() -> f64 {
+    status_kb("VmHWM:") / 1024.0
+}
+
+/// The current resident memory (MiB), from /proc/self/status.
+pub fn rss_mib() -> f64 {
+    status_kb("VmRSS:") / 1024.0
+}
+
+fn status_kb(field: &str) -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .map(|l| l.to_string())
-        })
-        .and_then(|l| {
-            l.split_whitespace()
-                .nth(1)
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse::<f64>().ok())
         })
-        .map_or(0.0, |kb| kb / 1024.0)
+        .unwrap_or(0.0)
 }
