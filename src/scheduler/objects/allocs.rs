@@ -12,11 +12,14 @@
 
 use std::sync::Arc;
 
-use super::application::TAG_REQUIRED_NODE;
 use super::queue::QueueId;
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::Resource;
 use crate::scheduler::FastMap;
+
+/// Tag that pins an ask to one node (here, not in `application`: the
+/// victim facts read it and `application` lists allocations).
+pub const TAG_REQUIRED_NODE: &str = "yunikorn.apache.org/requiredNode";
 
 /// An allocation's slot: stable while the allocation lives.
 pub type AllocSlot = u32;
