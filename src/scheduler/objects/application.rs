@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Tag that pins an ask to one node.
+pub use super::allocs::TAG_REQUIRED_NODE;
 use super::queue::{AppKey, Queue, QueueId, QueueTree, MIN_PRIORITY};
 use crate::scheduler::gang::AppGang;
 use crate::scheduler::policies::AppSortPolicy;
 use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::UserGroup;
 
-/// Tag that pins an ask to one node.
-pub const TAG_REQUIRED_NODE: &str = "yunikorn.apache.org/requiredNode";
 /// Application tag that skips the `Starting` wait.
 pub const TAG_STATEAWARE_DISABLE: &str = "application.stateaware.disable";
 

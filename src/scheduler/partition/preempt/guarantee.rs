@@ -295,7 +295,7 @@ impl Partition {
             // Spec 7.2: opted in first, then non-originators, newest first
             // (then the order the victims were found in).
             list.sort_by_key(|(i, v)| {
-                let a = self.allocations.at(v.slot);
+                let a = self.allocations.facts(v.slot);
                 (!a.preempt_self, a.originator, std::cmp::Reverse(v.born), *i)
             });
             let list: Vec<Victim> = list.into_iter().map(|(_, v)| v).collect();
@@ -367,7 +367,7 @@ impl Partition {
             .enumerate()
             .filter(|(_, v)| !taken.contains(&v.slot))
             .map(|(i, v)| {
-                let a = self.allocations.at(v.slot);
+                let a = self.allocations.facts(v.slot);
                 let flags = u8::from(a.originator) | u8::from(!a.preempt_self) << 1;
                 Reverse((flags, Reverse(v.born), i as u32))
             })
@@ -644,12 +644,15 @@ impl Partition {
                     continue;
                 };
                 for slot in victim_app.allocations.slots() {
-                    let a = self.allocations.at(slot);
+                    // The slab entry's facts: the record is read only for
+                    // the UUID, of a placeholder or while victims are in
+                    // flight.
+                    let a = self.allocations.facts(slot);
+                    let uuid = || &self.allocations.at(slot).uuid;
                     if !shares_type(&a.resource, &ask.resource)
-                        || a.tags
-                            .contains_key(crate::scheduler::objects::application::TAG_REQUIRED_NODE)
-                        || (a.placeholder && gang.placeholder_leaving(&a.uuid))
-                        || self.preempt.is_victim(&a.uuid)
+                        || a.required_node
+                        || (a.placeholder && gang.placeholder_leaving(uuid()))
+                        || (!self.preempt.victims.is_empty() && self.preempt.is_victim(uuid()))
                         || !(fenced || i64::from(a.priority) <= value)
                     {
                         continue;
@@ -657,7 +660,7 @@ impl Partition {
                     out.push(Victim {
                         slot,
                         leaf: q,
-                        born: self.allocations.born(slot),
+                        born: a.born,
                     });
                 }
             }

@@ -1,14 +1,56 @@
-//! The quota-change run's victim choice (`quota_victims`: only candidates
-//! that fit alone sorted, the walk stopped once none can fit) against the
-//! full sort and walk it replaced, on seeded random leaves and amounts.
-//! Both build candidates with the run's own `quota_candidate`: what is
-//! compared is the ordering and the walk.
+//! The quota-change run's victim choice (`quota_victims`: candidates read
+//! from the slab entries' facts and the victims' slots, only those that fit
+//! alone sorted, the walk stopped once none can fit) against the full sort
+//! and walk it replaced, each candidate read from its allocation's record
+//! and the book of victims by UUID, on seeded random leaves and amounts.
+
+use std::collections::BTreeMap;
 
 use super::*;
+use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::request::AskRequest;
 use crate::scheduler::testkit::{ask, res, Harness};
 
-/// The choice as it was: every candidate built, sorted, walked.
+/// A candidate as the run built it from the record.
+fn from_record(
+    p: &Partition,
+    slot: AllocSlot,
+    amount: &Resource,
+    max: Option<&Resource>,
+) -> Option<Candidate> {
+    let a = p.allocations.at(slot);
+    let types = a.resource.iter().count();
+    let matched = a
+        .resource
+        .iter()
+        .filter(|(t, _)| amount.lookup(*t).is_some())
+        .count();
+    if matched == 0
+        || a.tags.contains_key(TAG_REQUIRED_NODE)
+        || (a.placeholder && p.gang.placeholder_leaving(&a.uuid))
+        || p.preempt.is_victim(&a.uuid)
+    {
+        return None;
+    }
+    let mut in_amount = Resource::new();
+    for (t, _) in amount.iter() {
+        if let Some(v) = a.resource.lookup(t) {
+            in_amount.set(t, v);
+        }
+    }
+    Some(Candidate {
+        class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
+        matched: u32::try_from(matched * 100 / types).unwrap_or(100),
+        priority: a.priority,
+        hour: p.allocations.hour(slot),
+        shares: shares(&in_amount, max),
+        born: p.allocations.born(slot),
+        slot,
+    })
+}
+
+/// The choice as it was: every candidate built from its record, sorted,
+/// walked.
 fn full_walk(p: &Partition, q: QueueId, amount: &Resource) -> (usize, Vec<AllocSlot>) {
     let queue = p.queues.get(q);
     let max = queue.max.as_ref();
@@ -20,7 +62,7 @@ fn full_walk(p: &Partition, q: QueueId, amount: &Resource) -> (usize, Vec<AllocS
         candidates.extend(
             app.allocations
                 .slots()
-                .filter_map(|slot| p.quota_candidate(slot, amount, max)),
+                .filter_map(|slot| from_record(p, slot, amount, max)),
         );
     }
     candidates.sort_by(Candidate::order);
@@ -86,11 +128,18 @@ fn the_heap_walk_matches_the_full_sort() {
             h.app(&app, "root.a");
             for k in 0..rng.usize(1..6) {
                 h.p.allocations.set_hour(rng.u32(0..3));
+                let pinned = rng.u8(0..6) == 0;
                 let a = AskRequest {
                     resource: Ok(random_resource(&mut rng)),
                     priority: rng.i32(-2..3),
                     preempt_self: rng.u8(0..3) != 0,
                     originator: rng.u8(0..4) == 0,
+                    required_node: pinned.then(|| "n1".to_string()),
+                    tags: Arc::new(if pinned {
+                        BTreeMap::from([(TAG_REQUIRED_NODE.to_string(), "n1".to_string())])
+                    } else {
+                        BTreeMap::new()
+                    }),
                     ..ask(&app, &format!("k{k}"), 1, rng.i32(1..6))
                 };
                 h.ask(a);
@@ -98,6 +147,18 @@ fn the_heap_walk_matches_the_full_sort() {
             }
         }
         let leaf = h.p.queues.lookup("root.a").expect("leaf");
+        // Some allocations are victims in flight already.
+        let marked: Vec<Allocation> =
+            h.p.allocations
+                .values()
+                .filter(|_| rng.u8(0..5) == 0)
+                .cloned()
+                .collect();
+        for a in &marked {
+            h.p.mark_victim(a, leaf);
+        }
+        let in_flight = h.p.victim_slots();
+        assert_eq!(in_flight.len(), marked.len());
         for _ in 0..8 {
             let amount = random_resource(&mut rng);
             let amount = if rng.bool() {
@@ -110,7 +171,7 @@ fn the_heap_walk_matches_the_full_sort() {
                 amount
             };
             assert_eq!(
-                h.p.quota_victims(leaf, &amount),
+                h.p.quota_victims(leaf, &amount, &in_flight),
                 full_walk(&h.p, leaf, &amount),
                 "seed {seed}, amount {amount}"
             );

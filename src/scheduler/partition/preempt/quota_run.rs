@@ -20,9 +20,9 @@ use super::quota::{excess_over, QUOTA_EVENT_PREFIX, QUOTA_RELEASE_PREFIX};
 use super::*;
 use crate::events::{self, Change, Detail, Record, TYPE_QUEUE};
 use crate::scheduler::objects::allocs::AllocSlot;
-use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::partition::trace::PreemptCause;
 use crate::scheduler::resource::{compare_shares, shares, ResId};
+use crate::scheduler::FastSet;
 
 /// The start of a `QUEUE_PREEMPTION` record's message.
 pub const QUOTA_SUMMARY_PREFIX: &str = "Quota Preemption results summary: ";
@@ -84,8 +84,9 @@ impl Partition {
         }
         let mut tally = Tally::default();
         let mut victims = Vec::new();
+        let in_flight = self.victim_slots();
         for (l, share) in parts {
-            let (candidates, picked) = self.quota_victims(l, &share);
+            let (candidates, picked) = self.quota_victims(l, &share, &in_flight);
             tally.candidates += candidates;
             if !picked.is_empty() {
                 victims.push((l, picked));
@@ -97,7 +98,7 @@ impl Partition {
             for slot in &picked {
                 tally
                     .claimed
-                    .add_assign(&self.allocations.at(*slot).resource);
+                    .add_assign(&self.allocations.facts(*slot).resource);
             }
             self.quota_commit(l, &path, picked, out);
         }
@@ -210,7 +211,12 @@ impl Partition {
     /// own can be taken: only they are ordered, and the walk stops once,
     /// in some type, what is left of the amount is below every one of them
     /// (the victims are those of a walk over the whole list).
-    fn quota_victims(&self, q: QueueId, amount: &Resource) -> (usize, Vec<AllocSlot>) {
+    fn quota_victims(
+        &self,
+        q: QueueId,
+        amount: &Resource,
+        in_flight: &FastSet<AllocSlot>,
+    ) -> (usize, Vec<AllocSlot>) {
         let queue = self.queues.get(q);
         let max = queue.max.as_ref();
         let mut count = 0usize;
@@ -223,11 +229,11 @@ impl Partition {
                 continue;
             };
             for slot in app.allocations.slots() {
-                let Some(c) = self.quota_candidate(slot, amount, max) else {
+                let Some(c) = self.quota_candidate(slot, amount, max, in_flight) else {
                     continue;
                 };
                 count += 1;
-                let a = self.allocations.at(slot);
+                let a = self.allocations.facts(slot);
                 // Too large on its own: never taken.
                 if !amount.iter().all(|(t, p)| a.resource.get(t) <= p) {
                     continue;
@@ -243,7 +249,7 @@ impl Partition {
         let mut total = Resource::new();
         let mut picked = Vec::new();
         for c in &candidates {
-            let res = &self.allocations.at(c.slot).resource;
+            let res = &self.allocations.facts(c.slot).resource;
             // Past the amount with what is taken: skipped.
             if amount
                 .iter()
@@ -262,17 +268,30 @@ impl Partition {
         (count, picked)
     }
 
+    /// The slots of the victims in flight, for [`Self::quota_candidate`]:
+    /// one look-up per victim rather than one per candidate.
+    fn victim_slots(&self) -> FastSet<AllocSlot> {
+        self.preempt
+            .victims
+            .keys()
+            .filter_map(|uuid| self.allocations.slot_of(uuid))
+            .collect()
+    }
+
     /// The allocation at `slot` as a candidate for taking `amount` from a
     /// queue whose max is `max` (5.5b), or `None` when it cannot be one: it
     /// has no type of the amount, is bound to its node, is a placeholder on
-    /// its way out, or is a victim already.
+    /// its way out, or is a victim already (its slot in `in_flight`, from
+    /// [`Self::victim_slots`]). Reads the slab entry's facts, and the
+    /// record only for a placeholder's UUID.
     fn quota_candidate(
         &self,
         slot: AllocSlot,
         amount: &Resource,
         max: Option<&Resource>,
+        in_flight: &FastSet<AllocSlot>,
     ) -> Option<Candidate> {
-        let a = self.allocations.at(slot);
+        let a = self.allocations.facts(slot);
         let types = a.resource.iter().count();
         let matched = a
             .resource
@@ -280,9 +299,12 @@ impl Partition {
             .filter(|(t, _)| amount.lookup(*t).is_some())
             .count();
         if matched == 0
-            || a.tags.contains_key(TAG_REQUIRED_NODE)
-            || (a.placeholder && self.gang.placeholder_leaving(&a.uuid))
-            || self.preempt.is_victim(&a.uuid)
+            || a.required_node
+            || (a.placeholder
+                && self
+                    .gang
+                    .placeholder_leaving(&self.allocations.at(slot).uuid))
+            || (!in_flight.is_empty() && in_flight.contains(&slot))
         {
             return None;
         }
@@ -296,9 +318,9 @@ impl Partition {
             class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
             matched: u32::try_from(matched * 100 / types).unwrap_or(100),
             priority: a.priority,
-            hour: self.allocations.hour(slot),
+            hour: a.hour,
             shares: shares(&in_amount, max),
-            born: self.allocations.born(slot),
+            born: a.born,
             slot,
         })
     }
