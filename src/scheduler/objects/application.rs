@@ -215,8 +215,9 @@ pub struct Application {
     /// Every state entered with its Unix ns time, oldest first (at most
     /// [`MAX_STATE_LOG`]; the `New` entry is always kept).
     pub state_log: Vec<(AppState, i64)>,
-    /// Asks by slot and by key.
-    pub asks: super::keyed::KeyedSlab<Ask>,
+    /// Asks by slot and by key: whole, or a compact stand-in once fully
+    /// allocated (ask_entry.rs).
+    pub asks: super::keyed::KeyedSlab<super::ask_entry::AskEntry>,
     /// Asks with repeats left, in scheduling order.
     pub ask_order: BTreeMap<AskOrderKey, super::keyed::Slot>,
     /// Outstanding demand.

@@ -59,7 +59,7 @@ impl Partition {
         }
         // Allocated, but as the real allocation of a swap not yet
         // confirmed: it joins the application on confirmation.
-        let taken = app.asks.get(key).is_some_and(|a| a.pending_repeat <= 0);
+        let taken = app.asks.get(key).is_some_and(|a| a.pending_repeat() <= 0);
         if taken && self.gang.swaps.values().any(|s| *s.real.key == *key) {
             log::debug!(
                 "allocation {key} of {}: replacing a placeholder, unchanged",
@@ -135,8 +135,10 @@ impl Partition {
                 app.allocate(new, leaf);
             }
             // The stand-in ask follows (a swap undone gives back its size).
-            if let Some(k) = app.asks.slot_of(&a.key) {
-                app.asks.at_mut(k).resource = new.clone();
+            // A compact one keeps no resource: only its removal would read
+            // it, as no demand.
+            if let Some(ask) = app.asks.whole_mut(&a.key) {
+                ask.resource = new.clone();
             }
             // After every change of an application's allocations (what
             // other trackers of its usage hook into).

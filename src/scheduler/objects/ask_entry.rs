@@ -1,0 +1,162 @@
+//! What an application keeps under an ask's key: the whole ask while it
+//! may still be scheduled, and a compact stand-in once its last
+//! allocation is made (the allocation record carries the rest). At a
+//! million allocated asks the whole `Ask` held inline was the largest item
+//! of the heap (docs/performance.md); boxed, it goes back to the allocator
+//! at placement, in the size class the allocation record takes.
+
+use super::application::{Ask, AskOrderKey};
+use super::keyed::{KeyedSlab, Slot};
+use std::cmp::Reverse;
+
+/// An ask that has made its last allocation, as readers of a stand-in
+/// need it: kept under its key so that a re-sent key replaces it, an SI
+/// v1.x update finds it allocated, and its removal cancels what names it.
+/// Only a real ask (not a placeholder) outside a gang swap, whose resource
+/// types the pending sums list already (removing it then changes no sum;
+/// see `Partition::compact_placed`), is made one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlacedAsk {
+    /// Its arrival order ([`Ask::seq`]): slot reuse is told apart by it.
+    pub seq: u64,
+    /// [`Ask::priority`].
+    pub priority: i32,
+    /// Whether it was pinned to a node ([`Ask::required_node`]).
+    pub required_node: bool,
+}
+
+impl PlacedAsk {
+    /// The stand-in of `ask`.
+    pub fn of(ask: &Ask) -> Self {
+        PlacedAsk {
+            seq: ask.seq,
+            priority: ask.priority,
+            required_node: ask.required_node.is_some(),
+        }
+    }
+}
+
+/// An ask under its key: whole or placed.
+#[derive(Debug, Clone)]
+pub enum AskEntry {
+    /// Waiting, or placed but still needed whole (a placeholder, a gang
+    /// swap's real ask that an unlink may reopen).
+    Whole(Box<Ask>),
+    /// Fully allocated: the compact stand-in.
+    Placed(PlacedAsk),
+}
+
+impl From<Ask> for AskEntry {
+    fn from(a: Ask) -> Self {
+        AskEntry::Whole(Box::new(a))
+    }
+}
+
+impl AskEntry {
+    /// The whole ask, `None` for a compact stand-in.
+    #[inline]
+    pub fn whole(&self) -> Option<&Ask> {
+        match self {
+            AskEntry::Whole(a) => Some(a),
+            AskEntry::Placed(_) => None,
+        }
+    }
+
+    /// The whole ask to change, `None` for a compact stand-in.
+    #[inline]
+    pub fn whole_mut(&mut self) -> Option<&mut Ask> {
+        match self {
+            AskEntry::Whole(a) => Some(a),
+            AskEntry::Placed(_) => None,
+        }
+    }
+
+    /// [`Ask::seq`].
+    pub fn seq(&self) -> u64 {
+        match self {
+            AskEntry::Whole(a) => a.seq,
+            AskEntry::Placed(p) => p.seq,
+        }
+    }
+
+    /// [`Ask::priority`].
+    pub fn priority(&self) -> i32 {
+        match self {
+            AskEntry::Whole(a) => a.priority,
+            AskEntry::Placed(p) => p.priority,
+        }
+    }
+
+    /// [`Ask::order_key`].
+    pub fn order_key(&self) -> AskOrderKey {
+        (Reverse(self.priority()), self.seq())
+    }
+
+    /// [`Ask::pending_repeat`]: none left for a stand-in.
+    pub fn pending_repeat(&self) -> i32 {
+        match self {
+            AskEntry::Whole(a) => a.pending_repeat,
+            AskEntry::Placed(_) => 0,
+        }
+    }
+
+    /// Whether it is pinned to a node.
+    pub fn has_required_node(&self) -> bool {
+        match self {
+            AskEntry::Whole(a) => a.required_node.is_some(),
+            AskEntry::Placed(p) => p.required_node,
+        }
+    }
+
+    /// [`Ask::placeholder`] (a stand-in is never one).
+    pub fn placeholder(&self) -> bool {
+        self.whole().is_some_and(|a| a.placeholder)
+    }
+
+    /// Replaces a whole ask by its compact stand-in; returns whether it did.
+    pub fn compact(&mut self) -> bool {
+        let AskEntry::Whole(a) = self else {
+            return false;
+        };
+        *self = AskEntry::Placed(PlacedAsk::of(a));
+        true
+    }
+}
+
+impl KeyedSlab<AskEntry> {
+    /// The whole ask in `slot` (`None`: the slot is free or holds a
+    /// stand-in). The asks of an application's order are whole.
+    #[inline]
+    pub fn whole_at(&self, slot: Slot) -> Option<&Ask> {
+        self.at(slot).and_then(AskEntry::whole)
+    }
+
+    /// [`Self::whole_at`], to change.
+    #[inline]
+    pub fn whole_at_mut(&mut self, slot: Slot) -> Option<&mut Ask> {
+        self.try_at_mut(slot).and_then(AskEntry::whole_mut)
+    }
+
+    /// The whole ask `key` (`None`: no such key, or a stand-in).
+    pub fn whole(&self, key: &str) -> Option<&Ask> {
+        self.get(key).and_then(AskEntry::whole)
+    }
+
+    /// [`Self::whole`], to change.
+    pub fn whole_mut(&mut self, key: &str) -> Option<&mut Ask> {
+        self.get_mut(key).and_then(AskEntry::whole_mut)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_two_words() {
+        // The bool's spare values tag the enum (and the slab's vacant
+        // entries): 16 bytes per key instead of the 216 of a whole ask.
+        assert_eq!(std::mem::size_of::<AskEntry>(), 16);
+        assert_eq!(std::mem::size_of::<Option<AskEntry>>(), 16);
+    }
+}
