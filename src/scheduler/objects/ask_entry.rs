@@ -7,14 +7,14 @@
 
 use super::application::{Ask, AskOrderKey};
 use super::keyed::{KeyedSlab, Slot};
+use crate::scheduler::resource::Resource;
 use std::cmp::Reverse;
 
 /// An ask that has made its last allocation, as readers of a stand-in
 /// need it: kept under its key so that a re-sent key replaces it, an SI
 /// v1.x update finds it allocated, and its removal cancels what names it.
-/// Only a real ask (not a placeholder) outside a gang swap, whose resource
-/// types the pending sums list already (removing it then changes no sum;
-/// see `Partition::compact_placed`), is made one.
+/// Only a real ask (not a placeholder) outside a gang swap is made one
+/// (`Partition::compact_placed`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PlacedAsk {
     /// Its arrival order ([`Ask::seq`]): slot reuse is told apart by it.
@@ -42,8 +42,14 @@ pub enum AskEntry {
     /// Waiting, or placed but still needed whole (a placeholder, a gang
     /// swap's real ask that an unlink may reopen).
     Whole(Box<Ask>),
-    /// Fully allocated: the compact stand-in.
+    /// Fully allocated: the compact stand-in, whose resource types the
+    /// pending sums list (its removal takes zero of each off them: no
+    /// change, so it needs no resource).
     Placed(PlacedAsk),
+    /// Fully allocated, with a resource type the pending sums do not list
+    /// (an allocation the RM placed, a resize): the resource is kept, for
+    /// the zero its removal lists there.
+    PlacedListing(Box<(PlacedAsk, Resource)>),
 }
 
 impl From<Ask> for AskEntry {
@@ -58,7 +64,7 @@ impl AskEntry {
     pub fn whole(&self) -> Option<&Ask> {
         match self {
             AskEntry::Whole(a) => Some(a),
-            AskEntry::Placed(_) => None,
+            AskEntry::Placed(_) | AskEntry::PlacedListing(_) => None,
         }
     }
 
@@ -67,23 +73,32 @@ impl AskEntry {
     pub fn whole_mut(&mut self) -> Option<&mut Ask> {
         match self {
             AskEntry::Whole(a) => Some(a),
-            AskEntry::Placed(_) => None,
+            AskEntry::Placed(_) | AskEntry::PlacedListing(_) => None,
+        }
+    }
+
+    /// The stand-in, `None` for a whole ask.
+    pub fn placed(&self) -> Option<&PlacedAsk> {
+        match self {
+            AskEntry::Whole(_) => None,
+            AskEntry::Placed(p) => Some(p),
+            AskEntry::PlacedListing(b) => Some(&b.0),
         }
     }
 
     /// [`Ask::seq`].
     pub fn seq(&self) -> u64 {
-        match self {
-            AskEntry::Whole(a) => a.seq,
-            AskEntry::Placed(p) => p.seq,
+        match self.placed() {
+            Some(p) => p.seq,
+            None => self.whole().map_or(0, |a| a.seq),
         }
     }
 
     /// [`Ask::priority`].
     pub fn priority(&self) -> i32 {
-        match self {
-            AskEntry::Whole(a) => a.priority,
-            AskEntry::Placed(p) => p.priority,
+        match self.placed() {
+            Some(p) => p.priority,
+            None => self.whole().map_or(0, |a| a.priority),
         }
     }
 
@@ -94,17 +109,38 @@ impl AskEntry {
 
     /// [`Ask::pending_repeat`]: none left for a stand-in.
     pub fn pending_repeat(&self) -> i32 {
-        match self {
-            AskEntry::Whole(a) => a.pending_repeat,
-            AskEntry::Placed(_) => 0,
-        }
+        self.whole().map_or(0, |a| a.pending_repeat)
     }
 
     /// Whether it is pinned to a node.
     pub fn has_required_node(&self) -> bool {
+        match self.placed() {
+            Some(p) => p.required_node,
+            None => self.whole().is_some_and(|a| a.required_node.is_some()),
+        }
+    }
+
+    /// The demand its removal takes off the pending sums: its resource
+    /// times its repeats left; for a stand-in zero of each type the sums
+    /// may not list.
+    pub fn demand(&self) -> Resource {
         match self {
-            AskEntry::Whole(a) => a.required_node.is_some(),
-            AskEntry::Placed(p) => p.required_node,
+            AskEntry::Whole(a) => a.resource.mul(a.pending_repeat.max(0) as i64),
+            AskEntry::Placed(_) => Resource::new(),
+            AskEntry::PlacedListing(b) => b.1.mul(0),
+        }
+    }
+
+    /// Sets the resource of a fully allocated ask (a resize of its
+    /// allocation); `listed`: whether the pending sums list its types.
+    pub fn resize_placed(&mut self, new: &Resource, listed: bool) {
+        match self {
+            AskEntry::Whole(a) => a.resource = new.clone(),
+            AskEntry::PlacedListing(b) => b.1 = new.clone(),
+            AskEntry::Placed(p) if !listed => {
+                *self = AskEntry::PlacedListing(Box::new((*p, new.clone())));
+            }
+            AskEntry::Placed(_) => {}
         }
     }
 
@@ -113,13 +149,15 @@ impl AskEntry {
         self.whole().is_some_and(|a| a.placeholder)
     }
 
-    /// Replaces a whole ask by its compact stand-in; returns whether it did.
-    pub fn compact(&mut self) -> bool {
-        let AskEntry::Whole(a) = self else {
-            return false;
-        };
-        *self = AskEntry::Placed(PlacedAsk::of(a));
-        true
+    /// The stand-in of a fully allocated whole `ask`; `listed`: whether
+    /// the pending sums list its resource types.
+    pub fn placed_of(ask: &Ask, listed: bool) -> AskEntry {
+        let p = PlacedAsk::of(ask);
+        if listed {
+            AskEntry::Placed(p)
+        } else {
+            AskEntry::PlacedListing(Box::new((p, ask.resource.clone())))
+        }
     }
 }
 

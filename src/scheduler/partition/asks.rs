@@ -145,13 +145,7 @@ impl Partition {
             app: app.id.clone(),
             key: key.clone(),
         });
-        // A stand-in has no demand left, and the pending sums list its
-        // resource types already (compact_placed): its zero demand is
-        // empty.
-        let demand = match &old {
-            AskEntry::Whole(old) => old.resource.mul(old.pending_repeat.max(0) as i64),
-            AskEntry::Placed(_) => Resource::new(),
-        };
+        let demand = old.demand();
         app.pending.sub_clamped_assign(&demand);
         // Held by a user/group maxapplications, it waited for its demand;
         // with none left it waits for nothing (no record: it did not become

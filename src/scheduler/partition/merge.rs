@@ -135,10 +135,9 @@ impl Partition {
                 app.allocate(new, leaf);
             }
             // The stand-in ask follows (a swap undone gives back its size).
-            // A compact one keeps no resource: only its removal would read
-            // it, as no demand.
-            if let Some(ask) = app.asks.whole_mut(&a.key) {
-                ask.resource = new.clone();
+            if let Some(k) = app.asks.slot_of(&a.key) {
+                let listed = place::pending_lists(&self.queues, app.queue, &app.pending, new);
+                app.asks.at_mut(k).resize_placed(new, listed);
             }
             // After every change of an application's allocations (what
             // other trackers of its usage hook into).

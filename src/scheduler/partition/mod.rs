@@ -32,7 +32,7 @@ use super::clock::SharedClock;
 use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
-use super::objects::ask_entry::{AskEntry, PlacedAsk};
+use super::objects::ask_entry::AskEntry;
 use super::objects::keyed::{KeyedSlab, Slot};
 use super::objects::node::{Node, NodeSlot, NodeTable};
 use super::objects::queue::{QueueId, QueueTree, ROOT};

@@ -275,10 +275,11 @@ impl Partition {
             stamp: Default::default(),
         };
         // Compact when it may be (place.rs): it is never reopened.
-        let entry = if place::standin_may_compact(&self.queues, app.queue, &app.pending, &standin) {
-            AskEntry::Placed(PlacedAsk::of(&standin))
-        } else {
+        let entry = if standin.placeholder {
             standin.into()
+        } else {
+            let listed = place::pending_lists(&self.queues, app.queue, &app.pending, &resource);
+            AskEntry::placed_of(&standin, listed)
         };
         app.asks.insert(key.clone(), entry);
         let uuid = a.uuid;

@@ -222,14 +222,15 @@ impl Partition {
             let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {
                 continue;
             };
-            let done = app.asks.whole_at(ask_slot).is_some_and(|a| {
-                a.seq == ask_seq
-                    && a.pending_repeat <= 0
-                    && standin_may_compact(&self.queues, app.queue, &app.pending, a)
-            });
-            if done {
-                app.asks.at_mut(ask_slot).compact();
+            let Some(ask) = app.asks.whole_at(ask_slot) else {
+                continue;
+            };
+            if ask.seq != ask_seq || ask.pending_repeat > 0 || ask.placeholder {
+                continue;
             }
+            let listed = pending_lists(&self.queues, app.queue, &app.pending, &ask.resource);
+            let standin = AskEntry::placed_of(ask, listed);
+            *app.asks.at_mut(ask_slot) = standin;
         }
         self.placed_whole = placed;
     }
@@ -288,26 +289,24 @@ impl Partition {
     }
 }
 
-/// Whether a fully allocated whole `ask` of an application in leaf `leaf`
-/// with pending demand `pending` may become a compact stand-in: not a
-/// placeholder, and its resource types listed by the application's and
-/// its queues' pending sums. Removing the ask takes zero of each of its
-/// types off those sums, which lists a type not listed yet; with every
-/// type listed there is nothing to take off, so the stand-in needs no
-/// resource.
-pub(super) fn standin_may_compact(
+/// Whether the pending sums of an application in leaf `leaf` with pending
+/// demand `pending`, and of its queues, list every type of `res`. Removing
+/// a fully allocated ask takes zero of each of its types off those sums,
+/// which lists a type not listed yet; with every type listed that changes
+/// nothing, so its stand-in needs no resource.
+pub(super) fn pending_lists(
     queues: &QueueTree,
     leaf: QueueId,
     pending: &Resource,
-    ask: &Ask,
+    res: &Resource,
 ) -> bool {
-    if ask.placeholder || !pending.lists_types_of(&ask.resource) {
+    if !pending.lists_types_of(res) {
         return false;
     }
     let mut at = Some(leaf);
     while let Some(q) = at {
         let q = queues.get(q);
-        if !q.pending.lists_types_of(&ask.resource) {
+        if !q.pending.lists_types_of(res) {
             return false;
         }
         at = q.parent;
