@@ -4,7 +4,7 @@
 
 pub mod allocs;
 pub mod application;
-pub mod ask_entry;
+pub mod ask;
 pub mod keyed;
 pub mod node;
 pub mod pending;

@@ -32,7 +32,7 @@ use super::clock::SharedClock;
 use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
-use super::objects::ask_entry::AskEntry;
+use super::objects::ask::AskEntry;
 use super::objects::keyed::{KeyedSlab, Slot};
 use super::objects::node::{Node, NodeSlot, NodeTable};
 use super::objects::queue::{QueueId, QueueTree, ROOT};
@@ -397,5 +397,7 @@ mod held_tests;
 mod limits_tests;
 #[cfg(test)]
 mod nothing_fits_bench;
+#[cfg(test)]
+mod standin_tests;
 #[cfg(test)]
 mod tests;

@@ -212,7 +212,7 @@ impl Partition {
     }
 
     /// Replaces the whole asks whose last allocation the pass made by
-    /// their compact stand-ins (ask_entry.rs), giving their memory back
+    /// their compact stand-ins (ask.rs), giving their memory back
     /// to the allocator. After the pass: its reasons are written to whole
     /// asks. A gang swap's real ask stays whole (an unlink may reopen it),
     /// and so does a placeholder (the gang counts read its task group).

@@ -106,7 +106,7 @@ fn compare_all(h: &mut Harness, checked: &mut usize, seen: &mut super::Preemptio
         for a in app
             .asks
             .values()
-            .filter_map(crate::scheduler::objects::ask_entry::AskEntry::whole)
+            .filter_map(crate::scheduler::objects::ask::AskEntry::whole)
         {
             if a.pending_repeat > 0 {
                 waiting.push((app.id.clone(), a.key.clone()));

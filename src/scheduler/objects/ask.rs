@@ -1,14 +1,73 @@
-//! What an application keeps under an ask's key: the whole ask while it
-//! may still be scheduled, and a compact stand-in once its last
-//! allocation is made (the allocation record carries the rest). At a
+//! An application's asks, and what it keeps under an ask's key: the whole
+//! ask while it may still be scheduled, and a compact stand-in once its
+//! last allocation is made (the allocation record carries the rest). At a
 //! million allocated asks the whole `Ask` held inline was the largest item
 //! of the heap (docs/performance.md); boxed, it goes back to the allocator
 //! at placement, in the size class the allocation record takes.
 
-use super::application::{Ask, AskOrderKey};
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
 use super::keyed::{KeyedSlab, Slot};
 use crate::scheduler::resource::Resource;
-use std::cmp::Reverse;
+
+/// An allocation ask.
+#[derive(Debug, Clone)]
+pub struct Ask {
+    /// Key within the application.
+    pub key: Arc<str>,
+    /// Resource per allocation.
+    pub resource: Resource,
+    /// Allocations this ask may still produce.
+    pub pending_repeat: i32,
+    /// Higher goes first.
+    pub priority: i32,
+    /// Arrival order, for ties on priority.
+    pub seq: u64,
+    /// Arrival time.
+    pub created: Instant,
+    /// Tags, copied into allocations.
+    pub tags: Arc<BTreeMap<String, String>>,
+    /// Gang task group.
+    pub task_group: Arc<str>,
+    /// Whether this is a gang placeholder.
+    pub placeholder: bool,
+    /// Node the ask is pinned to, if any.
+    pub required_node: Option<String>,
+    /// May trigger guarantee preemption (SI v1.x `allowPreemptOther`;
+    /// always true in the v0.12 edition).
+    pub preempt_other: bool,
+    /// Its allocations are preferred victims (`allowPreemptSelf`; see
+    /// [`crate::scheduler::request::AskRequest::preempt_self`]).
+    pub preempt_self: bool,
+    /// The application's first task (SI v1.x `originator`).
+    pub originator: bool,
+    /// Why it waits, as the last pass that tried it found (boxed: most
+    /// asks are placed at their first try and never need one).
+    pub pending: Option<Box<super::pending::PendingReason>>,
+    /// Passes that found the reason's cause again since it was written
+    /// (pending/stamp.rs).
+    pub stamp: super::pending::ReasonStamp,
+}
+
+impl Ask {
+    /// Why it waits, with the passes that found the same cause since the
+    /// reason was last written counted in.
+    pub fn reason(&self) -> Option<std::borrow::Cow<'_, super::pending::PendingReason>> {
+        self.pending.as_deref().map(|r| self.stamp.read(r))
+    }
+
+    /// The ask's key in its application's order.
+    pub fn order_key(&self) -> AskOrderKey {
+        (Reverse(self.priority), self.seq)
+    }
+}
+
+/// Priority descending, then arrival order (sequence numbers are unique in
+/// the partition, so the key is too).
+pub type AskOrderKey = (Reverse<i32>, u64);
 
 /// An ask that has made its last allocation, as readers of a stand-in
 /// need it: kept under its key so that a re-sent key replaces it, an SI
