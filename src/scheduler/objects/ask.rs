@@ -255,5 +255,12 @@ mod tests {
         // entries): 16 bytes per key instead of the 216 of a whole ask.
         assert_eq!(std::mem::size_of::<AskEntry>(), 16);
         assert_eq!(std::mem::size_of::<Option<AskEntry>>(), 16);
+        // The slab's own entry: vacant (the next free slot) or taken.
+        #[allow(dead_code)]
+        enum SlabEntry {
+            Vacant(usize),
+            Occupied(AskEntry),
+        }
+        assert_eq!(std::mem::size_of::<SlabEntry>(), 16);
     }
 }
