@@ -7,6 +7,7 @@ use std::time::Instant;
 
 /// Tag that pins an ask to one node.
 pub use super::allocs::TAG_REQUIRED_NODE;
+pub use super::ask::{Ask, AskOrderKey};
 use super::queue::{AppKey, Queue, QueueId, QueueTree, MIN_PRIORITY};
 use crate::scheduler::gang::AppGang;
 use crate::scheduler::policies::AppSortPolicy;
@@ -133,62 +134,6 @@ pub fn shared_str(s: &str) -> Arc<str> {
     }
 }
 
-/// An allocation ask.
-#[derive(Debug, Clone)]
-pub struct Ask {
-    /// Key within the application.
-    pub key: Arc<str>,
-    /// Resource per allocation.
-    pub resource: Resource,
-    /// Allocations this ask may still produce.
-    pub pending_repeat: i32,
-    /// Higher goes first.
-    pub priority: i32,
-    /// Arrival order, for ties on priority.
-    pub seq: u64,
-    /// Arrival time.
-    pub created: Instant,
-    /// Tags, copied into allocations.
-    pub tags: Arc<BTreeMap<String, String>>,
-    /// Gang task group.
-    pub task_group: Arc<str>,
-    /// Whether this is a gang placeholder.
-    pub placeholder: bool,
-    /// Node the ask is pinned to, if any.
-    pub required_node: Option<String>,
-    /// May trigger guarantee preemption (SI v1.x `allowPreemptOther`;
-    /// always true in the v0.12 edition).
-    pub preempt_other: bool,
-    /// Its allocations are preferred victims (`allowPreemptSelf`; see
-    /// [`crate::scheduler::request::AskRequest::preempt_self`]).
-    pub preempt_self: bool,
-    /// The application's first task (SI v1.x `originator`).
-    pub originator: bool,
-    /// Why it waits, as the last pass that tried it found (boxed: most
-    /// asks are placed at their first try and never need one).
-    pub pending: Option<Box<super::pending::PendingReason>>,
-    /// Passes that found the reason's cause again since it was written
-    /// (pending/stamp.rs).
-    pub stamp: super::pending::ReasonStamp,
-}
-
-impl Ask {
-    /// Why it waits, with the passes that found the same cause since the
-    /// reason was last written counted in.
-    pub fn reason(&self) -> Option<std::borrow::Cow<'_, super::pending::PendingReason>> {
-        self.pending.as_deref().map(|r| self.stamp.read(r))
-    }
-
-    /// The ask's key in its application's order.
-    pub fn order_key(&self) -> AskOrderKey {
-        (Reverse(self.priority), self.seq)
-    }
-}
-
-/// Priority descending, then arrival order (sequence numbers are unique in
-/// the partition, so the key is too).
-pub type AskOrderKey = (Reverse<i32>, u64);
-
 /// Most state changes an application remembers: states cycle only through
 /// Running and Completing, so a real application stays far below it.
 pub const MAX_STATE_LOG: usize = 64;
@@ -215,8 +160,9 @@ pub struct Application {
     /// Every state entered with its Unix ns time, oldest first (at most
     /// [`MAX_STATE_LOG`]; the `New` entry is always kept).
     pub state_log: Vec<(AppState, i64)>,
-    /// Asks by slot and by key.
-    pub asks: super::keyed::KeyedSlab<Ask>,
+    /// Asks by slot and by key: whole, or a compact stand-in once fully
+    /// allocated (ask.rs).
+    pub asks: super::keyed::KeyedSlab<super::ask::AskEntry>,
     /// Asks with repeats left, in scheduling order.
     pub ask_order: BTreeMap<AskOrderKey, super::keyed::Slot>,
     /// Outstanding demand.

@@ -87,8 +87,13 @@ impl<T> KeyedSlab<T> {
 
     /// Removes record `key`.
     pub fn remove(&mut self, key: &str) -> Option<T> {
-        let s = self.by_key.remove(key)?;
-        Some(self.slab.remove(s as usize))
+        self.remove_entry(key).map(|(_, v)| v)
+    }
+
+    /// Removes record `key`; returns its id with it.
+    pub fn remove_entry(&mut self, key: &str) -> Option<(Arc<str>, T)> {
+        let (k, s) = self.by_key.remove_entry(key)?;
+        Some((k, self.slab.remove(s as usize)))
     }
 
     /// Every id, in no particular order.

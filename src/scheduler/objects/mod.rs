@@ -4,6 +4,7 @@
 
 pub mod allocs;
 pub mod application;
+pub mod ask;
 pub mod keyed;
 pub mod node;
 pub mod pending;

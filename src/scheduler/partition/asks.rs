@@ -92,8 +92,9 @@ impl Partition {
         };
         let app = self.apps.at_mut(slot);
         let order = new.order_key();
+        let member = explain::is_gang_member(&new);
         // An ask with the same key is replaced (spec 7.1), in its slot.
-        let (slot, replaced) = app.asks.insert(ask.key.clone(), new);
+        let (slot, replaced) = app.asks.insert(ask.key.clone(), new.into());
         if app.ask_order.insert(order, slot).is_none() {
             self.waiting_asks += 1;
         }
@@ -101,14 +102,13 @@ impl Partition {
         app.pending.add_assign(&demand);
         let q = app.queue;
         self.queues.add_pending(q, &demand);
-        let member = explain::is_gang_member(&app.asks[slot]);
         let watch = match app.held_watch {
             None => !app.counted_active || member,
             Some(gang) => member && !gang,
         };
         let watch = watch.then(|| app.id.clone());
         if let Some(old) = replaced {
-            self.forget_ask(app_id, old);
+            self.forget_ask(app_id, &ask.key, old);
         }
         // It may wait for a cause no pass finds (held.rs).
         if let Some(id) = watch {
@@ -119,21 +119,21 @@ impl Partition {
 
     /// Removes one ask and its outstanding demand. Returns whether it existed.
     pub(crate) fn remove_ask(&mut self, app_id: &str, key: &str) -> bool {
-        let Some(old) = self
+        let Some((key_shared, old)) = self
             .apps
             .get_mut(app_id)
-            .and_then(|app| app.asks.remove(key))
+            .and_then(|app| app.asks.remove_entry(key))
         else {
             return false;
         };
-        self.forget_ask(app_id, old);
+        self.forget_ask(app_id, &key_shared, old);
         self.preemption_ask_gone(app_id, key);
         true
     }
 
     /// Takes an ask that left its application's map out of the order, the
     /// reservations and the pending demand.
-    fn forget_ask(&mut self, app_id: &str, old: Ask) {
+    fn forget_ask(&mut self, app_id: &str, key: &Arc<str>, old: AskEntry) {
         let app = self.apps.get_mut(app_id).expect("the ask's application");
         if app.ask_order.remove(&old.order_key()).is_some() {
             self.waiting_asks = self.waiting_asks.saturating_sub(1);
@@ -143,9 +143,9 @@ impl Partition {
         // A removed or replaced ask gives up its reservations (spec 8.9).
         self.reservations.cancel_ask(&ReservedAsk {
             app: app.id.clone(),
-            key: old.key.clone(),
+            key: key.clone(),
         });
-        let demand = old.resource.mul(old.pending_repeat.max(0) as i64);
+        let demand = old.demand();
         app.pending.sub_clamped_assign(&demand);
         // Held by a user/group maxapplications, it waited for its demand;
         // with none left it waits for nothing (no record: it did not become
@@ -157,7 +157,7 @@ impl Partition {
         // record is owed for a request that is gone, and one that comes
         // with the same key is judged afresh (upstream: a new ask object).
         if !self.ugm.quota_failed.is_empty() {
-            self.ugm.quota_failed.remove(&(app.seq, old.key.clone()));
+            self.ugm.quota_failed.remove(&(app.seq, key.clone()));
         }
         let q = app.queue;
         self.queues.sub_pending(q, &demand);
@@ -178,7 +178,7 @@ impl Partition {
         self.apps
             .get(app_id)
             .and_then(|a| a.asks.get(key))
-            .is_some_and(|a| a.pending_repeat > 0)
+            .is_some_and(|a| a.pending_repeat() > 0)
     }
 
     /// Releases asks (spec 7.4). Nothing is sent back.

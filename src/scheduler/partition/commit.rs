@@ -20,6 +20,11 @@ impl Partition {
         let (record, remaining) = self.mint(app_slot, ask_slot, node_id);
         let placeholder = record.placeholder;
         let app = self.apps.at_mut(app_slot);
+        if remaining <= 0 && !placeholder {
+            let ask_seq = app.asks[ask_slot].seq();
+            self.placed_whole
+                .push((app_slot, app.seq, ask_slot, ask_seq));
+        }
         let app_id = &app.id.clone();
         if !placeholder {
             app.allocate(&record.resource, self.queues.get_mut(app.queue));

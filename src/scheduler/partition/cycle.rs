@@ -97,6 +97,7 @@ impl Partition {
             .filter(|c| c.has_predicates() || (preempt_on && c.has_preemption_predicates()))
             .map(ResyncBarrier::new);
         let made = self.run_pass(cb, barrier.as_ref(), preempt_on, budget, out);
+        self.compact_placed();
         // What the pass decided after its last check goes with its
         // announcement, from the dispatcher.
         if let Some(b) = barrier {
@@ -345,7 +346,9 @@ impl Partition {
             None => Bound::Unbounded,
         };
         for (okey, ask_slot) in app.ask_order.range((start, Bound::Unbounded)) {
-            let ask = &app.asks[*ask_slot];
+            let Some(ask) = app.asks.whole_at(*ask_slot) else {
+                continue; // an ask of the order is whole
+            };
             let at = (app_slot, app.seq, *ask_slot, ask.seq);
             if Self::served_by_replacement(app, ask) {
                 pass.ask_cursor.insert(app.seq, *okey);

@@ -78,7 +78,9 @@ impl PassState {
 /// to make: one walk over its asks, made once per application.
 pub fn gang_waiting(app: &Application) -> BTreeMap<Arc<str>, u64> {
     let mut out = BTreeMap::new();
-    for a in app.asks.values().filter(|a| a.placeholder) {
+    // A stand-in is never a placeholder.
+    let whole = app.asks.values().filter_map(AskEntry::whole);
+    for a in whole.filter(|a| a.placeholder) {
         *out.entry(a.task_group.clone()).or_insert(0) += a.pending_repeat.max(0) as u64;
     }
     out
@@ -370,7 +372,7 @@ impl Partition {
                 .apps
                 .at(app_slot)
                 .filter(|a| a.seq == app_seq)
-                .and_then(|a| Some((a, a.asks.at(ask_slot).filter(|k| k.seq == ask_seq)?)))
+                .and_then(|a| Some((a, a.asks.whole_at(ask_slot).filter(|k| k.seq == ask_seq)?)))
                 .filter(|(_, ask)| is_gang_member(ask))
             {
                 if gang.as_ref().is_none_or(|(seq, _)| *seq != app_seq) {
@@ -386,7 +388,7 @@ impl Partition {
             let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {
                 continue;
             };
-            let Some(ask) = app.asks.try_at_mut(ask_slot).filter(|a| a.seq == ask_seq) else {
+            let Some(ask) = app.asks.whole_at_mut(ask_slot).filter(|a| a.seq == ask_seq) else {
                 continue;
             };
             // An ask holding a node waits for room there, whatever the
@@ -424,7 +426,8 @@ impl Partition {
             let Some(app) = self.apps.get_mut(&r.app) else {
                 continue;
             };
-            let Some(ask) = app.asks.get_mut(&r.key) else {
+            // A reserved ask is waiting: whole.
+            let Some(ask) = app.asks.whole_mut(&r.key) else {
                 continue;
             };
             let node = self.nodes[node].id.clone();

@@ -20,7 +20,7 @@ fn waiting() -> Harness {
 
 fn reason(h: &Harness) -> PendingReason {
     let app = h.p.apps().get("app").expect("app");
-    let ask = app.asks.get("big").expect("ask");
+    let ask = app.asks.whole("big").expect("ask");
     ask.reason().expect("a reason").into_owned()
 }
 
@@ -145,7 +145,7 @@ fn a_node_reserved_for_another_ask_is_told_only_where_it_had_room() {
     assert!(h.schedule().placed().is_empty());
     let view = |key: &str| {
         let app = h.p.apps().get("c").expect("app");
-        let ask = app.asks.get(key).expect("ask");
+        let ask = app.asks.whole(key).expect("ask");
         ask.reason().expect("a reason").cause.message(2)
     };
     assert_eq!(

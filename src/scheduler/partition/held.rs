@@ -85,7 +85,9 @@ impl Partition {
             };
             let mut member = false;
             for slot in app.ask_order.values() {
-                let ask = &app.asks[*slot];
+                let Some(ask) = app.asks.whole_at(*slot) else {
+                    continue; // an ask of the order is whole
+                };
                 member |= is_gang_member(ask);
                 let tried = ask.reason().map_or(0, |r| r.at_ns);
                 let cause = match &held {
@@ -106,7 +108,9 @@ impl Partition {
                 app.held_watch = Some(false);
             }
             for (slot, cause) in causes.drain(..) {
-                let ask = app.asks.at_mut(slot);
+                let Some(ask) = app.asks.whole_at_mut(slot) else {
+                    continue;
+                };
                 let changed = match &mut ask.pending {
                     Some(r) => {
                         // The passes only counted on the ask come first.

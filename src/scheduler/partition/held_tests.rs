@@ -60,12 +60,12 @@ fn a_held_cause_is_recorded_once_then_once_a_minute() {
 fn the_check_runs_at_most_once_a_second() {
     let mut h = held();
     h.schedule();
-    let w = h.p.apps.get("app-2").unwrap().asks.get("w").unwrap();
+    let w = h.p.apps.get("app-2").unwrap().asks.whole("w").unwrap();
     assert_eq!(w.pending.as_ref().map(|r| r.passes), Some(1), "checked");
     for _ in 0..20 {
         h.schedule();
     }
-    let w = h.p.apps.get("app-2").unwrap().asks.get("w").unwrap();
+    let w = h.p.apps.get("app-2").unwrap().asks.whole("w").unwrap();
     assert_eq!(
         w.pending.as_ref().map(|r| r.passes),
         Some(1),
@@ -78,7 +78,7 @@ fn the_check_runs_at_most_once_a_second() {
     );
     h.advance(Duration::from_secs(1));
     h.schedule();
-    let w = h.p.apps.get("app-2").unwrap().asks.get("w").unwrap();
+    let w = h.p.apps.get("app-2").unwrap().asks.whole("w").unwrap();
     assert_eq!(w.pending.as_ref().map(|r| r.passes), Some(2));
 }
 

@@ -59,7 +59,7 @@ impl Partition {
         }
         // Allocated, but as the real allocation of a swap not yet
         // confirmed: it joins the application on confirmation.
-        let taken = app.asks.get(key).is_some_and(|a| a.pending_repeat <= 0);
+        let taken = app.asks.get(key).is_some_and(|a| a.pending_repeat() <= 0);
         if taken && self.gang.swaps.values().any(|s| *s.real.key == *key) {
             log::debug!(
                 "allocation {key} of {}: replacing a placeholder, unchanged",
@@ -136,7 +136,8 @@ impl Partition {
             }
             // The stand-in ask follows (a swap undone gives back its size).
             if let Some(k) = app.asks.slot_of(&a.key) {
-                app.asks.at_mut(k).resource = new.clone();
+                let listed = place::pending_lists(&self.queues, app.queue, &app.pending, new);
+                app.asks.at_mut(k).resize_placed(new, listed);
             }
             // After every change of an application's allocations (what
             // other trackers of its usage hook into).

@@ -32,6 +32,7 @@ use super::clock::SharedClock;
 use super::objects::application::{
     shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
+use super::objects::ask::AskEntry;
 use super::objects::keyed::{KeyedSlab, Slot};
 use super::objects::node::{Node, NodeSlot, NodeTable};
 use super::objects::queue::{QueueId, QueueTree, ROOT};
@@ -216,6 +217,10 @@ pub struct Partition {
     /// The list the passes note why asks wait in (explain.rs), kept empty
     /// between passes so that its room is reused.
     reason_buffer: Vec<explain::Noted>,
+    /// Asks whose last allocation a pass made (application slot and seq,
+    /// ask slot and seq): made compact stand-ins when the pass ends, once
+    /// its readers of the whole ask (the reasons) are done (place.rs).
+    placed_whole: Vec<(Slot, u64, Slot, u64)>,
     /// Ids of the causes asks wait for, kept between passes so that a
     /// pass finding an ask's cause again can tell (objects/pending/stamp.rs).
     cause_ids: super::objects::pending::CauseIds,
@@ -305,6 +310,7 @@ impl Partition {
             waiting_asks: 0,
             tried: TriedAsks::default(),
             reason_buffer: Vec::new(),
+            placed_whole: Vec::new(),
             cause_ids: Default::default(),
             held_watch: FastSet::default(),
             next_held_check_ns: 0,
@@ -391,5 +397,7 @@ mod held_tests;
 mod limits_tests;
 #[cfg(test)]
 mod nothing_fits_bench;
+#[cfg(test)]
+mod standin_tests;
 #[cfg(test)]
 mod tests;

@@ -257,26 +257,31 @@ impl Partition {
         }
         let seq = self.next_seq();
         let app = self.apps.get_mut(app_id).expect("checked by the caller");
-        app.asks.insert(
-            key.clone(),
-            Ask {
-                key: key.clone(),
-                resource: resource.clone(),
-                pending_repeat: 0,
-                priority: a.priority,
-                seq,
-                created: self.clock.now(),
-                tags: a.tags.clone(),
-                task_group: a.task_group.clone(),
-                placeholder: a.placeholder,
-                required_node: None,
-                preempt_other: false,
-                preempt_self: a.preempt_self,
-                originator: a.originator,
-                pending: None,
-                stamp: Default::default(),
-            },
-        );
+        let standin = Ask {
+            key: key.clone(),
+            resource: resource.clone(),
+            pending_repeat: 0,
+            priority: a.priority,
+            seq,
+            created: self.clock.now(),
+            tags: a.tags.clone(),
+            task_group: a.task_group.clone(),
+            placeholder: a.placeholder,
+            required_node: None,
+            preempt_other: false,
+            preempt_self: a.preempt_self,
+            originator: a.originator,
+            pending: None,
+            stamp: Default::default(),
+        };
+        // Compact when it may be (place.rs): it is never reopened.
+        let entry = if standin.placeholder {
+            standin.into()
+        } else {
+            let listed = place::pending_lists(&self.queues, app.queue, &app.pending, &resource);
+            AskEntry::placed_of(&standin, listed)
+        };
+        app.asks.insert(key.clone(), entry);
         let uuid = a.uuid;
         if !a.placeholder {
             app.allocate(&resource, self.queues.get_mut(app.queue));

@@ -90,7 +90,7 @@ impl Partition {
             let Some(app) = self.apps.get(&app_id) else {
                 continue;
             };
-            let Some(ask) = app.asks.get(&key).filter(|a| a.pending_repeat > 0) else {
+            let Some(ask) = app.asks.whole(&key).filter(|a| a.pending_repeat > 0) else {
                 continue;
             };
             if Self::served_by_replacement(app, ask) {

@@ -211,6 +211,30 @@ impl Partition {
         }
     }
 
+    /// Replaces the whole asks whose last allocation the pass made by
+    /// their compact stand-ins (ask.rs), giving their memory back
+    /// to the allocator. After the pass: its reasons are written to whole
+    /// asks. A gang swap's real ask stays whole (an unlink may reopen it),
+    /// and so does a placeholder (the gang counts read its task group).
+    pub(crate) fn compact_placed(&mut self) {
+        let mut placed = std::mem::take(&mut self.placed_whole);
+        for (app_slot, app_seq, ask_slot, ask_seq) in placed.drain(..) {
+            let Some(app) = self.apps.try_at_mut(app_slot).filter(|a| a.seq == app_seq) else {
+                continue;
+            };
+            let Some(ask) = app.asks.whole_at(ask_slot) else {
+                continue;
+            };
+            if ask.seq != ask_seq || ask.pending_repeat > 0 || ask.placeholder {
+                continue;
+            }
+            let listed = pending_lists(&self.queues, app.queue, &app.pending, &ask.resource);
+            let standin = AskEntry::placed_of(ask, listed);
+            *app.asks.at_mut(ask_slot) = standin;
+        }
+        self.placed_whole = placed;
+    }
+
     /// Takes one repeat of ask `ask_slot` of application `app_slot` for
     /// node `node`: the ask leaves its application's order when it has none
     /// left, the application's demand shrinks, and the allocation is minted
@@ -224,16 +248,18 @@ impl Partition {
         node: Arc<str>,
     ) -> (Arc<NewAllocation>, i32) {
         let app = self.apps.at_mut(app_slot);
-        let ask = app.asks.at_mut(ask_slot);
+        // Minted only for an ask of the order: whole.
+        const WHOLE: &str = "an ask of the order is whole";
+        let ask = app.asks.whole_at_mut(ask_slot).expect(WHOLE);
         // The order key does not depend on the repeat count: the ask
         // leaves the order only when it is done.
         ask.pending_repeat -= 1;
-        let remaining = ask.pending_repeat;
-        if remaining <= 0 && app.ask_order.remove(&ask.order_key()).is_some() {
+        let (remaining, order) = (ask.pending_repeat, ask.order_key());
+        if remaining <= 0 && app.ask_order.remove(&order).is_some() {
             self.waiting_asks = self.waiting_asks.saturating_sub(1);
             app.sync_priority(&mut self.queues);
         }
-        let ask = &app.asks[ask_slot];
+        let ask = app.asks.whole_at(ask_slot).expect(WHOLE);
         app.pending.sub_clamped_assign(&ask.resource);
         // SI v1.x: the allocation key is the allocation's identity (one
         // request, one allocation); v0.12 mints a UUID per allocation.
@@ -261,4 +287,29 @@ impl Partition {
         });
         (record, remaining)
     }
+}
+
+/// Whether the pending sums of an application in leaf `leaf` with pending
+/// demand `pending`, and of its queues, list every type of `res`. Removing
+/// a fully allocated ask takes zero of each of its types off those sums,
+/// which lists a type not listed yet; with every type listed that changes
+/// nothing, so its stand-in needs no resource.
+pub(super) fn pending_lists(
+    queues: &QueueTree,
+    leaf: QueueId,
+    pending: &Resource,
+    res: &Resource,
+) -> bool {
+    if !pending.lists_types_of(res) {
+        return false;
+    }
+    let mut at = Some(leaf);
+    while let Some(q) = at {
+        let q = queues.get(q);
+        if !q.pending.lists_types_of(res) {
+            return false;
+        }
+        at = q.parent;
+    }
+    true
 }

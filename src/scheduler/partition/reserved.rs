@@ -54,7 +54,7 @@ impl Partition {
                 if let Some(app) = app {
                     held.sort_by_cached_key(|(n, r)| {
                         (
-                            app.asks.get(&r.key).map(Ask::order_key),
+                            app.asks.get(&r.key).map(AskEntry::order_key),
                             self.nodes[*n].id.clone(),
                         )
                     });
@@ -111,7 +111,10 @@ impl Partition {
                         }
                     }
                 }
-                let ask = &self.apps[&r.app].asks[&r.key];
+                // Usable: waiting, so whole.
+                let Some(ask) = self.apps[&r.app].asks.whole(&r.key) else {
+                    continue;
+                };
                 let node = &self.nodes[slot];
                 let mut events = Vec::new();
                 let placed = self.try_node(&r.app, ask, node, cb, true, &mut events);
@@ -136,7 +139,10 @@ impl Partition {
                 {
                     continue;
                 }
-                let ask = &self.apps[&r.app].asks[&r.key];
+                // Usable: waiting, so whole.
+                let Some(ask) = self.apps[&r.app].asks.whole(&r.key) else {
+                    continue;
+                };
                 if ask.required_node.is_some() {
                     continue; // its own node only (spec 8.7 step 1)
                 }
@@ -168,7 +174,7 @@ impl Partition {
     /// application is not held back by `maxapplications`.
     fn reserved_ask_usable(&self, node: NodeSlot, r: &ReservedAsk) -> Option<bool> {
         let app = self.apps.get(&r.app)?;
-        let ask = app.asks.get(&r.key).filter(|a| a.pending_repeat > 0)?;
+        let ask = app.asks.whole(&r.key).filter(|a| a.pending_repeat > 0)?;
         self.nodes.at(node).filter(|n| n.schedulable)?;
         let held_back = (!app.counted_active && self.app_limit_reached(app.queue))
             || Self::served_by_replacement(app, ask)

@@ -76,7 +76,7 @@ fn higher_priority_goes_first_and_a_pass_places_everything_that_fits() {
     }
     // Nothing left fits: the next pass decides nothing.
     assert!(h.schedule().allocated.is_empty());
-    assert_eq!(h.p.apps["app"].asks["low"].pending_repeat, 1);
+    assert_eq!(h.p.apps["app"].asks["low"].pending_repeat(), 1);
 }
 
 #[test]

@@ -127,6 +127,22 @@ impl Resource {
         self.lookup(id).unwrap_or(0)
     }
 
+    /// Whether every type `other` lists (zero or not) is listed here too:
+    /// then adding or taking off a multiple of `other` lists no new type.
+    pub fn lists_types_of(&self, other: &Resource) -> bool {
+        // Same types in the same order, nearly always: one zipped walk.
+        (self.entries.len() == other.entries.len()
+            && self
+                .entries
+                .iter()
+                .zip(&other.entries)
+                .all(|(a, b)| a.0 == b.0))
+            || other
+                .entries
+                .iter()
+                .all(|(id, _)| self.lookup(*id).is_some())
+    }
+
     /// The quantity of a type, or `None` when the type is missing.
     pub fn lookup(&self, id: ResId) -> Option<i64> {
         self.entries

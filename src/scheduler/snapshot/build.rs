@@ -129,20 +129,19 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 .ask_order
                 .values()
                 .take(MAX_LISTED_ASKS)
-                .map(|k| {
-                    let ask = &a.asks[*k];
-                    AskSnap {
-                        allocation_key: ask.key.to_string(),
-                        resource: named(&ask.resource),
-                        pending_repeat: ask.pending_repeat,
-                        priority: ask.priority,
-                        tags: ask.tags.clone(),
-                        placeholder: ask.placeholder,
-                        task_group: ask.task_group.to_string(),
-                        required_node: ask.required_node.clone(),
-                        created_ns: unix_ns(ask.created, now, now_unix),
-                        pending_reason: super::reason::reason_of(p, a, ask, &gang_waiting),
-                    }
+                // The asks of the order are whole (never a stand-in).
+                .filter_map(|k| a.asks.whole_at(*k))
+                .map(|ask| AskSnap {
+                    allocation_key: ask.key.to_string(),
+                    resource: named(&ask.resource),
+                    pending_repeat: ask.pending_repeat,
+                    priority: ask.priority,
+                    tags: ask.tags.clone(),
+                    placeholder: ask.placeholder,
+                    task_group: ask.task_group.to_string(),
+                    required_node: ask.required_node.clone(),
+                    created_ns: unix_ns(ask.created, now, now_unix),
+                    pending_reason: super::reason::reason_of(p, a, ask, &gang_waiting),
                 })
                 .collect();
             let mut replacements: Vec<ReplacementSnap> = p
@@ -191,7 +190,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 pending_allocations: a
                     .asks
                     .values()
-                    .map(|k| i64::from(k.pending_repeat.max(0)))
+                    .map(|k| i64::from(k.pending_repeat().max(0)))
                     .sum(),
                 allocations,
                 started: a.started,

@@ -245,9 +245,9 @@ impl Partition {
             let same_ask = app
                 .asks
                 .slot_of(&real.key)
-                .filter(|s| app.asks[*s].seq == swap.ask_seq);
-            if let Some(slot) = same_ask {
-                let ask = app.asks.at_mut(slot);
+                .filter(|s| app.asks[*s].seq() == swap.ask_seq);
+            // A swap's real ask stays whole (it is never compacted).
+            if let Some((slot, ask)) = same_ask.and_then(|s| Some((s, app.asks.whole_at_mut(s)?))) {
                 if ask.pending_repeat <= 0 && app.ask_order.insert(ask.order_key(), slot).is_none()
                 {
                     self.waiting_asks += 1;

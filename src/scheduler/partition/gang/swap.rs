@@ -41,7 +41,11 @@ impl Partition {
             .holders
             .iter()
             .filter_map(|id| self.apps.get(id))
-            .filter(|a| a.ask_order.values().any(|k| is_real_member(&a.asks[*k])))
+            .filter(|a| {
+                a.ask_order
+                    .values()
+                    .any(|k| a.asks.whole_at(*k).is_some_and(is_real_member))
+            })
             .map(|a| (a.seq, a.id.clone()))
             .collect();
         if candidates.is_empty() {
@@ -99,7 +103,9 @@ impl Partition {
         }
         let mut first: Option<(&Ask, &Arc<str>)> = None;
         for key in app.ask_order.values() {
-            let ask = &app.asks[*key];
+            let Some(ask) = app.asks.whole_at(*key) else {
+                continue;
+            };
             if !is_real_member(ask) {
                 continue;
             }
@@ -177,7 +183,7 @@ impl Partition {
         let app_slot = self.apps.slot_of(&plan.app).expect("found by the search");
         let ask_slot = self.apps[app_slot].asks.slot_of(&plan.key);
         let ask_slot = ask_slot.expect("found by the search");
-        let ask_seq = self.apps[app_slot].asks[ask_slot].seq;
+        let ask_seq = self.apps[app_slot].asks[ask_slot].seq();
         // A real member is no placeholder: `real` is a real allocation.
         let (real, remaining) = self.mint(app_slot, ask_slot, plan.node.clone());
         let uuid = real.uuid.clone();

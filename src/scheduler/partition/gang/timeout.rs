@@ -116,8 +116,8 @@ impl Partition {
         let app = &self.apps[&*app_id];
         let mut keys: Vec<(AskOrderKey, Arc<str>)> = app
             .asks
-            .values()
-            .map(|a| (a.order_key(), a.key.clone()))
+            .iter()
+            .map(|(k, a)| (a.order_key(), k.clone()))
             .collect();
         keys.sort();
         // SI v1.x: one release per key. An allocated key hears of its

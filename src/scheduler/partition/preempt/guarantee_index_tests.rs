@@ -103,7 +103,11 @@ fn compare_all(h: &mut Harness, checked: &mut usize, seen: &mut super::Preemptio
     let now = h.p.clock.now();
     let mut waiting: Vec<(Arc<str>, Arc<str>)> = Vec::new();
     for app in h.p.apps.values() {
-        for a in app.asks.values() {
+        for a in app
+            .asks
+            .values()
+            .filter_map(crate::scheduler::objects::ask::AskEntry::whole)
+        {
             if a.pending_repeat > 0 {
                 waiting.push((app.id.clone(), a.key.clone()));
             }
@@ -113,7 +117,7 @@ fn compare_all(h: &mut Harness, checked: &mut usize, seen: &mut super::Preemptio
     for (app_id, key) in waiting {
         for trigger in [Trigger::QueueBound, Trigger::NodeBound] {
             let app = h.p.apps.get(&app_id).expect("app");
-            let Some(a) = app.asks.get(&key) else {
+            let Some(a) = app.asks.whole(&key) else {
                 continue;
             };
             let mut pass = PassState::default();

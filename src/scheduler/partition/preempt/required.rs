@@ -73,7 +73,7 @@ impl Partition {
         self.apps
             .get(&r.app)
             .and_then(|a| a.asks.get(&r.key))
-            .is_some_and(|a| a.required_node.is_some())
+            .is_some_and(AskEntry::has_required_node)
     }
 
     /// Spec 12.1, the regular step of a required-node ask while preemption
@@ -165,7 +165,8 @@ impl Partition {
         let id = (r.app.clone(), r.key.clone());
         let mark = self.preempt.asks.get(&id).copied().unwrap_or_default();
         let (victims, refused, failure) = {
-            let Some(ask) = self.apps.get(&r.app).and_then(|a| a.asks.get(&r.key)) else {
+            // A reserved ask is waiting: whole.
+            let Some(ask) = self.apps.get(&r.app).and_then(|a| a.asks.whole(&r.key)) else {
                 return ReservedRequired::Ordinary;
             };
             let node = &self.nodes[slot];
@@ -347,7 +348,7 @@ impl Partition {
         let Some(held) = self.apps.get(&r.app).and_then(|a| a.asks.get(&r.key)) else {
             return false;
         };
-        if held.required_node.is_some() || held.priority >= ask.priority {
+        if held.has_required_node() || held.priority() >= ask.priority {
             return false;
         }
         let triggered = !self.preempt.asks.is_empty()
@@ -381,7 +382,7 @@ impl Partition {
             .apps
             .get(&r.app)
             .and_then(|a| a.asks.get(&r.key))
-            .is_none_or(|a| a.required_node.is_some());
+            .is_none_or(AskEntry::has_required_node);
         if pinned || !self.reservation_older_than_wait(node, now) {
             return;
         }

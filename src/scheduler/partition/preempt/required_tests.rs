@@ -543,7 +543,7 @@ fn a_reservation_over_the_headroom_expires_after_the_reservation_wait() {
     h.advance(Duration::from_secs(2 * 60));
     h.schedule();
     assert_eq!(holder(&h, "n1"), None);
-    assert_eq!(h.p.apps["app-3"].asks["c"].pending_repeat, 1);
+    assert_eq!(h.p.apps["app-3"].asks["c"].pending_repeat(), 1);
     h.advance(Duration::from_secs(60));
     h.schedule();
     assert_eq!(holder(&h, "n1"), None);
