@@ -119,7 +119,7 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
         (
             string_len(3, &a.uuid),
             key_len(6) + encoded_len_varint(pr as u64) + pr,
-            string_len(7, &a.queue),
+            string_len(7, a.queue()),
         )
     };
     string_len(1, &a.key)
@@ -131,9 +131,9 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
         + priority
         + queue
         + string_len(8, &a.node)
-        + string_len(9, &a.app)
-        + string_len(10, &a.partition)
-        + string_len(11, &a.task_group)
+        + string_len(9, a.app())
+        + string_len(10, a.partition())
+        + string_len(11, a.task_group())
         + if a.placeholder { key_len(12) + 1 } else { 0 }
         + if v1 { v1_preemption_len(a) } else { 0 }
 }
@@ -168,15 +168,15 @@ fn put_allocation(
         put_len(6, priority_len(a.priority), buf);
         encode_key(1, WireType::Varint, buf);
         encode_varint(a.priority as i64 as u64, buf);
-        put_string(7, &a.queue, buf);
+        put_string(7, a.queue(), buf);
     } else if a.priority != 0 {
         encode_key(6, WireType::Varint, buf);
         encode_varint(a.priority as i64 as u64, buf);
     }
     put_string(8, &a.node, buf);
-    put_string(9, &a.app, buf);
-    put_string(10, &a.partition, buf);
-    put_string(11, &a.task_group, buf);
+    put_string(9, a.app(), buf);
+    put_string(10, a.partition(), buf);
+    put_string(11, a.task_group(), buf);
     if a.placeholder {
         encode_key(12, WireType::Varint, buf);
         encode_varint(1, buf);
@@ -252,9 +252,12 @@ mod tests {
             key: Arc::from(format!("ask-{i}").as_str()),
             uuid: Arc::from("6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11"),
             node: Arc::from("node-00017"),
-            app: Arc::from("app-1"),
-            queue: Arc::from("root.a"),
-            partition: Arc::from("default"),
+            ctx: crate::scheduler::outcome::AllocCtx::new(
+                "app-1",
+                "root.a",
+                "default",
+                if placeholder { "tg" } else { "" },
+            ),
             resource: Resource::from_pairs([
                 ("memory", 10 * i as i64),
                 ("vcore", 1),
@@ -268,7 +271,6 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect::<BTreeMap<_, _>>(),
             ),
-            task_group: Arc::from(if placeholder { "tg" } else { "" }),
             placeholder,
             preempt_self: true,
             preempt_other: true,

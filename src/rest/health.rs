@@ -195,7 +195,7 @@ fn check_partition(
         for uuid in &a.allocations {
             listed_on_app.insert(uuid);
             match p.allocations.get(uuid) {
-                Some(rec) if &*rec.app == a.id.as_str() => {
+                Some(rec) if &**rec.app() == a.id.as_str() => {
                     add(&mut sum, &super::snapshot::named(&rec.resource))
                 }
                 _ => orphans_app.push(format!(
@@ -216,15 +216,15 @@ fn check_partition(
     }
     let app_ids: BTreeSet<&str> = p.apps.iter().map(|a| a.id.as_str()).collect();
     for (uuid, a) in &p.allocations {
-        if !app_ids.contains(&*a.app) {
+        if !app_ids.contains(&**a.app()) {
             orphans_app.push(format!(
                 "{part}: allocation {uuid} belongs to unknown application {}",
-                a.app
+                a.app()
             ));
         } else if !listed_on_app.contains(&**uuid) {
             orphans_app.push(format!(
                 "{part}: allocation {uuid} is not listed by its application {}",
-                a.app
+                a.app()
             ));
         }
     }
@@ -341,13 +341,15 @@ mod tests {
             key: "k".into(),
             uuid: "u1".into(),
             node: "n1".into(),
-            app: if orphan { "gone".into() } else { "app".into() },
-            queue: "root.a".into(),
-            partition: "default".into(),
+            ctx: crate::scheduler::outcome::AllocCtx::new(
+                if orphan { "gone" } else { "app" },
+                "root.a",
+                "default",
+                "",
+            ),
             resource: Resource::from_pairs([("memory", 10)]).unwrap(),
             priority: 0,
             tags: Default::default(),
-            task_group: "".into(),
             placeholder: false,
             preempt_self: true,
             preempt_other: true,

@@ -18,20 +18,16 @@ pub struct NewAllocation {
     pub uuid: Arc<str>,
     /// Node it was placed on.
     pub node: Arc<str>,
-    /// Owning application.
-    pub app: Arc<str>,
-    /// The application's queue path.
-    pub queue: Arc<str>,
-    /// The partition's plain name.
-    pub partition: Arc<str>,
+    /// Application, queue, partition and task group: one pointer shared
+    /// with the other allocations of the application's task group
+    /// ([`NewAllocation::app`] and the others read it).
+    pub ctx: Arc<AllocCtx>,
     /// Resource per allocation.
     pub resource: Resource,
     /// The ask's priority.
     pub priority: i32,
     /// The ask's tags (shared with the ask).
     pub tags: Arc<BTreeMap<String, String>>,
-    /// Gang task group.
-    pub task_group: Arc<str>,
     /// Gang placeholder.
     pub placeholder: bool,
     /// SI v1.x `preemptionPolicy.allowPreemptSelf`: `false` makes the
@@ -45,7 +41,54 @@ pub struct NewAllocation {
     pub originator: bool,
 }
 
+/// What the allocations of one application's task group have in common,
+/// held once for all of them (the partition keeps one per application
+/// and task group: `Partition::ctx_of`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllocCtx {
+    /// Owning application.
+    pub app: Arc<str>,
+    /// The application's queue path.
+    pub queue: Arc<str>,
+    /// The partition's plain name.
+    pub partition: Arc<str>,
+    /// Gang task group (empty when none).
+    pub task_group: Arc<str>,
+}
+
+impl AllocCtx {
+    /// A context of its own (tests and one-off records).
+    pub fn new(app: &str, queue: &str, partition: &str, task_group: &str) -> Arc<AllocCtx> {
+        Arc::new(AllocCtx {
+            app: Arc::from(app),
+            queue: Arc::from(queue),
+            partition: Arc::from(partition),
+            task_group: Arc::from(task_group),
+        })
+    }
+}
+
 impl NewAllocation {
+    /// Owning application.
+    pub fn app(&self) -> &Arc<str> {
+        &self.ctx.app
+    }
+
+    /// The application's queue path.
+    pub fn queue(&self) -> &Arc<str> {
+        &self.ctx.queue
+    }
+
+    /// The partition's plain name.
+    pub fn partition(&self) -> &Arc<str> {
+        &self.ctx.partition
+    }
+
+    /// Gang task group (empty when none).
+    pub fn task_group(&self) -> &Arc<str> {
+        &self.ctx.task_group
+    }
+
     /// The wire form.
     pub fn to_proto(&self) -> si::Allocation {
         si::Allocation {
@@ -56,11 +99,11 @@ impl NewAllocation {
             priority: Some(si::Priority {
                 priority: Some(si::priority::Priority::PriorityValue(self.priority)),
             }),
-            queue_name: self.queue.to_string(),
+            queue_name: self.queue().to_string(),
             node_id: self.node.to_string(),
-            application_id: self.app.to_string(),
-            partition_name: self.partition.to_string(),
-            task_group_name: self.task_group.to_string(),
+            application_id: self.app().to_string(),
+            partition_name: self.partition().to_string(),
+            task_group_name: self.task_group().to_string(),
             placeholder: self.placeholder,
         }
     }

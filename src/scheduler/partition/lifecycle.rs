@@ -264,6 +264,9 @@ impl Partition {
             log::warn!("application {app_id} terminated holding allocation {u}; removed");
             self.remove_allocation(&u);
         }
+        if let Some(slot) = self.apps.slot_of(app_id) {
+            self.forget_ctx(slot);
+        }
         let app = self.apps.remove(app_id).expect("looked up above");
         if app.held_watch.is_some() {
             self.held_watch.remove(app_id);
@@ -341,7 +344,7 @@ impl Partition {
     fn no_real_allocations(&self, app: &Application) -> bool {
         app.allocations.len() <= app.gang.placeholders
             && (app.gang.free == app.gang.placeholders
-                || !self.gang.swaps.values().any(|s| s.real.app == app.id))
+                || !self.gang.swaps.values().any(|s| *s.real.app() == app.id))
     }
 
     /// Completion check after asks were removed (spec 6.3): no demand and

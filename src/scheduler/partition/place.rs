@@ -223,6 +223,8 @@ impl Partition {
         ask_slot: Slot,
         node: Arc<str>,
     ) -> (Arc<NewAllocation>, i32) {
+        let group = self.apps[app_slot].asks[ask_slot].task_group.clone();
+        let ctx = self.ctx_of(app_slot, &group);
         let app = self.apps.at_mut(app_slot);
         let ask = app.asks.at_mut(ask_slot);
         // The order key does not depend on the repeat count: the ask
@@ -247,13 +249,10 @@ impl Partition {
             key: ask.key.clone(),
             uuid,
             node,
-            app: app.id.clone(),
-            queue: self.queues.get(app.queue).path.clone(),
-            partition: self.name_shared.clone(),
+            ctx,
             resource: ask.resource.clone(),
             priority: ask.priority,
             tags: ask.tags.clone(),
-            task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
             preempt_self: ask.preempt_self,
             preempt_other: ask.preempt_other,

@@ -15,7 +15,7 @@ impl Partition {
             self.placeholder_leaving(&a);
         }
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app);
+        let app_slot = self.apps.slot_of(&a.app());
         self.allocations.remove(
             slot,
             app_slot.map(|s| &mut self.apps.at_mut(s).allocations),
@@ -62,7 +62,7 @@ impl Partition {
         } else if self
             .allocations
             .get(&rel.uuid)
-            .is_some_and(|a| *a.app == *app.id)
+            .is_some_and(|a| **a.app() == *app.id)
         {
             vec![Arc::from(rel.uuid.as_str())]
         } else {
@@ -142,7 +142,7 @@ impl Partition {
             && (self.gang.releasing.contains(key) || self.preempt.is_victim(key));
         if !key.is_empty() && confirms {
             // As the ordinary path: only the owner's confirmation counts.
-            if let Some(owner) = self.allocations.get(key).map(|a| a.app.clone()) {
+            if let Some(owner) = self.allocations.get(key).map(|a| a.app().clone()) {
                 if *owner != *app_id {
                     log::warn!(
                         "release of {key} by application {app_id} refused: it belongs to {owner}"
@@ -175,7 +175,10 @@ impl Partition {
                 self.allocations.uuids(&app.allocations).cloned().collect(),
             )
         } else {
-            let owned = self.allocations.get(key).is_some_and(|a| *a.app == *app.id);
+            let owned = self
+                .allocations
+                .get(key)
+                .is_some_and(|a| **a.app() == *app.id);
             (
                 vec![Arc::from(key)],
                 if owned {
@@ -236,14 +239,14 @@ impl Partition {
             .gang
             .swaps
             .iter()
-            .find(|(_, s)| *s.real.key == *key && *s.real.app == *app_id)
+            .find(|(_, s)| *s.real.key == *key && **s.real.app() == *app_id)
             .map(|(ph, _)| ph.clone())
         else {
             return;
         };
         self.unlink(&ph, false);
         if let Some(a) = self.allocations.get(&ph) {
-            let group = a.task_group.clone();
+            let group = a.task_group().clone();
             if let Some(app) = self.apps.get_mut(app_id) {
                 app.gang.take_free(&group, &ph);
             }

@@ -69,9 +69,9 @@ fn higher_priority_goes_first_and_a_pass_places_everything_that_fits() {
     let keys: Vec<&str> = seen.allocated.iter().map(|a| &*a.key).collect();
     assert_eq!(keys, ["high", "low"]);
     for a in &seen.allocated {
-        assert_eq!(&*a.app, "app");
-        assert_eq!(&*a.queue, "root.a");
-        assert_eq!(&*a.partition, "default");
+        assert_eq!(&**a.app(), "app");
+        assert_eq!(&**a.queue(), "root.a");
+        assert_eq!(&**a.partition(), "default");
         assert_eq!(a.uuid.len(), 36);
     }
     // Nothing left fits: the next pass decides nothing.

@@ -239,7 +239,7 @@ fn node_snaps(p: &Partition) -> Vec<NodeSnap> {
                 .map(|(a, replacing)| AllocationSnap {
                     uuid: a.uuid.clone(),
                     allocation_key: a.key.to_string(),
-                    application_id: a.app.to_string(),
+                    application_id: a.app().to_string(),
                     resource: named(&a.resource),
                     placeholder: a.placeholder,
                     replacing,

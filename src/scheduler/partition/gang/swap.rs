@@ -147,7 +147,12 @@ impl Partition {
         // yet, so it counts here (docs/limits.md). Unsure waits too.
         if !excess.is_zero() && self.ugm.enabled() {
             let mut wanted = excess.clone();
-            for s in self.gang.swaps.values().filter(|s| *s.real.app == *app.id) {
+            for s in self
+                .gang
+                .swaps
+                .values()
+                .filter(|s| **s.real.app() == *app.id)
+            {
                 wanted.add_assign(&s.excess);
             }
             if self.ugm.fits(app, &wanted) != crate::scheduler::ugm::Fit::Fits {
@@ -182,7 +187,7 @@ impl Partition {
         let (real, remaining) = self.mint(app_slot, ask_slot, plan.node.clone());
         let uuid = real.uuid.clone();
         let app = self.apps.at_mut(app_slot);
-        app.gang.take_free(&real.task_group, &plan.placeholder);
+        app.gang.take_free(&real.task_group(), &plan.placeholder);
         let q = app.queue;
         let queue_path = self.queues.get(q).path.clone();
         self.queues.sub_pending(q, &real.resource);
@@ -274,7 +279,7 @@ impl Partition {
         let owned = self
             .allocations
             .get(uuid)
-            .is_some_and(|a| *a.app == *rel.application_id);
+            .is_some_and(|a| **a.app() == *rel.application_id);
         if !owned {
             log::debug!(
                 "replacement confirmation for unknown allocation {uuid} of {} ignored",
@@ -340,7 +345,7 @@ impl Partition {
         let ph_slot = self.allocations.slot_of(ph)?;
         let a = self.allocations.at(ph_slot).clone();
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app);
+        let app_slot = self.apps.slot_of(&a.app());
         let entry = Allocation {
             record: real.clone(),
             queue: a.queue,
@@ -401,10 +406,10 @@ impl Partition {
                 .sub_allocated(a.queue, &a.resource.add(&swap.excess));
             self.queues.add_allocated(a.queue, &real.resource);
         }
-        let app = self.apps.get_mut(&a.app)?;
+        let app = self.apps.get_mut(&a.app())?;
         app.gang
-            .remove_placeholder(&a.task_group, &a.uuid, &a.resource);
-        if let Some(g) = app.gang.groups.get_mut(&real.task_group) {
+            .remove_placeholder(&a.task_group(), &a.uuid, &a.resource);
+        if let Some(g) = app.gang.groups.get_mut(real.task_group()) {
             g.real += 1;
         }
         // The first replacement does not move the state on: the last
@@ -419,21 +424,23 @@ impl Partition {
         apps::sync_active(app, &mut self.queues, &mut self.ugm);
         let queue_path = self.queues.get(app.queue).path.clone();
         self.allocation_count += 1;
-        self.sync_holder(&a.app);
+        self.sync_holder(&a.app());
         if self.timeouts.events.allows(EventType::App as i32) {
             out.event(events::record(
                 EventType::App,
-                &a.app,
+                &a.app(),
                 &queue_path,
                 "PlaceholderReplaced",
                 format!(
                     "Application {}: placeholder {ph} replaced by {} on node {}",
-                    a.app, real.uuid, real.node
+                    a.app(),
+                    real.uuid,
+                    real.node
                 ),
             ));
         }
         if !first {
-            self.fire(&a.app, AppEvent::Run, None, out);
+            self.fire(&a.app(), AppEvent::Run, None, out);
         }
         Some(real)
     }

@@ -156,7 +156,7 @@ impl Partition {
         let app = self.apps.get_mut(&app_id).expect("looked up above");
         for u in placeholders {
             if let Some(a) = self.allocations.get(&u) {
-                app.gang.take_free(&a.task_group, &u);
+                app.gang.take_free(&a.task_group(), &u);
             }
             released.push(si::AllocationRelease {
                 partition_name: self.name.clone(),
@@ -214,7 +214,7 @@ impl Partition {
         out: &mut Outcomes,
     ) {
         for real in confirmed {
-            let app = real.app.clone();
+            let app = real.app().clone();
             self.emit_new_allocation(real, out);
             self.after_swap_confirmed(&app, out);
         }
