@@ -6,6 +6,7 @@
 //! straight from the core's shared records. The tests check them against
 //! prost's encoding of the equivalent messages.
 
+use crate::scheduler::alloc_uuid::TEXT_LEN;
 use prost::encoding::{encoded_len_varint, key_len, WireType};
 
 use std::sync::Arc;
@@ -117,7 +118,7 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
     } else {
         let pr = priority_len(a.priority);
         (
-            string_len(3, &a.uuid),
+            string_len(3, a.uuid.as_str(&mut [0; TEXT_LEN])),
             key_len(6) + encoded_len_varint(pr as u64) + pr,
             string_len(7, a.queue()),
         )
@@ -160,7 +161,7 @@ fn put_allocation(
         put_string(2, v, buf);
     }
     if !v1 {
-        put_string(3, &a.uuid, buf);
+        put_string(3, a.uuid.as_str(&mut [0; TEXT_LEN]), buf);
     }
     put_len(5, res_len, buf);
     put_resource(resource, buf);
@@ -250,7 +251,7 @@ mod tests {
     fn sample(i: i32, tags: &[(&str, &str)], placeholder: bool) -> Arc<NewAllocation> {
         Arc::new(NewAllocation {
             key: Arc::from(format!("ask-{i}").as_str()),
-            uuid: Arc::from("6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11"),
+            uuid: "6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11".into(),
             node: Arc::from("node-00017"),
             ctx: crate::scheduler::outcome::AllocCtx::new(
                 "app-1",

@@ -165,7 +165,7 @@ fn allocation(a: &NewAllocation, preempted: bool) -> Value {
     let mut v = json!({
         "allocationKey": &*a.key,
         "allocationTags": &*a.tags,
-        "uuid": &*a.uuid,
+        "uuid": &a.uuid,
         "resource": res_str(Some(&super::snapshot::named(&a.resource))),
         "priority": a.priority.to_string(),
         "queueName": &**a.queue(),

@@ -203,7 +203,8 @@ impl Partition {
         if app.allocations.is_empty() {
             return;
         }
-        let mut uuids: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
+        let mut uuids: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&app.allocations).cloned().collect();
         uuids.sort();
         let mut released = Vec::new();
         for u in uuids {
@@ -259,7 +260,8 @@ impl Partition {
         };
         // Nothing should be left at this point; if something is, it must not
         // stay on its node after the application is gone.
-        let leftover: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
+        let leftover: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&app.allocations).cloned().collect();
         for u in leftover {
             log::warn!("application {app_id} terminated holding allocation {u}; removed");
             self.remove_allocation(&u);
@@ -410,7 +412,8 @@ impl Partition {
             return;
         };
         let keys: Vec<Arc<str>> = app.asks.keys().cloned().collect();
-        let uuids: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
+        let uuids: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&app.allocations).cloned().collect();
         for k in keys {
             self.remove_ask(app_id, &k);
         }

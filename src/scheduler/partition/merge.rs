@@ -229,7 +229,7 @@ impl Partition {
             &node_id,
             Adopted {
                 key: ask.key.clone(),
-                uuid: ask.key.clone(),
+                uuid: crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key),
                 app: &app_id,
                 resource,
                 priority: ask.priority,

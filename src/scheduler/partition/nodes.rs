@@ -13,7 +13,7 @@ pub(crate) struct Adopted<'a> {
     /// Allocation key.
     pub key: Arc<str>,
     /// Its UUID (SI v1.x: the key).
-    pub uuid: Arc<str>,
+    pub uuid: crate::scheduler::alloc_uuid::AllocUuid,
     /// Owning application.
     pub app: &'a str,
     /// Resource held.
@@ -221,7 +221,7 @@ impl Partition {
             node_id,
             Adopted {
                 key: Arc::from(a.allocation_key.as_str()),
-                uuid: Arc::from(a.uuid.as_str()),
+                uuid: crate::scheduler::alloc_uuid::AllocUuid::from_rm(&a.uuid),
                 app: &a.application_id,
                 resource,
                 priority: priority_of(a.priority.as_ref()),
@@ -427,7 +427,8 @@ impl Partition {
         if let Some(slot) = self.nodes.slot_of(node_id) {
             self.reservations.cancel_node(slot);
         }
-        let uuids: Vec<Arc<str>> = self.allocations.uuids(&node.allocations).cloned().collect();
+        let uuids: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&node.allocations).cloned().collect();
         self.nodes.get_mut(node_id).expect("checked").schedulable = false;
         let mut released = Vec::new();
         // Per application: (real removed, placeholder removed).

@@ -239,11 +239,10 @@ impl Partition {
         app.pending.sub_clamped_assign(&ask.resource);
         // SI v1.x: the allocation key is the allocation's identity (one
         // request, one allocation); v0.12 mints a UUID per allocation.
-        let uuid: Arc<str> = if self.edition == crate::scheduler::edition::Edition::V1 {
-            ask.key.clone()
+        let uuid = if self.edition == crate::scheduler::edition::Edition::V1 {
+            crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key)
         } else {
-            let mut buf = uuid::Uuid::encode_buffer();
-            Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf))
+            crate::scheduler::alloc_uuid::AllocUuid::new_v4()
         };
         let record = Arc::new(NewAllocation {
             key: ask.key.clone(),

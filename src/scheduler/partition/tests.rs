@@ -136,7 +136,7 @@ fn a_reserved_node_waits_for_its_ask_and_the_reserved_pass_fills_it_first() {
         [("small".to_string(), "n2".to_string())]
     );
     // Room frees on n1: the reserved pass places the big ask there.
-    h.release("a", &held[0].uuid, TerminationType::StoppedByRm);
+    h.release("a", &held[0].uuid.to_string(), TerminationType::StoppedByRm);
     assert_eq!(
         h.schedule().placed(),
         [("big".to_string(), "n1".to_string())]

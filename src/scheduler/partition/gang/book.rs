@@ -43,15 +43,16 @@ pub struct Swap {
 #[derive(Debug, Default)]
 pub struct GangBook {
     /// Swaps in flight by placeholder UUID.
-    pub swaps: FastMap<Arc<str>, Swap>,
+    pub swaps: FastMap<crate::scheduler::alloc_uuid::AllocUuid, Swap>,
     /// Placeholder UUID by real UUID, for real allocations placed on
     /// another node than their placeholder (they sit in that node's list).
-    pub by_real: FastMap<Arc<str>, Arc<str>>,
+    pub by_real:
+        FastMap<crate::scheduler::alloc_uuid::AllocUuid, crate::scheduler::alloc_uuid::AllocUuid>,
     /// Placeholders the core released with `TIMEOUT`, awaiting the RM.
-    pub releasing: FastSet<Arc<str>>,
+    pub releasing: FastSet<crate::scheduler::alloc_uuid::AllocUuid>,
     /// Placeholders whose swap was undone after the RM was told of it: a
     /// late confirmation removes them like a normal release (spec 11.5).
-    pub unlinked: FastSet<Arc<str>>,
+    pub unlinked: FastSet<crate::scheduler::alloc_uuid::AllocUuid>,
     /// Applications holding at least one free placeholder.
     pub holders: FastSet<Arc<str>>,
     /// Real allocations of confirmed swaps, reported at the start of the
@@ -63,7 +64,7 @@ impl GangBook {
     /// Whether placeholder `uuid` is on its way out: released on timeout,
     /// or being swapped for its real allocation. Such a placeholder is
     /// never a preemption victim: its resources are already spoken for.
-    pub fn placeholder_leaving(&self, uuid: &str) -> bool {
+    pub fn placeholder_leaving(&self, uuid: &crate::scheduler::alloc_uuid::AllocUuid) -> bool {
         self.releasing.contains(uuid) || self.swaps.contains_key(uuid)
     }
 }
@@ -156,7 +157,7 @@ impl Partition {
     pub(crate) fn placeholder_added(
         &mut self,
         app_id: &Arc<str>,
-        uuid: &Arc<str>,
+        uuid: &crate::scheduler::alloc_uuid::AllocUuid,
         group: &Arc<str>,
         resource: &Resource,
         out: &mut Outcomes,
@@ -197,8 +198,8 @@ impl Partition {
     /// node removal, application removal): undo a swap in flight, unbook it.
     pub(crate) fn placeholder_leaving(&mut self, a: &Allocation) {
         self.unlink(&a.uuid, true);
-        self.gang.unlinked.remove(&*a.uuid);
-        self.gang.releasing.remove(&*a.uuid);
+        self.gang.unlinked.remove(&a.uuid);
+        self.gang.releasing.remove(&a.uuid);
         if let Some(app) = self.apps.get_mut(&a.app()) {
             app.gang
                 .remove_placeholder(&a.task_group(), &a.uuid, &a.resource);
@@ -213,7 +214,11 @@ impl Partition {
     /// allocation leaves its node, and with `restore_ask` the real ask gets
     /// its repeat back to be scheduled again. The placeholder becomes free
     /// again; the RM is told nothing new (spec 11.5).
-    pub(crate) fn unlink(&mut self, ph: &str, restore_ask: bool) {
+    pub(crate) fn unlink(
+        &mut self,
+        ph: &crate::scheduler::alloc_uuid::AllocUuid,
+        restore_ask: bool,
+    ) {
         let Some(swap) = self.gang.swaps.remove(ph) else {
             return;
         };
@@ -225,7 +230,7 @@ impl Partition {
             }
         }
         if !swap.same_node {
-            self.gang.by_real.remove(&*real.uuid);
+            self.gang.by_real.remove(&real.uuid);
             let node_slot = self.nodes.slot_of(&real.node);
             if let Some(s) = swap.real_slot {
                 self.allocations.remove(
@@ -262,7 +267,7 @@ impl Partition {
             }
         }
         let app = self.apps.get_mut(&real.app()).expect("looked up above");
-        if let Some((uuid, _)) = self.allocations.get_key_value(ph) {
+        if let Some(uuid) = self.allocations.get(ph).map(|a| &a.uuid) {
             if !self.gang.releasing.contains(ph) {
                 app.gang.give_back(&real.task_group(), uuid);
             }

@@ -1,6 +1,7 @@
 //! The replacement step of the scheduling pass (spec 8.2 step b, 9.3) and
 //! the RM's confirmation of a swap.
 
+use crate::scheduler::alloc_uuid::AllocUuid;
 use std::sync::Arc;
 
 use crate::events;
@@ -19,7 +20,7 @@ use si::event_record::Type as EventType;
 struct Plan {
     app: Arc<str>,
     key: Arc<str>,
-    placeholder: Arc<str>,
+    placeholder: AllocUuid,
     node: Arc<str>,
     same_node: bool,
 }
@@ -97,7 +98,7 @@ impl Partition {
         if app.gang.free == 0 {
             return None;
         }
-        let mut first: Option<(&Ask, &Arc<str>)> = None;
+        let mut first: Option<(&Ask, &AllocUuid)> = None;
         for key in app.ask_order.values() {
             let ask = &app.asks[*key];
             if !is_real_member(ask) {
@@ -133,7 +134,7 @@ impl Partition {
         let (ask, ph) = first?;
         // A real allocation bigger than its placeholder needs the queue's
         // headroom for the difference.
-        let excess = ask.resource.sub_clamped(&self.allocations[&**ph].resource);
+        let excess = ask.resource.sub_clamped(&self.allocations[ph].resource);
         if !excess.is_zero()
             && !self
                 .queues
@@ -177,7 +178,7 @@ impl Partition {
     /// placeholder marked as being replaced. Returns the release entry for
     /// the placeholder that tells the RM (spec 9.3 step 3).
     fn make_swap(&mut self, plan: Plan, out: &mut Outcomes) -> si::AllocationRelease {
-        let ph = &self.allocations[&*plan.placeholder];
+        let ph = &self.allocations[&plan.placeholder];
         let (ph_resource, ph_key, ph_node) = (ph.resource.clone(), ph.key.clone(), ph.node.clone());
         let app_slot = self.apps.slot_of(&plan.app).expect("found by the search");
         let ask_slot = self.apps[app_slot].asks.slot_of(&plan.key);
@@ -216,7 +217,7 @@ impl Partition {
             });
         }
         if !self.gang.unlinked.is_empty() {
-            self.gang.unlinked.remove(&*plan.placeholder);
+            self.gang.unlinked.remove(&plan.placeholder);
         }
         self.sync_holder(&plan.app);
         if self.timeouts.events.allows(EventType::Request as i32)
@@ -275,18 +276,19 @@ impl Partition {
         rel: &si::AllocationRelease,
         out: &mut Outcomes,
     ) -> bool {
-        let uuid = rel.uuid.as_str();
         let owned = self
             .allocations
-            .get(uuid)
-            .is_some_and(|a| **a.app() == *rel.application_id);
-        if !owned {
+            .get(&rel.uuid)
+            .filter(|a| **a.app() == *rel.application_id)
+            .map(|a| a.uuid.clone());
+        let Some(uuid) = &owned else {
             log::debug!(
-                "replacement confirmation for unknown allocation {uuid} of {} ignored",
+                "replacement confirmation for unknown allocation {} of {} ignored",
+                rel.uuid,
                 rel.application_id
             );
             return true;
-        }
+        };
         if !self.gang.swaps.contains_key(uuid) {
             if self.gang.unlinked.contains(uuid) || self.gang.releasing.contains(uuid) {
                 return false;
@@ -337,7 +339,7 @@ impl Partition {
     /// transitions follow in [`Self::after_swap_confirmed`].
     pub(super) fn complete_swap(
         &mut self,
-        ph: &str,
+        ph: &AllocUuid,
         out: &mut Outcomes,
     ) -> Option<Arc<NewAllocation>> {
         let swap = self.gang.swaps.remove(ph)?;
@@ -397,7 +399,7 @@ impl Partition {
             }
         }
         if !swap.same_node {
-            self.gang.by_real.remove(&*real.uuid);
+            self.gang.by_real.remove(&real.uuid);
         }
         // Queue usage follows the real size (the spec's recommended fix);
         // an excess was counted at the decision already.
