@@ -439,6 +439,47 @@ mod tests {
         assert!(app.is_empty() && n1.is_empty() && n2.is_empty() && t.is_empty());
     }
 
+    #[test]
+    fn the_index_finds_a_uuid_by_the_rms_text_in_either_form() {
+        let canon = "6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11";
+        let minted = AllocUuid::new_v4();
+        let mut t = AllocTable::default();
+        let (mut app, mut node) = (AllocList::default(), AllocList::default());
+        let mut with = |u: AllocUuid| {
+            let mut a = alloc("x");
+            Arc::make_mut(&mut a.record).uuid = u;
+            t.insert(a, &mut app, &mut node)
+        };
+        let s_canon = with(AllocUuid::from_rm(canon));
+        let s_minted = with(minted.clone());
+        let s_key = with(AllocUuid::from_shared(&Arc::from("ask-1")));
+        assert_eq!((t.by_bits.len(), t.by_str.len()), (2, 1));
+        // By the RM's text, by a copy of it, by the held UUID.
+        assert_eq!(t.slot_of(canon), Some(s_canon));
+        assert_eq!(t.slot_of(&canon.to_string()), Some(s_canon));
+        assert_eq!(t.slot_of(&minted.to_string()), Some(s_minted));
+        assert_eq!(t.slot_of(&minted), Some(s_minted));
+        assert_eq!(t.slot_of("ask-1"), Some(s_key));
+        // Another text is another UUID, whatever it looks like.
+        assert_eq!(t.slot_of(&canon.to_uppercase()), None);
+        assert_eq!(t.slot_of("ask-1 "), None);
+        assert_eq!(t.slot_of(&"a".repeat(1 << 16)), None);
+        let (k, a) = t.get_key_value(canon).unwrap();
+        assert_eq!(
+            (k.to_string(), a.uuid.to_string()),
+            (canon.to_string(), canon.to_string())
+        );
+        let mut seen: Vec<String> = t.iter().map(|(u, _)| u.to_string()).collect();
+        seen.sort();
+        let mut want = vec![canon.to_string(), minted.to_string(), "ask-1".to_string()];
+        want.sort();
+        assert_eq!(seen, want);
+        t.remove(s_canon, Some(&mut app), Some(&mut node));
+        t.remove(s_key, Some(&mut app), Some(&mut node));
+        assert_eq!((t.slot_of(canon), t.slot_of("ask-1")), (None, None));
+        assert_eq!(t.len(), 1);
+    }
+
     /// The facts of `slot` are those of its record, its age kept.
     fn facts_follow(t: &AllocTable, slot: AllocSlot, born: u64) {
         let (f, a) = (t.facts(slot), t.at(slot));
