@@ -31,18 +31,27 @@ fn encode_key(tag: u32, wire_type: WireType, buf: &mut Vec<u8>) {
 }
 
 fn string_len(tag: u32, s: &str) -> usize {
-    if s.is_empty() {
+    bytes_len(tag, s.len())
+}
+
+/// A string field of `len` bytes (none when empty).
+fn bytes_len(tag: u32, len: usize) -> usize {
+    if len == 0 {
         0
     } else {
-        key_len(tag) + encoded_len_varint(s.len() as u64) + s.len()
+        key_len(tag) + encoded_len_varint(len as u64) + len
     }
 }
 
 fn put_string(tag: u32, s: &str, buf: &mut Vec<u8>) {
+    put_bytes(tag, s.as_bytes(), buf);
+}
+
+fn put_bytes(tag: u32, s: &[u8], buf: &mut Vec<u8>) {
     if !s.is_empty() {
         encode_key(tag, WireType::LengthDelimited, buf);
         encode_varint(s.len() as u64, buf);
-        buf.extend_from_slice(s.as_bytes());
+        buf.extend_from_slice(s);
     }
 }
 
@@ -118,7 +127,7 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
     } else {
         let pr = priority_len(a.priority);
         (
-            string_len(3, a.uuid.as_str(&mut [0; TEXT_LEN])),
+            bytes_len(3, a.uuid.len()),
             key_len(6) + encoded_len_varint(pr as u64) + pr,
             string_len(7, a.queue()),
         )
@@ -161,7 +170,7 @@ fn put_allocation(
         put_string(2, v, buf);
     }
     if !v1 {
-        put_string(3, a.uuid.as_str(&mut [0; TEXT_LEN]), buf);
+        put_bytes(3, a.uuid.as_bytes(&mut [0; TEXT_LEN]), buf);
     }
     put_len(5, res_len, buf);
     put_resource(resource, buf);

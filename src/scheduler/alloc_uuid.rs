@@ -116,21 +116,20 @@ fn hex(c: u8) -> Option<u8> {
     }
 }
 
-/// Writes the canonical text of `bits` into `buf`.
-fn write_canonical<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b str {
+/// Where each byte's two digits start in the canonical text.
+const DIGIT_AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
+
+/// Writes the canonical text of `bits` into `buf` (ASCII).
+fn write_canonical<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b [u8] {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut i = 0;
-    for (j, byte) in bits.iter().enumerate() {
-        // Hyphens go before bytes 4, 6, 8 and 10.
-        if matches!(j, 4 | 6 | 8 | 10) {
-            buf[i] = b'-';
-            i += 1;
-        }
-        buf[i] = DIGITS[usize::from(byte >> 4)];
-        buf[i + 1] = DIGITS[usize::from(byte & 0xf)];
-        i += 2;
+    for (byte, at) in bits.iter().zip(DIGIT_AT) {
+        buf[at] = DIGITS[usize::from(byte >> 4)];
+        buf[at + 1] = DIGITS[usize::from(byte & 0xf)];
     }
-    std::str::from_utf8(buf).unwrap_or_default()
+    for at in HYPHENS {
+        buf[at] = b'-';
+    }
+    buf
 }
 
 impl AllocUuid {
@@ -177,8 +176,17 @@ impl AllocUuid {
     /// The text, written into `buf` when it is not held as text.
     pub fn as_str<'b>(&'b self, buf: &'b mut [u8; TEXT_LEN]) -> &'b str {
         match &self.0 {
-            Repr::Bits(b) => write_canonical(b, buf),
+            Repr::Bits(b) => std::str::from_utf8(write_canonical(b, buf)).unwrap_or_default(),
             Repr::Str(s) => s,
+        }
+    }
+
+    /// The text's bytes (UTF-8), written into `buf` when it is not held
+    /// as text: what an encoder copies, without checking it again.
+    pub fn as_bytes<'b>(&'b self, buf: &'b mut [u8; TEXT_LEN]) -> &'b [u8] {
+        match &self.0 {
+            Repr::Bits(b) => write_canonical(b, buf),
+            Repr::Str(s) => s.as_bytes(),
         }
     }
 

@@ -21,6 +21,15 @@ impl Partition {
         let app = &self.apps[app_slot];
         let queue = &self.queues.get(app.queue).path;
         let slot = app_slot as usize;
+        // The common case: the application's last context fits.
+        if let Some(c) = self.ctxs.get(slot).and_then(|k| k.last()) {
+            if Arc::ptr_eq(&c.app, &app.id)
+                && Arc::ptr_eq(&c.queue, queue)
+                && (Arc::ptr_eq(&c.task_group, task_group) || c.task_group == *task_group)
+            {
+                return c.clone();
+            }
+        }
         if self.ctxs.len() <= slot {
             self.ctxs.resize_with(slot + 1, Vec::new);
         }
@@ -28,8 +37,10 @@ impl Partition {
         // Pointers compare the application and queue: a kept context holds
         // its strings, so an equal address is the same string.
         kept.retain(|c| Arc::ptr_eq(&c.app, &app.id) && Arc::ptr_eq(&c.queue, queue));
-        if let Some(c) = kept.iter().find(|c| c.task_group == *task_group) {
-            return c.clone();
+        if let Some(i) = kept.iter().position(|c| c.task_group == *task_group) {
+            let c = kept.remove(i);
+            kept.push(c.clone());
+            return c;
         }
         let ctx = Arc::new(AllocCtx {
             app: app.id.clone(),
