@@ -83,7 +83,7 @@ impl Partition {
         let a = self.allocations.at(slot).clone();
         let old = &a.resource;
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app());
+        let app_slot = self.apps.slot_of(a.app());
         let overflow = |what: &str| {
             format!(
                 "allocation {uuid} of application {}: resizing from {old} to {new} would overflow the {what}",

@@ -19,7 +19,7 @@ impl Partition {
             self.placeholder_leaving(&a);
         }
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app());
+        let app_slot = self.apps.slot_of(a.app());
         self.allocations.remove(
             slot,
             app_slot.map(|s| &mut self.apps.at_mut(s).allocations),

@@ -92,7 +92,7 @@ impl Partition {
             "allocation"
         };
         let r = app_record(
-            &a.app(),
+            a.app(),
             &a.key,
             Change::Add,
             Detail::AppAlloc,
@@ -112,7 +112,7 @@ impl Partition {
         out: &mut Outcomes,
     ) {
         let r = app_record(
-            &a.app(),
+            a.app(),
             &a.key,
             Change::Remove,
             detail,
@@ -162,7 +162,7 @@ impl Partition {
             names.push(format!("{}/{}", a.app(), a.key));
             total.add_assign(&a.resource);
             let r = app_record(
-                &a.app(),
+                a.app(),
                 &a.key,
                 Change::Remove,
                 Detail::AllocPreempt,

@@ -200,14 +200,14 @@ impl Partition {
         self.unlink(&a.uuid, true);
         self.gang.unlinked.remove(&a.uuid);
         self.gang.releasing.remove(&a.uuid);
-        if let Some(app) = self.apps.get_mut(&a.app()) {
+        if let Some(app) = self.apps.get_mut(a.app()) {
             app.gang
-                .remove_placeholder(&a.task_group(), &a.uuid, &a.resource);
+                .remove_placeholder(a.task_group(), &a.uuid, &a.resource);
             if app.gang.placeholders == 0 {
                 app.gang.timer_epoch = 0; // cancels the placeholder timer
             }
         }
-        self.sync_holder(&a.app());
+        self.sync_holder(a.app());
     }
 
     /// Undoes the swap of placeholder `ph`, if one is in flight: the real
@@ -224,7 +224,7 @@ impl Partition {
         };
         let real = swap.real;
         if !swap.excess.is_zero() {
-            if let Some(app) = self.apps.get(&real.app()) {
+            if let Some(app) = self.apps.get(real.app()) {
                 let q = app.queue;
                 self.queues.sub_allocated(q, &swap.excess);
             }
@@ -243,7 +243,7 @@ impl Partition {
                 self.nodes.release(s, &real.resource);
             }
         }
-        let Some(app) = self.apps.get_mut(&real.app()) else {
+        let Some(app) = self.apps.get_mut(real.app()) else {
             return;
         };
         if restore_ask {
@@ -263,17 +263,17 @@ impl Partition {
                 let q = app.queue;
                 self.queues.add_pending(q, &real.resource);
                 // Waits for a placeholder again (partition/held.rs).
-                self.watch_held(&real.app(), true);
+                self.watch_held(real.app(), true);
             }
         }
-        let app = self.apps.get_mut(&real.app()).expect("looked up above");
+        let app = self.apps.get_mut(real.app()).expect("looked up above");
         if let Some(uuid) = self.allocations.get(ph).map(|a| &a.uuid) {
             if !self.gang.releasing.contains(ph) {
-                app.gang.give_back(&real.task_group(), uuid);
+                app.gang.give_back(real.task_group(), uuid);
             }
             self.gang.unlinked.insert(uuid.clone());
         }
-        self.sync_holder(&real.app());
+        self.sync_holder(real.app());
     }
 
     /// Whether the regular search skips this ask: a real task-group ask

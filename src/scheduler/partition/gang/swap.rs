@@ -188,7 +188,7 @@ impl Partition {
         let (real, remaining) = self.mint(app_slot, ask_slot, plan.node.clone());
         let uuid = real.uuid.clone();
         let app = self.apps.at_mut(app_slot);
-        app.gang.take_free(&real.task_group(), &plan.placeholder);
+        app.gang.take_free(real.task_group(), &plan.placeholder);
         let q = app.queue;
         let queue_path = self.queues.get(q).path.clone();
         self.queues.sub_pending(q, &real.resource);
@@ -347,7 +347,7 @@ impl Partition {
         let ph_slot = self.allocations.slot_of(ph)?;
         let a = self.allocations.at(ph_slot).clone();
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app());
+        let app_slot = self.apps.slot_of(a.app());
         let entry = Allocation {
             record: real.clone(),
             queue: a.queue,
@@ -408,9 +408,9 @@ impl Partition {
                 .sub_allocated(a.queue, &a.resource.add(&swap.excess));
             self.queues.add_allocated(a.queue, &real.resource);
         }
-        let app = self.apps.get_mut(&a.app())?;
+        let app = self.apps.get_mut(a.app())?;
         app.gang
-            .remove_placeholder(&a.task_group(), &a.uuid, &a.resource);
+            .remove_placeholder(a.task_group(), &a.uuid, &a.resource);
         if let Some(g) = app.gang.groups.get_mut(real.task_group()) {
             g.real += 1;
         }
@@ -426,11 +426,11 @@ impl Partition {
         apps::sync_active(app, &mut self.queues, &mut self.ugm);
         let queue_path = self.queues.get(app.queue).path.clone();
         self.allocation_count += 1;
-        self.sync_holder(&a.app());
+        self.sync_holder(a.app());
         if self.timeouts.events.allows(EventType::App as i32) {
             out.event(events::record(
                 EventType::App,
-                &a.app(),
+                a.app(),
                 &queue_path,
                 "PlaceholderReplaced",
                 format!(
@@ -442,7 +442,7 @@ impl Partition {
             ));
         }
         if !first {
-            self.fire(&a.app(), AppEvent::Run, None, out);
+            self.fire(a.app(), AppEvent::Run, None, out);
         }
         Some(real)
     }

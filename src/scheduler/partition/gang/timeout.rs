@@ -156,7 +156,7 @@ impl Partition {
         let app = self.apps.get_mut(&app_id).expect("looked up above");
         for u in placeholders {
             if let Some(a) = self.allocations.get(&u) {
-                app.gang.take_free(&a.task_group(), &u);
+                app.gang.take_free(a.task_group(), &u);
             }
             released.push(si::AllocationRelease {
                 partition_name: self.name.clone(),

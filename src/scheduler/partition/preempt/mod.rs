@@ -193,10 +193,10 @@ impl Partition {
             at = self.queues.get(id).parent;
         }
         if a.placeholder {
-            if let Some(app) = self.apps.get_mut(&a.app()) {
-                app.gang.take_free(&a.task_group(), &a.uuid);
+            if let Some(app) = self.apps.get_mut(a.app()) {
+                app.gang.take_free(a.task_group(), &a.uuid);
             }
-            self.sync_holder(&a.app());
+            self.sync_holder(a.app());
         }
     }
 
@@ -217,7 +217,7 @@ impl Partition {
         out.event(crate::events::record(
             si::event_record::Type::Request,
             &a.key,
-            &a.app(),
+            a.app(),
             "Preempted",
             event.to_string(),
         ));
