@@ -6,6 +6,7 @@
 //! straight from the core's shared records. The tests check them against
 //! prost's encoding of the equivalent messages.
 
+use crate::scheduler::alloc_uuid::TEXT_LEN;
 use prost::encoding::{encoded_len_varint, key_len, WireType};
 
 use std::sync::Arc;
@@ -30,18 +31,27 @@ fn encode_key(tag: u32, wire_type: WireType, buf: &mut Vec<u8>) {
 }
 
 fn string_len(tag: u32, s: &str) -> usize {
-    if s.is_empty() {
+    bytes_len(tag, s.len())
+}
+
+/// A string field of `len` bytes (none when empty).
+fn bytes_len(tag: u32, len: usize) -> usize {
+    if len == 0 {
         0
     } else {
-        key_len(tag) + encoded_len_varint(s.len() as u64) + s.len()
+        key_len(tag) + encoded_len_varint(len as u64) + len
     }
 }
 
 fn put_string(tag: u32, s: &str, buf: &mut Vec<u8>) {
+    put_bytes(tag, s.as_bytes(), buf);
+}
+
+fn put_bytes(tag: u32, s: &[u8], buf: &mut Vec<u8>) {
     if !s.is_empty() {
         encode_key(tag, WireType::LengthDelimited, buf);
         encode_varint(s.len() as u64, buf);
-        buf.extend_from_slice(s.as_bytes());
+        buf.extend_from_slice(s);
     }
 }
 
@@ -117,9 +127,9 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
     } else {
         let pr = priority_len(a.priority);
         (
-            string_len(3, &a.uuid),
+            bytes_len(3, a.uuid.len()),
             key_len(6) + encoded_len_varint(pr as u64) + pr,
-            string_len(7, &a.queue),
+            string_len(7, a.queue()),
         )
     };
     string_len(1, &a.key)
@@ -131,9 +141,9 @@ fn allocation_len(a: &NewAllocation, res_len: usize, v1: bool) -> usize {
         + priority
         + queue
         + string_len(8, &a.node)
-        + string_len(9, &a.app)
-        + string_len(10, &a.partition)
-        + string_len(11, &a.task_group)
+        + string_len(9, a.app())
+        + string_len(10, a.partition())
+        + string_len(11, a.task_group())
         + if a.placeholder { key_len(12) + 1 } else { 0 }
         + if v1 { v1_preemption_len(a) } else { 0 }
 }
@@ -160,7 +170,7 @@ fn put_allocation(
         put_string(2, v, buf);
     }
     if !v1 {
-        put_string(3, &a.uuid, buf);
+        put_bytes(3, a.uuid.as_bytes(&mut [0; TEXT_LEN]), buf);
     }
     put_len(5, res_len, buf);
     put_resource(resource, buf);
@@ -168,15 +178,15 @@ fn put_allocation(
         put_len(6, priority_len(a.priority), buf);
         encode_key(1, WireType::Varint, buf);
         encode_varint(a.priority as i64 as u64, buf);
-        put_string(7, &a.queue, buf);
+        put_string(7, a.queue(), buf);
     } else if a.priority != 0 {
         encode_key(6, WireType::Varint, buf);
         encode_varint(a.priority as i64 as u64, buf);
     }
     put_string(8, &a.node, buf);
-    put_string(9, &a.app, buf);
-    put_string(10, &a.partition, buf);
-    put_string(11, &a.task_group, buf);
+    put_string(9, a.app(), buf);
+    put_string(10, a.partition(), buf);
+    put_string(11, a.task_group(), buf);
     if a.placeholder {
         encode_key(12, WireType::Varint, buf);
         encode_varint(1, buf);
@@ -250,11 +260,14 @@ mod tests {
     fn sample(i: i32, tags: &[(&str, &str)], placeholder: bool) -> Arc<NewAllocation> {
         Arc::new(NewAllocation {
             key: Arc::from(format!("ask-{i}").as_str()),
-            uuid: Arc::from("6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11"),
+            uuid: "6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11".into(),
             node: Arc::from("node-00017"),
-            app: Arc::from("app-1"),
-            queue: Arc::from("root.a"),
-            partition: Arc::from("default"),
+            ctx: crate::scheduler::outcome::AllocCtx::new(
+                "app-1",
+                "root.a",
+                "default",
+                if placeholder { "tg" } else { "" },
+            ),
             resource: Resource::from_pairs([
                 ("memory", 10 * i as i64),
                 ("vcore", 1),
@@ -268,7 +281,6 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect::<BTreeMap<_, _>>(),
             ),
-            task_group: Arc::from(if placeholder { "tg" } else { "" }),
             placeholder,
             preempt_self: true,
             preempt_other: true,

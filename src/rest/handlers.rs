@@ -165,13 +165,13 @@ fn allocation(a: &NewAllocation, preempted: bool) -> Value {
     let mut v = json!({
         "allocationKey": &*a.key,
         "allocationTags": &*a.tags,
-        "uuid": &*a.uuid,
+        "uuid": &a.uuid,
         "resource": res_str(Some(&super::snapshot::named(&a.resource))),
         "priority": a.priority.to_string(),
-        "queueName": &*a.queue,
+        "queueName": &**a.queue(),
         "nodeId": &*a.node,
-        "applicationId": &*a.app,
-        "partition": &*a.partition,
+        "applicationId": &**a.app(),
+        "partition": &**a.partition(),
     });
     // YuniKorn v1.8's allocation entry (omitted when false there).
     if preempted {

@@ -4,6 +4,7 @@
 //! records it is derived from, with wide (i128) sums, and reports every
 //! mismatch it finds (the first few, by name).
 
+use crate::scheduler::alloc_uuid::AllocUuid;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
@@ -143,7 +144,7 @@ fn check_partition(
 
     // Node usage equals the sum of its allocations; every listed
     // allocation exists and names this node.
-    let mut listed_on_node: BTreeSet<&str> = BTreeSet::new();
+    let mut listed_on_node: BTreeSet<&AllocUuid> = BTreeSet::new();
     for n in &p.nodes {
         let mut sum = Wide::new();
         for uuid in n.allocations.iter().map(|a| &a.uuid) {
@@ -178,7 +179,7 @@ fn check_partition(
                 "{part}: allocation {uuid} is on unknown node {}",
                 a.node
             ));
-        } else if !listed_on_node.contains(&**uuid) {
+        } else if !listed_on_node.contains(uuid) {
             orphans_node.push(format!(
                 "{part}: allocation {uuid} is not listed on its node {}",
                 a.node
@@ -188,14 +189,14 @@ fn check_partition(
 
     // Application usage equals the sum of its allocations; allocations
     // belong to a known application that lists them.
-    let mut listed_on_app: BTreeSet<&str> = BTreeSet::new();
+    let mut listed_on_app: BTreeSet<&AllocUuid> = BTreeSet::new();
     let mut leaf_sums: BTreeMap<&str, Wide> = BTreeMap::new();
     for a in &p.apps {
         let mut sum = Wide::new();
         for uuid in &a.allocations {
             listed_on_app.insert(uuid);
             match p.allocations.get(uuid) {
-                Some(rec) if &*rec.app == a.id.as_str() => {
+                Some(rec) if &**rec.app() == a.id.as_str() => {
                     add(&mut sum, &super::snapshot::named(&rec.resource))
                 }
                 _ => orphans_app.push(format!(
@@ -216,15 +217,15 @@ fn check_partition(
     }
     let app_ids: BTreeSet<&str> = p.apps.iter().map(|a| a.id.as_str()).collect();
     for (uuid, a) in &p.allocations {
-        if !app_ids.contains(&*a.app) {
+        if !app_ids.contains(&**a.app()) {
             orphans_app.push(format!(
                 "{part}: allocation {uuid} belongs to unknown application {}",
-                a.app
+                a.app()
             ));
-        } else if !listed_on_app.contains(&**uuid) {
+        } else if !listed_on_app.contains(uuid) {
             orphans_app.push(format!(
                 "{part}: allocation {uuid} is not listed by its application {}",
-                a.app
+                a.app()
             ));
         }
     }
@@ -341,13 +342,15 @@ mod tests {
             key: "k".into(),
             uuid: "u1".into(),
             node: "n1".into(),
-            app: if orphan { "gone".into() } else { "app".into() },
-            queue: "root.a".into(),
-            partition: "default".into(),
+            ctx: crate::scheduler::outcome::AllocCtx::new(
+                if orphan { "gone" } else { "app" },
+                "root.a",
+                "default",
+                "",
+            ),
             resource: Resource::from_pairs([("memory", 10)]).unwrap(),
             priority: 0,
             tags: Default::default(),
-            task_group: "".into(),
             placeholder: false,
             preempt_self: true,
             preempt_other: true,
@@ -400,7 +403,7 @@ mod tests {
                     replacing: None,
                 }],
             }],
-            allocations: [(Arc::from("u1"), rec)].into_iter().collect(),
+            allocations: [("u1".into(), rec)].into_iter().collect(),
             ..Default::default()
         }
     }

@@ -75,9 +75,9 @@ pub fn allocation(a: &NewAllocation, preempted: bool) -> Value {
     );
     m.insert("priority".into(), json!(a.priority.to_string()));
     put_str(&mut m, "nodeId", &a.node);
-    put_str(&mut m, "applicationId", &a.app);
+    put_str(&mut m, "applicationId", a.app());
     put_true(&mut m, "placeholder", a.placeholder);
-    put_str(&mut m, "taskGroupName", &a.task_group);
+    put_str(&mut m, "taskGroupName", a.task_group());
     put_true(&mut m, "preempted", preempted);
     put_true(&mut m, "originator", a.originator);
     Value::Object(m)

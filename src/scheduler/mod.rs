@@ -4,6 +4,7 @@
 //! Everything here runs on the core thread (see [`core::Core`]); nothing
 //! here touches raw pointers or knows about the C ABI.
 
+pub mod alloc_uuid;
 pub mod api;
 pub mod clock;
 pub mod config_txn;

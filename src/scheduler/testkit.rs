@@ -361,7 +361,7 @@ impl Harness {
             .p
             .allocations()
             .uuids(&a.allocations)
-            .cloned()
+            .map(|u| Arc::from(u.to_string()))
             .collect();
         v.sort();
         v

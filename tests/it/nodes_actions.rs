@@ -103,6 +103,75 @@ fn existing_allocations_are_adopted_not_resent() {
     );
 }
 
+/// An RM's UUIDs are kept as it wrote them, whatever their form (the core
+/// holds a canonical lowercase UUID as 16 bytes, any other text as given),
+/// found by that text, and told back as that text.
+#[test]
+fn recovered_uuids_are_found_and_echoed_as_the_rm_wrote_them() {
+    let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);
+    let canon = "6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11";
+    let upper = "6F1C9A52-2A0B-4A39-9D7E-0C1F3B8B7A11";
+    let long = format!("{canon}-{}", "x".repeat(4096));
+    let mut n = node("node-r", 1000, 10);
+    n.existing_allocations = vec![
+        existing("app-1", "k1", canon, "node-r", 100),
+        // The same UUID in capitals is another string, so another UUID.
+        existing("app-1", "k2", upper, "node-r", 100),
+        existing("app-1", "k3", "legacy-1", "node-r", 100),
+        existing("app-1", "k4", &long, "node-r", 100),
+    ];
+    assert_eq!(h.nodes(vec![n]).0, SICORE_OK);
+    h.wait("node accepted", |s| s.nodes_accepted.len() == 2);
+    let uuids = |d: &serde_json::Value| -> Vec<String> {
+        let mut v: Vec<String> = node_json(d, "node-r").unwrap()["allocations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["uuid"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    let mut want = vec![
+        canon.to_string(),
+        upper.to_string(),
+        "legacy-1".into(),
+        long.clone(),
+    ];
+    want.sort();
+    assert_eq!(uuids(&h.dump()), want);
+    // A second node bringing the canonical UUID again is refused: the
+    // RM's text finds the one held as bytes.
+    let mut again = node("node-s", 1000, 10);
+    again.existing_allocations = vec![existing("app-1", "k5", canon, "node-s", 100)];
+    assert_eq!(h.nodes(vec![again]).0, SICORE_OK);
+    h.wait("rejected", |s| s.nodes_rejected.len() == 1);
+    h.seen(|s| {
+        assert!(
+            s.nodes_rejected[0].reason.contains(canon),
+            "{:?}",
+            s.nodes_rejected
+        )
+    });
+    // Each is released by the RM's text and echoed with it.
+    for (i, u) in [canon, "legacy-1", long.as_str(), upper]
+        .into_iter()
+        .enumerate()
+    {
+        let rel = si::AllocationRelease {
+            partition_name: "default".into(),
+            application_id: "app-1".into(),
+            uuid: u.into(),
+            termination_type: si::TerminationType::StoppedByRm as i32,
+            message: String::new(),
+        };
+        assert_eq!(h.releases(vec![rel], vec![]).0, SICORE_OK);
+        h.wait("echo", |s| s.released.len() == i + 1);
+        assert_eq!(h.seen(|s| s.released[i].uuid.clone()), u);
+    }
+    assert!(uuids(&h.dump()).is_empty());
+}
+
 #[test]
 fn recovery_failures_reject_the_node_and_leave_no_trace() {
     let h = Harness::standard(SchedulerOptions::default(), Behaviour::default(), 1);

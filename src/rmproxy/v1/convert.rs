@@ -347,9 +347,9 @@ pub fn new_allocation(a: &NewAllocation) -> si18::Allocation {
         resource_per_alloc: Some(resource_to_v1(a.resource.to_proto())),
         priority: a.priority,
         node_id: a.node.to_string(),
-        application_id: a.app.to_string(),
-        partition_name: a.partition.to_string(),
-        task_group_name: a.task_group.to_string(),
+        application_id: a.app().to_string(),
+        partition_name: a.partition().to_string(),
+        task_group_name: a.task_group().to_string(),
         placeholder: a.placeholder,
         // Echoed as the reference's core does (its request's values).
         originator: a.originator,

@@ -50,7 +50,7 @@ impl GangStyle {
 pub struct TaskGroup {
     /// Placeholders that a real ask may replace: held, not being replaced
     /// and not being released. Replacement takes the first.
-    pub free: BTreeSet<Arc<str>>,
+    pub free: BTreeSet<crate::scheduler::alloc_uuid::AllocUuid>,
     /// Placeholder allocations held (including those being replaced or
     /// released, until the RM confirms).
     pub placeholders: usize,
@@ -114,7 +114,12 @@ impl AppGang {
     }
 
     /// Books a placeholder allocation.
-    pub fn add_placeholder(&mut self, group: &Arc<str>, uuid: &Arc<str>, resource: &Resource) {
+    pub fn add_placeholder(
+        &mut self,
+        group: &Arc<str>,
+        uuid: &crate::scheduler::alloc_uuid::AllocUuid,
+        resource: &Resource,
+    ) {
         self.placeholder_allocated.add_assign(resource);
         self.placeholders += 1;
         let g = self.groups.entry(group.clone()).or_default();
@@ -126,7 +131,11 @@ impl AppGang {
 
     /// Takes a placeholder out of its group's free set (it is being
     /// replaced or released). Returns whether it was free.
-    pub fn take_free(&mut self, group: &str, uuid: &str) -> bool {
+    pub fn take_free(
+        &mut self,
+        group: &str,
+        uuid: &crate::scheduler::alloc_uuid::AllocUuid,
+    ) -> bool {
         let taken = self
             .groups
             .get_mut(group)
@@ -138,7 +147,7 @@ impl AppGang {
     }
 
     /// Puts a placeholder back in its group's free set.
-    pub fn give_back(&mut self, group: &Arc<str>, uuid: &Arc<str>) {
+    pub fn give_back(&mut self, group: &Arc<str>, uuid: &crate::scheduler::alloc_uuid::AllocUuid) {
         if let Some(g) = self.groups.get_mut(group) {
             if g.free.insert(uuid.clone()) {
                 self.free += 1;
@@ -147,7 +156,12 @@ impl AppGang {
     }
 
     /// Unbooks a placeholder allocation that left the application.
-    pub fn remove_placeholder(&mut self, group: &str, uuid: &str, resource: &Resource) {
+    pub fn remove_placeholder(
+        &mut self,
+        group: &str,
+        uuid: &crate::scheduler::alloc_uuid::AllocUuid,
+        resource: &Resource,
+    ) {
         self.take_free(group, uuid);
         self.placeholder_allocated.sub_clamped_assign(resource);
         self.placeholders = self.placeholders.saturating_sub(1);
@@ -171,19 +185,21 @@ mod tests {
 
     #[test]
     fn placeholder_books_balance() {
+        use crate::scheduler::alloc_uuid::AllocUuid;
         let mut g = AppGang::default();
         let r = Resource::from_pairs([("memory", 10)]).unwrap();
-        let (tg, a, b): (Arc<str>, Arc<str>, Arc<str>) = ("tg".into(), "a".into(), "b".into());
+        let tg: Arc<str> = "tg".into();
+        let (a, b): (AllocUuid, AllocUuid) = ("a".into(), "b".into());
         g.add_placeholder(&tg, &a, &r);
         g.add_placeholder(&tg, &b, &r);
         assert_eq!((g.placeholders, g.free), (2, 2));
-        assert!(g.take_free("tg", "a"));
-        assert!(!g.take_free("tg", "a"), "taken once");
+        assert!(g.take_free("tg", &a));
+        assert!(!g.take_free("tg", &a), "taken once");
         assert_eq!(g.free, 1);
         g.give_back(&tg, &a);
         assert_eq!(g.free, 2);
-        g.remove_placeholder("tg", "a", &r);
-        g.remove_placeholder("tg", "b", &r);
+        g.remove_placeholder("tg", &a, &r);
+        g.remove_placeholder("tg", &b, &r);
         assert_eq!((g.placeholders, g.free), (0, 0));
         assert!(g.placeholder_allocated.is_zero());
         assert_eq!(g.timeout(Duration::from_secs(1)), Duration::from_secs(1));

@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use super::queue::QueueId;
+use crate::scheduler::alloc_uuid::{AllocUuid, AsUuidRef, UuidRef};
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::Resource;
 use crate::scheduler::FastMap;
@@ -150,7 +151,11 @@ impl Entry {
 #[derive(Debug, Default)]
 pub struct AllocTable {
     slab: slab::Slab<Entry>,
-    by_uuid: FastMap<Arc<str>, AllocSlot>,
+    /// The index, for UUIDs held as bytes (every one the core mints): 20
+    /// bytes a bucket, no string.
+    by_bits: FastMap<[u8; 16], AllocSlot>,
+    /// The index, for UUIDs held as strings (SI v1.x keys, an RM's own).
+    by_str: FastMap<Arc<str>, AllocSlot>,
     /// The next entry's `born`.
     next_born: u64,
     /// The next entry's `hour`.
@@ -160,33 +165,44 @@ pub struct AllocTable {
 impl AllocTable {
     /// How many live allocations the index holds (swaps in flight aside).
     pub fn len(&self) -> usize {
-        self.by_uuid.len()
+        self.by_bits.len() + self.by_str.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.by_uuid.is_empty()
+        self.by_bits.is_empty() && self.by_str.is_empty()
     }
 
-    /// The slot of allocation `uuid`.
-    pub fn slot_of(&self, uuid: &str) -> Option<AllocSlot> {
-        self.by_uuid.get(uuid).copied()
+    /// The slot of allocation `uuid` (an RM's text: a canonical UUID finds
+    /// the one held as bytes).
+    pub fn slot_of<Q: AsUuidRef + ?Sized>(&self, uuid: &Q) -> Option<AllocSlot> {
+        self.slot_by(uuid.uuid_ref())
+    }
+
+    fn slot_by(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
+        match uuid {
+            UuidRef::Bits(b) => self.by_bits.get(&b).copied(),
+            UuidRef::Str(s) => self.by_str.get(s).copied(),
+        }
     }
 
     /// Whether allocation `uuid` exists.
-    pub fn contains_key(&self, uuid: &str) -> bool {
-        self.by_uuid.contains_key(uuid)
+    pub fn contains_key<Q: AsUuidRef + ?Sized>(&self, uuid: &Q) -> bool {
+        self.slot_of(uuid).is_some()
     }
 
     /// Allocation `uuid`.
-    pub fn get(&self, uuid: &str) -> Option<&Allocation> {
+    pub fn get<Q: AsUuidRef + ?Sized>(&self, uuid: &Q) -> Option<&Allocation> {
         self.slot_of(uuid).map(|s| &self.slab[s as usize].alloc)
     }
 
-    /// Allocation `uuid` with its shared UUID.
-    pub fn get_key_value(&self, uuid: &str) -> Option<(&Arc<str>, &Allocation)> {
-        let (k, s) = self.by_uuid.get_key_value(uuid)?;
-        Some((k, &self.slab[*s as usize].alloc))
+    /// Allocation `uuid` with its UUID as held.
+    pub fn get_key_value<Q: AsUuidRef + ?Sized>(
+        &self,
+        uuid: &Q,
+    ) -> Option<(&AllocUuid, &Allocation)> {
+        let a = self.get(uuid)?;
+        Some((&a.record.uuid, a))
     }
 
     /// The allocation in `slot` (indexed or a swap's real allocation).
@@ -201,20 +217,37 @@ impl AllocTable {
     }
 
     /// The UUIDs of the allocations `list` holds.
-    pub fn uuids<'a>(&'a self, list: &'a AllocList) -> impl Iterator<Item = &'a Arc<str>> + 'a {
+    pub fn uuids<'a>(&'a self, list: &'a AllocList) -> impl Iterator<Item = &'a AllocUuid> + 'a {
         list.slots().map(|s| &self.at(s).record.uuid)
     }
 
-    /// Indexed allocations with their UUID, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Allocation)> {
-        self.by_uuid
+    /// Indexed allocations with their UUID, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (&AllocUuid, &Allocation)> {
+        self.slab
             .iter()
-            .map(|(k, s)| (k, &self.slab[*s as usize].alloc))
+            .filter(|(_, e)| e.indexed)
+            .map(|(_, e)| (&e.alloc.record.uuid, &e.alloc))
     }
 
-    /// Indexed allocations, in no particular order.
+    /// Indexed allocations, in slot order.
     pub fn values(&self) -> impl Iterator<Item = &Allocation> {
         self.iter().map(|(_, a)| a)
+    }
+
+    /// Indexes `slot` under `uuid`; returns the slot it replaced, if any.
+    fn index(&mut self, uuid: &AllocUuid, slot: AllocSlot) -> Option<AllocSlot> {
+        match (uuid.as_ref(), uuid.shared()) {
+            (_, Some(s)) => self.by_str.insert(s.clone(), slot),
+            (UuidRef::Bits(b), None) => self.by_bits.insert(b, slot),
+            (UuidRef::Str(s), None) => self.by_str.insert(Arc::from(s), slot),
+        }
+    }
+
+    fn unindex(&mut self, uuid: &AllocUuid) {
+        match uuid.as_ref() {
+            UuidRef::Bits(b) => self.by_bits.remove(&b),
+            UuidRef::Str(s) => self.by_str.remove(s),
+        };
     }
 
     /// Adds an allocation to the index, its application's and its node's
@@ -229,7 +262,7 @@ impl AllocTable {
         let slot = self.add(alloc, true);
         self.push(Side::App, app, slot);
         self.push(Side::Node, node, slot);
-        let old = self.by_uuid.insert(uuid, slot);
+        let old = self.index(&uuid, slot);
         debug_assert!(old.is_none(), "duplicate allocation UUID");
         slot
     }
@@ -250,7 +283,7 @@ impl AllocTable {
         e.set(alloc);
         let uuid = e.alloc.record.uuid.clone();
         self.push(Side::App, app, slot);
-        self.by_uuid.insert(uuid, slot);
+        self.index(&uuid, slot);
     }
 
     /// Puts `alloc` in the place of the indexed allocation in `slot` (same
@@ -258,8 +291,8 @@ impl AllocTable {
     pub fn replace(&mut self, slot: AllocSlot, alloc: Allocation) -> Allocation {
         let uuid = alloc.record.uuid.clone();
         let old = self.slab[slot as usize].set(alloc);
-        self.by_uuid.remove(&*old.record.uuid);
-        self.by_uuid.insert(uuid, slot);
+        self.unindex(&old.record.uuid);
+        self.index(&uuid, slot);
         old
     }
 
@@ -279,7 +312,7 @@ impl AllocTable {
         }
         let e = self.slab.remove(slot as usize);
         if e.indexed {
-            self.by_uuid.remove(&*e.alloc.record.uuid);
+            self.unindex(&e.alloc.record.uuid);
         }
         e.alloc
     }
@@ -338,9 +371,9 @@ impl AllocTable {
     }
 }
 
-impl std::ops::Index<&str> for AllocTable {
+impl<Q: AsUuidRef + ?Sized> std::ops::Index<&Q> for AllocTable {
     type Output = Allocation;
-    fn index(&self, uuid: &str) -> &Allocation {
+    fn index(&self, uuid: &Q) -> &Allocation {
         self.get(uuid).expect("no allocation with this UUID")
     }
 }
@@ -355,15 +388,12 @@ mod tests {
         Allocation {
             record: Arc::new(NewAllocation {
                 key: Arc::from("k"),
-                uuid: Arc::from(uuid),
+                uuid: uuid.into(),
                 node: Arc::from("n"),
-                app: Arc::from("a"),
-                queue: Arc::from("root.a"),
-                partition: Arc::from("default"),
+                ctx: crate::scheduler::outcome::AllocCtx::new("a", "root.a", "default", ""),
                 resource: Default::default(),
                 priority: 0,
                 tags: Default::default(),
-                task_group: Arc::from(""),
                 placeholder: false,
                 preempt_self: true,
                 preempt_other: true,
@@ -400,13 +430,54 @@ mod tests {
         assert_eq!(listed(&t, &n1), ["u2", "u4"]);
         assert_eq!(listed(&t, &n2), ["u1", "u5"]);
         assert!(t.get("u0").is_none() && t.get("u3").is_none());
-        assert_eq!(&*t.get("u5").unwrap().uuid, "u5");
+        assert_eq!(t.get("u5").unwrap().uuid, "u5");
         // Every remaining one can still be removed by its slot.
         for i in [5, 1, 4, 2] {
             let node = if i % 2 == 0 { &mut n1 } else { &mut n2 };
             t.remove(s[i], Some(&mut app), Some(node));
         }
         assert!(app.is_empty() && n1.is_empty() && n2.is_empty() && t.is_empty());
+    }
+
+    #[test]
+    fn the_index_finds_a_uuid_by_the_rms_text_in_either_form() {
+        let canon = "6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11";
+        let minted = AllocUuid::new_v4();
+        let mut t = AllocTable::default();
+        let (mut app, mut node) = (AllocList::default(), AllocList::default());
+        let mut with = |u: AllocUuid| {
+            let mut a = alloc("x");
+            Arc::make_mut(&mut a.record).uuid = u;
+            t.insert(a, &mut app, &mut node)
+        };
+        let s_canon = with(AllocUuid::from_rm(canon));
+        let s_minted = with(minted.clone());
+        let s_key = with(AllocUuid::from_shared(&Arc::from("ask-1")));
+        assert_eq!((t.by_bits.len(), t.by_str.len()), (2, 1));
+        // By the RM's text, by a copy of it, by the held UUID.
+        assert_eq!(t.slot_of(canon), Some(s_canon));
+        assert_eq!(t.slot_of(&canon.to_string()), Some(s_canon));
+        assert_eq!(t.slot_of(&minted.to_string()), Some(s_minted));
+        assert_eq!(t.slot_of(&minted), Some(s_minted));
+        assert_eq!(t.slot_of("ask-1"), Some(s_key));
+        // Another text is another UUID, whatever it looks like.
+        assert_eq!(t.slot_of(&canon.to_uppercase()), None);
+        assert_eq!(t.slot_of("ask-1 "), None);
+        assert_eq!(t.slot_of(&"a".repeat(1 << 16)), None);
+        let (k, a) = t.get_key_value(canon).unwrap();
+        assert_eq!(
+            (k.to_string(), a.uuid.to_string()),
+            (canon.to_string(), canon.to_string())
+        );
+        let mut seen: Vec<String> = t.iter().map(|(u, _)| u.to_string()).collect();
+        seen.sort();
+        let mut want = vec![canon.to_string(), minted.to_string(), "ask-1".to_string()];
+        want.sort();
+        assert_eq!(seen, want);
+        t.remove(s_canon, Some(&mut app), Some(&mut node));
+        t.remove(s_key, Some(&mut app), Some(&mut node));
+        assert_eq!((t.slot_of(canon), t.slot_of("ask-1")), (None, None));
+        assert_eq!(t.len(), 1);
     }
 
     /// The facts of `slot` are those of its record, its age kept.
@@ -453,7 +524,7 @@ mod tests {
         assert_eq!(t.hour(s), 7);
         let real = t.insert_in_flight(alloc("c"), &mut node);
         let born = t.born(real);
-        other.uuid = Arc::from("c");
+        other.uuid = "c".into();
         t.adopt(
             real,
             Allocation {
@@ -480,7 +551,7 @@ mod tests {
         assert_eq!(listed(&t, &app), ["ph", "real"]);
         // Same-node replacement keeps the slot and the positions.
         let old = t.replace(ph, alloc("ph2"));
-        assert_eq!(&*old.uuid, "ph");
+        assert_eq!(old.uuid, "ph");
         assert!(t.get("ph").is_none());
         assert_eq!(t.slot_of("ph2"), Some(ph));
         assert_eq!(listed(&t, &node), ["ph2", "real"]);

@@ -168,7 +168,10 @@ impl Partition {
     /// in SI v1.x, when the key is allocated (a resize).
     pub fn adds_waiting(&self, app_id: &str, key: &str) -> bool {
         let resize = self.edition == Edition::V1
-            && self.allocations.get(key).is_some_and(|a| *a.app == *app_id);
+            && self
+                .allocations
+                .get(key)
+                .is_some_and(|a| **a.app() == *app_id);
         !(resize || self.is_waiting(app_id, key))
     }
 

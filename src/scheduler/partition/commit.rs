@@ -71,7 +71,7 @@ impl Partition {
         let gang = placeholder.then(|| {
             (
                 record.uuid.clone(),
-                record.task_group.clone(),
+                record.task_group().clone(),
                 record.resource.clone(),
             )
         });

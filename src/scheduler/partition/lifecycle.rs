@@ -203,7 +203,8 @@ impl Partition {
         if app.allocations.is_empty() {
             return;
         }
-        let mut uuids: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
+        let mut uuids: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&app.allocations).cloned().collect();
         uuids.sort();
         let mut released = Vec::new();
         for u in uuids {
@@ -259,10 +260,14 @@ impl Partition {
         };
         // Nothing should be left at this point; if something is, it must not
         // stay on its node after the application is gone.
-        let leftover: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
+        let leftover: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&app.allocations).cloned().collect();
         for u in leftover {
             log::warn!("application {app_id} terminated holding allocation {u}; removed");
             self.remove_allocation(&u);
+        }
+        if let Some(slot) = self.apps.slot_of(app_id) {
+            self.forget_ctx(slot);
         }
         let app = self.apps.remove(app_id).expect("looked up above");
         if app.held_watch.is_some() {
@@ -341,7 +346,7 @@ impl Partition {
     fn no_real_allocations(&self, app: &Application) -> bool {
         app.allocations.len() <= app.gang.placeholders
             && (app.gang.free == app.gang.placeholders
-                || !self.gang.swaps.values().any(|s| s.real.app == app.id))
+                || !self.gang.swaps.values().any(|s| *s.real.app() == app.id))
     }
 
     /// Completion check after asks were removed (spec 6.3): no demand and
@@ -407,7 +412,8 @@ impl Partition {
             return;
         };
         let keys: Vec<Arc<str>> = app.asks.keys().cloned().collect();
-        let uuids: Vec<Arc<str>> = self.allocations.uuids(&app.allocations).cloned().collect();
+        let uuids: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&app.allocations).cloned().collect();
         for k in keys {
             self.remove_ask(app_id, &k);
         }

@@ -55,7 +55,7 @@ fn submit(h: &mut Harness, id: &str) {
 }
 
 fn allocated_to(seen: &crate::scheduler::testkit::Seen, app: &str) -> usize {
-    seen.allocated.iter().filter(|a| &*a.app == app).count()
+    seen.allocated.iter().filter(|a| &**a.app() == app).count()
 }
 
 /// app-1 runs; app-2 is held by the cap, loses its request (Completing),

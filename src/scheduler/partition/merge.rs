@@ -46,10 +46,11 @@ impl Partition {
         }
         let app = &self.apps[app_slot];
         if let Some(a) = self.allocations.get(key) {
-            if *a.app != *app.id {
+            if **a.app() != *app.id {
                 return Some(Err(format!(
                     "allocation {key} of application {}: the key is allocated to application {}",
-                    ask.app, a.app
+                    ask.app,
+                    a.app()
                 )));
             }
             if a.resource == *resource {
@@ -82,11 +83,11 @@ impl Partition {
         let a = self.allocations.at(slot).clone();
         let old = &a.resource;
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app);
+        let app_slot = self.apps.slot_of(a.app());
         let overflow = |what: &str| {
             format!(
                 "allocation {uuid} of application {}: resizing from {old} to {new} would overflow the {what}",
-                a.app
+                a.app()
             )
         };
         // Every check before the first change.
@@ -147,7 +148,7 @@ impl Partition {
         self.quota_arm_on_growth(a.queue);
         log::debug!(
             "allocation {uuid} of {} on {} resized from {old} to {new}",
-            a.app,
+            a.app(),
             a.node
         );
         Ok(())
@@ -229,7 +230,7 @@ impl Partition {
             &node_id,
             Adopted {
                 key: ask.key.clone(),
-                uuid: ask.key.clone(),
+                uuid: crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key),
                 app: &app_id,
                 resource,
                 priority: ask.priority,
@@ -282,7 +283,7 @@ impl Partition {
         if let Some(a) = self.allocations.get(key) {
             return Err(format!(
                 "foreign allocation {key}: the key is allocated to application {}",
-                a.app
+                a.app()
             ));
         }
         self.nodes.set_foreign(slot, key, resource)

@@ -6,6 +6,7 @@ mod admission; // the user/group checks of the pass
 pub(crate) mod apps;
 mod asks;
 mod commit;
+mod ctx; // the allocation records' shared part
 mod cycle;
 mod explain; // why asks wait (objects/pending.rs)
 pub use explain::{gang_counts, gang_waiting};
@@ -174,6 +175,9 @@ pub struct Partition {
     name: String,
     /// The plain name, shared into every new allocation's report.
     name_shared: Arc<str>,
+    /// Per application slot, the contexts its allocation records share
+    /// (ctx.rs).
+    ctxs: Vec<Vec<Arc<super::outcome::AllocCtx>>>,
     /// `[rmID]name`, for messages only: ambiguous as a key.
     internal_name: String,
     /// The key the core finds it by.
@@ -277,6 +281,7 @@ impl Partition {
         Ok(Partition {
             name: cfg.name.clone(),
             name_shared: Arc::from(cfg.name.as_str()),
+            ctxs: Vec::new(),
             internal_name: format!("[{rm_id}]{}", cfg.name),
             key: super::partition_key::PartitionKey {
                 rm_id: rm_id.to_string(),

@@ -13,7 +13,7 @@ pub(crate) struct Adopted<'a> {
     /// Allocation key.
     pub key: Arc<str>,
     /// Its UUID (SI v1.x: the key).
-    pub uuid: Arc<str>,
+    pub uuid: crate::scheduler::alloc_uuid::AllocUuid,
     /// Owning application.
     pub app: &'a str,
     /// Resource held.
@@ -221,7 +221,7 @@ impl Partition {
             node_id,
             Adopted {
                 key: Arc::from(a.allocation_key.as_str()),
-                uuid: Arc::from(a.uuid.as_str()),
+                uuid: crate::scheduler::alloc_uuid::AllocUuid::from_rm(&a.uuid),
                 app: &a.application_id,
                 resource,
                 priority: priority_of(a.priority.as_ref()),
@@ -292,24 +292,21 @@ impl Partition {
         self.queues.add_allocated(queue, &resource);
         let node_slot = self.nodes.slot_of(node_id).expect("checked by the caller");
         self.nodes.allocate(node_slot, &resource);
+        let app_slot = self.apps.slot_of(app_id).expect("checked by the caller");
         let record = Arc::new(NewAllocation {
             uuid: uuid.clone(),
             key,
-            app: app_shared.clone(),
             node: node_id.clone(),
-            queue: self.queues.get(queue).path.clone(),
-            partition: self.name_shared.clone(),
+            ctx: self.ctx_of(app_slot, &a.task_group),
             resource: resource.clone(),
             tags: a.tags,
             priority: a.priority,
-            task_group: a.task_group,
             placeholder: a.placeholder,
             preempt_self: a.preempt_self,
             preempt_other: a.preempt_other,
             originator: a.originator,
         });
-        let group = record.task_group.clone();
-        let app_slot = self.apps.slot_of(app_id).expect("checked by the caller");
+        let group = record.task_group().clone();
         self.stamp_hour();
         self.allocations.insert(
             Allocation {
@@ -435,7 +432,8 @@ impl Partition {
         if let Some(slot) = self.nodes.slot_of(node_id) {
             self.reservations.cancel_node(slot);
         }
-        let uuids: Vec<Arc<str>> = self.allocations.uuids(&node.allocations).cloned().collect();
+        let uuids: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
+            self.allocations.uuids(&node.allocations).cloned().collect();
         self.nodes.get_mut(node_id).expect("checked").schedulable = false;
         let mut released = Vec::new();
         // Per application: (real removed, placeholder removed).
@@ -451,7 +449,7 @@ impl Partition {
                     // waiting to confirm it, is told it is gone (spec 11.5).
                     released.push(si::AllocationRelease {
                         partition_name: self.name.clone(),
-                        application_id: real.app.to_string(),
+                        application_id: real.app().to_string(),
                         uuid: u.to_string(),
                         termination_type: si::TerminationType::StoppedByRm as i32,
                         message: format!("Node {node_id} Removed"),
@@ -461,12 +459,12 @@ impl Partition {
                 }
             }
             if let Some(a) = self.remove_allocation(&u) {
-                match touched.iter_mut().find(|t| t.0 == a.app) {
+                match touched.iter_mut().find(|t| t.0 == *a.app()) {
                     Some(t) => {
                         t.1 |= !a.placeholder;
                         t.2 |= a.placeholder;
                     }
-                    None => touched.push((a.app.clone(), !a.placeholder, a.placeholder)),
+                    None => touched.push((a.app().clone(), !a.placeholder, a.placeholder)),
                 }
                 if self.tracing() {
                     let why = format!("node {node_id} removed");
@@ -474,7 +472,7 @@ impl Partition {
                 }
                 released.push(si::AllocationRelease {
                     partition_name: self.name.clone(),
-                    application_id: a.app.to_string(),
+                    application_id: a.app().to_string(),
                     uuid: a.uuid.to_string(),
                     termination_type: si::TerminationType::StoppedByRm as i32,
                     message: format!("Node {node_id} Removed"),

@@ -247,6 +247,8 @@ impl Partition {
         ask_slot: Slot,
         node: Arc<str>,
     ) -> (Arc<NewAllocation>, i32) {
+        let group = self.apps[app_slot].asks[ask_slot].task_group.clone();
+        let ctx = self.ctx_of(app_slot, &group);
         let app = self.apps.at_mut(app_slot);
         // Minted only for an ask of the order: whole.
         const WHOLE: &str = "an ask of the order is whole";
@@ -263,23 +265,19 @@ impl Partition {
         app.pending.sub_clamped_assign(&ask.resource);
         // SI v1.x: the allocation key is the allocation's identity (one
         // request, one allocation); v0.12 mints a UUID per allocation.
-        let uuid: Arc<str> = if self.edition == crate::scheduler::edition::Edition::V1 {
-            ask.key.clone()
+        let uuid = if self.edition == crate::scheduler::edition::Edition::V1 {
+            crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key)
         } else {
-            let mut buf = uuid::Uuid::encode_buffer();
-            Arc::from(&*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut buf))
+            crate::scheduler::alloc_uuid::AllocUuid::new_v4()
         };
         let record = Arc::new(NewAllocation {
             key: ask.key.clone(),
             uuid,
             node,
-            app: app.id.clone(),
-            queue: self.queues.get(app.queue).path.clone(),
-            partition: self.name_shared.clone(),
+            ctx,
             resource: ask.resource.clone(),
             priority: ask.priority,
             tags: ask.tags.clone(),
-            task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
             preempt_self: ask.preempt_self,
             preempt_other: ask.preempt_other,

@@ -4,18 +4,22 @@ use std::sync::Arc;
 
 use super::*;
 use crate::events::Detail;
+use crate::scheduler::alloc_uuid::{AllocUuid, AsUuidRef};
 use crate::scheduler::edition::Edition;
 
 impl Partition {
     /// Removes an allocation from node, queue, application and partition.
-    pub(crate) fn remove_allocation(&mut self, uuid: &str) -> Option<Allocation> {
+    pub(crate) fn remove_allocation<Q: AsUuidRef + ?Sized>(
+        &mut self,
+        uuid: &Q,
+    ) -> Option<Allocation> {
         let slot = self.allocations.slot_of(uuid)?;
         let a = self.allocations.at(slot).clone();
         if a.placeholder {
             self.placeholder_leaving(&a);
         }
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app);
+        let app_slot = self.apps.slot_of(a.app());
         self.allocations.remove(
             slot,
             app_slot.map(|s| &mut self.apps.at_mut(s).allocations),
@@ -57,16 +61,15 @@ impl Partition {
             return;
         }
         let app = &self.apps[app_id];
-        let uuids: Vec<Arc<str>> = if rel.uuid.is_empty() {
+        let uuids: Vec<AllocUuid> = if rel.uuid.is_empty() {
             self.allocations.uuids(&app.allocations).cloned().collect()
-        } else if self
-            .allocations
-            .get(&rel.uuid)
-            .is_some_and(|a| *a.app == *app.id)
-        {
-            vec![Arc::from(rel.uuid.as_str())]
         } else {
-            Vec::new()
+            self.allocations
+                .get(&rel.uuid)
+                .filter(|a| **a.app() == *app.id)
+                .map(|a| a.uuid.clone())
+                .into_iter()
+                .collect()
         };
         let all = rel.uuid.is_empty();
         let (mut real, mut placeholders) = (false, false);
@@ -138,11 +141,14 @@ impl Partition {
         {
             return;
         }
+        let held = self.allocations.get(key).map(|a| a.uuid.clone());
         let confirms = (t == T::Timeout as i32 || t == T::PreemptedByScheduler as i32)
-            && (self.gang.releasing.contains(key) || self.preempt.is_victim(key));
+            && held
+                .as_ref()
+                .is_some_and(|u| self.gang.releasing.contains(u) || self.preempt.is_victim(u));
         if !key.is_empty() && confirms {
             // As the ordinary path: only the owner's confirmation counts.
-            if let Some(owner) = self.allocations.get(key).map(|a| a.app.clone()) {
+            if let Some(owner) = self.allocations.get(key).map(|a| a.app().clone()) {
                 if *owner != *app_id {
                     log::warn!(
                         "release of {key} by application {app_id} refused: it belongs to {owner}"
@@ -158,7 +164,7 @@ impl Partition {
                 }
             }
             self.remove_ask(app_id, key);
-            let victim = self.tracing() && self.preempt.is_victim(key);
+            let victim = self.tracing() && held.as_ref().is_some_and(|u| self.preempt.is_victim(u));
             if let Some(a) = self.remove_allocation(key) {
                 if victim {
                     self.trace_victim_gone(&a, t, out);
@@ -169,21 +175,18 @@ impl Partition {
         }
         let all = key.is_empty();
         let app = &self.apps[app_id];
-        let (keys, uuids): (Vec<Arc<str>>, Vec<Arc<str>>) = if all {
+        let (keys, uuids): (Vec<Arc<str>>, Vec<AllocUuid>) = if all {
             (
                 app.asks.keys().cloned().collect(),
                 self.allocations.uuids(&app.allocations).cloned().collect(),
             )
         } else {
-            let owned = self.allocations.get(key).is_some_and(|a| *a.app == *app.id);
-            (
-                vec![Arc::from(key)],
-                if owned {
-                    vec![Arc::from(key)]
-                } else {
-                    Vec::new()
-                },
-            )
+            let owned = self
+                .allocations
+                .get(key)
+                .filter(|a| **a.app() == *app.id)
+                .map(|a| a.uuid.clone());
+            (vec![Arc::from(key)], owned.into_iter().collect())
         };
         if !all {
             self.drop_swap_of_real(app_id, key);
@@ -236,14 +239,14 @@ impl Partition {
             .gang
             .swaps
             .iter()
-            .find(|(_, s)| *s.real.key == *key && *s.real.app == *app_id)
+            .find(|(_, s)| *s.real.key == *key && **s.real.app() == *app_id)
             .map(|(ph, _)| ph.clone())
         else {
             return;
         };
         self.unlink(&ph, false);
         if let Some(a) = self.allocations.get(&ph) {
-            let group = a.task_group.clone();
+            let group = a.task_group().clone();
             if let Some(app) = self.apps.get_mut(app_id) {
                 app.gang.take_free(&group, &ph);
             }

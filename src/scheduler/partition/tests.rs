@@ -69,9 +69,9 @@ fn higher_priority_goes_first_and_a_pass_places_everything_that_fits() {
     let keys: Vec<&str> = seen.allocated.iter().map(|a| &*a.key).collect();
     assert_eq!(keys, ["high", "low"]);
     for a in &seen.allocated {
-        assert_eq!(&*a.app, "app");
-        assert_eq!(&*a.queue, "root.a");
-        assert_eq!(&*a.partition, "default");
+        assert_eq!(&**a.app(), "app");
+        assert_eq!(&**a.queue(), "root.a");
+        assert_eq!(&**a.partition(), "default");
         assert_eq!(a.uuid.len(), 36);
     }
     // Nothing left fits: the next pass decides nothing.
@@ -136,7 +136,7 @@ fn a_reserved_node_waits_for_its_ask_and_the_reserved_pass_fills_it_first() {
         [("small".to_string(), "n2".to_string())]
     );
     // Room frees on n1: the reserved pass places the big ask there.
-    h.release("a", &held[0].uuid, TerminationType::StoppedByRm);
+    h.release("a", &held[0].uuid.to_string(), TerminationType::StoppedByRm);
     assert_eq!(
         h.schedule().placed(),
         [("big".to_string(), "n1".to_string())]

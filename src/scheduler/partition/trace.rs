@@ -92,7 +92,7 @@ impl Partition {
             "allocation"
         };
         let r = app_record(
-            &a.app,
+            a.app(),
             &a.key,
             Change::Add,
             Detail::AppAlloc,
@@ -112,7 +112,7 @@ impl Partition {
         out: &mut Outcomes,
     ) {
         let r = app_record(
-            &a.app,
+            a.app(),
             &a.key,
             Change::Remove,
             detail,
@@ -159,10 +159,10 @@ impl Partition {
         let mut total = Resource::new();
         for slot in victims {
             let a = self.allocations.at(*slot);
-            names.push(format!("{}/{}", a.app, a.key));
+            names.push(format!("{}/{}", a.app(), a.key));
             total.add_assign(&a.resource);
             let r = app_record(
-                &a.app,
+                a.app(),
                 &a.key,
                 Change::Remove,
                 Detail::AllocPreempt,

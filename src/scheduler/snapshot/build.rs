@@ -121,7 +121,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
         .apps()
         .values()
         .map(|a| {
-            let mut allocations: Vec<Arc<str>> =
+            let mut allocations: Vec<crate::scheduler::alloc_uuid::AllocUuid> =
                 p.allocations().uuids(&a.allocations).cloned().collect();
             allocations.sort();
             let gang_waiting = crate::scheduler::partition::gang_waiting(a);
@@ -238,7 +238,7 @@ fn node_snaps(p: &Partition) -> Vec<NodeSnap> {
                 .map(|(a, replacing)| AllocationSnap {
                     uuid: a.uuid.clone(),
                     allocation_key: a.key.to_string(),
-                    application_id: a.app.to_string(),
+                    application_id: a.app().to_string(),
                     resource: named(&a.resource),
                     placeholder: a.placeholder,
                     replacing,

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use super::objects::application::AppState;
 use super::objects::queue::{PriorityPolicy, QueueId, ROOT};
@@ -40,14 +40,6 @@ pub fn named(r: &Resource) -> Named {
 
 /// Most pending asks listed per application.
 pub const MAX_LISTED_ASKS: usize = 1000;
-
-fn shared_strs<S: Serializer>(v: &[Arc<str>], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(v.iter().map(|u| &**u))
-}
-
-fn shared_str<S: Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(v)
-}
 
 /// The whole copy.
 #[derive(Serialize, Default)]
@@ -157,10 +149,10 @@ pub struct PartitionSnap {
     pub preemption_enabled: bool,
     /// Every allocation, by UUID (the partition's shared records).
     #[serde(skip)]
-    pub allocations: BTreeMap<Arc<str>, Arc<NewAllocation>>,
+    pub allocations: BTreeMap<crate::scheduler::alloc_uuid::AllocUuid, Arc<NewAllocation>>,
     /// UUIDs of the preemption victims in flight.
     #[serde(skip)]
-    pub preempted: std::collections::BTreeSet<Arc<str>>,
+    pub preempted: std::collections::BTreeSet<crate::scheduler::alloc_uuid::AllocUuid>,
     /// User and group trackers (limits.md 3), in the shapes of the REST
     /// usage endpoints.
     pub usage: usage::UsageSnap,
@@ -311,8 +303,7 @@ pub struct AppSnap {
     #[serde(skip)]
     pub pending_allocations: i64,
     /// UUIDs of its allocations, sorted.
-    #[serde(serialize_with = "shared_strs")]
-    pub allocations: Vec<Arc<str>>,
+    pub allocations: Vec<crate::scheduler::alloc_uuid::AllocUuid>,
     /// Whether it has ever held an allocation.
     pub started: bool,
     /// Whether it is held back (usually in Accepted) by a user or group
@@ -453,8 +444,7 @@ pub struct NodeSnap {
 #[derive(Serialize)]
 pub struct AllocationSnap {
     /// UUID.
-    #[serde(serialize_with = "shared_str")]
-    pub uuid: Arc<str>,
+    pub uuid: crate::scheduler::alloc_uuid::AllocUuid,
     /// Allocation key.
     pub allocation_key: String,
     /// Application id.

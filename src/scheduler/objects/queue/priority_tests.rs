@@ -263,7 +263,7 @@ fn fifo_with_priority() {
         .schedule()
         .allocated
         .iter()
-        .map(|a| a.app.to_string())
+        .map(|a| a.app().to_string())
         .collect();
     assert_eq!(apps, ["app-1", "app-3", "app-0", "app-2"]);
     // Without pending asks every application is back to submission order.
@@ -302,7 +302,7 @@ fn fifo_with_priority_disabled() {
         .schedule()
         .allocated
         .iter()
-        .map(|a| a.app.to_string())
+        .map(|a| a.app().to_string())
         .collect();
     assert_eq!(apps, ["app-0", "app-3"]);
 }

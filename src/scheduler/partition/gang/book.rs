@@ -43,15 +43,16 @@ pub struct Swap {
 #[derive(Debug, Default)]
 pub struct GangBook {
     /// Swaps in flight by placeholder UUID.
-    pub swaps: FastMap<Arc<str>, Swap>,
+    pub swaps: FastMap<crate::scheduler::alloc_uuid::AllocUuid, Swap>,
     /// Placeholder UUID by real UUID, for real allocations placed on
     /// another node than their placeholder (they sit in that node's list).
-    pub by_real: FastMap<Arc<str>, Arc<str>>,
+    pub by_real:
+        FastMap<crate::scheduler::alloc_uuid::AllocUuid, crate::scheduler::alloc_uuid::AllocUuid>,
     /// Placeholders the core released with `TIMEOUT`, awaiting the RM.
-    pub releasing: FastSet<Arc<str>>,
+    pub releasing: FastSet<crate::scheduler::alloc_uuid::AllocUuid>,
     /// Placeholders whose swap was undone after the RM was told of it: a
     /// late confirmation removes them like a normal release (spec 11.5).
-    pub unlinked: FastSet<Arc<str>>,
+    pub unlinked: FastSet<crate::scheduler::alloc_uuid::AllocUuid>,
     /// Applications holding at least one free placeholder.
     pub holders: FastSet<Arc<str>>,
     /// Real allocations of confirmed swaps, reported at the start of the
@@ -63,7 +64,7 @@ impl GangBook {
     /// Whether placeholder `uuid` is on its way out: released on timeout,
     /// or being swapped for its real allocation. Such a placeholder is
     /// never a preemption victim: its resources are already spoken for.
-    pub fn placeholder_leaving(&self, uuid: &str) -> bool {
+    pub fn placeholder_leaving(&self, uuid: &crate::scheduler::alloc_uuid::AllocUuid) -> bool {
         self.releasing.contains(uuid) || self.swaps.contains_key(uuid)
     }
 }
@@ -156,7 +157,7 @@ impl Partition {
     pub(crate) fn placeholder_added(
         &mut self,
         app_id: &Arc<str>,
-        uuid: &Arc<str>,
+        uuid: &crate::scheduler::alloc_uuid::AllocUuid,
         group: &Arc<str>,
         resource: &Resource,
         out: &mut Outcomes,
@@ -197,35 +198,39 @@ impl Partition {
     /// node removal, application removal): undo a swap in flight, unbook it.
     pub(crate) fn placeholder_leaving(&mut self, a: &Allocation) {
         self.unlink(&a.uuid, true);
-        self.gang.unlinked.remove(&*a.uuid);
-        self.gang.releasing.remove(&*a.uuid);
-        if let Some(app) = self.apps.get_mut(&a.app) {
+        self.gang.unlinked.remove(&a.uuid);
+        self.gang.releasing.remove(&a.uuid);
+        if let Some(app) = self.apps.get_mut(a.app()) {
             app.gang
-                .remove_placeholder(&a.task_group, &a.uuid, &a.resource);
+                .remove_placeholder(a.task_group(), &a.uuid, &a.resource);
             if app.gang.placeholders == 0 {
                 app.gang.timer_epoch = 0; // cancels the placeholder timer
             }
         }
-        self.sync_holder(&a.app);
+        self.sync_holder(a.app());
     }
 
     /// Undoes the swap of placeholder `ph`, if one is in flight: the real
     /// allocation leaves its node, and with `restore_ask` the real ask gets
     /// its repeat back to be scheduled again. The placeholder becomes free
     /// again; the RM is told nothing new (spec 11.5).
-    pub(crate) fn unlink(&mut self, ph: &str, restore_ask: bool) {
+    pub(crate) fn unlink(
+        &mut self,
+        ph: &crate::scheduler::alloc_uuid::AllocUuid,
+        restore_ask: bool,
+    ) {
         let Some(swap) = self.gang.swaps.remove(ph) else {
             return;
         };
         let real = swap.real;
         if !swap.excess.is_zero() {
-            if let Some(app) = self.apps.get(&real.app) {
+            if let Some(app) = self.apps.get(real.app()) {
                 let q = app.queue;
                 self.queues.sub_allocated(q, &swap.excess);
             }
         }
         if !swap.same_node {
-            self.gang.by_real.remove(&*real.uuid);
+            self.gang.by_real.remove(&real.uuid);
             let node_slot = self.nodes.slot_of(&real.node);
             if let Some(s) = swap.real_slot {
                 self.allocations.remove(
@@ -238,7 +243,7 @@ impl Partition {
                 self.nodes.release(s, &real.resource);
             }
         }
-        let Some(app) = self.apps.get_mut(&real.app) else {
+        let Some(app) = self.apps.get_mut(real.app()) else {
             return;
         };
         if restore_ask {
@@ -258,17 +263,17 @@ impl Partition {
                 let q = app.queue;
                 self.queues.add_pending(q, &real.resource);
                 // Waits for a placeholder again (partition/held.rs).
-                self.watch_held(&real.app, true);
+                self.watch_held(real.app(), true);
             }
         }
-        let app = self.apps.get_mut(&real.app).expect("looked up above");
-        if let Some((uuid, _)) = self.allocations.get_key_value(ph) {
+        let app = self.apps.get_mut(real.app()).expect("looked up above");
+        if let Some(uuid) = self.allocations.get(ph).map(|a| &a.uuid) {
             if !self.gang.releasing.contains(ph) {
-                app.gang.give_back(&real.task_group, uuid);
+                app.gang.give_back(real.task_group(), uuid);
             }
             self.gang.unlinked.insert(uuid.clone());
         }
-        self.sync_holder(&real.app);
+        self.sync_holder(real.app());
     }
 
     /// Whether the regular search skips this ask: a real task-group ask

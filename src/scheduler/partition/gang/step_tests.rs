@@ -37,7 +37,7 @@ fn placeholders_start_the_gang_and_real_asks_swap_in_on_confirmation() {
     assert_eq!(seen.states_of("g"), ["Starting"]);
     let phs: BTreeSet<String> = seen.allocated.iter().map(|a| a.uuid.to_string()).collect();
     let node_of = |u: &str| {
-        let a = seen.allocated.iter().find(|a| &*a.uuid == u).unwrap();
+        let a = seen.allocated.iter().find(|a| a.uuid == *u).unwrap();
         a.node.to_string()
     };
 
@@ -67,7 +67,7 @@ fn placeholders_start_the_gang_and_real_asks_swap_in_on_confirmation() {
     let landed = h.schedule();
     assert_eq!(landed.allocated.len(), 3);
     for (r, real) in replaced.iter().zip(&reals) {
-        let a = landed.allocated.iter().find(|a| &*a.uuid == real).unwrap();
+        let a = landed.allocated.iter().find(|a| a.uuid == **real).unwrap();
         assert!(!a.placeholder);
         assert_eq!(&*a.key, "worker");
         assert_eq!(a.node.to_string(), node_of(&r.uuid));

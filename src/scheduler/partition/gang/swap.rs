@@ -1,6 +1,7 @@
 //! The replacement step of the scheduling pass (spec 8.2 step b, 9.3) and
 //! the RM's confirmation of a swap.
 
+use crate::scheduler::alloc_uuid::AllocUuid;
 use std::sync::Arc;
 
 use crate::events;
@@ -19,7 +20,7 @@ use si::event_record::Type as EventType;
 struct Plan {
     app: Arc<str>,
     key: Arc<str>,
-    placeholder: Arc<str>,
+    placeholder: AllocUuid,
     node: Arc<str>,
     same_node: bool,
 }
@@ -101,7 +102,7 @@ impl Partition {
         if app.gang.free == 0 {
             return None;
         }
-        let mut first: Option<(&Ask, &Arc<str>)> = None;
+        let mut first: Option<(&Ask, &AllocUuid)> = None;
         for key in app.ask_order.values() {
             let Some(ask) = app.asks.whole_at(*key) else {
                 continue;
@@ -139,7 +140,7 @@ impl Partition {
         let (ask, ph) = first?;
         // A real allocation bigger than its placeholder needs the queue's
         // headroom for the difference.
-        let excess = ask.resource.sub_clamped(&self.allocations[&**ph].resource);
+        let excess = ask.resource.sub_clamped(&self.allocations[ph].resource);
         if !excess.is_zero()
             && !self
                 .queues
@@ -153,7 +154,12 @@ impl Partition {
         // yet, so it counts here (docs/limits.md). Unsure waits too.
         if !excess.is_zero() && self.ugm.enabled() {
             let mut wanted = excess.clone();
-            for s in self.gang.swaps.values().filter(|s| *s.real.app == *app.id) {
+            for s in self
+                .gang
+                .swaps
+                .values()
+                .filter(|s| **s.real.app() == *app.id)
+            {
                 wanted.add_assign(&s.excess);
             }
             if self.ugm.fits(app, &wanted) != crate::scheduler::ugm::Fit::Fits {
@@ -178,7 +184,7 @@ impl Partition {
     /// placeholder marked as being replaced. Returns the release entry for
     /// the placeholder that tells the RM (spec 9.3 step 3).
     fn make_swap(&mut self, plan: Plan, out: &mut Outcomes) -> si::AllocationRelease {
-        let ph = &self.allocations[&*plan.placeholder];
+        let ph = &self.allocations[&plan.placeholder];
         let (ph_resource, ph_key, ph_node) = (ph.resource.clone(), ph.key.clone(), ph.node.clone());
         let app_slot = self.apps.slot_of(&plan.app).expect("found by the search");
         let ask_slot = self.apps[app_slot].asks.slot_of(&plan.key);
@@ -188,7 +194,7 @@ impl Partition {
         let (real, remaining) = self.mint(app_slot, ask_slot, plan.node.clone());
         let uuid = real.uuid.clone();
         let app = self.apps.at_mut(app_slot);
-        app.gang.take_free(&real.task_group, &plan.placeholder);
+        app.gang.take_free(real.task_group(), &plan.placeholder);
         let q = app.queue;
         let queue_path = self.queues.get(q).path.clone();
         self.queues.sub_pending(q, &real.resource);
@@ -217,7 +223,7 @@ impl Partition {
             });
         }
         if !self.gang.unlinked.is_empty() {
-            self.gang.unlinked.remove(&*plan.placeholder);
+            self.gang.unlinked.remove(&plan.placeholder);
         }
         self.sync_holder(&plan.app);
         if self.timeouts.events.allows(EventType::Request as i32)
@@ -276,18 +282,19 @@ impl Partition {
         rel: &si::AllocationRelease,
         out: &mut Outcomes,
     ) -> bool {
-        let uuid = rel.uuid.as_str();
         let owned = self
             .allocations
-            .get(uuid)
-            .is_some_and(|a| *a.app == *rel.application_id);
-        if !owned {
+            .get(&rel.uuid)
+            .filter(|a| **a.app() == *rel.application_id)
+            .map(|a| a.uuid.clone());
+        let Some(uuid) = &owned else {
             log::debug!(
-                "replacement confirmation for unknown allocation {uuid} of {} ignored",
+                "replacement confirmation for unknown allocation {} of {} ignored",
+                rel.uuid,
                 rel.application_id
             );
             return true;
-        }
+        };
         if !self.gang.swaps.contains_key(uuid) {
             if self.gang.unlinked.contains(uuid) || self.gang.releasing.contains(uuid) {
                 return false;
@@ -338,7 +345,7 @@ impl Partition {
     /// transitions follow in [`Self::after_swap_confirmed`].
     pub(super) fn complete_swap(
         &mut self,
-        ph: &str,
+        ph: &AllocUuid,
         out: &mut Outcomes,
     ) -> Option<Arc<NewAllocation>> {
         let swap = self.gang.swaps.remove(ph)?;
@@ -346,7 +353,7 @@ impl Partition {
         let ph_slot = self.allocations.slot_of(ph)?;
         let a = self.allocations.at(ph_slot).clone();
         let node_slot = self.nodes.slot_of(&a.node);
-        let app_slot = self.apps.slot_of(&a.app);
+        let app_slot = self.apps.slot_of(a.app());
         let entry = Allocation {
             record: real.clone(),
             queue: a.queue,
@@ -398,7 +405,7 @@ impl Partition {
             }
         }
         if !swap.same_node {
-            self.gang.by_real.remove(&*real.uuid);
+            self.gang.by_real.remove(&real.uuid);
         }
         // Queue usage follows the real size (the spec's recommended fix);
         // an excess was counted at the decision already.
@@ -407,10 +414,10 @@ impl Partition {
                 .sub_allocated(a.queue, &a.resource.add(&swap.excess));
             self.queues.add_allocated(a.queue, &real.resource);
         }
-        let app = self.apps.get_mut(&a.app)?;
+        let app = self.apps.get_mut(a.app())?;
         app.gang
-            .remove_placeholder(&a.task_group, &a.uuid, &a.resource);
-        if let Some(g) = app.gang.groups.get_mut(&real.task_group) {
+            .remove_placeholder(a.task_group(), &a.uuid, &a.resource);
+        if let Some(g) = app.gang.groups.get_mut(real.task_group()) {
             g.real += 1;
         }
         // The first replacement does not move the state on: the last
@@ -425,21 +432,23 @@ impl Partition {
         apps::sync_active(app, &mut self.queues, &mut self.ugm);
         let queue_path = self.queues.get(app.queue).path.clone();
         self.allocation_count += 1;
-        self.sync_holder(&a.app);
+        self.sync_holder(a.app());
         if self.timeouts.events.allows(EventType::App as i32) {
             out.event(events::record(
                 EventType::App,
-                &a.app,
+                a.app(),
                 &queue_path,
                 "PlaceholderReplaced",
                 format!(
                     "Application {}: placeholder {ph} replaced by {} on node {}",
-                    a.app, real.uuid, real.node
+                    a.app(),
+                    real.uuid,
+                    real.node
                 ),
             ));
         }
         if !first {
-            self.fire(&a.app, AppEvent::Run, None, out);
+            self.fire(a.app(), AppEvent::Run, None, out);
         }
         Some(real)
     }

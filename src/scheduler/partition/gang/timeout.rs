@@ -141,7 +141,7 @@ impl Partition {
         // Swaps in flight are undone (their real asks are gone): every
         // placeholder goes back, except a preemption victim, whose
         // PREEMPTED_BY_SCHEDULER release is already with the RM (11.6).
-        let placeholders: Vec<Arc<str>> = self
+        let placeholders: Vec<crate::scheduler::alloc_uuid::AllocUuid> = self
             .allocations
             .uuids(&self.apps[&*app_id].allocations)
             .filter(|u| self.allocations.get(u).is_some_and(|a| a.placeholder))
@@ -150,13 +150,13 @@ impl Partition {
             .collect();
         for u in &placeholders {
             self.unlink(u, false);
-            self.gang.unlinked.remove(&**u);
+            self.gang.unlinked.remove(u);
         }
         let mut released: Vec<si::AllocationRelease> = Vec::new();
         let app = self.apps.get_mut(&app_id).expect("looked up above");
         for u in placeholders {
             if let Some(a) = self.allocations.get(&u) {
-                app.gang.take_free(&a.task_group, &u);
+                app.gang.take_free(a.task_group(), &u);
             }
             released.push(si::AllocationRelease {
                 partition_name: self.name.clone(),
@@ -185,7 +185,11 @@ impl Partition {
 
     /// Node removal with swaps in flight (spec 11.5 step 2). Called for
     /// every UUID on the node before normal removal; returns what it did.
-    pub(crate) fn node_removal_swap(&mut self, uuid: &str, out: &mut Outcomes) -> NodeSwapAction {
+    pub(crate) fn node_removal_swap(
+        &mut self,
+        uuid: &crate::scheduler::alloc_uuid::AllocUuid,
+        out: &mut Outcomes,
+    ) -> NodeSwapAction {
         if let Some(ph) = self.gang.by_real.get(uuid).cloned() {
             // The real allocation of a cross-node swap sits here: undo.
             self.unlink(&ph, true);
@@ -214,7 +218,7 @@ impl Partition {
         out: &mut Outcomes,
     ) {
         for real in confirmed {
-            let app = real.app.clone();
+            let app = real.app().clone();
             self.emit_new_allocation(real, out);
             self.after_swap_confirmed(&app, out);
         }

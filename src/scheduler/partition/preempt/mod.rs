@@ -113,7 +113,7 @@ pub struct PreemptionBook {
     pub asks: FastMap<(Arc<str>, Arc<str>), AskMark>,
     /// Victims released and not yet confirmed: UUID -> leaf queue and
     /// the resources counted in `preempting`.
-    pub victims: FastMap<Arc<str>, (QueueId, Resource)>,
+    pub victims: FastMap<crate::scheduler::alloc_uuid::AllocUuid, (QueueId, Resource)>,
     /// Resources of the victims in flight, per queue (leaf and ancestors).
     pub preempting: FastMap<QueueId, Resource>,
     /// Counters.
@@ -134,13 +134,13 @@ pub fn next_instance() -> u64 {
 
 impl PreemptionBook {
     /// Whether `uuid` is a victim in flight.
-    pub fn is_victim(&self, uuid: &str) -> bool {
+    pub fn is_victim(&self, uuid: &crate::scheduler::alloc_uuid::AllocUuid) -> bool {
         !self.victims.is_empty() && self.victims.contains_key(uuid)
     }
 
     /// A victim left (the RM confirmed, or it went another way): its
     /// resources stop counting as preempting.
-    fn forget_victim(&mut self, tree: &QueueTree, uuid: &str) {
+    fn forget_victim(&mut self, tree: &QueueTree, uuid: &crate::scheduler::alloc_uuid::AllocUuid) {
         let Some((q, res)) = self.victims.remove(uuid) else {
             return;
         };
@@ -193,10 +193,10 @@ impl Partition {
             at = self.queues.get(id).parent;
         }
         if a.placeholder {
-            if let Some(app) = self.apps.get_mut(&a.app) {
-                app.gang.take_free(&a.task_group, &a.uuid);
+            if let Some(app) = self.apps.get_mut(a.app()) {
+                app.gang.take_free(a.task_group(), &a.uuid);
             }
-            self.sync_holder(&a.app);
+            self.sync_holder(a.app());
         }
     }
 
@@ -217,13 +217,13 @@ impl Partition {
         out.event(crate::events::record(
             si::event_record::Type::Request,
             &a.key,
-            &a.app,
+            a.app(),
             "Preempted",
             event.to_string(),
         ));
         si::AllocationRelease {
             partition_name: self.name.clone(),
-            application_id: a.app.to_string(),
+            application_id: a.app().to_string(),
             uuid: a.uuid.to_string(),
             termination_type: si::TerminationType::PreemptedByScheduler as i32,
             message: message.to_string(),
@@ -315,7 +315,7 @@ impl Partition {
     }
 
     /// A victim's allocation is gone: it stops counting as preempting.
-    pub(crate) fn preemption_released(&mut self, uuid: &str) {
+    pub(crate) fn preemption_released(&mut self, uuid: &crate::scheduler::alloc_uuid::AllocUuid) {
         if self.preempt.is_victim(uuid) {
             self.preempt.forget_victim(&self.queues, uuid);
         }
@@ -326,7 +326,7 @@ impl Partition {
     /// their resources stop counting as preempting. Only runs while
     /// victims are in flight.
     pub(crate) fn preemption_sweep(&mut self) {
-        let gone: Vec<Arc<str>> = self
+        let gone: Vec<crate::scheduler::alloc_uuid::AllocUuid> = self
             .preempt
             .victims
             .keys()

@@ -341,7 +341,7 @@ impl Partition {
         let message = format!("{QUOTA_RELEASE_PREFIX}{path}");
         let mut by_app: Vec<(Arc<str>, Vec<si::AllocationRelease>)> = Vec::new();
         for slot in picked {
-            let app = self.allocations.at(slot).app.clone();
+            let app = self.allocations.at(slot).app().clone();
             let release = self.release_victim(slot, leaf, &event, &message, out);
             match by_app.iter_mut().find(|(a, _)| *a == app) {
                 Some((_, list)) => list.push(release),

@@ -59,7 +59,7 @@ fn filled(yaml: &str, n: i32, size: i64) -> (Harness, Vec<Arc<str>>) {
         h.ask(ask("app-1", &format!("a{i}"), size, 1));
         let seen = h.schedule();
         assert_eq!(seen.allocated.len(), 1);
-        uuids.push(seen.allocated[0].uuid.clone());
+        uuids.push(Arc::from(seen.allocated[0].uuid.to_string()));
     }
     (h, uuids)
 }
