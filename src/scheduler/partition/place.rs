@@ -247,11 +247,16 @@ impl Partition {
         ask_slot: Slot,
         node: Arc<str>,
     ) -> (Arc<NewAllocation>, i32) {
-        let group = self.apps[app_slot].asks[ask_slot].task_group.clone();
-        let ctx = self.ctx_of(app_slot, &group);
-        let app = self.apps.at_mut(app_slot);
         // Minted only for an ask of the order: whole.
         const WHOLE: &str = "an ask of the order is whole";
+        let group = self.apps[app_slot]
+            .asks
+            .whole_at(ask_slot)
+            .expect(WHOLE)
+            .task_group
+            .clone();
+        let ctx = self.ctx_of(app_slot, &group);
+        let app = self.apps.at_mut(app_slot);
         let ask = app.asks.whole_at_mut(ask_slot).expect(WHOLE);
         // The order key does not depend on the repeat count: the ask
         // leaves the order only when it is done.
