@@ -80,7 +80,7 @@ impl Partition {
             priority: ask.priority,
             seq,
             created: self.clock.now(),
-            required_node: ask.required_node.clone(),
+            required_node: ask.required_node.as_deref().map(Arc::from),
             tags: ask.tags.clone(),
             task_group: ask.task_group.clone(),
             placeholder: ask.placeholder,
@@ -88,7 +88,6 @@ impl Partition {
             preempt_self: ask.preempt_self,
             originator: ask.originator,
             pending: None,
-            stamp: Default::default(),
         };
         let app = self.apps.at_mut(slot);
         let order = new.order_key();

@@ -48,7 +48,13 @@ impl PassState {
         may_count: bool,
         cause: impl FnOnce(&Self) -> Cause,
     ) {
-        if may_count && preempt.is_none() && ask.stamp.repeat(id, self.now_ns, self.records) {
+        if may_count
+            && preempt.is_none()
+            && ask
+                .pending
+                .as_deref()
+                .is_some_and(|r| r.stamp.repeat(id, self.now_ns, self.records))
+        {
             return;
         }
         let cause = cause(self);
@@ -416,8 +422,9 @@ impl Partition {
             if wanted {
                 record_reason(ask, &app.id, changed, nodes, now_ns, records);
             }
-            let recorded = ask.pending.as_ref().map_or(0, |r| r.recorded_ns);
-            ask.stamp.written(id, recorded);
+            if let Some(r) = ask.pending.as_deref() {
+                r.stamp.written(id, r.recorded_ns);
+            }
         }
         if self.reservations.is_empty() {
             return;
@@ -446,8 +453,9 @@ impl Partition {
                     None,
                     now_ns,
                 );
-                let recorded = ask.pending.as_ref().map_or(0, |r| r.recorded_ns);
-                ask.stamp.written(0, recorded);
+                if let Some(r) = ask.pending.as_deref() {
+                    r.stamp.written(0, r.recorded_ns);
+                }
             }
         }
     }
@@ -464,7 +472,7 @@ pub(super) fn set_reason(
     match &mut ask.pending {
         Some(r) => {
             // The passes that only counted come first.
-            ask.stamp.settle(r);
+            r.settle();
             r.update(cause, preempt, now_ns)
         }
         None => {
@@ -472,7 +480,7 @@ pub(super) fn set_reason(
             if let Some(p) = preempt {
                 r.preemption = Some((now_ns, p));
             }
-            ask.pending = Some(Box::new(r));
+            ask.pending = Some(crate::scheduler::objects::ask::StampedReason::new(r));
             true
         }
     }

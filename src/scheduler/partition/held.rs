@@ -114,11 +114,13 @@ impl Partition {
                 let changed = match &mut ask.pending {
                     Some(r) => {
                         // The passes only counted on the ask come first.
-                        ask.stamp.settle(r);
+                        r.settle();
                         r.update_held(cause, now_ns)
                     }
                     None => {
-                        ask.pending = Some(Box::new(PendingReason::held(cause, now_ns)));
+                        ask.pending = Some(crate::scheduler::objects::ask::StampedReason::new(
+                            PendingReason::held(cause, now_ns),
+                        ));
                         true
                     }
                 };
@@ -126,8 +128,9 @@ impl Partition {
                     record_reason(ask, &app.id, changed, nodes, now_ns, records);
                 }
                 // Held: a pass that finds its old cause again must write.
-                let recorded = ask.pending.as_ref().map_or(0, |r| r.recorded_ns);
-                ask.stamp.written(0, recorded);
+                if let Some(r) = ask.pending.as_deref() {
+                    r.stamp.written(0, r.recorded_ns);
+                }
             }
         }
     }

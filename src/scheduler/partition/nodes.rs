@@ -272,7 +272,6 @@ impl Partition {
             preempt_self: a.preempt_self,
             originator: a.originator,
             pending: None,
-            stamp: Default::default(),
         };
         // Compact when it may be (place.rs): it is never reopened.
         let entry = if standin.placeholder {

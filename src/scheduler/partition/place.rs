@@ -61,7 +61,7 @@ impl Partition {
     ) -> Option<&'a Node> {
         if let Some(required) = &ask.required_node {
             // The only candidate, used even while draining.
-            let Some(n) = self.nodes.get(required.as_str()) else {
+            let Some(n) = self.nodes.get(required) else {
                 counts.required_missing = true;
                 return None;
             };

@@ -139,7 +139,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                     tags: ask.tags.clone(),
                     placeholder: ask.placeholder,
                     task_group: ask.task_group.to_string(),
-                    required_node: ask.required_node.clone(),
+                    required_node: ask.required_node.as_deref().map(str::to_string),
                     created_ns: unix_ns(ask.created, now, now_unix),
                     pending_reason: super::reason::reason_of(p, a, ask, &gang_waiting),
                 })
