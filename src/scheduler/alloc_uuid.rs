@@ -12,9 +12,6 @@ use std::sync::Arc;
 /// The length of a canonical UUID's text.
 pub const TEXT_LEN: usize = 36;
 
-/// Where a canonical UUID's text has its hyphens.
-const HYPHENS: [usize; 4] = [8, 13, 18, 23];
-
 /// An allocation's UUID (SI v1.x: its key).
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct AllocUuid(Repr);
@@ -83,53 +80,19 @@ impl<T: AsUuidRef + ?Sized> AsUuidRef for &T {
     }
 }
 
-/// The bytes of `s` if it is a canonical lowercase hyphenated UUID.
+/// The bytes of `s` if it is a canonical lowercase hyphenated UUID (the
+/// only 36-character form the `uuid` crate reads; an uppercase text is
+/// kept as given, so that it reads back as the RM sent it).
 fn parse_canonical(s: &str) -> Option<[u8; 16]> {
-    let b = s.as_bytes();
-    if b.len() != TEXT_LEN {
+    if s.len() != TEXT_LEN || s.bytes().any(|c| c.is_ascii_uppercase()) {
         return None;
     }
-    let mut out = [0u8; 16];
-    let (mut i, mut j) = (0, 0);
-    while i < TEXT_LEN {
-        if HYPHENS.contains(&i) {
-            if b[i] != b'-' {
-                return None;
-            }
-            i += 1;
-            continue;
-        }
-        out[j] = (hex(b[i])? << 4) | hex(b[i + 1])?;
-        i += 2;
-        j += 1;
-    }
-    Some(out)
+    uuid::Uuid::try_parse(s).ok().map(uuid::Uuid::into_bytes)
 }
 
-/// A lowercase hex digit's value (uppercase text is not canonical: it is
-/// kept as given, so that it reads back as the RM sent it).
-fn hex(c: u8) -> Option<u8> {
-    match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    }
-}
-
-/// Where each byte's two digits start in the canonical text.
-const DIGIT_AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-
-/// Writes the canonical text of `bits` into `buf` (ASCII).
-fn write_canonical<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b [u8] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (byte, at) in bits.iter().zip(DIGIT_AT) {
-        buf[at] = DIGITS[usize::from(byte >> 4)];
-        buf[at + 1] = DIGITS[usize::from(byte & 0xf)];
-    }
-    for at in HYPHENS {
-        buf[at] = b'-';
-    }
-    buf
+/// Writes the canonical text of `bits` into `buf`.
+fn write_canonical<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b str {
+    uuid::Uuid::from_bytes(*bits).hyphenated().encode_lower(buf)
 }
 
 impl AllocUuid {
@@ -176,7 +139,7 @@ impl AllocUuid {
     /// The text, written into `buf` when it is not held as text.
     pub fn as_str<'b>(&'b self, buf: &'b mut [u8; TEXT_LEN]) -> &'b str {
         match &self.0 {
-            Repr::Bits(b) => std::str::from_utf8(write_canonical(b, buf)).unwrap_or_default(),
+            Repr::Bits(b) => write_canonical(b, buf),
             Repr::Str(s) => s,
         }
     }
@@ -185,7 +148,7 @@ impl AllocUuid {
     /// as text: what an encoder copies, without checking it again.
     pub fn as_bytes<'b>(&'b self, buf: &'b mut [u8; TEXT_LEN]) -> &'b [u8] {
         match &self.0 {
-            Repr::Bits(b) => write_canonical(b, buf),
+            Repr::Bits(b) => write_canonical(b, buf).as_bytes(),
             Repr::Str(s) => s.as_bytes(),
         }
     }
