@@ -150,6 +150,21 @@ fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// Whether `f` held before [`WAIT`] ran out; the caller reports what was
+/// missing.
+fn poll_until(mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn queues_and_clusters_have_the_reference_shapes() {
     let (_h, addr) = running();
@@ -399,13 +414,11 @@ fn health_dump_history_metrics_and_loglevel() {
         assert!(first[field].is_string(), "{first}");
     }
 
-    // Counters move with the decisions; gauges follow within a refresh.
-    let text = poll("node gauge", || {
-        let t = metrics_text(&h);
-        t.contains("yunikorn_scheduler_node_active_total 2")
-            .then_some(t)
-    });
-    for needle in [
+    // Counters move with the decisions; gauges follow within a refresh, and
+    // a refresh taken between the node registrations and the allocations
+    // shows the nodes with an empty queue, so wait for every series checked.
+    let needles = [
+        "yunikorn_scheduler_node_active_total 2",
         "yunikorn_scheduler_container_allocation_attempt_total{state=\"allocated\"} 2",
         "yunikorn_scheduler_application_submission_total{result=\"accepted\"} 1",
         "yunikorn_scheduler_scheduling_latency_seconds_count",
@@ -413,8 +426,15 @@ fn health_dump_history_metrics_and_loglevel() {
         "yunikorn_queue_root_a_used_resource{resource=\"memory\"} 200",
         "yunikorn_event_total_created",
         "# TYPE yunikorn_scheduler_scheduling_latency_seconds histogram",
-    ] {
-        assert!(text.contains(needle), "missing {needle}:\n{text}");
+    ];
+    let mut last = String::new();
+    let found = poll_until(|| {
+        last = metrics_text(&h);
+        needles.iter().all(|n| last.contains(n))
+    });
+    if !found {
+        let missing: Vec<_> = needles.iter().filter(|n| !last.contains(*n)).collect();
+        panic!("missing {missing:?}:\n{last}");
     }
     for path in ["/ws/v1/metrics", "/metrics"] {
         let r = get(&addr, path);
