@@ -46,7 +46,7 @@ pub struct Ask {
     pub originator: bool,
     /// Why it waits, as the last pass that tried it found, with its stamp
     /// (boxed: most asks are placed at their first try and never need
-    /// one; and an `Ask` of at most 176 bytes boxes in the size class of
+    /// one; and an `Ask` of at most 160 bytes boxes in the size class of
     /// the allocation record, which reuses it once the ask is placed).
     pub pending: Option<Box<StampedReason>>,
 }
@@ -305,11 +305,11 @@ mod tests {
     #[test]
     fn a_boxed_ask_fits_the_allocation_record_s_size_class() {
         // A placed ask's box is freed as its allocation record is made:
-        // in one mimalloc size class (176 bytes, outcome.rs) the record
-        // reuses the block; in the next class up (224) freed boxes wait
-        // for the allocator's purge, ~60 MiB more at 1M single asks.
+        // in one mimalloc size class (160 bytes, outcome.rs) the record
+        // reuses the block; in the next class up freed boxes wait for the
+        // allocator's purge, ~60 MiB more at 1M single asks.
         assert!(
-            std::mem::size_of::<Ask>() <= 176,
+            std::mem::size_of::<Ask>() <= 160,
             "{}",
             std::mem::size_of::<Ask>()
         );

@@ -2,8 +2,9 @@
 //!
 //! Names are interned once, at the boundary, into small integer ids, so the
 //! scheduling hot path compares integers and never hashes strings. A
-//! [`Resource`] keeps its entries sorted by id in an inline small vector:
-//! most resources have two or three types and never touch the heap.
+//! [`Resource`] keeps its ids and quantities sorted by id in two inline
+//! arrays of four (`entries.rs`): most resources have two to four types
+//! and never touch the heap.
 //!
 //! # Who holds a name
 //!
@@ -35,13 +36,15 @@ use smallvec::SmallVec;
 
 use crate::proto::si::v1 as si;
 
+mod entries;
 mod names;
+use entries::Entries;
 pub use names::*;
 
 /// A sparse resource: a missing type is a zero quantity.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct Resource {
-    entries: SmallVec<[(ResId, i64); 4]>,
+    entries: Entries,
 }
 
 impl fmt::Debug for Resource {
@@ -119,7 +122,7 @@ impl Resource {
 
     /// Iterates `(id, quantity)` in id order.
     pub fn iter(&self) -> impl Iterator<Item = (ResId, i64)> + '_ {
-        self.entries.iter().copied()
+        self.entries.iter()
     }
 
     /// The quantity of a type (zero when missing).
@@ -130,63 +133,58 @@ impl Resource {
     /// Whether every type `other` lists (zero or not) is listed here too:
     /// then adding or taking off a multiple of `other` lists no new type.
     pub fn lists_types_of(&self, other: &Resource) -> bool {
-        // Same types in the same order, nearly always: one zipped walk.
-        (self.entries.len() == other.entries.len()
-            && self
-                .entries
-                .iter()
-                .zip(&other.entries)
-                .all(|(a, b)| a.0 == b.0))
+        // Same types in the same order, nearly always: one comparison.
+        self.entries.ids() == other.entries.ids()
             || other
                 .entries
+                .ids()
                 .iter()
-                .all(|(id, _)| self.lookup(*id).is_some())
+                .all(|id| self.lookup(*id).is_some())
     }
 
     /// The quantity of a type, or `None` when the type is missing.
     pub fn lookup(&self, id: ResId) -> Option<i64> {
-        self.entries
-            .binary_search_by_key(&id, |e| e.0)
-            .ok()
-            .map(|i| self.entries[i].1)
+        self.entries.search(id).ok().map(|i| self.entries.vals()[i])
     }
 
     /// Sets the quantity of a type.
     pub fn set(&mut self, id: ResId, v: i64) {
-        match self.entries.binary_search_by_key(&id, |e| e.0) {
-            Ok(i) => self.entries[i].1 = v,
-            Err(i) => self.entries.insert(i, (id, v)),
+        match self.entries.search(id) {
+            Ok(i) => self.entries.vals_mut()[i] = v,
+            Err(i) => self.entries.insert(i, id, v),
         }
     }
 
     /// True when every quantity is zero (or there are none).
     pub fn is_zero(&self) -> bool {
-        self.entries.iter().all(|e| e.1 == 0)
+        self.entries.vals().iter().all(|v| *v == 0)
     }
 
     /// At least one quantity above zero and none below.
     pub fn is_strictly_positive(&self) -> bool {
-        self.entries.iter().any(|e| e.1 > 0) && self.entries.iter().all(|e| e.1 >= 0)
+        let vals = self.entries.vals();
+        vals.iter().any(|v| *v > 0) && vals.iter().all(|v| *v >= 0)
     }
 
     /// True when any quantity is negative.
     pub fn has_negative(&self) -> bool {
-        self.entries.iter().any(|e| e.1 < 0)
+        self.entries.vals().iter().any(|v| *v < 0)
     }
 
     fn merge(&self, other: &Resource, f: impl Fn(i64, i64) -> i64) -> Resource {
-        let (a, b) = (&self.entries, &other.entries);
-        let mut out = SmallVec::with_capacity(a.len().max(b.len()));
+        let (a, av) = (self.entries.ids(), self.entries.vals());
+        let (b, bv) = (other.entries.ids(), other.entries.vals());
+        let mut out = Entries::with_capacity(a.len().max(b.len()));
         let (mut i, mut j) = (0, 0);
         while i < a.len() || j < b.len() {
-            if j == b.len() || (i < a.len() && a[i].0 < b[j].0) {
-                out.push((a[i].0, f(a[i].1, 0)));
+            if j == b.len() || (i < a.len() && a[i] < b[j]) {
+                out.push(a[i], f(av[i], 0));
                 i += 1;
-            } else if i == a.len() || b[j].0 < a[i].0 {
-                out.push((b[j].0, f(0, b[j].1)));
+            } else if i == a.len() || b[j] < a[i] {
+                out.push(b[j], f(0, bv[j]));
                 j += 1;
             } else {
-                out.push((a[i].0, f(a[i].1, b[j].1)));
+                out.push(a[i], f(av[i], bv[j]));
                 i += 1;
                 j += 1;
             }
@@ -203,14 +201,15 @@ impl Resource {
     /// Whether `self + other` fits an i64 for every type: one merged walk
     /// over both (sorted) entry lists, building nothing.
     pub fn can_add(&self, other: &Resource) -> bool {
-        let (a, b) = (&self.entries, &other.entries);
+        let (a, av) = (self.entries.ids(), self.entries.vals());
+        let (b, bv) = (other.entries.ids(), other.entries.vals());
         let (mut i, mut j) = (0, 0);
         while i < a.len() && j < b.len() {
-            match a[i].0.cmp(&b[j].0) {
+            match a[i].cmp(&b[j]) {
                 std::cmp::Ordering::Less => i += 1,
                 std::cmp::Ordering::Greater => j += 1,
                 std::cmp::Ordering::Equal => {
-                    if a[i].1.checked_add(b[j].1).is_none() {
+                    if av[i].checked_add(bv[j]).is_none() {
                         return false;
                     }
                     i += 1;
@@ -249,15 +248,9 @@ impl Resource {
     fn merge_assign(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
         // Same types in the same order (an ask against the usage it adds
         // to, nearly always): one zipped walk.
-        if self.entries.len() == other.entries.len()
-            && self
-                .entries
-                .iter()
-                .zip(other.entries.iter())
-                .all(|(a, b)| a.0 == b.0)
-        {
-            for (a, b) in self.entries.iter_mut().zip(other.entries.iter()) {
-                a.1 = f(a.1, b.1);
+        if self.entries.ids() == other.entries.ids() {
+            for (a, b) in self.entries.vals_mut().iter_mut().zip(other.entries.vals()) {
+                *a = f(*a, *b);
             }
             return;
         }
@@ -270,18 +263,17 @@ impl Resource {
     fn merge_assign_slow(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
         let covered = other
             .entries
+            .ids()
             .iter()
-            .all(|(id, _)| self.lookup(*id).is_some());
+            .all(|id| self.lookup(*id).is_some());
         if !covered {
             *self = self.merge(other, f);
             return;
         }
         for (id, v) in other.iter() {
-            let i = self
-                .entries
-                .binary_search_by_key(&id, |e| e.0)
-                .expect("covered");
-            self.entries[i].1 = f(self.entries[i].1, v);
+            let i = self.entries.search(id).expect("covered");
+            let mine = &mut self.entries.vals_mut()[i];
+            *mine = f(*mine, v);
         }
     }
 
@@ -303,20 +295,18 @@ impl Resource {
 
     /// `self * n` per type, saturating.
     pub fn mul(&self, n: i64) -> Resource {
-        Resource {
-            entries: self
-                .entries
-                .iter()
-                .map(|(id, v)| (*id, v.saturating_mul(n)))
-                .collect(),
+        let mut out = self.clone();
+        for v in out.entries.vals_mut() {
+            *v = v.saturating_mul(n);
         }
+        out
     }
 
     /// The same resource without its zero quantities: the same value for
     /// every arithmetic, but a listing (REST, records) no longer names
     /// them.
     pub fn without_zeros(mut self) -> Resource {
-        self.entries.retain(|(_, v)| *v != 0);
+        self.entries.retain_vals(|v| v != 0);
         self
     }
 
@@ -339,12 +329,12 @@ impl Resource {
     pub fn first_short_index(&self, big: &Resource) -> Option<usize> {
         self.entries
             .iter()
-            .position(|(id, v)| *v > big.get(*id).max(0))
+            .position(|(id, v)| v > big.get(id).max(0))
     }
 
     /// The type at position `i` of [`Self::iter`]'s order.
     pub fn type_at(&self, i: usize) -> Option<ResId> {
-        self.entries.get(i).map(|e| e.0)
+        self.entries.ids().get(i).copied()
     }
 
     /// Fit where types missing from `big` are unlimited (quota checks).

@@ -12,10 +12,12 @@ use parking_lot::RwLock;
 use super::Resource;
 use crate::scheduler::FastMap;
 
-/// An interned resource-type name. Four bytes cost nothing over two in a
-/// `(ResId, i64)` entry (alignment), and leave the process-wide id space
-/// unbounded by the number of live schedulers.
-pub type ResId = u32;
+/// An interned resource-type name. Two bytes: a [`Resource`] keeps its ids
+/// apart from its quantities, so each id costs what it holds. The id
+/// space is process-wide: 65,536 names held at once by all live
+/// schedulers (each holds at most [`MAX_RESOURCE_TYPES`]); one more is
+/// refused with an error naming the limit.
+pub type ResId = u16;
 
 /// Upper bound on distinct resource-type names per scheduler. A scheduler's
 /// names are kept until it is dropped, so an RM sending random names must
@@ -74,7 +76,12 @@ impl Store {
             Some(id) => id,
             None => {
                 let id = ResId::try_from(self.slots.len())
-                    .map_err(|_| "the process holds too many resource type names".to_string())?;
+                    .map_err(|_| {
+                        format!(
+                            "the process's schedulers hold {} resource type names, the most ids there are",
+                            self.slots.len()
+                        )
+                    })?;
                 self.slots.push(None);
                 id
             }
@@ -552,7 +559,7 @@ impl Named<'_> {
         self.resource
             .entries
             .iter()
-            .map(|&(id, v)| match self.store.slots.get(id as usize) {
+            .map(|(id, v)| match self.store.slots.get(id as usize) {
                 Some(Some(slot)) => (&*slot.name, v),
                 _ => ("?", v),
             })
