@@ -65,7 +65,7 @@ pub(super) fn store() -> &'static RwLock<Store> {
 
 impl Store {
     /// The id of `name` for one more table.
-    fn acquire(&mut self, name: &str) -> Result<(ResId, Arc<str>), String> {
+    pub(super) fn acquire(&mut self, name: &str) -> Result<(ResId, Arc<str>), String> {
         if let Some(&id) = self.ids.get(name) {
             let slot = self.slots[id as usize].as_mut().expect("live id");
             slot.tables += 1;

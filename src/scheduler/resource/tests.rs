@@ -233,3 +233,16 @@ fn display_sorts_by_name() {
         "map[memory:2 vcore:1]"
     );
 }
+
+#[test]
+fn the_process_wide_id_space_is_refused_past_its_last_id_naming_the_limit() {
+    // A store of its own: the process's store is shared with other tests.
+    let mut store = super::names::Store::default();
+    for i in 0..=u32::from(ResId::MAX) {
+        store.acquire(&format!("t{i}")).expect("a free id");
+    }
+    let err = store.acquire("one-more").unwrap_err();
+    assert!(err.contains("65536 resource type names"), "{err}");
+    // A name already held still gets its id.
+    assert_eq!(store.acquire("t7").unwrap().0, 7);
+}
