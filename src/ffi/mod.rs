@@ -13,6 +13,7 @@
 // every dereference is checked for null and marked with a SAFETY note.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+mod allocator;
 mod buffer;
 mod callbacks;
 mod encode;

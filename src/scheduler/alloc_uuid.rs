@@ -26,7 +26,7 @@ enum Repr {
 
 /// An RM's string as the index looks it up: the 16 bytes of a canonical
 /// UUID or the string itself, without copying it.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub enum UuidRef<'a> {
     /// A canonical UUID's bytes.
     Bits([u8; 16]),

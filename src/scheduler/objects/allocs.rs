@@ -5,18 +5,26 @@
 //! UUID once (the index: lookups by UUID and the duplicate check when a
 //! node registers with existing allocations).
 //!
+//! The index holds slots only (four bytes a bucket): a probe compares the
+//! UUID in the slot's record, and a hash is taken of the UUID as held
+//! ([`UuidRef`]: a canonical UUID's bytes, any other string as given).
+//! Keys of 16 bytes or an `Arc<str>` in each bucket cost ~35 MiB more at a
+//! million allocations, whose index has two million buckets.
+//!
 //! The real allocation of a gang swap in flight on another node than its
 //! placeholder is a slab entry outside the index and outside any
 //! application: it sits in its node's list (usage, node removal, dump) and
 //! its swap holds the slot until the swap is confirmed or undone.
 
+use std::hash::BuildHasher;
 use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use super::queue::QueueId;
 use crate::scheduler::alloc_uuid::{AllocUuid, AsUuidRef, UuidRef};
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::Resource;
-use crate::scheduler::FastMap;
 
 /// Tag that pins an ask to one node (here, not in `application`: the
 /// victim facts read it and `application` lists allocations).
@@ -148,29 +156,42 @@ impl Entry {
 }
 
 /// Live allocations by slot, with the UUID index.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct AllocTable {
     slab: slab::Slab<Entry>,
-    /// The index, for UUIDs held as bytes (every one the core mints): 20
-    /// bytes a bucket, no string.
-    by_bits: FastMap<[u8; 16], AllocSlot>,
-    /// The index, for UUIDs held as strings (SI v1.x keys, an RM's own).
-    by_str: FastMap<Arc<str>, AllocSlot>,
+    /// The UUID index: the slots of the indexed entries, found by the
+    /// hash of their record's UUID (module docs).
+    index: HashTable<AllocSlot>,
+    hasher: foldhash::fast::RandomState,
     /// The next entry's `born`.
     next_born: u64,
     /// The next entry's `hour`.
     hour: u32,
 }
 
+impl std::fmt::Debug for AllocTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AllocTable")
+            .field("slab", &self.slab)
+            .field("indexed", &self.index.len())
+            .finish()
+    }
+}
+
+/// The UUID of the record in `slot`, as the index compares it.
+fn uuid_at(slab: &slab::Slab<Entry>, slot: AllocSlot) -> UuidRef<'_> {
+    slab[slot as usize].alloc.record.uuid.as_ref()
+}
+
 impl AllocTable {
     /// How many live allocations the index holds (swaps in flight aside).
     pub fn len(&self) -> usize {
-        self.by_bits.len() + self.by_str.len()
+        self.index.len()
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.by_bits.is_empty() && self.by_str.is_empty()
+        self.index.is_empty()
     }
 
     /// The slot of allocation `uuid` (an RM's text: a canonical UUID finds
@@ -180,10 +201,10 @@ impl AllocTable {
     }
 
     fn slot_by(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
-        match uuid {
-            UuidRef::Bits(b) => self.by_bits.get(&b).copied(),
-            UuidRef::Str(s) => self.by_str.get(s).copied(),
-        }
+        let slab = &self.slab;
+        self.index
+            .find(self.hasher.hash_one(uuid), |&s| uuid_at(slab, s) == uuid)
+            .copied()
     }
 
     /// Whether allocation `uuid` exists.
@@ -234,20 +255,34 @@ impl AllocTable {
         self.iter().map(|(_, a)| a)
     }
 
-    /// Indexes `slot` under `uuid`; returns the slot it replaced, if any.
-    fn index(&mut self, uuid: &AllocUuid, slot: AllocSlot) -> Option<AllocSlot> {
-        match (uuid.as_ref(), uuid.shared()) {
-            (_, Some(s)) => self.by_str.insert(s.clone(), slot),
-            (UuidRef::Bits(b), None) => self.by_bits.insert(b, slot),
-            (UuidRef::Str(s), None) => self.by_str.insert(Arc::from(s), slot),
+    /// Indexes `slot` under the UUID of its record; returns the slot that
+    /// held that UUID before, if any (no longer indexed).
+    fn index(&mut self, slot: AllocSlot) -> Option<AllocSlot> {
+        let (slab, hasher) = (&self.slab, &self.hasher);
+        let uuid = uuid_at(slab, slot);
+        let hash = hasher.hash_one(uuid);
+        match self.index.entry(
+            hash,
+            |&s| uuid_at(slab, s) == uuid,
+            |&s| hasher.hash_one(uuid_at(slab, s)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => {
+                Some(std::mem::replace(e.get_mut(), slot))
+            }
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert(slot);
+                None
+            }
         }
     }
 
-    fn unindex(&mut self, uuid: &AllocUuid) {
-        match uuid.as_ref() {
-            UuidRef::Bits(b) => self.by_bits.remove(&b),
-            UuidRef::Str(s) => self.by_str.remove(s),
-        };
+    /// Takes `slot` out of the index; its record still holds the UUID it
+    /// is indexed under.
+    fn unindex(&mut self, slot: AllocSlot) {
+        let hash = self.hasher.hash_one(uuid_at(&self.slab, slot));
+        if let Ok(e) = self.index.find_entry(hash, |&s| s == slot) {
+            e.remove();
+        }
     }
 
     /// Adds an allocation to the index, its application's and its node's
@@ -258,11 +293,10 @@ impl AllocTable {
         app: &mut AllocList,
         node: &mut AllocList,
     ) -> AllocSlot {
-        let uuid = alloc.record.uuid.clone();
         let slot = self.add(alloc, true);
         self.push(Side::App, app, slot);
         self.push(Side::Node, node, slot);
-        let old = self.index(&uuid, slot);
+        let old = self.index(slot);
         debug_assert!(old.is_none(), "duplicate allocation UUID");
         slot
     }
@@ -281,18 +315,16 @@ impl AllocTable {
         debug_assert!(!e.indexed);
         e.indexed = true;
         e.set(alloc);
-        let uuid = e.alloc.record.uuid.clone();
         self.push(Side::App, app, slot);
-        self.index(&uuid, slot);
+        self.index(slot);
     }
 
     /// Puts `alloc` in the place of the indexed allocation in `slot` (same
     /// application, same node, same list positions). Returns the old one.
     pub fn replace(&mut self, slot: AllocSlot, alloc: Allocation) -> Allocation {
-        let uuid = alloc.record.uuid.clone();
+        self.unindex(slot);
         let old = self.slab[slot as usize].set(alloc);
-        self.unindex(&old.record.uuid);
-        self.index(&uuid, slot);
+        self.index(slot);
         old
     }
 
@@ -310,11 +342,10 @@ impl AllocTable {
         if let Some(list) = node {
             self.unlink(Side::Node, list, slot);
         }
-        let e = self.slab.remove(slot as usize);
-        if e.indexed {
-            self.unindex(&e.alloc.record.uuid);
+        if self.slab[slot as usize].indexed {
+            self.unindex(slot);
         }
-        e.alloc
+        self.slab.remove(slot as usize).alloc
     }
 
     /// When the allocation in `slot` was added: larger is newer.
@@ -453,7 +484,7 @@ mod tests {
         let s_canon = with(AllocUuid::from_rm(canon));
         let s_minted = with(minted.clone());
         let s_key = with(AllocUuid::from_shared(&Arc::from("ask-1")));
-        assert_eq!((t.by_bits.len(), t.by_str.len()), (2, 1));
+        assert_eq!(t.len(), 3);
         // By the RM's text, by a copy of it, by the held UUID.
         assert_eq!(t.slot_of(canon), Some(s_canon));
         assert_eq!(t.slot_of(&canon.to_string()), Some(s_canon));
@@ -535,6 +566,42 @@ mod tests {
         );
         facts_follow(&t, real, born);
         assert_eq!((t.facts(real).priority, t.hour(real)), (-4, 8));
+    }
+
+    #[test]
+    fn the_index_follows_growth_and_removals_in_both_forms() {
+        // Enough entries to regrow the table several times: every probe
+        // and rehash reads the UUID from the slot's record.
+        let mut t = AllocTable::default();
+        let (mut app, mut node) = (AllocList::default(), AllocList::default());
+        let uuids: Vec<AllocUuid> = (0..5_000)
+            .map(|i| {
+                if i % 2 == 0 {
+                    AllocUuid::new_v4()
+                } else {
+                    AllocUuid::from_rm(&format!("key-{i}"))
+                }
+            })
+            .collect();
+        let slots: Vec<AllocSlot> = uuids
+            .iter()
+            .map(|u| {
+                let mut a = alloc("x");
+                Arc::make_mut(&mut a.record).uuid = u.clone();
+                t.insert(a, &mut app, &mut node)
+            })
+            .collect();
+        for (i, u) in uuids.iter().enumerate() {
+            assert_eq!(t.slot_of(&u.to_string()), Some(slots[i]));
+        }
+        for i in (0..5_000).step_by(3) {
+            t.remove(slots[i], Some(&mut app), Some(&mut node));
+        }
+        for (i, u) in uuids.iter().enumerate() {
+            let want = (i % 3 != 0).then_some(slots[i]);
+            assert_eq!(t.slot_of(u), want, "{u}");
+        }
+        assert_eq!(t.len(), 5_000 - 1_667);
     }
 
     #[test]
