@@ -126,6 +126,7 @@ impl Resource {
     }
 
     /// The quantity of a type (zero when missing).
+    #[inline]
     pub fn get(&self, id: ResId) -> i64 {
         self.lookup(id).unwrap_or(0)
     }
@@ -134,7 +135,7 @@ impl Resource {
     /// then adding or taking off a multiple of `other` lists no new type.
     pub fn lists_types_of(&self, other: &Resource) -> bool {
         // Same types in the same order, nearly always: one comparison.
-        self.entries.ids() == other.entries.ids()
+        self.entries.same_ids(&other.entries)
             || other
                 .entries
                 .ids()
@@ -143,8 +144,9 @@ impl Resource {
     }
 
     /// The quantity of a type, or `None` when the type is missing.
+    #[inline]
     pub fn lookup(&self, id: ResId) -> Option<i64> {
-        self.entries.search(id).ok().map(|i| self.entries.vals()[i])
+        self.entries.lookup(id)
     }
 
     /// Sets the quantity of a type.
@@ -248,7 +250,7 @@ impl Resource {
     fn merge_assign(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
         // Same types in the same order (an ask against the usage it adds
         // to, nearly always): one zipped walk.
-        if self.entries.ids() == other.entries.ids() {
+        if self.entries.same_ids(&other.entries) {
             for (a, b) in self.entries.vals_mut().iter_mut().zip(other.entries.vals()) {
                 *a = f(*a, *b);
             }
