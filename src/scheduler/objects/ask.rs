@@ -293,13 +293,14 @@ mod tests {
         // entries): 16 bytes per key instead of a whole ask.
         assert_eq!(std::mem::size_of::<AskEntry>(), 16);
         assert_eq!(std::mem::size_of::<Option<AskEntry>>(), 16);
-        // The slab's own entry: vacant (the next free slot) or taken.
+        // The slab's own entry: vacant (the next free slot) or taken by
+        // the key (keyed.rs keeps it beside the record) and the entry.
         #[allow(dead_code)]
         enum SlabEntry {
             Vacant(usize),
-            Occupied(AskEntry),
+            Occupied((std::sync::Arc<str>, AskEntry)),
         }
-        assert_eq!(std::mem::size_of::<SlabEntry>(), 16);
+        assert_eq!(std::mem::size_of::<SlabEntry>(), 32);
     }
 
     #[test]

@@ -1,29 +1,48 @@
 //! A slab of records found by string id: the id is resolved once, where a
 //! request names the record, and the scheduling pass then carries the
 //! integer slot (applications of a partition, asks of an application).
+//!
+//! The id lives in the slab entry beside its record, and the index holds
+//! only slots (four bytes a bucket), comparing a probe with the entry's
+//! id: a map from `Arc<str>` holds 24 bytes a bucket and has about two
+//! buckets per record, so at a million asks this is ~25 MiB less.
 
 use std::borrow::Borrow;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use crate::scheduler::FastMap;
+use hashbrown::HashTable;
 
 /// A record's slot: stable while the record lives, reused after it goes.
 pub type Slot = u32;
 
 /// Records by slot, with an index from their string id.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct KeyedSlab<T> {
-    slab: slab::Slab<T>,
-    by_key: FastMap<Arc<str>, Slot>,
+    slab: slab::Slab<(Arc<str>, T)>,
+    index: HashTable<Slot>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for KeyedSlab<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
 }
 
 impl<T> Default for KeyedSlab<T> {
     fn default() -> Self {
         KeyedSlab {
             slab: slab::Slab::new(),
-            by_key: FastMap::default(),
+            index: HashTable::new(),
+            hasher: Default::default(),
         }
     }
+}
+
+/// The id of the record in `slot`.
+fn key_at<T>(slab: &slab::Slab<(Arc<str>, T)>, slot: Slot) -> &str {
+    &slab[slot as usize].0
 }
 
 impl<T> KeyedSlab<T> {
@@ -39,49 +58,55 @@ impl<T> KeyedSlab<T> {
 
     /// The slot of record `key`.
     pub fn slot_of(&self, key: &str) -> Option<Slot> {
-        self.by_key.get(key).copied()
+        let slab = &self.slab;
+        self.index
+            .find(self.hasher.hash_one(key), |&s| key_at(slab, s) == key)
+            .copied()
     }
 
     /// Whether record `key` exists.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.by_key.contains_key(key)
+        self.slot_of(key).is_some()
     }
 
     /// Record `key`.
     pub fn get(&self, key: &str) -> Option<&T> {
-        self.slot_of(key).map(|s| &self.slab[s as usize])
+        self.slot_of(key).map(|s| &self.slab[s as usize].1)
     }
 
     /// Record `key`, to change.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut T> {
         let s = self.slot_of(key)?;
-        Some(&mut self.slab[s as usize])
+        Some(&mut self.slab[s as usize].1)
     }
 
     /// The record in `slot`, if the slot is taken.
     pub fn at(&self, slot: Slot) -> Option<&T> {
-        self.slab.get(slot as usize)
+        self.slab.get(slot as usize).map(|(_, v)| v)
     }
 
     /// The record in `slot` if the slot is taken, to change.
     pub fn try_at_mut(&mut self, slot: Slot) -> Option<&mut T> {
-        self.slab.get_mut(slot as usize)
+        self.slab.get_mut(slot as usize).map(|(_, v)| v)
     }
 
     /// The record in `slot`, to change.
     pub fn at_mut(&mut self, slot: Slot) -> &mut T {
-        &mut self.slab[slot as usize]
+        &mut self.slab[slot as usize].1
     }
 
     /// Adds record `key`, or replaces it in its slot; returns the slot and
     /// the record replaced.
     pub fn insert(&mut self, key: Arc<str>, value: T) -> (Slot, Option<T>) {
-        if let Some(&s) = self.by_key.get(&*key) {
-            let old = std::mem::replace(&mut self.slab[s as usize], value);
+        if let Some(s) = self.slot_of(&key) {
+            let old = std::mem::replace(&mut self.slab[s as usize].1, value);
             return (s, Some(old));
         }
-        let s = Slot::try_from(self.slab.insert(value)).expect("fewer than 2^32 records");
-        self.by_key.insert(key, s);
+        let hash = self.hasher.hash_one(&*key);
+        let s = Slot::try_from(self.slab.insert((key, value))).expect("fewer than 2^32 records");
+        let (slab, hasher) = (&self.slab, &self.hasher);
+        self.index
+            .insert_unique(hash, s, |&t| hasher.hash_one(key_at(slab, t)));
         (s, None)
     }
 
@@ -92,51 +117,54 @@ impl<T> KeyedSlab<T> {
 
     /// Removes record `key`; returns its id with it.
     pub fn remove_entry(&mut self, key: &str) -> Option<(Arc<str>, T)> {
-        let (k, s) = self.by_key.remove_entry(key)?;
-        Some((k, self.slab.remove(s as usize)))
+        let slab = &self.slab;
+        let found = self
+            .index
+            .find_entry(self.hasher.hash_one(key), |&s| key_at(slab, s) == key)
+            .ok()?;
+        let (s, _) = found.remove();
+        Some(self.slab.remove(s as usize))
     }
 
     /// Every id, in no particular order.
     pub fn keys(&self) -> impl Iterator<Item = &Arc<str>> {
-        self.by_key.keys()
+        self.slab.iter().map(|(_, (k, _))| k)
     }
 
     /// Every record, in no particular order.
     pub fn values(&self) -> impl Iterator<Item = &T> {
-        self.slab.iter().map(|(_, v)| v)
+        self.slab.iter().map(|(_, (_, v))| v)
     }
 
     /// Every record, to change, in no particular order.
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.slab.iter_mut().map(|(_, v)| v)
+        self.slab.iter_mut().map(|(_, (_, v))| v)
     }
 
     /// Every (slot, record), to change, in no particular order.
     pub fn slots_mut(&mut self) -> impl Iterator<Item = (Slot, &mut T)> {
         self.slab
             .iter_mut()
-            .map(|(i, v)| (Slot::try_from(i).expect("fewer than 2^32 records"), v))
+            .map(|(i, (_, v))| (Slot::try_from(i).expect("fewer than 2^32 records"), v))
     }
 
     /// Every (slot, record), in no particular order.
     pub fn slots(&self) -> impl Iterator<Item = (Slot, &T)> {
         self.slab
             .iter()
-            .map(|(i, v)| (Slot::try_from(i).expect("fewer than 2^32 records"), v))
+            .map(|(i, (_, v))| (Slot::try_from(i).expect("fewer than 2^32 records"), v))
     }
 
     /// Every (id, record), in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &T)> {
-        self.by_key
-            .iter()
-            .map(|(k, s)| (k, &self.slab[*s as usize]))
+        self.slab.iter().map(|(_, (k, v))| (k, v))
     }
 }
 
 impl<T> std::ops::Index<Slot> for KeyedSlab<T> {
     type Output = T;
     fn index(&self, slot: Slot) -> &T {
-        &self.slab[slot as usize]
+        &self.slab[slot as usize].1
     }
 }
 
@@ -172,5 +200,30 @@ mod tests {
                 .collect::<Vec<_>>(),
             [("b".to_string(), 2)]
         );
+    }
+
+    #[test]
+    fn the_index_follows_growth_removals_and_reused_slots() {
+        let mut t: KeyedSlab<usize> = KeyedSlab::default();
+        for i in 0..3_000 {
+            t.insert(Arc::from(format!("k{i}")), i);
+        }
+        for i in (0..3_000).step_by(2) {
+            assert_eq!(t.remove(&format!("k{i}")), Some(i));
+        }
+        // Freed slots are reused by new ids; the old ids stay gone.
+        for i in 0..1_000 {
+            t.insert(Arc::from(format!("n{i}")), 10_000 + i);
+        }
+        for i in 0..3_000 {
+            let want = (i % 2 == 1).then_some(i);
+            assert_eq!(t.get(&format!("k{i}")).copied(), want);
+        }
+        for i in 0..1_000 {
+            let s = t.slot_of(&format!("n{i}")).unwrap();
+            assert_eq!(t[s], 10_000 + i);
+        }
+        assert_eq!(t.len(), 2_500);
+        assert_eq!(t.keys().count(), 2_500);
     }
 }
