@@ -5,23 +5,21 @@
 //! UUID once (the index: lookups by UUID and the duplicate check when a
 //! node registers with existing allocations).
 //!
-//! The index holds slots only (four bytes a bucket): a probe compares the
-//! UUID in the slot's record, and a hash is taken of the UUID as held
-//! ([`UuidRef`]: a canonical UUID's bytes, any other string as given).
-//! Keys of 16 bytes or an `Arc<str>` in each bucket cost ~35 MiB more at a
-//! million allocations, whose index has two million buckets.
+//! The index holds slots ([`SlotIndex`]): a probe compares the UUID in the
+//! slot's record, and a hash is taken of the UUID as held ([`UuidRef`]: a
+//! canonical UUID's bytes, any other string as given). Keys of 16 bytes or
+//! an `Arc<str>` in each bucket cost ~25 MiB more at a million
+//! allocations, whose index has two million buckets.
 //!
 //! The real allocation of a gang swap in flight on another node than its
 //! placeholder is a slab entry outside the index and outside any
 //! application: it sits in its node's list (usage, node removal, dump) and
 //! its swap holds the slot until the swap is confirmed or undone.
 
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use hashbrown::HashTable;
-
 use super::queue::QueueId;
+use super::slot_index::SlotIndex;
 use crate::scheduler::alloc_uuid::{AllocUuid, AsUuidRef, UuidRef};
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::Resource;
@@ -161,8 +159,7 @@ pub struct AllocTable {
     slab: slab::Slab<Entry>,
     /// The UUID index: the slots of the indexed entries, found by the
     /// hash of their record's UUID (module docs).
-    index: HashTable<AllocSlot>,
-    hasher: foldhash::fast::RandomState,
+    index: SlotIndex,
     /// The next entry's `born`.
     next_born: u64,
     /// The next entry's `hour`.
@@ -203,8 +200,7 @@ impl AllocTable {
     fn slot_by(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
         let slab = &self.slab;
         self.index
-            .find(self.hasher.hash_one(uuid), |&s| uuid_at(slab, s) == uuid)
-            .copied()
+            .find(self.index.hash(&uuid), |s| uuid_at(slab, s) == uuid)
     }
 
     /// Whether allocation `uuid` exists.
@@ -258,31 +254,17 @@ impl AllocTable {
     /// Indexes `slot` under the UUID of its record; returns the slot that
     /// held that UUID before, if any (no longer indexed).
     fn index(&mut self, slot: AllocSlot) -> Option<AllocSlot> {
-        let (slab, hasher) = (&self.slab, &self.hasher);
+        let slab = &self.slab;
         let uuid = uuid_at(slab, slot);
-        let hash = hasher.hash_one(uuid);
-        match self.index.entry(
-            hash,
-            |&s| uuid_at(slab, s) == uuid,
-            |&s| hasher.hash_one(uuid_at(slab, s)),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(mut e) => {
-                Some(std::mem::replace(e.get_mut(), slot))
-            }
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                e.insert(slot);
-                None
-            }
-        }
+        let h = self.index.hash(&uuid);
+        self.index.replace(h, slot, |s| uuid_at(slab, s) == uuid)
     }
 
     /// Takes `slot` out of the index; its record still holds the UUID it
     /// is indexed under.
     fn unindex(&mut self, slot: AllocSlot) {
-        let hash = self.hasher.hash_one(uuid_at(&self.slab, slot));
-        if let Ok(e) = self.index.find_entry(hash, |&s| s == slot) {
-            e.remove();
-        }
+        let h = self.index.hash(&uuid_at(&self.slab, slot));
+        self.index.remove(h, |s| s == slot);
     }
 
     /// Adds an allocation to the index, its application's and its node's

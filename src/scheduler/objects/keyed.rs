@@ -3,15 +3,14 @@
 //! integer slot (applications of a partition, asks of an application).
 //!
 //! The id lives in the slab entry beside its record, and the index holds
-//! only slots (four bytes a bucket), comparing a probe with the entry's
-//! id: a map from `Arc<str>` holds 24 bytes a bucket and has about two
-//! buckets per record, so at a million asks this is ~25 MiB less.
+//! slots ([`SlotIndex`], 8 bytes a bucket), comparing a probe with the
+//! entry's id: a map from `Arc<str>` holds 24 bytes a bucket and has about
+//! two buckets per record, so at a million asks this is ~16 MiB less.
 
 use std::borrow::Borrow;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use hashbrown::HashTable;
+use super::slot_index::SlotIndex;
 
 /// A record's slot: stable while the record lives, reused after it goes.
 pub type Slot = u32;
@@ -20,8 +19,7 @@ pub type Slot = u32;
 #[derive(Clone)]
 pub struct KeyedSlab<T> {
     slab: slab::Slab<(Arc<str>, T)>,
-    index: HashTable<Slot>,
-    hasher: foldhash::fast::RandomState,
+    index: SlotIndex,
 }
 
 impl<T: std::fmt::Debug> std::fmt::Debug for KeyedSlab<T> {
@@ -34,8 +32,7 @@ impl<T> Default for KeyedSlab<T> {
     fn default() -> Self {
         KeyedSlab {
             slab: slab::Slab::new(),
-            index: HashTable::new(),
-            hasher: Default::default(),
+            index: SlotIndex::default(),
         }
     }
 }
@@ -60,8 +57,7 @@ impl<T> KeyedSlab<T> {
     pub fn slot_of(&self, key: &str) -> Option<Slot> {
         let slab = &self.slab;
         self.index
-            .find(self.hasher.hash_one(key), |&s| key_at(slab, s) == key)
-            .copied()
+            .find(self.index.hash(key), |s| key_at(slab, s) == key)
     }
 
     /// Whether record `key` exists.
@@ -102,11 +98,9 @@ impl<T> KeyedSlab<T> {
             let old = std::mem::replace(&mut self.slab[s as usize].1, value);
             return (s, Some(old));
         }
-        let hash = self.hasher.hash_one(&*key);
+        let h = self.index.hash(&*key);
         let s = Slot::try_from(self.slab.insert((key, value))).expect("fewer than 2^32 records");
-        let (slab, hasher) = (&self.slab, &self.hasher);
-        self.index
-            .insert_unique(hash, s, |&t| hasher.hash_one(key_at(slab, t)));
+        self.index.insert_unique(h, s);
         (s, None)
     }
 
@@ -118,11 +112,9 @@ impl<T> KeyedSlab<T> {
     /// Removes record `key`; returns its id with it.
     pub fn remove_entry(&mut self, key: &str) -> Option<(Arc<str>, T)> {
         let slab = &self.slab;
-        let found = self
+        let s = self
             .index
-            .find_entry(self.hasher.hash_one(key), |&s| key_at(slab, s) == key)
-            .ok()?;
-        let (s, _) = found.remove();
+            .remove(self.index.hash(key), |s| key_at(slab, s) == key)?;
         Some(self.slab.remove(s as usize))
     }
 

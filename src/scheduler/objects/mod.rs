@@ -10,3 +10,4 @@ pub mod node;
 pub mod pending;
 pub mod queue;
 pub mod reservation;
+pub mod slot_index;

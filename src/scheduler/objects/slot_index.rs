@@ -1,0 +1,132 @@
+//! A hash index of slab slots whose keys live in the slab entries (the
+//! allocation UUID index, the id index of a [`super::keyed::KeyedSlab`]).
+//!
+//! A bucket holds the slot and 32 bits of its key's hash: 8 bytes where a
+//! map holding an `Arc<str>` or a 16-byte UUID takes 20-24. A probe
+//! compares the key in the slot's entry (the caller's `eq`); growing the
+//! table rehashes from the stored bits, so it reads no entry and follows
+//! no key's pointer (with a million allocations keyed by RM strings,
+//! three cache misses each per regrowth otherwise).
+
+use std::hash::{BuildHasher, Hash};
+
+use hashbrown::HashTable;
+
+/// A key's hash as the index uses it.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyHash(u32);
+
+impl KeyHash {
+    /// The table's 64-bit hash: the 32 bits twice. hashbrown takes the
+    /// bucket from the low bits and its 7-bit tag from the top ones, which
+    /// stay independent up to 2^25 buckets.
+    fn full(self) -> u64 {
+        (u64::from(self.0) << 32) | u64::from(self.0)
+    }
+}
+
+/// Slots found by the hash of a key their entries hold.
+#[derive(Clone, Default)]
+pub struct SlotIndex {
+    table: HashTable<(u32, u32)>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl std::fmt::Debug for SlotIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotIndex")
+            .field("len", &self.table.len())
+            .finish()
+    }
+}
+
+impl SlotIndex {
+    /// How many slots are indexed.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether none are.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// The hash of `key` (the same key always gives the same one).
+    pub fn hash<K: Hash + ?Sized>(&self, key: &K) -> KeyHash {
+        let h = self.hasher.hash_one(key);
+        KeyHash((h ^ (h >> 32)) as u32)
+    }
+
+    /// The slot whose entry's key `eq` accepts, among those with hash `h`.
+    pub fn find(&self, h: KeyHash, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
+        self.table
+            .find(h.full(), |&(s, bits)| bits == h.0 && eq(s))
+            .map(|&(s, _)| s)
+    }
+
+    /// Indexes `slot` under `h`; the caller knows no entry has its key.
+    pub fn insert_unique(&mut self, h: KeyHash, slot: u32) {
+        self.table
+            .insert_unique(h.full(), (slot, h.0), |&(_, bits)| KeyHash(bits).full());
+    }
+
+    /// Indexes `slot` under `h`, in place of the slot whose key `eq`
+    /// accepts, if any: returns that slot.
+    pub fn replace(
+        &mut self,
+        h: KeyHash,
+        slot: u32,
+        mut eq: impl FnMut(u32) -> bool,
+    ) -> Option<u32> {
+        match self.table.entry(
+            h.full(),
+            |&(s, bits)| bits == h.0 && eq(s),
+            |&(_, bits)| KeyHash(bits).full(),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(mut e) => {
+                Some(std::mem::replace(&mut e.get_mut().0, slot))
+            }
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                e.insert((slot, h.0));
+                None
+            }
+        }
+    }
+
+    /// Takes out the slot `eq` accepts among those with hash `h`.
+    pub fn remove(&mut self, h: KeyHash, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
+        let e = self
+            .table
+            .find_entry(h.full(), |&(s, bits)| bits == h.0 && eq(s))
+            .ok()?;
+        Some(e.remove().0 .0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_found_replaced_and_removed_through_growth() {
+        let keys: Vec<String> = (0..10_000).map(|i| format!("k{i}")).collect();
+        let mut ix = SlotIndex::default();
+        for (i, k) in keys.iter().enumerate() {
+            ix.insert_unique(ix.hash(k.as_str()), i as u32);
+        }
+        let at = |s: u32| keys[s as usize].as_str();
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(ix.find(ix.hash(k.as_str()), |s| at(s) == k), Some(i as u32));
+        }
+        assert_eq!(ix.find(ix.hash("nope"), |s| at(s) == "nope"), None);
+        // A key indexed again takes the old slot's place.
+        let h = ix.hash("k7");
+        assert_eq!(ix.replace(h, 7, |s| at(s) == "k7"), Some(7));
+        for k in keys.iter().step_by(2) {
+            assert!(ix.remove(ix.hash(k.as_str()), |s| at(s) == k).is_some());
+        }
+        assert_eq!(ix.len(), 5_000);
+        assert_eq!(ix.find(ix.hash("k2"), |s| at(s) == "k2"), None);
+        assert_eq!(ix.find(ix.hash("k3"), |s| at(s) == "k3"), Some(3));
+    }
+}
