@@ -125,13 +125,19 @@ def visit(
 
 
 def first_app(base: str, partition: str, queue: str) -> str:
+    # The simulator serves REST while its workload still runs: wait for the
+    # first allocation in the queue rather than read the first answer.
     url = f"{base}/ws/v1/partition/{partition}/queue/{queue}/applications"
-    with urllib.request.urlopen(url, timeout=10) as r:
-        apps = json.load(r)
-    with_allocs = [a for a in apps if a.get("allocations")]
-    if not with_allocs:
-        raise SystemExit(f"no application with allocations in {queue}")
-    return with_allocs[0]["applicationID"]
+    deadline = time.monotonic() + 30
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            apps = json.load(r)
+        with_allocs = [a for a in apps if a.get("allocations")]
+        if with_allocs:
+            return with_allocs[0]["applicationID"]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"no application with allocations in {queue} after 30 s")
+        time.sleep(0.5)
 
 
 def first_node(base: str, partition: str) -> str:
