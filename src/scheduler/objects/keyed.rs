@@ -94,11 +94,13 @@ impl<T> KeyedSlab<T> {
     /// Adds record `key`, or replaces it in its slot; returns the slot and
     /// the record replaced.
     pub fn insert(&mut self, key: Arc<str>, value: T) -> (Slot, Option<T>) {
-        if let Some(s) = self.slot_of(&key) {
+        // One hash of the key serves the probe and the insert.
+        let h = self.index.hash(&*key);
+        let slab = &self.slab;
+        if let Some(s) = self.index.find(h, |s| key_at(slab, s) == &*key) {
             let old = std::mem::replace(&mut self.slab[s as usize].1, value);
             return (s, Some(old));
         }
-        let h = self.index.hash(&*key);
         let s = Slot::try_from(self.slab.insert((key, value))).expect("fewer than 2^32 records");
         self.index.insert_unique(h, s);
         (s, None)

@@ -3,6 +3,7 @@
 //! Queues live in an arena indexed by [`QueueId`]; a removed queue leaves an
 //! empty slot so ids held elsewhere never point at another queue.
 
+use smallvec::SmallVec;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -156,6 +157,14 @@ struct ChildKey {
 /// every resource type counts with weight one (wide, so no sum overflows).
 fn pending_weight(pending: &Resource) -> i128 {
     pending.iter().map(|(_, v)| i128::from(v.max(0))).sum()
+}
+
+/// Whether a change to a queue can have moved its usage share, the part
+/// of [`ChildKey`] that costs most to compute.
+#[derive(Clone, Copy)]
+enum Usage {
+    Changed,
+    Unchanged,
 }
 
 impl Queue {
@@ -533,8 +542,9 @@ impl QueueTree {
 
     /// How much more the queue may allocate (spec 3.3); `None` = unlimited.
     pub fn headroom(&self, id: QueueId) -> Option<Resource> {
-        // Root first, then down to `id`: a loop, so depth costs no stack.
-        let mut chain = Vec::new();
+        // Root first, then down to `id`: a loop, so depth costs no stack
+        // (and, for the usual depths, no allocation on every decision).
+        let mut chain: SmallVec<[QueueId; 8]> = SmallVec::new();
         let mut cur = Some(id);
         while let Some(c) = cur {
             chain.push(c);
@@ -584,27 +594,40 @@ impl QueueTree {
     /// Applies `change` to every queue from `id` up to root, keeping each
     /// one's place in its parent's fair order (usage and demand both count
     /// in it).
-    fn update_chain(&mut self, id: QueueId, change: impl Fn(&mut Queue)) {
+    fn update_chain(&mut self, id: QueueId, usage: Usage, change: impl Fn(&mut Queue)) {
         let mut cur = Some(id);
         while let Some(c) = cur {
             let q = self.get_mut(c);
             change(q);
             cur = q.parent;
-            self.rekey(c);
+            self.rekey_after(c, usage);
         }
     }
 
     /// Re-files a queue in its parent's `child_order` after its usage,
     /// guarantee or demand changed.
     fn rekey(&mut self, id: QueueId) {
+        self.rekey_after(id, Usage::Changed);
+    }
+
+    /// [`Self::rekey`], told whether the usage share can have changed: a
+    /// change of demand alone keeps the filed key's shares (computing them
+    /// divides once per resource type, on every ask taken in).
+    fn rekey_after(&mut self, id: QueueId, usage: Usage) {
         let q = self.get(id);
         let Some(parent) = q.parent else {
             return;
         };
         let by_priority = self.get(parent).priority.sort;
+        let kept = match (usage, &q.order_key) {
+            (Usage::Unchanged, Some(old)) => Some(&old.shares),
+            _ => None,
+        };
         let key = q.pending.is_strictly_positive().then(|| ChildKey {
             first: Reverse(if by_priority { q.reported } else { 0 }),
-            shares: ShareKey::of(&q.allocated, q.guaranteed.as_ref()),
+            shares: kept
+                .cloned()
+                .unwrap_or_else(|| ShareKey::of(&q.allocated, q.guaranteed.as_ref())),
             then: Reverse(if by_priority { 0 } else { q.reported }),
             pending: Reverse(pending_weight(&q.pending)),
             path: q.path.clone(),
@@ -663,12 +686,12 @@ impl QueueTree {
 
     /// Adds allocated resource from the leaf up.
     pub fn add_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.allocated.add_assign(res));
+        self.update_chain(id, Usage::Changed, |q| q.allocated.add_assign(res));
     }
 
     /// Subtracts allocated resource from the leaf up, clamped at zero.
     pub fn sub_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.allocated.sub_clamped_assign(res));
+        self.update_chain(id, Usage::Changed, |q| q.allocated.sub_clamped_assign(res));
     }
 
     /// Adds pending demand from the leaf up.
@@ -695,13 +718,13 @@ impl QueueTree {
     }
 
     pub fn add_pending(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.pending.add_assign(res));
+        self.update_chain(id, Usage::Unchanged, |q| q.pending.add_assign(res));
     }
 
     /// Moves `res` from pending to allocated from the leaf up: what one
     /// allocation does, in one walk and one re-keying per level.
     pub fn pending_to_allocated(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| {
+        self.update_chain(id, Usage::Changed, |q| {
             q.pending.sub_clamped_assign(res);
             q.allocated.add_assign(res);
         });
@@ -709,7 +732,7 @@ impl QueueTree {
 
     /// Subtracts pending demand from the leaf up, clamped at zero.
     pub fn sub_pending(&mut self, id: QueueId, res: &Resource) {
-        self.update_chain(id, |q| q.pending.sub_clamped_assign(res));
+        self.update_chain(id, Usage::Unchanged, |q| q.pending.sub_clamped_assign(res));
     }
 
     /// Children with pending demand, in fair order (spec 3.6): highest
