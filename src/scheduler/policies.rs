@@ -70,10 +70,10 @@ impl NodeSortPolicy {
     pub fn score(&self, capacity: &Resource, available: &Resource) -> f64 {
         let (mut sum, mut wsum) = (0.0, 0.0);
         for (id, w) in &self.weights {
-            let cap = capacity.get(*id);
-            if cap == 0 || capacity.lookup(*id).is_none() {
-                continue;
-            }
+            let cap = match capacity.lookup(*id) {
+                Some(c) if c != 0 => c,
+                _ => continue,
+            };
             let usage = 1.0 - available.get(*id) as f64 / cap as f64;
             sum += w * usage;
             wsum += w;

@@ -276,11 +276,7 @@ impl Application {
     /// and it moves in `leaf`'s fair order (its own leaf).
     pub fn allocate(&mut self, res: &Resource, leaf: &mut Queue) {
         self.allocated.add_assign(res);
-        for (id, v) in self.allocated.iter() {
-            if v > self.max_used.get(id) {
-                self.max_used.set(id, v);
-            }
-        }
+        self.max_used.raise_to(&self.allocated);
         if leaf.sort_policy == AppSortPolicy::Fair {
             self.refile(leaf);
         }

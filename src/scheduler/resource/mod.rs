@@ -295,6 +295,23 @@ impl Resource {
         self.merge_assign(other, |a, b| a.saturating_sub(b).max(0));
     }
 
+    /// Raises each type to `other`'s quantity where that is larger (a type
+    /// missing here counts as zero, so it is added only when positive): a
+    /// running maximum, in place.
+    pub fn raise_to(&mut self, other: &Resource) {
+        if self.entries.same_ids(&other.entries) {
+            for (a, b) in self.entries.vals_mut().iter_mut().zip(other.entries.vals()) {
+                *a = (*a).max(*b);
+            }
+            return;
+        }
+        for (id, v) in other.iter() {
+            if v > self.get(id) {
+                self.set(id, v);
+            }
+        }
+    }
+
     /// `self * n` per type, saturating.
     pub fn mul(&self, n: i64) -> Resource {
         let mut out = self.clone();

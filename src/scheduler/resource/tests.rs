@@ -246,3 +246,21 @@ fn the_process_wide_id_space_is_refused_past_its_last_id_naming_the_limit() {
     // A name already held still gets its id.
     assert_eq!(store.acquire("t7").unwrap().0, 7);
 }
+
+#[test]
+fn raise_to_keeps_a_running_maximum_per_type() {
+    // The same types: each raised only where the other is larger.
+    let mut m = r(&[("memory", 10), ("vcore", 5)]);
+    m.raise_to(&r(&[("memory", 4), ("vcore", 9)]));
+    assert_eq!(m, r(&[("memory", 10), ("vcore", 9)]));
+    // Other types: a positive one joins, a zero or negative one does not.
+    let mut m = r(&[("memory", 10)]);
+    m.raise_to(&r(&[
+        ("gpu", 0),
+        ("memory", 12),
+        ("pods", -1),
+        ("vcore", 3),
+    ]));
+    assert_eq!(m, r(&[("memory", 12), ("vcore", 3)]));
+    assert_eq!(m.lookup(super::names::intern("gpu").unwrap()), None);
+}
