@@ -6,10 +6,14 @@
 #
 #   bash scripts/yk-compare.sh [ROUNDS]        (default 5)
 #
-# YuniKorn core (YK_VERSION, default v1.8.0) is fetched through the Go
-# module proxy and its benchmark test binary is built in a temporary
-# directory, from a writable copy of the module cache's tree: no YuniKorn
-# code enters this repository. sicore's side is the go-v1 binding's
+# YuniKorn core (YK_VERSION, default v1.8.0; v1.9.0 is the current
+# release) is fetched through the Go module proxy and its benchmark test
+# binary is built in a temporary directory, from a writable copy of the
+# module cache's tree: no YuniKorn code enters this repository. A core
+# that pins a pre-release of the scheduler interface the proxy does not
+# serve (v1.9.0 pins SI v1.9.0-0, whose go.mod is that of SI v1.9.0) gets
+# a local `replace` to the release in that copy, built without the
+# checksum database (which knows no such pairing). sicore's side is the go-v1 binding's
 # BenchmarkScheduling (predicates=on), linked against a fresh
 # `cargo build --release`. Every size runs in its own process, YuniKorn
 # then sicore, every size once per round; the table gives the medians over
@@ -66,8 +70,15 @@ cp -r "$yk_dir" "$work/yk"
 chmod -R u+w "$work/yk"
 grep -q '^func BenchmarkScheduling' "$work/yk/pkg/scheduler/tests/performance_test.go" ||
     fail "no BenchmarkScheduling in yunikorn-core@$yk_version pkg/scheduler/tests"
+yk_env=()
+si_pin=$(awk '$1 == "github.com/apache/yunikorn-scheduler-interface" && $2 ~ /^v[0-9.]+-0$/ { print $2 }' "$work/yk/go.mod")
+if [ -n "$si_pin" ]; then
+    echo "yk-compare: yunikorn-core@$yk_version pins the scheduler interface at $si_pin; building it against ${si_pin%-0}" >&2
+    echo "replace github.com/apache/yunikorn-scheduler-interface $si_pin => github.com/apache/yunikorn-scheduler-interface ${si_pin%-0}" >>"$work/yk/go.mod"
+    yk_env=(GOSUMDB=off GOFLAGS="-buildvcs=false -mod=mod")
+fi
 echo "yk-compare: building YuniKorn's test binary (its dependencies come through the module proxy)" >&2
-(cd "$work/yk" && go test -c -o "$work/yk.test" ./pkg/scheduler/tests >"$work/ykbuild.log" 2>&1) ||
+(cd "$work/yk" && env "${yk_env[@]}" go test -c -o "$work/yk.test" ./pkg/scheduler/tests >"$work/ykbuild.log" 2>&1) ||
     fail "building yunikorn-core's pkg/scheduler/tests failed: $(tail -20 "$work/ykbuild.log")"
 
 echo "yk-compare: building sicore (cargo build --release) and the go-v1 benchmark binary" >&2

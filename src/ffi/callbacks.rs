@@ -13,7 +13,7 @@ use super::table::{
 use crate::proto::si::v1 as si;
 use crate::proto::sicore::v1 as sicore;
 use crate::scheduler::outcome::{NewAllocation, OutMsg};
-use crate::scheduler::port::RmPort;
+use crate::scheduler::port::{PredicateCheck, RmPort};
 
 /// Stores `len` bytes at `data` (copied) as the callback's answer. A later
 /// call replaces an earlier one. NULL `reply` is ignored; NULL `data` with
@@ -173,8 +173,8 @@ impl RmPort for CallbackTable {
         )
     }
 
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
-        self.status_call(self.0.predicates, args, "predicates")
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
+        self.predicates_call(self.0.predicates, args)
     }
 
     fn has_predicates(&self) -> bool {

@@ -12,6 +12,7 @@ use prost::encoding::{encoded_len_varint, key_len, WireType};
 use std::sync::Arc;
 
 use crate::scheduler::outcome::NewAllocation;
+use crate::scheduler::port::PredicateCheck;
 use crate::scheduler::resource::Named;
 
 /// A varint, inline: prost's `encode_varint` is generic over its buffer and
@@ -52,6 +53,17 @@ fn put_bytes(tag: u32, s: &[u8], buf: &mut Vec<u8>) {
         encode_key(tag, WireType::LengthDelimited, buf);
         encode_varint(s.len() as u64, buf);
         buf.extend_from_slice(s);
+    }
+}
+
+/// `PredicatesArgs`, whose fields both editions share, from the core's
+/// borrowed question: one per node tried, so no message is built for it.
+pub fn predicates_args_into(q: &PredicateCheck<'_>, buf: &mut Vec<u8>) {
+    put_string(1, q.allocation_key, buf);
+    put_string(2, q.node_id, buf);
+    if q.allocate {
+        encode_key(3, WireType::Varint, buf);
+        buf.push(1);
     }
 }
 
@@ -356,5 +368,39 @@ mod tests {
         assert_eq!(got.assumed_allocations[1].allocation_key, "ask-2");
         assert_eq!(got.assumed_allocations[1].node_id, "node-00017");
         assert!(got.forget_allocations.is_empty());
+    }
+
+    #[test]
+    fn predicates_args_are_the_bytes_prost_writes_in_both_editions() {
+        use crate::proto::si18::v1 as si18;
+        let long = "n".repeat(300); // a two-byte length
+        for (key, node, allocate) in [
+            ("alloc-1-7", "node-00017", true),
+            ("", "", false),
+            ("ключ", &*long, false),
+            ("k", "", true),
+        ] {
+            let mut buf = Vec::new();
+            predicates_args_into(
+                &PredicateCheck {
+                    allocation_key: key,
+                    node_id: node,
+                    allocate,
+                },
+                &mut buf,
+            );
+            let v0 = si::PredicatesArgs {
+                allocation_key: key.into(),
+                node_id: node.into(),
+                allocate,
+            };
+            let v1 = si18::PredicatesArgs {
+                allocation_key: key.into(),
+                node_id: node.into(),
+                allocate,
+            };
+            assert_eq!(buf, v0.encode_to_vec(), "{key:?} {allocate}");
+            assert_eq!(buf, v1.encode_to_vec(), "{key:?} {allocate}");
+        }
     }
 }

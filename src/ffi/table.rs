@@ -10,6 +10,9 @@ use std::ffi::c_void;
 use prost::Message;
 
 use crate::error::Error;
+use crate::scheduler::port::PredicateCheck;
+
+use super::encode;
 
 /// Where a callback puts its answer: an error reason, or for
 /// `update_configuration` an encoded `si.v1.UpdateConfigurationResponse`.
@@ -208,6 +211,22 @@ impl<T: CTable> Table<T> {
         with_scratch(|buf| {
             msg.encode_raw(buf);
             self.status_call_bytes(f, buf, what)
+        })
+    }
+
+    /// Asks `f` (an edition's `predicates`) the question `q`, encoded
+    /// straight from its borrowed strings.
+    pub(super) fn predicates_call(
+        &self,
+        f: sicore_status_callback,
+        q: &PredicateCheck<'_>,
+    ) -> Result<(), String> {
+        if f.is_none() {
+            return Ok(());
+        }
+        with_scratch(|buf| {
+            encode::predicates_args_into(q, buf);
+            self.status_call_bytes(f, buf, "predicates")
         })
     }
 

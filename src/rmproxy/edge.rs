@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::proto::si::v1 as si;
 use crate::scheduler::api::ResourceManagerCallback;
 use crate::scheduler::outcome::{NewAllocation, OutMsg};
-use crate::scheduler::port::RmPort;
+use crate::scheduler::port::{PredicateCheck, RmPort};
 
 /// A Rust v0.12 RM's callbacks as the core calls them.
 pub struct Edge {
@@ -73,8 +73,12 @@ impl RmPort for Edge {
         self.rm.resync_scheduler_cache(args)
     }
 
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
-        self.rm.predicates(args)
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
+        self.rm.predicates(&si::PredicatesArgs {
+            allocation_key: args.allocation_key.to_string(),
+            node_id: args.node_id.to_string(),
+            allocate: args.allocate,
+        })
     }
 
     fn has_predicates(&self) -> bool {

@@ -32,7 +32,7 @@ use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 
 use super::outcome::{NewAllocation, OutMsg, Outbound, RmKey};
-use super::port::{same_registration, RmPort};
+use super::port::{same_registration, PredicateCheck, RmPort};
 use crate::proto::si::v1 as si;
 
 /// An ordered message waiting in an RM's queue.
@@ -175,7 +175,7 @@ impl RmOrder {
     /// The RM's `Predicates` answer, asked after everything queued for it
     /// has been delivered: an answer from a cache that knows every earlier
     /// decision.
-    pub fn ask_predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+    pub fn ask_predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
         self.in_order(|cb| cb.predicates(args))
     }
 
@@ -276,7 +276,7 @@ impl RmPort for RmOrder {
         self.in_order(|cb| cb.resync(args))
     }
 
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
         self.ask_predicates(args)
     }
 

@@ -20,6 +20,20 @@ use super::outcome::{NewAllocation, OutMsg};
 use crate::events::Record;
 use crate::proto::si::v1 as si;
 
+/// A `Predicates` question: may the ask `allocation_key` run on node
+/// `node_id`? `allocate` is false for preemption's what-if checks.
+/// Borrowed from the core's records, so asking copies nothing; each edge
+/// encodes it or builds its edition's message from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PredicateCheck<'a> {
+    /// The ask's key.
+    pub allocation_key: &'a str,
+    /// The node's id.
+    pub node_id: &'a str,
+    /// Whether the answer is for an allocation now.
+    pub allocate: bool,
+}
+
 /// One registered RM as the core sees it.
 ///
 /// Calls come from library threads (the core thread and the dispatcher),
@@ -51,7 +65,7 @@ pub trait RmPort: Send + Sync {
     }
 
     /// May the ask run on the node? `Err(reason)` keeps it off.
-    fn predicates(&self, _args: &si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, _args: &PredicateCheck<'_>) -> Result<(), String> {
         Ok(())
     }
 

@@ -51,6 +51,7 @@ use std::sync::Arc;
 
 use super::order::{Queued, RmOrder};
 use super::outcome::{NewAllocation, OutMsg, Outcomes};
+use super::port::PredicateCheck;
 use crate::proto::si::v1 as si;
 
 /// Holds the allocations of one pass that the RM has not been told of yet,
@@ -171,7 +172,7 @@ impl<'a> ResyncBarrier<'a> {
 
     /// The RM's `Predicates` answer, asked only after everything decided
     /// so far has reached the RM; success, unasked, when the RM has none.
-    pub fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+    pub fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
         if !self.asks_predicates {
             return Ok(());
         }
@@ -267,7 +268,7 @@ mod tests {
     }
 
     impl RmPort for Log {
-        fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+        fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
             self.push(format!("predicates {}", args.allocation_key));
             Ok(())
         }
@@ -331,10 +332,10 @@ mod tests {
         })
     }
 
-    fn ask(key: &str) -> si::PredicatesArgs {
-        si::PredicatesArgs {
-            allocation_key: key.into(),
-            node_id: "n1".into(),
+    fn ask(key: &str) -> PredicateCheck<'_> {
+        PredicateCheck {
+            allocation_key: key,
+            node_id: "n1",
             allocate: true,
         }
     }

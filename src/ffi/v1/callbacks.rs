@@ -17,7 +17,7 @@ use crate::proto::si18::sicore::si18 as sicore18;
 use crate::proto::si18::v1 as si18;
 use crate::rmproxy::v1::edge;
 use crate::scheduler::outcome::{NewAllocation, OutMsg};
-use crate::scheduler::port::RmPort;
+use crate::scheduler::port::{PredicateCheck, RmPort};
 
 /// A callback that answers through `response`, with no message in.
 pub type sicore_dump_callback =
@@ -179,8 +179,8 @@ impl RmPort for V1Table {
         Ok(())
     }
 
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
-        self.status_call(self.0.predicates, args, "predicates")
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
+        self.predicates_call(self.0.predicates, args)
     }
 
     fn has_predicates(&self) -> bool {

@@ -21,7 +21,7 @@ use super::events;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
 use crate::scheduler::outcome::{NewAllocation, OutMsg};
-use crate::scheduler::port::RmPort;
+use crate::scheduler::port::{PredicateCheck, RmPort};
 
 /// A Rust v1.8 RM's callbacks as the core calls them.
 pub struct EdgeV1 {
@@ -252,10 +252,10 @@ impl RmPort for EdgeV1 {
         Ok(())
     }
 
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
         self.rm.predicates(&si18::PredicatesArgs {
-            allocation_key: args.allocation_key.clone(),
-            node_id: args.node_id.clone(),
+            allocation_key: args.allocation_key.to_string(),
+            node_id: args.node_id.to_string(),
             allocate: args.allocate,
         })
     }
@@ -467,7 +467,13 @@ mod tests {
                 }
             }
             let rm = Arc::new(Rm(Mutex::default()));
-            EdgeV1::new(rm.clone()).predicates(&v0).unwrap();
+            EdgeV1::new(rm.clone())
+                .predicates(&PredicateCheck {
+                    allocation_key: key,
+                    node_id: node,
+                    allocate,
+                })
+                .unwrap();
             assert_eq!(rm.0.lock().unwrap()[..], [v1]);
         }
     }

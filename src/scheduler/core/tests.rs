@@ -2,6 +2,7 @@
 //! clock, no threads and no waits. What the RM would receive is read
 //! straight from the outbox.
 
+use crate::scheduler::port::PredicateCheck;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -537,7 +538,7 @@ impl RmPort for Cache {
         Ok(())
     }
 
-    fn predicates(&self, _args: &si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, _args: &PredicateCheck<'_>) -> Result<(), String> {
         let held = self.assumed.lock().unwrap().len();
         self.asked_with.lock().unwrap().push(held);
         Ok(())

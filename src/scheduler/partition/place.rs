@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::scheduler::objects::pending::NodeCounts;
+use crate::scheduler::port::PredicateCheck;
 use crate::scheduler::resync::ResyncBarrier;
 
 impl Partition {
@@ -187,9 +188,9 @@ impl Partition {
         let Some(cb) = cb.filter(|b| b.asks_predicates() && !n.unlimited) else {
             return true;
         };
-        let args = si::PredicatesArgs {
-            allocation_key: ask.key.to_string(),
-            node_id: n.id.to_string(),
+        let args = PredicateCheck {
+            allocation_key: &ask.key,
+            node_id: &n.id,
             allocate,
         };
         // The barrier first brings the RM's cache up to date.

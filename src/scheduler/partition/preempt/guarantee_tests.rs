@@ -1,11 +1,11 @@
 //! Guarantee preemption driven step by step on a manual clock
 //! (`shared/spec/policy/preemption.md` 19): what the RM would observe.
 
+use crate::scheduler::port::PredicateCheck;
 use std::collections::HashSet;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::proto::si::v1 as si;
 use crate::proto::si::v1::TerminationType;
 use crate::scheduler::outcome::OutMsg;
 use crate::scheduler::port::RmPort;
@@ -183,12 +183,12 @@ struct Refusing {
 }
 
 impl RmPort for Refusing {
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
         self.calls
             .lock()
             .unwrap()
-            .push((args.node_id.clone(), args.allocate));
-        if self.refuse.contains(&args.node_id) {
+            .push((args.node_id.to_string(), args.allocate));
+        if self.refuse.contains(args.node_id) {
             Err("refused".into())
         } else {
             Ok(())
@@ -464,7 +464,7 @@ struct Ordered {
 }
 
 impl RmPort for Ordered {
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
         self.log.lock().unwrap().push(format!(
             "predicates {} {} {}",
             args.allocation_key, args.node_id, args.allocate

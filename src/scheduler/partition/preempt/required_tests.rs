@@ -2,6 +2,7 @@
 //! a leaving application, driven step by step on a manual clock
 //! (`shared/spec/policy/preemption.md` 7.1, 12, 19 PE15, PE17, PE18).
 
+use crate::scheduler::port::PredicateCheck;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -306,13 +307,13 @@ struct Refusing {
 }
 
 impl RmPort for Refusing {
-    fn predicates(&self, args: &si::PredicatesArgs) -> Result<(), String> {
+    fn predicates(&self, args: &PredicateCheck<'_>) -> Result<(), String> {
         self.calls.lock().unwrap().push((
-            args.allocation_key.clone(),
-            args.node_id.clone(),
+            args.allocation_key.to_string(),
+            args.node_id.to_string(),
             args.allocate,
         ));
-        if self.refuse.lock().unwrap().contains(&args.node_id) {
+        if self.refuse.lock().unwrap().contains(args.node_id) {
             Err("refused".into())
         } else {
             Ok(())
