@@ -86,12 +86,14 @@ fn assert_unique(text: &str) {
     }
 }
 
-fn scrape(addr: &str, until: impl Fn(&str) -> bool) -> String {
-    crate::restkit::poll("metrics refreshed", || {
+/// `/metrics` once every one of `needles` is in it.
+fn scrape(addr: &str, needles: &[&str]) -> String {
+    let fetch = || {
         let r = crate::restkit::http(addr, "GET", "/metrics", &[], b"");
         assert_eq!(r.status, 200);
-        until(&r.body).then_some(r.body)
-    })
+        r.body
+    };
+    crate::restkit::scrape_until(needles, fetch, |t, n| t.contains(n))
 }
 
 #[test]
@@ -110,9 +112,9 @@ fn two_rms_and_two_partitions_give_unique_series() {
         "yunikorn_scheduler_user_resource_usage{partition=\"default\",rm=\"rm2\",user=\"alice\",queue=\"root.a\",resource=\"memory\"} 70",
         "yunikorn_queue_root_a_used_resource{partition=\"default\",rm=\"rm2\",resource=\"memory\"} 70",
     ];
-    // The queue gauges follow the once-a-second refresh, the user usage at
-    // once: wait for every series, not the first that shows the quantity.
-    let text = scrape(&addr, |t| needles.iter().all(|n| t.contains(n)));
+    // The once-a-second refresh writes the user usage before the queue
+    // gauges: wait for every series, not the first that shows the quantity.
+    let text = scrape(&addr, &needles);
     assert_unique(&text);
     for needle in needles {
         assert!(text.contains(needle), "missing {needle} in\n{text}");
@@ -133,7 +135,7 @@ fn one_rm_and_one_partition_keep_the_reference_labels() {
         "yunikorn_queue_root_a_used_resource{resource=\"memory\"} 40",
     ];
     // As above: the queue gauge may lag the user usage by one refresh.
-    let text = scrape(&addr, |t| needles.iter().all(|n| t.contains(n)));
+    let text = scrape(&addr, &needles);
     assert_unique(&text);
     for needle in needles {
         assert!(text.contains(needle), "missing {needle} in\n{text}");

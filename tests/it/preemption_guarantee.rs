@@ -245,13 +245,11 @@ fn metrics_text(h: &Harness) -> String {
 
 /// Polls the metrics (refreshed once a second) until every line is there.
 fn metrics_until(h: &Harness, lines: &[&str]) -> String {
-    crate::restkit::poll("the metrics", || {
-        let text = metrics_text(h);
-        lines
-            .iter()
-            .all(|l| text.lines().any(|t| t == *l))
-            .then_some(text)
-    })
+    crate::restkit::scrape_until(
+        lines,
+        || metrics_text(h),
+        |text, l| text.lines().any(|t| t == l),
+    )
 }
 
 /// What an operator sees of one preemption: the REST queue entries
@@ -321,25 +319,30 @@ fn an_operator_sees_the_preemption_in_rest_and_metrics() {
         .collect();
     assert_eq!(marked.len(), 1, "{allocs:?}");
 
-    // One attempt (node-0 refused, node-1 taken), one victim.
-    let text = metrics_until(
-        &h,
-        &[
-            "yunikorn_scheduler_preemption_attempt_total{partition=\"default\",result=\"success\"} 1",
-            "yunikorn_scheduler_preemption_victim_total{partition=\"default\"} 1",
-            "yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 500",
-            "yunikorn_queue_root_preempting_resource{resource=\"memory\"} 500",
-        ],
-    );
-    for r in [
+    // One attempt (node-0 refused, node-1 taken), one victim. The refresh
+    // creates the outcome series one by one: every line checked is waited for.
+    let zero: Vec<String> = [
         "rm_refused",
         "no_candidate_node",
         "queue_guarantee_check_failed",
         "short_of_resources",
-    ] {
-        let line = format!(
+    ]
+    .iter()
+    .map(|r| {
+        format!(
             "yunikorn_scheduler_preemption_attempt_total{{partition=\"default\",result=\"{r}\"}} 0"
-        );
+        )
+    })
+    .collect();
+    let mut lines = vec![
+        "yunikorn_scheduler_preemption_attempt_total{partition=\"default\",result=\"success\"} 1",
+        "yunikorn_scheduler_preemption_victim_total{partition=\"default\"} 1",
+        "yunikorn_queue_root_a_preempting_resource{resource=\"memory\"} 500",
+        "yunikorn_queue_root_preempting_resource{resource=\"memory\"} 500",
+    ];
+    lines.extend(zero.iter().map(String::as_str));
+    let text = metrics_until(&h, &lines);
+    for line in &zero {
         assert!(text.lines().any(|t| t == line), "{line} in\n{text}");
     }
     assert!(text.contains("# TYPE yunikorn_scheduler_preemption_attempt_total counter"));

@@ -6,7 +6,6 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
 
 use crate::common::*;
 use serde_json::Value;
@@ -137,32 +136,6 @@ fn running() -> (Harness, String) {
 fn is_res_string(v: &Value) -> bool {
     v.as_str()
         .is_some_and(|s| s.starts_with('[') && s.ends_with(']'))
-}
-
-fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Whether `f` held before [`WAIT`] ran out; the caller reports what was
-/// missing.
-fn poll_until(mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -427,15 +400,7 @@ fn health_dump_history_metrics_and_loglevel() {
         "yunikorn_event_total_created",
         "# TYPE yunikorn_scheduler_scheduling_latency_seconds histogram",
     ];
-    let mut last = String::new();
-    let found = poll_until(|| {
-        last = metrics_text(&h);
-        needles.iter().all(|n| last.contains(n))
-    });
-    if !found {
-        let missing: Vec<_> = needles.iter().filter(|n| !last.contains(*n)).collect();
-        panic!("missing {missing:?}:\n{last}");
-    }
+    crate::restkit::scrape_until(&needles, || metrics_text(&h), |t, n| t.contains(n));
     for path in ["/ws/v1/metrics", "/metrics"] {
         let r = get(&addr, path);
         assert_eq!(r.status, 200);
@@ -635,7 +600,7 @@ fn slow_clients_do_not_stall_scheduling_or_other_clients() {
     // ... and other clients are served.
     let r = get(&addr, "/ws/v1/clusters");
     assert_eq!(r.status, 200);
-    let running = poll("fresh snapshot", || {
+    let running = crate::restkit::poll("fresh snapshot", || {
         let v = get(&addr, "/ws/v1/clusters").json();
         (v[0]["runningContainers"] == "5").then_some(v)
     });

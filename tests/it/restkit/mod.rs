@@ -15,8 +15,9 @@ use prost::Message;
 use sicore::ffi::*;
 use sicore::proto::si::v1 as si;
 
-/// Longest wait for anything a test waits for.
-pub const PATIENCE: Duration = Duration::from_secs(20);
+/// Longest wait for anything a test waits for (generous: the same tests
+/// run under ASan, many times slower).
+pub const PATIENCE: Duration = Duration::from_secs(30);
 
 /// An answer.
 #[derive(Debug, Clone)]
@@ -149,6 +150,36 @@ pub fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
         }
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Scrapes with `fetch` until every one of `wanted` is found in the same
+/// text by `found(text, wanted)`, for at most [`PATIENCE`]; the text. The
+/// gauges of one refresh are not written at one instant (the core refreshes
+/// them once a second, and counters move with the decisions), so one series
+/// showing its value says nothing of another: a test waits for every series
+/// it checks. On timeout it panics naming the missing ones.
+pub fn scrape_until(
+    wanted: &[&str],
+    mut fetch: impl FnMut() -> String,
+    found: impl Fn(&str, &str) -> bool,
+) -> String {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let text = fetch();
+        let missing: Vec<&str> = wanted
+            .iter()
+            .copied()
+            .filter(|w| !found(&text, w))
+            .collect();
+        if missing.is_empty() {
+            return text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "missing after {PATIENCE:?}: {missing:?} in\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
