@@ -90,7 +90,10 @@ mod tests {
         assert!(out.status.success(), "{text}");
         assert!(text.contains("1 passed"), "{text}");
         // In this process (no variable set by the test runner), the delay
-        // is the library's once a scheduler is made.
+        // is the library's once a scheduler is made. This half checks what
+        // `tune_once` does; only the child above checks the option number
+        // (a wrong number reading 1000 or 100 here would pass this half,
+        // but not read the operator's 4321 there).
         if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none()
             && std::env::var_os("MIMALLOC_RESET_DELAY").is_none()
         {

@@ -51,12 +51,18 @@ impl Partition {
         }
         // Pending totals are subtracted from later: refuse what they
         // cannot hold exactly.
-        let demand = resource.checked_mul(ask.max_allocations as i64).ok_or_else(|| {
-            format!(
-                "invalid ask added to app {app_id}: ask {key}: resource {resource} times maxAllocations {} overflows a 64-bit quantity",
-                ask.max_allocations
-            )
-        })?;
+        // One allocation (every SI v1.x ask, most v0.12 ones) demands the
+        // resource itself: no product to check.
+        let demand = if ask.max_allocations == 1 {
+            resource.clone()
+        } else {
+            resource.checked_mul(ask.max_allocations as i64).ok_or_else(|| {
+                format!(
+                    "invalid ask added to app {app_id}: ask {key}: resource {resource} times maxAllocations {} overflows a 64-bit quantity",
+                    ask.max_allocations
+                )
+            })?
+        };
         {
             let app = &self.apps[slot];
             if !app.pending.can_add(&demand) {
@@ -75,7 +81,7 @@ impl Partition {
         let seq = self.next_seq();
         let new = Ask {
             key: ask.key.clone(),
-            resource: resource.clone(),
+            resource,
             pending_repeat: ask.max_allocations,
             priority: ask.priority,
             seq,

@@ -115,7 +115,9 @@ impl Entries {
         }
     }
 
-    /// The quantity of `id`, if listed.
+    /// The quantity of `id`, if listed. Its own walk rather than
+    /// [`Self::search`]'s: written as `search(id).ok().map(..)` the pass
+    /// cost ~100 more instructions per allocation (callgrind, 2026-12-03).
     #[inline]
     pub(super) fn lookup(&self, id: ResId) -> Option<i64> {
         match self {
