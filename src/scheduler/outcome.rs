@@ -181,12 +181,19 @@ pub struct Outcomes {
     pub delivered: usize,
 }
 
+/// The most allocations one `UpdateAllocation` (or ReSync) carries. A pass
+/// that places more sends several messages in a row, as the reference does
+/// (it sends one per allocation): each stays small enough for the edges'
+/// reused encode buffer and for the RM's decode, where one message for a
+/// whole large pass costs fresh memory on both sides every time.
+pub const MAX_BATCH: usize = 256;
+
 impl Outcomes {
     /// Reports a new allocation, batched with the new allocations just
     /// before it (batching keeps the relative order of everything else).
     pub fn new_allocation(&mut self, a: Arc<NewAllocation>) {
         match self.messages.last_mut() {
-            Some(OutMsg::NewAllocations(v)) => v.push(a),
+            Some(OutMsg::NewAllocations(v)) if v.len() < MAX_BATCH => v.push(a),
             _ => self.messages.push(OutMsg::NewAllocations(vec![a])),
         }
     }

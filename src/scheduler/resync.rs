@@ -50,7 +50,7 @@ use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use super::order::{Queued, RmOrder};
-use super::outcome::{NewAllocation, OutMsg, Outcomes};
+use super::outcome::{NewAllocation, OutMsg, Outcomes, MAX_BATCH};
 use super::port::PredicateCheck;
 use crate::proto::si::v1 as si;
 
@@ -124,10 +124,19 @@ impl<'a> ResyncBarrier<'a> {
         // A batch handed over already is closed.
         let open = out.messages.len() > out.delivered;
         match out.messages.last_mut() {
-            Some(OutMsg::NewAllocationsResynced(v)) if open => v.push(allocation),
-            _ => out
-                .messages
-                .push(OutMsg::NewAllocationsResynced(vec![allocation])),
+            Some(OutMsg::NewAllocationsResynced(v)) if open && v.len() < MAX_BATCH => {
+                v.push(allocation)
+            }
+            last => {
+                // A full batch closes: what it announces reaches the RM's
+                // cache now, so that what is pending stays in the last
+                // open batch (see `finish`).
+                if matches!(last, Some(OutMsg::NewAllocationsResynced(_))) && open {
+                    self.deliver();
+                }
+                out.messages
+                    .push(OutMsg::NewAllocationsResynced(vec![allocation]))
+            }
         }
         self.scanned.set(out.messages.len());
     }
@@ -499,5 +508,34 @@ mod tests {
                 "predicates k4"
             ]
         );
+    }
+    #[test]
+    fn a_full_announcement_closes_and_what_it_announces_reaches_the_cache_first() {
+        let rm = Arc::new(Log::default());
+        let order = order_of(&rm);
+        let mut out = Outcomes::default();
+        let b = ResyncBarrier::new(&order);
+        let n = MAX_BATCH + 3;
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+        for k in &keys {
+            b.record(alloc(k), &mut out);
+        }
+        b.finish(&mut out);
+        // The allocation that opened the second batch reached the cache
+        // with all before it, on this thread, when the first one closed.
+        let calls = rm.calls.lock().unwrap().clone();
+        assert_eq!(calls, [format!("resync {}", keys[..=MAX_BATCH].join(","))]);
+        // The rest goes as data, its cache half right before the batch
+        // that announces it.
+        match out.messages.as_slice() {
+            [OutMsg::NewAllocationsResynced(first), OutMsg::Assume(a), OutMsg::NewAllocationsResynced(last)] =>
+            {
+                assert_eq!(first.len(), MAX_BATCH);
+                assert_eq!(last.len(), 3);
+                let assumed: Vec<&str> = a.iter().map(|x| &*x.key).collect();
+                assert_eq!(assumed, [&keys[MAX_BATCH + 1], &keys[MAX_BATCH + 2]]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -10,6 +10,7 @@
 mod common;
 mod restkit;
 
+mod allocation_batches;
 mod bad_input;
 mod callback_table;
 mod concurrency;

@@ -45,6 +45,10 @@ pub struct Seen {
     pub container_states: Vec<si::UpdateContainerSchedulingStateRequest>,
     /// Allocation keys in the order ReSync(assumed) and UpdateAllocation saw them.
     pub log: Vec<String>,
+    /// How many new allocations each `UpdateAllocation` carrying any had.
+    pub alloc_batches: Vec<usize>,
+    /// How many assumed allocations each `ReSyncSchedulerCache` carrying any had.
+    pub assume_batches: Vec<usize>,
     /// Statuses returned by calls the RM made from inside callbacks.
     pub reentrant_statuses: Vec<sicore_status>,
     /// Texts passed to `UpdateConfiguration`, in order.
@@ -146,6 +150,9 @@ impl Rm for Recorder {
             for a in &m.new {
                 s.log.push(format!("alloc:{}", a.allocation_key));
             }
+            if !m.new.is_empty() {
+                s.alloc_batches.push(m.new.len());
+            }
             s.allocations.extend(m.new);
             s.released.extend(m.released);
             s.released_asks.extend(m.released_asks);
@@ -209,6 +216,9 @@ impl Rm for Recorder {
                         a.allocation_key, a.node_id
                     ));
                 }
+            }
+            if !m.assumed_allocations.is_empty() {
+                s.assume_batches.push(m.assumed_allocations.len());
             }
             s.assumed.extend(m.assumed_allocations);
             s.forgotten.extend(m.forget_allocations);

@@ -30,6 +30,8 @@ pub struct V1Seen {
     pub checks: Vec<si18::PreemptionPredicatesArgs>,
     /// How many `Predicates` calls it answered.
     pub predicate_calls: usize,
+    /// How many new allocations each `UpdateAllocation` carrying any had.
+    pub new_batches: Vec<usize>,
 }
 
 /// The recording callbacks of a [`V1Rm`].
@@ -83,6 +85,9 @@ impl V1Recorder {
 impl RmV1 for V1Recorder {
     fn update_allocation(&self, m: si18::AllocationResponse) -> Result<(), String> {
         self.record(|s| {
+            if !m.new.is_empty() {
+                s.new_batches.push(m.new.len());
+            }
             s.new.extend(m.new);
             s.released.extend(m.released);
             s.rejected.extend(m.rejected_allocations);
