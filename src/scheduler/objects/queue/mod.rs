@@ -619,17 +619,32 @@ impl QueueTree {
             return;
         };
         let by_priority = self.get(parent).priority.sort;
-        let kept = match (usage, &q.order_key) {
-            (Usage::Unchanged, Some(old)) => Some(&old.shares),
-            _ => None,
-        };
-        let key = q.pending.is_strictly_positive().then(|| ChildKey {
-            first: Reverse(if by_priority { q.reported } else { 0 }),
-            shares: kept
-                .cloned()
-                .unwrap_or_else(|| ShareKey::of(&q.allocated, q.guaranteed.as_ref())),
-            then: Reverse(if by_priority { 0 } else { q.reported }),
-            pending: Reverse(pending_weight(&q.pending)),
+        let first = Reverse(if by_priority { q.reported } else { 0 });
+        let then = Reverse(if by_priority { 0 } else { q.reported });
+        let pending = q
+            .pending
+            .is_strictly_positive()
+            .then(|| Reverse(pending_weight(&q.pending)));
+        // Demand alone changed, and some is left: the filed key keeps its
+        // shares and path, so it is changed where it is and moved, with no
+        // new key built (what every ask taken in does).
+        if let (Usage::Unchanged, Some(old), Some(pending)) = (usage, &q.order_key, pending) {
+            if (old.first, old.then, old.pending) == (first, then, pending) {
+                return;
+            }
+            let at = self.child_position(parent, id, old);
+            let key = self.get_mut(id).order_key.as_mut().expect("matched above");
+            (key.first, key.then, key.pending) = (first, then, pending);
+            let mut order = std::mem::take(&mut self.get_mut(parent).child_order);
+            self.refile(&mut order, at);
+            self.get_mut(parent).child_order = order;
+            return;
+        }
+        let key = pending.map(|pending| ChildKey {
+            first,
+            shares: ShareKey::of(&q.allocated, q.guaranteed.as_ref()),
+            then,
+            pending,
             path: q.path.clone(),
             id,
         });
@@ -654,18 +669,25 @@ impl QueueTree {
                 let j = order.partition_point(|c| key_of(c) < new);
                 order.insert(j, id);
             }
-            (Some(i), Some(new)) => {
-                let left = order[..i].partition_point(|c| key_of(c) < new);
-                if left < i {
-                    order[left..=i].rotate_right(1);
-                } else {
-                    let right = i + 1 + order[i + 1..].partition_point(|c| key_of(c) < new);
-                    order[i..right].rotate_left(1);
-                }
-            }
+            (Some(i), Some(_)) => self.refile(&mut order, i),
             (None, None) => {}
         }
         self.get_mut(parent).child_order = order;
+    }
+
+    /// Moves the child at `i` of `order` (its parent's, taken out), whose
+    /// key changed, to where its new key goes: the other children's keys
+    /// are unchanged, so their part of the order is still sorted.
+    fn refile(&self, order: &mut [QueueId], i: usize) {
+        let key_of = |c: &QueueId| self.get(*c).order_key.as_ref().expect("filed with a key");
+        let new = key_of(&order[i]);
+        let left = order[..i].partition_point(|c| key_of(c) < new);
+        if left < i {
+            order[left..=i].rotate_right(1);
+        } else {
+            let right = i + 1 + order[i + 1..].partition_point(|c| key_of(c) < new);
+            order[i..right].rotate_left(1);
+        }
     }
 
     /// Where child `id`, holding `key`, is in `parent`'s order. Keys are

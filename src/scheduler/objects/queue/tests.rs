@@ -23,6 +23,9 @@ fn child_order_tracks_every_change() {
             leaf("b", Some(300)),
             leaf("c", None),
             leaf("d", Some(50)),
+            // Alike with nothing allocated: their order is the demand's.
+            leaf("e", None),
+            leaf("f", None),
         ],
         ..Default::default()
     };
@@ -33,10 +36,11 @@ fn child_order_tracks_every_change() {
     for _ in 0..2000 {
         let q = kids[rng.usize(..kids.len())];
         let amount = r(rng.i64(1..50));
-        match rng.u8(0..4) {
-            0 => tree.add_pending(q, &amount),
-            1 => tree.sub_pending(q, &amount),
-            2 => tree.add_allocated(q, &amount),
+        // Demand changes most (re-filed in place, keeping the shares).
+        match rng.u8(0..6) {
+            0 | 1 => tree.add_pending(q, &amount),
+            2 | 3 => tree.sub_pending(q, &amount),
+            4 => tree.add_allocated(q, &amount),
             _ => tree.sub_allocated(q, &amount),
         }
         let mut want: Vec<(ShareKey, std::cmp::Reverse<i128>, Arc<str>, QueueId)> = kids
