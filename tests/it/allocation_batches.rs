@@ -103,6 +103,7 @@ fn single_asks_with_predicates_reach_a_v012_rm_in_bounded_messages_each_assumed_
     let s = h.seen(Seen::clone);
     assert_bounded("UpdateAllocation", &s.alloc_batches, ASKS);
     assert_eq!(s.assume_batches.iter().sum::<usize>(), ASKS);
+    assert!(s.assume_batches.iter().all(|n| *n <= MAX_BATCH));
     assert_assumed_first(&s.log);
     assert_eq!(s.predicate_calls.len(), ASKS, "one check per allocation");
 }
