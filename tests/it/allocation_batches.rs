@@ -13,22 +13,9 @@ use crate::common::*;
 use sicore::ffi::sicore_status::*;
 use sicore_c_rm::v1 as rmv1;
 
-/// The most allocations a message carries (docs/c-abi.md, `update_allocation`).
+/// The most allocations a message carries (docs/c-api.md, the callbacks' order).
 const MAX_BATCH: usize = 256;
 const ASKS: usize = 700;
-
-const CONFIG: &str = "
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: true
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-";
 
 /// The batches add up to `total`, none is over the bound, and at least one
 /// reached it (so the split was exercised, not merely allowed).
@@ -44,23 +31,9 @@ fn assert_bounded(what: &str, batches: &[usize], total: usize) {
     );
 }
 
-/// Each `alloc:<key>` comes after its `assume:<key>`, and each key once.
-fn assert_assumed_first(log: &[String]) {
-    let mut assumed = HashSet::new();
-    let mut announced = HashSet::new();
-    for entry in log {
-        if let Some(k) = entry.strip_prefix("assume:") {
-            assert!(assumed.insert(k), "{k} assumed twice");
-        } else if let Some(k) = entry.strip_prefix("alloc:") {
-            assert!(assumed.contains(k), "{k} announced before it was assumed");
-            assert!(announced.insert(k), "{k} announced twice");
-        }
-    }
-}
-
 fn v012_harness(with_predicates: bool) -> Harness {
     let h = Harness::with_behaviour(
-        yaml_options(CONFIG),
+        yaml_options(ONE_QUEUE),
         Behaviour {
             with_predicates,
             ..Default::default()
@@ -104,13 +77,15 @@ fn single_asks_with_predicates_reach_a_v012_rm_in_bounded_messages_each_assumed_
     assert_bounded("UpdateAllocation", &s.alloc_batches, ASKS);
     assert_eq!(s.assume_batches.iter().sum::<usize>(), ASKS);
     assert!(s.assume_batches.iter().all(|n| *n <= MAX_BATCH));
-    assert_assumed_first(&s.log);
+    assert_resync_before_announcement(&s);
+    let keys: HashSet<_> = s.allocations.iter().map(|a| &a.allocation_key).collect();
+    assert_eq!(keys.len(), ASKS, "each ask allocated once");
     assert_eq!(s.predicate_calls.len(), ASKS, "one check per allocation");
 }
 
 #[test]
 fn single_asks_reach_a_v1_rm_in_bounded_messages_in_order() {
-    let rm = V1Rm::new(CONFIG);
+    let rm = V1Rm::new(ONE_QUEUE);
     rm.node("n1", 1_000_000);
     rm.app("app-1", "root.a");
     let asks = (0..ASKS)

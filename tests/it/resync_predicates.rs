@@ -32,21 +32,6 @@ partitions:
     )
 }
 
-/// Every `alloc:<key>` in the RM's log comes after an `assume:<key>`.
-fn assert_resync_before_announcement(s: &Seen) {
-    let mut assumed = HashSet::new();
-    for entry in &s.log {
-        if let Some(k) = entry.strip_prefix("assume:") {
-            assumed.insert(k.to_string());
-        } else if let Some(k) = entry.strip_prefix("alloc:") {
-            assert!(
-                assumed.contains(k),
-                "UpdateAllocation announced {k} before its ReSyncSchedulerCache"
-            );
-        }
-    }
-}
-
 #[test]
 fn three_asks_three_nodes_each_predicate_sees_the_earlier_assumptions() {
     let h = Harness::with_behaviour(

@@ -18,20 +18,9 @@ use sicore::proto::sicore::v1 as sicore_pb;
 use sicore_c_rm::v1::{self as rmv1, RmV1};
 use sicore_c_rm::{call, Handle};
 
-const WAIT: Duration = Duration::from_secs(20);
+use crate::common::ONE_QUEUE as CONFIG;
 
-const CONFIG: &str = "
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: true
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-";
+const WAIT: Duration = Duration::from_secs(20);
 
 /// What a v1 RM has been told.
 #[derive(Default, Debug, Clone)]

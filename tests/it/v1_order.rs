@@ -18,21 +18,10 @@ use sicore::proto::sicore::v1 as sicore_pb;
 use sicore_c_rm::v1::{self as rmv1, RmV1};
 use sicore_c_rm::{call, Handle, Installed, Rm};
 
+use crate::common::ONE_QUEUE as CONFIG;
+
 /// Failure guard of every wait.
 const WAIT: Duration = Duration::from_secs(20);
-
-const CONFIG: &str = "
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: true
-    queues:
-      - name: root
-        submitacl: '*'
-        queues:
-          - name: a
-";
 
 fn options() -> sicore_pb::SchedulerOptions {
     sicore_pb::SchedulerOptions {

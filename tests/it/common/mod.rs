@@ -26,6 +26,35 @@ use sicore_c_rm::{Installed, Rm};
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
+/// One open queue, `root.a`, and applications placed where they say.
+pub const ONE_QUEUE: &str = "
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+        create: true
+    queues:
+      - name: root
+        submitacl: '*'
+        queues:
+          - name: a
+";
+
+/// Every `alloc:<key>` in the RM's log comes after an `assume:<key>`.
+pub fn assert_resync_before_announcement(s: &Seen) {
+    let mut assumed = HashSet::new();
+    for entry in &s.log {
+        if let Some(k) = entry.strip_prefix("assume:") {
+            assumed.insert(k.to_string());
+        } else if let Some(k) = entry.strip_prefix("alloc:") {
+            assert!(
+                assumed.contains(k),
+                "UpdateAllocation announced {k} before its ReSyncSchedulerCache"
+            );
+        }
+    }
+}
+
 /// Everything the RM has been told, in arrival order per kind.
 #[derive(Default, Debug, Clone)]
 pub struct Seen {
