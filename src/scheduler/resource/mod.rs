@@ -373,19 +373,22 @@ impl Resource {
 pub fn shares(usage: &Resource, reference: Option<&Resource>) -> SmallVec<[f64; 4]> {
     let mut out: SmallVec<[f64; 4]> = usage
         .iter()
-        .map(|(id, u)| {
-            if u == 0 {
-                0.0
-            } else {
-                match reference.map(|g| g.get(id)) {
-                    Some(g) if g != 0 => u as f64 / g as f64,
-                    _ => u as f64,
-                }
-            }
-        })
+        .map(|(id, u)| share_of(u, reference.map(|g| g.get(id))))
         .collect();
     out.sort_unstable_by(|a, b| b.total_cmp(a));
     out
+}
+
+/// One type's share: `usage` over the reference's quantity `of`, or the
+/// usage itself where the reference has none (or zero) of the type.
+pub fn share_of(usage: i64, of: Option<i64>) -> f64 {
+    if usage == 0 {
+        return 0.0;
+    }
+    match of {
+        Some(g) if g != 0 => usage as f64 / g as f64,
+        _ => usage as f64,
+    }
 }
 
 /// A usage's shares (see [`shares`]) as a sort key: ordered by

@@ -98,9 +98,21 @@ impl Partition {
         }
         let victims = self.potential_victims(app, ask);
         let base = self.guarantee_search(app, ask, &victims, pass)?;
+        // Victims by allocation slot: a node's list is read from the node's
+        // own allocations, only for the nodes looked at.
+        let by_slot = VictimIndex::new(&victims);
         let (node, node_victims) =
-            self.choose_node(app, ask, trigger, &base, &victims, cb, pass, now)?;
-        let last = self.final_victims(app.queue, ask, &base, &victims, node, node_victims, pass)?;
+            self.choose_node(app, ask, trigger, &base, &victims, &by_slot, cb, pass, now)?;
+        let last = self.final_victims(
+            app.queue,
+            ask,
+            &base,
+            &victims,
+            &by_slot,
+            node,
+            node_victims,
+            pass,
+        )?;
         Some(PreemptionPlan {
             app: app.id.clone(),
             key: ask.key.clone(),
@@ -228,6 +240,7 @@ impl Partition {
         trigger: Trigger,
         base: &Snap<'_>,
         victims: &[Victim],
+        by_slot: &VictimIndex,
         cb: Option<&ResyncBarrier>,
         pass: &mut PassState,
         now: Instant,
@@ -237,9 +250,6 @@ impl Partition {
             app: app.id.clone(),
             key: ask.key.clone(),
         };
-        // Victims by allocation slot: a node's list is read from the node's
-        // own allocations, only for the nodes looked at.
-        let by_slot = VictimIndex::new(victims);
         // Steps 4 and 5 (spec 8, 9): one victim list per usable node, and
         // the RM asked in check order (start index, then node id); the
         // first success scoring below 2^32 wins, else the lowest score
@@ -291,14 +301,14 @@ impl Partition {
         let mut done = false;
         for n in nodes {
             let slot = n.key().slot();
-            let mut list = by_slot.on_node(victims, n);
+            let mut list: Vec<Victim> = by_slot
+                .on_node(victims, n)
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect();
             // Spec 7.2: opted in first, then non-originators, newest first
-            // (then the order the victims were found in).
-            list.sort_by_key(|(i, v)| {
-                let a = self.allocations.facts(v.slot);
-                (!a.preempt_self, a.originator, std::cmp::Reverse(v.born), *i)
-            });
-            let list: Vec<Victim> = list.into_iter().map(|(_, v)| v).collect();
+            // (`born` is unique, so the order is total).
+            list.sort_unstable_by_key(|v| (v.class, std::cmp::Reverse(v.born)));
             let Some((index, list)) = self.victims_for_node(base, ask, n.available(), list) else {
                 continue;
             };
@@ -349,6 +359,7 @@ impl Partition {
         ask: &Ask,
         base: &Snap<'_>,
         victims: &[Victim],
+        by_slot: &VictimIndex,
         node: NodeSlot,
         node_victims: Vec<Victim>,
         pass: &mut PassState,
@@ -358,20 +369,26 @@ impl Partition {
         for v in &node_victims {
             s.apply(v.leaf, &self.allocations.at(v.slot).resource, false);
         }
-        let taken: FastSet<AllocSlot> = node_victims.iter().map(|v| v.slot).collect();
+        let mut taken = vec![false; victims.len()];
+        for v in &node_victims {
+            if let Some(i) = by_slot.position(v.slot) {
+                taken[i] = true;
+            }
+        }
         // Spec 10.1: none < originator < opted out (combined), newest first
-        // (then the order the victims were found in). A heap: the walk
-        // mostly stops after a few (below).
-        let mut others: BinaryHeap<Reverse<(u8, Reverse<u64>, u32)>> = victims
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| !taken.contains(&v.slot))
-            .map(|(i, v)| {
-                let a = self.allocations.facts(v.slot);
-                let flags = u8::from(a.originator) | u8::from(!a.preempt_self) << 1;
-                Reverse((flags, Reverse(v.born), i as u32))
-            })
-            .collect();
+        // (`born` is unique). A heap: the walk mostly stops after a few
+        // (below), and the classes came with the victims, so building it
+        // reads no allocation.
+        // Sized up front: a filtered collect would grow it by copies.
+        let mut order = Vec::with_capacity(victims.len());
+        order.extend(
+            victims
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !taken[*i])
+                .map(|(i, v)| Reverse((v.class, Reverse(v.born), i as u32))),
+        );
+        let mut others: BinaryHeap<Reverse<(u8, Reverse<u64>, u32)>> = BinaryHeap::from(order);
         let fits = ask.resource.fits_in(self.nodes[node].available());
         let node_id = &self.nodes[node].id;
         let counted = |v: &Victim| fits || self.allocations.at(v.slot).node == *node_id;
@@ -661,6 +678,7 @@ impl Partition {
                         slot,
                         leaf: q,
                         born: a.born,
+                        class: u8::from(a.originator) | u8::from(!a.preempt_self) << 1,
                     });
                 }
             }

@@ -9,7 +9,34 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
 use crate::scheduler::request::AskRequest;
+use crate::scheduler::resource::shares;
 use crate::scheduler::testkit::{ask, res, Harness};
+use smallvec::SmallVec;
+
+/// A candidate in the victim order (5.5c) with its shares, and its slot.
+struct Full {
+    class: u8,
+    matched: u32,
+    priority: i32,
+    hour: u32,
+    shares: SmallVec<[f64; 4]>,
+    born: u64,
+    slot: AllocSlot,
+}
+
+impl Full {
+    /// Regular before opted-out before originators, then most matched
+    /// types first, lower priority, later hour, smaller shares, newer.
+    fn order(&self, other: &Self) -> std::cmp::Ordering {
+        self.class
+            .cmp(&other.class)
+            .then(other.matched.cmp(&self.matched))
+            .then(self.priority.cmp(&other.priority))
+            .then(other.hour.cmp(&self.hour))
+            .then_with(|| compare_shares(&self.shares, &other.shares))
+            .then(other.born.cmp(&self.born))
+    }
+}
 
 /// A candidate as the run built it from the record.
 fn from_record(
@@ -17,7 +44,7 @@ fn from_record(
     slot: AllocSlot,
     amount: &Resource,
     max: Option<&Resource>,
-) -> Option<Candidate> {
+) -> Option<Full> {
     let a = p.allocations.at(slot);
     let types = a.resource.iter().count();
     let matched = a
@@ -38,7 +65,7 @@ fn from_record(
             in_amount.set(t, v);
         }
     }
-    Some(Candidate {
+    Some(Full {
         class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
         matched: u32::try_from(matched * 100 / types).unwrap_or(100),
         priority: a.priority,
@@ -54,7 +81,7 @@ fn from_record(
 fn full_walk(p: &Partition, q: QueueId, amount: &Resource) -> (usize, Vec<AllocSlot>) {
     let queue = p.queues.get(q);
     let max = queue.max.as_ref();
-    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut candidates: Vec<Full> = Vec::new();
     for a_slot in queue.apps.values() {
         let Some(app) = p.apps.at(*a_slot) else {
             continue;
@@ -65,7 +92,7 @@ fn full_walk(p: &Partition, q: QueueId, amount: &Resource) -> (usize, Vec<AllocS
                 .filter_map(|slot| from_record(p, slot, amount, max)),
         );
     }
-    candidates.sort_by(Candidate::order);
+    candidates.sort_by(Full::order);
     let mut total = Resource::new();
     let mut picked = Vec::new();
     for c in &candidates {
@@ -100,7 +127,7 @@ fn random_resource(rng: &mut fastrand::Rng) -> Resource {
 
 /// Spec 16 Q19-11.
 #[test]
-fn the_heap_walk_matches_the_full_sort() {
+fn the_ranked_walk_matches_the_full_sort() {
     let yaml = "partitions:
   - name: default
     queues:

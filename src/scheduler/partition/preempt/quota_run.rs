@@ -11,7 +11,7 @@
 //! weight in the split counts only its usage above its guarantee (V5);
 //! "preempted victims" counts every victim of the run (V3).
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -21,7 +21,7 @@ use super::*;
 use crate::events::{self, Change, Detail, Record, TYPE_QUEUE};
 use crate::scheduler::objects::allocs::AllocSlot;
 use crate::scheduler::partition::trace::PreemptCause;
-use crate::scheduler::resource::{compare_shares, shares, ResId};
+use crate::scheduler::resource::{compare_shares, share_of, ResId};
 use crate::scheduler::FastSet;
 
 /// The start of a `QUEUE_PREEMPTION` record's message.
@@ -38,7 +38,8 @@ struct Tally {
     claimed: Resource,
 }
 
-/// A candidate's place in the victim order (5.5c), and its slot.
+/// A candidate's place in the victim order (5.5c) but its shares, and its
+/// slot.
 struct Candidate {
     /// 0 regular, 1 opted out of being preempted, 2 originator, 3 both.
     class: u8,
@@ -47,23 +48,74 @@ struct Candidate {
     priority: i32,
     /// Clock hour it was born in.
     hour: u32,
-    /// Its shares in the amount's types, largest first.
-    shares: SmallVec<[f64; 4]>,
     born: u64,
     slot: AllocSlot,
 }
 
-impl Candidate {
-    /// Regular before opted-out before originators, then most matched
-    /// types first, lower priority, later hour, smaller shares, newer.
-    fn order(&self, other: &Self) -> Ordering {
-        self.class
-            .cmp(&other.class)
-            .then(other.matched.cmp(&self.matched))
-            .then(self.priority.cmp(&other.priority))
-            .then(other.hour.cmp(&self.hour))
-            .then_with(|| compare_shares(&self.shares, &other.shares))
-            .then(other.born.cmp(&self.born))
+/// A candidate's place in the victim order as plain integers: regular
+/// before opted-out before originators, then most matched types first,
+/// lower priority, later hour, smaller shares (their rank among the leaf's
+/// distinct ones), newer (`born`, which is unique, so the order is total),
+/// then its slot.
+type OrderKey = (
+    u8,
+    Reverse<u32>,
+    i32,
+    Reverse<u32>,
+    u32,
+    Reverse<u64>,
+    AllocSlot,
+);
+
+/// The distinct shares of one leaf's candidates in the amount's types,
+/// relative to the leaf's max. A leaf's allocations are mostly alike, so
+/// shares are computed once per run of equal resources and compared with
+/// few; their ranks come once all are in, and the sort then compares
+/// integers only.
+#[derive(Default)]
+struct DistinctShares {
+    seen: Vec<SmallVec<[f64; 4]>>,
+    /// The last resource asked about, and its id.
+    last: Option<(Resource, u32)>,
+}
+
+impl DistinctShares {
+    /// The id of the shares of `resource` (equal under [`compare_shares`],
+    /// one id): what [`crate::scheduler::resource::shares`] gives for the
+    /// resource cut to the amount's types.
+    fn id(&mut self, resource: &Resource, amount: &Resource, max: Option<&Resource>) -> u32 {
+        if let Some((r, id)) = &self.last {
+            if r == resource {
+                return *id;
+            }
+        }
+        let mut shares: SmallVec<[f64; 4]> = resource
+            .iter()
+            .filter(|(t, _)| amount.lookup(*t).is_some())
+            .map(|(t, v)| share_of(v, max.map(|m| m.get(t))))
+            .collect();
+        shares.sort_unstable_by(|x, y| y.total_cmp(x));
+        let found = self
+            .seen
+            .iter()
+            .position(|s| compare_shares(s, &shares).is_eq());
+        let id = found.unwrap_or_else(|| {
+            self.seen.push(shares);
+            self.seen.len() - 1
+        }) as u32;
+        self.last = Some((resource.clone(), id));
+        id
+    }
+
+    /// Per id, its rank: smaller shares first.
+    fn ranks(&self) -> Vec<u32> {
+        let mut by: Vec<u32> = (0..self.seen.len() as u32).collect();
+        by.sort_by(|a, b| compare_shares(&self.seen[*a as usize], &self.seen[*b as usize]));
+        let mut rank = vec![0; by.len()];
+        for (r, id) in by.into_iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        rank
     }
 }
 
@@ -220,7 +272,8 @@ impl Partition {
         let queue = self.queues.get(q);
         let max = queue.max.as_ref();
         let mut count = 0usize;
-        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut keys: Vec<OrderKey> = Vec::new();
+        let mut distinct = DistinctShares::default();
         // Per type of the amount: the least any orderable candidate has.
         let mut least: SmallVec<[(ResId, i64); 4]> =
             amount.iter().map(|(t, _)| (t, i64::MAX)).collect();
@@ -229,7 +282,7 @@ impl Partition {
                 continue;
             };
             for slot in app.allocations.slots() {
-                let Some(c) = self.quota_candidate(slot, amount, max, in_flight) else {
+                let Some(c) = self.quota_candidate(slot, amount, in_flight) else {
                     continue;
                 };
                 count += 1;
@@ -241,22 +294,37 @@ impl Partition {
                 for (t, m) in least.iter_mut() {
                     *m = (*m).min(a.resource.get(*t));
                 }
-                candidates.push(c);
+                let id = distinct.id(&a.resource, amount, max);
+                keys.push((
+                    c.class,
+                    Reverse(c.matched),
+                    c.priority,
+                    Reverse(c.hour),
+                    id,
+                    Reverse(c.born),
+                    c.slot,
+                ));
             }
         }
-        // Stable, and cheap on the runs the leaf's lists mostly are.
-        candidates.sort_by(Candidate::order);
+        if distinct.seen.len() > 1 {
+            let rank = distinct.ranks();
+            for k in &mut keys {
+                k.4 = rank[k.4 as usize];
+            }
+        }
+        // Cheap on the runs a leaf's list mostly is (found oldest first).
+        keys.sort_unstable();
         let mut total = Resource::new();
         let mut picked = Vec::new();
-        for c in &candidates {
-            let res = &self.allocations.facts(c.slot).resource;
+        for &(.., slot) in &keys {
+            let res = &self.allocations.facts(slot).resource;
             // Past the amount with what is taken: skipped.
             if amount
                 .iter()
                 .all(|(t, p)| total.get(t).saturating_add(res.get(t)) <= p)
             {
                 total.add_assign(res);
-                picked.push(c.slot);
+                picked.push(slot);
                 let full = least
                     .iter()
                     .any(|(t, m)| amount.get(*t).saturating_sub(total.get(*t)) < *m);
@@ -278,8 +346,7 @@ impl Partition {
             .collect()
     }
 
-    /// The allocation at `slot` as a candidate for taking `amount` from a
-    /// queue whose max is `max` (5.5b), or `None` when it cannot be one: it
+    /// The allocation at `slot` as a candidate for taking `amount` (5.5b), or `None` when it cannot be one: it
     /// has no type of the amount, is bound to its node, is a placeholder on
     /// its way out, or is a victim already (its slot in `in_flight`, from
     /// [`Self::victim_slots`]). Reads the slab entry's facts, and the
@@ -288,16 +355,14 @@ impl Partition {
         &self,
         slot: AllocSlot,
         amount: &Resource,
-        max: Option<&Resource>,
         in_flight: &FastSet<AllocSlot>,
     ) -> Option<Candidate> {
         let a = self.allocations.facts(slot);
-        let types = a.resource.iter().count();
-        let matched = a
-            .resource
-            .iter()
-            .filter(|(t, _)| amount.lookup(*t).is_some())
-            .count();
+        let (mut types, mut matched) = (0usize, 0usize);
+        for (t, _) in a.resource.iter() {
+            types += 1;
+            matched += usize::from(amount.lookup(t).is_some());
+        }
         if matched == 0
             || a.required_node
             || (a.placeholder
@@ -308,18 +373,11 @@ impl Partition {
         {
             return None;
         }
-        let mut in_amount = Resource::new();
-        for (t, _) in amount.iter() {
-            if let Some(v) = a.resource.lookup(t) {
-                in_amount.set(t, v);
-            }
-        }
         Some(Candidate {
             class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
             matched: u32::try_from(matched * 100 / types).unwrap_or(100),
             priority: a.priority,
             hour: a.hour,
-            shares: shares(&in_amount, max),
             born: a.born,
             slot,
         })

@@ -147,6 +147,9 @@ pub(super) struct Victim {
     pub(super) slot: AllocSlot,
     pub(super) leaf: QueueId,
     pub(super) born: u64,
+    /// Its class in the victim orders (spec 7.2, 10.1): 1 originator,
+    /// 2 opted out of being preempted, 3 both, 0 neither; lower first.
+    pub(super) class: u8,
 }
 
 /// The potential victims by allocation slot, so that a node's victims are
@@ -169,6 +172,12 @@ impl VictimIndex {
             at[v.slot as usize] = i as u32 + 1;
         }
         VictimIndex { at }
+    }
+
+    /// The position in `victims` of the victim at `slot`, if it is one.
+    pub(super) fn position(&self, slot: AllocSlot) -> Option<usize> {
+        let i = self.at.get(slot as usize).copied().unwrap_or(0);
+        (i > 0).then(|| (i - 1) as usize)
     }
 
     /// The victims on `node`, each with its position in `victims`.
