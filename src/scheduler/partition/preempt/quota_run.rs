@@ -19,7 +19,7 @@ use smallvec::SmallVec;
 use super::quota::{excess_over, QUOTA_EVENT_PREFIX, QUOTA_RELEASE_PREFIX};
 use super::*;
 use crate::events::{self, Change, Detail, Record, TYPE_QUEUE};
-use crate::scheduler::objects::allocs::AllocSlot;
+use crate::scheduler::objects::allocs::{AllocSlot, VictimFacts};
 use crate::scheduler::partition::trace::PreemptCause;
 use crate::scheduler::resource::{compare_shares, share_of, ResId};
 use crate::scheduler::FastSet;
@@ -38,20 +38,6 @@ struct Tally {
     claimed: Resource,
 }
 
-/// A candidate's place in the victim order (5.5c) but its shares, and its
-/// slot.
-struct Candidate {
-    /// 0 regular, 1 opted out of being preempted, 2 originator, 3 both.
-    class: u8,
-    /// Percentage of the allocation's types the amount also has.
-    matched: u32,
-    priority: i32,
-    /// Clock hour it was born in.
-    hour: u32,
-    born: u64,
-    slot: AllocSlot,
-}
-
 /// A candidate's place in the victim order as plain integers: regular
 /// before opted-out before originators, then most matched types first,
 /// lower priority, later hour, smaller shares (their rank among the leaf's
@@ -67,47 +53,86 @@ type OrderKey = (
     AllocSlot,
 );
 
-/// The distinct shares of one leaf's candidates in the amount's types,
-/// relative to the leaf's max. A leaf's allocations are mostly alike, so
-/// shares are computed once per run of equal resources and compared with
-/// few; their ranks come once all are in, and the sort then compares
-/// integers only.
-#[derive(Default)]
-struct DistinctShares {
-    seen: Vec<SmallVec<[f64; 4]>>,
-    /// The last resource asked about, and its id.
-    last: Option<(Resource, u32)>,
+/// What a run reads of a candidate's resource; equal resources read alike.
+#[derive(Clone, Copy)]
+struct Profile {
+    /// Percentage of the resource's types the amount also has (0: not a
+    /// candidate).
+    matched: u32,
+    /// Whether it fits the amount on its own (only then can it be taken).
+    fits: bool,
+    /// Its shares' id in [`Profiles::seen`].
+    shares: u32,
 }
 
-impl DistinctShares {
-    /// The id of the shares of `resource` (equal under [`compare_shares`],
-    /// one id): what [`crate::scheduler::resource::shares`] gives for the
-    /// resource cut to the amount's types.
-    fn id(&mut self, resource: &Resource, amount: &Resource, max: Option<&Resource>) -> u32 {
-        if let Some((r, id)) = &self.last {
+/// The profiles of one leaf's candidates for one amount. A leaf's
+/// allocations are mostly alike, so a profile is worked out once per run
+/// of equal resources, and the distinct shares are compared with few;
+/// their ranks come once all are in, and the sort then compares integers
+/// only.
+struct Profiles<'a> {
+    amount: &'a Resource,
+    max: Option<&'a Resource>,
+    /// Distinct shares (equal under [`compare_shares`], one entry), each
+    /// what [`crate::scheduler::resource::shares`] gives for a resource cut
+    /// to the amount's types.
+    seen: Vec<SmallVec<[f64; 4]>>,
+    /// Per type of the amount: the least any candidate that fits has.
+    least: SmallVec<[(ResId, i64); 4]>,
+    last: Option<(Resource, Profile)>,
+}
+
+impl<'a> Profiles<'a> {
+    fn new(amount: &'a Resource, max: Option<&'a Resource>) -> Self {
+        Profiles {
+            amount,
+            max,
+            seen: Vec::new(),
+            least: amount.iter().map(|(t, _)| (t, i64::MAX)).collect(),
+            last: None,
+        }
+    }
+
+    fn of(&mut self, resource: &Resource) -> Profile {
+        if let Some((r, p)) = &self.last {
             if r == resource {
-                return *id;
+                return *p;
             }
         }
+        let amount = self.amount;
+        let types = resource.iter().count();
         let mut shares: SmallVec<[f64; 4]> = resource
             .iter()
             .filter(|(t, _)| amount.lookup(*t).is_some())
-            .map(|(t, v)| share_of(v, max.map(|m| m.get(t))))
+            .map(|(t, v)| share_of(v, self.max.map(|m| m.get(t))))
             .collect();
-        shares.sort_unstable_by(|x, y| y.total_cmp(x));
-        let found = self
-            .seen
-            .iter()
-            .position(|s| compare_shares(s, &shares).is_eq());
-        let id = found.unwrap_or_else(|| {
-            self.seen.push(shares);
-            self.seen.len() - 1
-        }) as u32;
-        self.last = Some((resource.clone(), id));
-        id
+        let matched = shares.len();
+        let fits = amount.iter().all(|(t, p)| resource.get(t) <= p);
+        let mut id = 0;
+        if matched > 0 && fits {
+            for (t, m) in self.least.iter_mut() {
+                *m = (*m).min(resource.get(*t));
+            }
+            shares.sort_unstable_by(|x, y| y.total_cmp(x));
+            let found = self
+                .seen
+                .iter()
+                .position(|s| compare_shares(s, &shares).is_eq());
+            id = found.unwrap_or_else(|| {
+                self.seen.push(shares);
+                self.seen.len() - 1
+            }) as u32;
+        }
+        let p = Profile {
+            matched: u32::try_from(matched * 100 / types.max(1)).unwrap_or(100),
+            fits,
+            shares: id,
+        };
+        self.last = Some((resource.clone(), p));
+        p
     }
 
-    /// Per id, its rank: smaller shares first.
+    /// Per shares id, its rank: smaller shares first.
     fn ranks(&self) -> Vec<u32> {
         let mut by: Vec<u32> = (0..self.seen.len() as u32).collect();
         by.sort_by(|a, b| compare_shares(&self.seen[*a as usize], &self.seen[*b as usize]));
@@ -270,44 +295,39 @@ impl Partition {
         in_flight: &FastSet<AllocSlot>,
     ) -> (usize, Vec<AllocSlot>) {
         let queue = self.queues.get(q);
-        let max = queue.max.as_ref();
         let mut count = 0usize;
         let mut keys: Vec<OrderKey> = Vec::new();
-        let mut distinct = DistinctShares::default();
-        // Per type of the amount: the least any orderable candidate has.
-        let mut least: SmallVec<[(ResId, i64); 4]> =
-            amount.iter().map(|(t, _)| (t, i64::MAX)).collect();
+        let mut profiles = Profiles::new(amount, queue.max.as_ref());
         for a_slot in queue.apps.values() {
             let Some(app) = self.apps.at(*a_slot) else {
                 continue;
             };
             for slot in app.allocations.slots() {
-                let Some(c) = self.quota_candidate(slot, amount, in_flight) else {
-                    continue;
-                };
-                count += 1;
                 let a = self.allocations.facts(slot);
-                // Too large on its own: never taken.
-                if !amount.iter().all(|(t, p)| a.resource.get(t) <= p) {
+                if self.quota_excluded(slot, a, in_flight) {
                     continue;
                 }
-                for (t, m) in least.iter_mut() {
-                    *m = (*m).min(a.resource.get(*t));
+                let p = profiles.of(&a.resource);
+                if p.matched == 0 {
+                    continue; // no type of the amount: not a candidate
                 }
-                let id = distinct.id(&a.resource, amount, max);
+                count += 1;
+                if !p.fits {
+                    continue; // too large on its own: never taken
+                }
                 keys.push((
-                    c.class,
-                    Reverse(c.matched),
-                    c.priority,
-                    Reverse(c.hour),
-                    id,
-                    Reverse(c.born),
-                    c.slot,
+                    u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
+                    Reverse(p.matched),
+                    a.priority,
+                    Reverse(a.hour),
+                    p.shares,
+                    Reverse(a.born),
+                    slot,
                 ));
             }
         }
-        if distinct.seen.len() > 1 {
-            let rank = distinct.ranks();
+        if profiles.seen.len() > 1 {
+            let rank = profiles.ranks();
             for k in &mut keys {
                 k.4 = rank[k.4 as usize];
             }
@@ -325,7 +345,8 @@ impl Partition {
             {
                 total.add_assign(res);
                 picked.push(slot);
-                let full = least
+                let full = profiles
+                    .least
                     .iter()
                     .any(|(t, m)| amount.get(*t).saturating_sub(total.get(*t)) < *m);
                 if full {
@@ -336,7 +357,7 @@ impl Partition {
         (count, picked)
     }
 
-    /// The slots of the victims in flight, for [`Self::quota_candidate`]:
+    /// The slots of the victims in flight, for [`Self::quota_excluded`]:
     /// one look-up per victim rather than one per candidate.
     fn victim_slots(&self) -> FastSet<AllocSlot> {
         self.preempt
@@ -346,41 +367,23 @@ impl Partition {
             .collect()
     }
 
-    /// The allocation at `slot` as a candidate for taking `amount` (5.5b), or `None` when it cannot be one: it
-    /// has no type of the amount, is bound to its node, is a placeholder on
-    /// its way out, or is a victim already (its slot in `in_flight`, from
-    /// [`Self::victim_slots`]). Reads the slab entry's facts, and the
-    /// record only for a placeholder's UUID.
-    fn quota_candidate(
+    /// Whether the allocation at `slot` (its slab entry's facts `a`) can be
+    /// no candidate whatever the amount (5.5b): it is bound to its node, is
+    /// a placeholder on its way out, or is a victim already (its slot in
+    /// `in_flight`, from [`Self::victim_slots`]). Reads the record only for
+    /// a placeholder's UUID.
+    fn quota_excluded(
         &self,
         slot: AllocSlot,
-        amount: &Resource,
+        a: &VictimFacts,
         in_flight: &FastSet<AllocSlot>,
-    ) -> Option<Candidate> {
-        let a = self.allocations.facts(slot);
-        let (mut types, mut matched) = (0usize, 0usize);
-        for (t, _) in a.resource.iter() {
-            types += 1;
-            matched += usize::from(amount.lookup(t).is_some());
-        }
-        if matched == 0
-            || a.required_node
+    ) -> bool {
+        a.required_node
             || (a.placeholder
                 && self
                     .gang
                     .placeholder_leaving(&self.allocations.at(slot).uuid))
             || (!in_flight.is_empty() && in_flight.contains(&slot))
-        {
-            return None;
-        }
-        Some(Candidate {
-            class: u8::from(!a.preempt_self) + 2 * u8::from(a.originator),
-            matched: u32::try_from(matched * 100 / types).unwrap_or(100),
-            priority: a.priority,
-            hour: a.hour,
-            born: a.born,
-            slot,
-        })
     }
 
     /// Marks the victims of leaf `leaf`, records their events and releases
