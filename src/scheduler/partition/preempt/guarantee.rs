@@ -622,10 +622,17 @@ impl Partition {
             at = q.parent.expect("checked above");
         };
         let recorded = |q: QueueId| path.iter().find(|(id, _)| *id == q).map(|(_, v)| *v);
-        let mut out = Vec::new();
         let root_value = recorded(root).unwrap_or(value);
         let mut stack = vec![(root, root_value, false)];
         let gang = &self.gang;
+        // One what-if state for every leaf's guarantee check: seeding only
+        // records used resources, so leaves share their ancestors' entries.
+        let mut s = Snap::new(self, app.queue);
+        // The leaves above their guarantee first, and how many allocations
+        // they hold: the victims' vector is sized once (tens of thousands
+        // of victims would otherwise be copied as it grows).
+        let mut leaves = Vec::new();
+        let mut bound = 0usize;
         while let Some((q, value, fenced)) = stack.pop() {
             let queue = self.queues.get(q);
             if !queue.leaf {
@@ -649,14 +656,23 @@ impl Partition {
             {
                 continue;
             }
-            let mut s = Snap::new(self, app.queue);
             s.seed(&self.preempt, q);
             if s.remaining(q)
                 .is_some_and(|r| r.iter().all(|(_, v)| v >= 0))
             {
                 continue; // within guarantee
             }
-            for a_slot in queue.apps.values() {
+            bound += queue
+                .apps
+                .values()
+                .filter_map(|a| self.apps.at(*a))
+                .map(|a| a.allocations.len())
+                .sum::<usize>();
+            leaves.push((q, value, fenced));
+        }
+        let mut out = Vec::with_capacity(bound);
+        for (q, value, fenced) in leaves {
+            for a_slot in self.queues.get(q).apps.values() {
                 let Some(victim_app) = self.apps.at(*a_slot) else {
                     continue;
                 };

@@ -21,7 +21,7 @@ use super::*;
 use crate::events::{self, Change, Detail, Record, TYPE_QUEUE};
 use crate::scheduler::objects::allocs::{AllocSlot, VictimFacts};
 use crate::scheduler::partition::trace::PreemptCause;
-use crate::scheduler::resource::{compare_shares, share_of, ResId};
+use crate::scheduler::resource::{compare_shares, shares, ResId};
 use crate::scheduler::FastSet;
 
 /// The start of a `QUEUE_PREEMPTION` record's message.
@@ -101,19 +101,19 @@ impl<'a> Profiles<'a> {
         }
         let amount = self.amount;
         let types = resource.iter().count();
-        let mut shares: SmallVec<[f64; 4]> = resource
-            .iter()
-            .filter(|(t, _)| amount.lookup(*t).is_some())
-            .map(|(t, v)| share_of(v, self.max.map(|m| m.get(t))))
-            .collect();
-        let matched = shares.len();
+        // The resource cut to the amount's types (zeros stay listed).
+        let mut cut = Resource::new();
+        for (t, v) in resource.iter().filter(|(t, _)| amount.lookup(*t).is_some()) {
+            cut.set(t, v);
+        }
+        let matched = cut.iter().count();
         let fits = amount.iter().all(|(t, p)| resource.get(t) <= p);
         let mut id = 0;
         if matched > 0 && fits {
             for (t, m) in self.least.iter_mut() {
                 *m = (*m).min(resource.get(*t));
             }
-            shares.sort_unstable_by(|x, y| y.total_cmp(x));
+            let shares = shares(&cut, self.max);
             let found = self
                 .seen
                 .iter()
