@@ -13,8 +13,9 @@
 #     pkg-config: tests/install/gorm-v1, an RM written for yunikorn-core
 #     v1.8, switched with one replace line, linked dynamically and fully
 #     static.
-# Needs cargo-c (`cargo install --locked cargo-c`; scripts/test.sh installs
-# it when missing), pkg-config, a C and C++ compiler, cmake, Go.
+# Needs cargo-c on PATH (`cargo install --locked cargo-c`; scripts/test.sh
+# builds one into target/tools when missing), pkg-config, a C and C++
+# compiler, cmake, Go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
