@@ -61,7 +61,7 @@ if ! command -v cargo-cinstall >/dev/null 2>&1; then
   mkdir -p "$root/target"
   # Its own process group (setsid), so that the trap below ends its rustc
   # processes too.
-  CARGO_PROFILE_DEV_DEBUG=0 setsid nice -n 19 cargo install --locked --quiet --debug \
+  CARGO_PROFILE_DEV_DEBUG=0 setsid -w nice -n 19 cargo install --locked --quiet --debug \
     --root "$root/target/tools" cargo-c --version 0.10.24 > "$cargo_c_log" 2>&1 &
   cargo_c_pid=$!
   # A failing stage ends the run; the build must not outlive it.
