@@ -59,11 +59,15 @@ cargo_c_log=$root/target/cargo-c-install.log
 if ! command -v cargo-cinstall >/dev/null 2>&1; then
   step "building cargo-c 0.10.24 in the background (into target/tools; log: target/cargo-c-install.log)"
   mkdir -p "$root/target"
-  # Its own process group (setsid), so that the trap below ends its rustc
-  # processes too.
-  CARGO_PROFILE_DEV_DEBUG=0 setsid -w nice -n 19 cargo install --locked --quiet --debug \
-    --root "$root/target/tools" cargo-c --version 0.10.24 > "$cargo_c_log" 2>&1 &
+  # Its own process group (job control on for this one start), so that the
+  # trap below ends its rustc processes too. Not its own session (setsid):
+  # where the kernel groups CPU time by session (autogroup), a new session
+  # takes half the machine whatever its nice value, as measured here.
+  set -m
+  CARGO_PROFILE_DEV_DEBUG=0 nice -n 19 cargo install --locked --quiet --debug \
+    --root "$root/target/tools" cargo-c --version 0.10.24 < /dev/null > "$cargo_c_log" 2>&1 &
   cargo_c_pid=$!
+  set +m
   # A failing stage ends the run; the build must not outlive it.
   trap '[ -z "$cargo_c_pid" ] || kill -- "-$cargo_c_pid" 2>/dev/null || true' EXIT
 fi
