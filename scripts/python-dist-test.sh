@@ -26,6 +26,12 @@ CARGO_TARGET_DIR=$root/target "$buildenv/bin/python" -m build --outdir "$work/di
 sdist=$(ls "$work"/dist/sicore-*.tar.gz)
 wheel=$(ls "$work"/dist/sicore-*.whl)
 echo "built $(basename "$sdist") and $(basename "$wheel")"
+# SICORE_PYDIST_OUT: a directory to keep both in (scripts/test.sh installs
+# the wheel once more, with the test extras).
+if [ -n "${SICORE_PYDIST_OUT:-}" ]; then
+  rm -rf "$SICORE_PYDIST_OUT" && mkdir -p "$SICORE_PYDIST_OUT"
+  cp "$sdist" "$wheel" "$SICORE_PYDIST_OUT/"
+fi
 # The sdist carries the crate; the wheel carries the library and is
 # tagged for this platform, for any Python 3.
 tar tzf "$sdist" > "$work/sdist.txt"

@@ -81,15 +81,23 @@ cargo clippy --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p sicore
 
 # The declared rust-version (Cargo.toml) builds, with the locked
-# dependencies: `cargo check` of the workspace's libraries and binaries on
+# dependencies: `cargo check` of the default members (the library, the
+# simulator, the C test RM; not the nightly-only fuzz targets) on
 # that toolchain (minimal profile, installed when missing; its own target
 # directory). Measured on the 2-core machine: ~30 s to install, ~2 min of
 # CPU (4.5 min wall, shared) for a cold check, seconds when warm.
 msrv=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 step "rust: rust-version $msrv builds (cargo +$msrv check)"
 rustup run "$msrv" rustc --version >/dev/null 2>&1 || rustup toolchain install "$msrv" --profile minimal
-cargo +"$msrv" check --workspace --locked --target-dir target/msrv
+cargo +"$msrv" check --locked --target-dir target/msrv
 
+# Every release build here has integer overflow checks on: the release
+# code, except that an overflow panics instead of wrapping. One setting for
+# the whole run, so that the library, the tests and the bindings' builds
+# share target/release instead of building the dependencies once more in
+# target/release-checked (the profile `cargo test --profile release-checked`
+# gives the same outside this script).
+export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
 step "rust: build (release: libsicore.so, libsicore.a, sicore-sim)"
 cargo build --release
 
@@ -97,11 +105,8 @@ step "c abi: exported symbols against abi/sicore.abi"
 python3 scripts/test_abi_check.py
 python3 scripts/abi_check.py
 
-# The tests run in an optimised build with integer overflow checks on
-# (Cargo.toml [profile.release-checked]; target/release-checked): the
-# release code, except that an overflow panics instead of wrapping.
-step "rust: tests (release with overflow checks: release-checked)"
-cargo test --profile release-checked
+step "rust: tests (release, overflow checks on)"
+cargo test --release
 
 step "simulator smoke run"
 ./target/release/sicore-sim --nodes 20 --asks 2000 > /dev/null
@@ -115,21 +120,6 @@ venv="$root/target/pyvenv"
 "$venv/bin/pip" install -q "websocket-client>=1.6" "ruff>=0.4"
 "$venv/bin/ruff" check tests/simreport
 "$venv/bin/python" tests/simreport/check_report.py target/release/sicore-sim target/simreport
-
-if [ -d tests/c ]; then
-  step "c: scenario under valgrind"
-  make -C tests/c check
-fi
-
-# Nightly toolchain (installed when missing): the Rust tests and the C test
-# under AddressSanitizer + LeakSanitizer, then every fuzz target for a
-# bounded time (SICORE_FUZZ_SECONDS, default 60 each). See docs/testing.md,
-# "Fuzzing, sanitizers and stress tests".
-step "sanitizers: Rust and C tests under ASan + LSan (nightly, target/asan)"
-bash scripts/sanitizers.sh
-
-step "fuzzing: cargo-fuzz targets, ${SICORE_FUZZ_SECONDS:-60}s each (nightly)"
-bash scripts/fuzz.sh
 
 if [ -d bindings/go ]; then
   # Inside the checkout the binding links target/release (build tag
@@ -149,6 +139,27 @@ if [ -d bindings/go-v1 ]; then
     && go test -race -count=1 -tags sicore_checkout ./...)
 fi
 
+# Nightly toolchain (installed when missing): the Rust tests and the C test
+# under AddressSanitizer + LeakSanitizer, then every fuzz target for a
+# bounded time (SICORE_FUZZ_SECONDS, default 60 each). See docs/testing.md,
+# "Fuzzing, sanitizers and stress tests".
+step "sanitizers: Rust and C tests under ASan + LSan (nightly, target/asan)"
+bash scripts/sanitizers.sh
+
+step "fuzzing: libFuzzer targets, ${SICORE_FUZZ_SECONDS:-60}s each (nightly)"
+bash scripts/fuzz.sh
+
+# The library with the system allocator (--no-default-features), which
+# valgrind and the memory tests need: built in target/release over the
+# default build, which the Go tests above were the last to use (a
+# separate target directory would build every dependency again).
+if [ -d tests/c ]; then
+  step "c: scenario under valgrind; the memory tests (system allocator)"
+  make -C tests/c check
+  # They count the process's live heap bytes with an allocator of their own.
+  cargo test --release --no-default-features --test memory
+fi
+
 if [ -n "$cargo_c_pid" ]; then
   step "waiting for the background build of cargo-c"
   if ! wait "$cargo_c_pid"; then
@@ -166,20 +177,23 @@ step "install: cargo cinstall, pkg-config, CMake, Go module outside the checkout
 bash scripts/install-test.sh
 
 if [ -d bindings/python ]; then
-  step "python: lint and tests"
+  step "python: the wheel built from the sdist, tested on every Python; lint"
+  # Builds the sdist and from it the wheel (the Rust library compiled by
+  # setuptools-rust, sharing target/release's dependencies), and runs the
+  # test suite against the installed wheel on each Python in
+  # requires-python; the wheel is kept in target/pydist.
+  SICORE_PYDIST_OUT="$root/target/pydist" bash scripts/python-dist-test.sh
   venv="$root/target/pyvenv"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --upgrade pip
-  # pip builds the Rust library itself (setuptools-rust, in the checkout's
-  # target/) and bundles it: the tests run against the installed package.
-  "$venv/bin/pip" install -q "$root/bindings/python[test]"
-  (cd "$venv" && env -u SICORE_LIBRARY "$venv/bin/python" -c "import sicore, sicore.v1; sicore.Scheduler().close(); sicore.v1.Scheduler().stop()")
+  # The same wheel with the test extras (grpcio-tools: the generated
+  # modules match the protos, a test the bare installs above skip).
+  wheel=$(ls "$root"/target/pydist/sicore-*.whl)
+  "$venv/bin/pip" install -q --force-reinstall "$wheel[test]"
   (cd bindings/python && "$venv/bin/ruff" check . && env -u SICORE_LIBRARY "$venv/bin/pytest" -q tests)
   # A seconds-long smoke run of the benchmark, so that it keeps working
   # with the binding it measures (it times the trampoline's body).
   (cd bindings/python && env -u SICORE_LIBRARY "$venv/bin/python" benchmarks/bench_scheduling.py \
     --nodes 20 --allocations 200 --runs 1 --passes 1 --predicates > /dev/null)
-  bash scripts/python-dist-test.sh
 fi
 
 step "all tests passed"
