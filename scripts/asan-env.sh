@@ -11,8 +11,11 @@
 #   keep their file:line frames, and the build writes less.
 # - An explicit --target, so that build scripts and proc macros are built
 #   without these flags.
-# The same flags, profile and package selection (--workspace) everywhere,
-# so that cargo builds the library and its dependencies once.
+# The same flags, profile and package selection (ASAN_PACKAGES) everywhere,
+# so that cargo builds the library and its dependencies once. The
+# selection leaves out the simulator: its code is safe Rust over the
+# library's safe API, and it would bring its command-line dependencies.
+ASAN_PACKAGES="--workspace --exclude sicore-sim"
 ASAN_TRIPLE=x86_64-unknown-linux-gnu
 ASAN_TARGET_DIR=target/asan
 RUSTFLAGS="-Zsanitizer=address -Cpasses=sancov-module \
@@ -23,5 +26,5 @@ RUSTFLAGS="-Zsanitizer=address -Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-stack-depth"
 CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
-export ASAN_TRIPLE ASAN_TARGET_DIR RUSTFLAGS CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS \
+export ASAN_PACKAGES ASAN_TRIPLE ASAN_TARGET_DIR RUSTFLAGS CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS \
   CARGO_PROFILE_RELEASE_DEBUG

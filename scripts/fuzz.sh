@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the cargo-fuzz targets in fuzz/ for a bounded time each, starting
+# Runs the libFuzzer targets in fuzz/ for a bounded time each, starting
 # from the committed seeds (fuzz/seeds/<target>) with a fixed libFuzzer
 # seed. Installs the nightly toolchain when missing; cargo-fuzz is not
 # needed (`cargo fuzz run <target>` works too, in its own build).
@@ -36,11 +36,12 @@ fi
 # The targets are built by plain cargo with libFuzzer's instrumentation and
 # ASan (scripts/asan-env.sh), in the build that scripts/sanitizers.sh runs
 # the tests from: after it, nothing but the targets is left to build.
-# Release with overflow checks; the package selection is the workspace's,
-# as there, so that the library is the same build.
+# Release with overflow checks; the package selection is the one there,
+# so that the library is the same build.
 . scripts/asan-env.sh
+# shellcheck disable=SC2086  # ASAN_PACKAGES is a list of arguments
 cargo +nightly build --release --target "$ASAN_TRIPLE" --target-dir "$ASAN_TARGET_DIR" \
-  --no-default-features --workspace --bins
+  --no-default-features $ASAN_PACKAGES --bins
 bin_dir=$root/$ASAN_TARGET_DIR/$ASAN_TRIPLE/release
 # As cargo-fuzz sets it: the instrumented binary trips ASan's ODR check.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_odr_violation=0"

@@ -36,8 +36,14 @@ elif [ "$v_minor" != 0 ]; then sover=0.$v_minor
 else sover=0.0.$v_patch
 fi
 
+# A target directory of its own (target/capi): cargo-c's cargo is not the
+# toolchain's, so it could not reuse target/ anyway, and a build there
+# would wait for cargo's lock on target/release while the Python step
+# builds its wheel beside this test (scripts/test.sh).
+capi_target=$root/target/capi
 step "install: cargo cinstall --prefix $prefix"
-cargo cinstall -p sicore --release --locked --prefix="$prefix" --libdir="$prefix/lib"
+cargo cinstall -p sicore --release --locked --target-dir "$capi_target" \
+  --prefix="$prefix" --libdir="$prefix/lib"
 
 # What a packager and the loader rely on.
 lib=$prefix/lib
@@ -193,7 +199,8 @@ targets=$(rustup target list --installed 2>/dev/null || true)
 if [[ $'\n'$targets$'\n' == *$'\n'x86_64-unknown-linux-musl$'\n'* ]] && command -v musl-gcc >/dev/null 2>&1; then
   step "install: musl static library, C and Go linked fully static against musl"
   mprefix=$root/target/install-test/musl
-  cargo cinstall -p sicore --release --locked --target x86_64-unknown-linux-musl --library-type staticlib \
+  cargo cinstall -p sicore --release --locked --target-dir "$capi_target" \
+    --target x86_64-unknown-linux-musl --library-type staticlib \
     --prefix="$mprefix" --libdir="$mprefix/lib"
   export PKG_CONFIG_PATH=$mprefix/lib/pkgconfig
   # Rust's musl standard library unwinds with LLVM's libunwind, which a

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The Rust tests and the C test under AddressSanitizer with LeakSanitizer,
-# in the nightly build that the fuzz targets share (scripts/asan-env.sh:
-# the flags, target/asan, an explicit --target). The library uses the
-# system allocator (no mimalloc), so that ASan sees every allocation.
+# The Rust integration tests and the C test under AddressSanitizer with
+# LeakSanitizer, in the nightly build that the fuzz targets share
+# (scripts/asan-env.sh: the flags, target/asan, an explicit --target). The
+# library uses the system allocator (no mimalloc), so that ASan sees every
+# allocation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,16 +14,20 @@ fi
 . scripts/asan-env.sh
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1"
 
-# Rust: unit and integration tests of every member (doc tests would need
-# rustdoc flags too and test nothing the others do not), built with the
-# fuzz targets in one go: one feature resolution, so one library build.
-# The two memory tests (tests/memory) are built but skipped here: they
-# count heap bytes and run natively with the system allocator
-# (tests/c/Makefile, check), where they take seconds, not minutes.
+# Rust: the integration tests (tests/it: RMs that speak to the library
+# through its C ABI, where the unsafe code is), built with the fuzz
+# targets in one go, so that the library is built once for both. The unit
+# tests test safe code through safe calls, and run in the release stage;
+# doc tests would need rustdoc flags too. The two memory tests
+# (tests/memory) are built but skipped here: they count heap bytes and run
+# natively with the system allocator (scripts/test.sh, after valgrind),
+# where they take seconds, not minutes.
+# shellcheck disable=SC2086  # ASAN_PACKAGES is a list of arguments
 cargo +nightly build --release --target "$ASAN_TRIPLE" --target-dir "$ASAN_TARGET_DIR" \
-  --no-default-features --workspace --tests --bins
+  --no-default-features $ASAN_PACKAGES --test '*' --bins
+# shellcheck disable=SC2086
 cargo +nightly test --release --target "$ASAN_TRIPLE" --target-dir "$ASAN_TARGET_DIR" \
-  --no-default-features --workspace --tests --no-fail-fast -- \
+  --no-default-features $ASAN_PACKAGES --test '*' --no-fail-fast -- \
   --skip dynamic_queue_churn_keeps_memory_flat \
   --skip memory_stays_flat_under_queue_application_and_node_churn
 

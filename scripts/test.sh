@@ -48,29 +48,28 @@ fi
 # cargo-c (crates.io; Debian 12's 0.9.14 cannot read Cargo.lock v4) is
 # needed only by the install test near the end. It builds in the background
 # from here on, at the lowest CPU priority, on the core that the
-# single-threaded stages (valgrind, the fuzz runs, the Go and Python tests)
-# leave idle; the install test waits for it. It is a debug build without
-# debuginfo, into target/tools rather than ~/.cargo/bin: measured on the
-# 2-core VM, 520 CPU-seconds against 1,745 for a release build, and
-# `cargo cinstall` spends its time in rustc, not in cargo-c. 0.10.24 is the
-# newest release that builds with rustc 1.95.
+# single-threaded stages leave idle; the install test waits for it. It is a
+# debug build without debuginfo, into target/tools rather than
+# ~/.cargo/bin (docs/testing.md, "What they cost", has the measurements).
+# 0.10.24 is the newest release that builds with rustc 1.95.
 cargo_c_pid=
 cargo_c_log=$root/target/cargo-c-install.log
 if ! command -v cargo-cinstall >/dev/null 2>&1; then
   step "building cargo-c 0.10.24 in the background (into target/tools; log: target/cargo-c-install.log)"
   mkdir -p "$root/target"
   # Its own process group (job control on for this one start), so that the
-  # trap below ends its rustc processes too. Not its own session (setsid):
-  # where the kernel groups CPU time by session (autogroup), a new session
-  # takes half the machine whatever its nice value, as measured here.
+  # trap below ends its rustc processes too; not its own session, which
+  # autogroup scheduling would give half the machine (docs/testing.md).
   set -m
   CARGO_PROFILE_DEV_DEBUG=0 nice -n 19 cargo install --locked --quiet --debug \
     --root "$root/target/tools" cargo-c --version 0.10.24 < /dev/null > "$cargo_c_log" 2>&1 &
   cargo_c_pid=$!
   set +m
-  # A failing stage ends the run; the build must not outlive it.
-  trap '[ -z "$cargo_c_pid" ] || kill -- "-$cargo_c_pid" 2>/dev/null || true' EXIT
 fi
+# A failing stage ends the run; what runs in the background (cargo-c, the
+# install test) must not outlive it.
+install_pid=
+trap 'for p in $cargo_c_pid $install_pid; do kill -- "-$p" 2>/dev/null || true; done' EXIT
 
 step "rust: format and lints"
 cargo fmt --check
@@ -139,11 +138,11 @@ if [ -d bindings/go-v1 ]; then
     && go test -race -count=1 -tags sicore_checkout ./...)
 fi
 
-# Nightly toolchain (installed when missing): the Rust tests and the C test
-# under AddressSanitizer + LeakSanitizer, then every fuzz target for a
-# bounded time (SICORE_FUZZ_SECONDS, default 60 each). See docs/testing.md,
-# "Fuzzing, sanitizers and stress tests".
-step "sanitizers: Rust and C tests under ASan + LSan (nightly, target/asan)"
+# Nightly toolchain (installed when missing): the Rust integration tests
+# and the C test under AddressSanitizer + LeakSanitizer, then every fuzz
+# target for a bounded time (SICORE_FUZZ_SECONDS, default 60 each), from
+# one build. See docs/testing.md, "Fuzzing, sanitizers and stress tests".
+step "sanitizers: Rust integration tests and the C test under ASan + LSan (nightly, target/asan)"
 bash scripts/sanitizers.sh
 
 step "fuzzing: libFuzzer targets, ${SICORE_FUZZ_SECONDS:-60}s each (nightly)"
@@ -173,8 +172,16 @@ fi
 if [ "${SICORE_TEST_MUSL:-0}" = 1 ]; then
   rustup target add x86_64-unknown-linux-musl
 fi
-step "install: cargo cinstall, pkg-config, CMake, Go module outside the checkout"
-bash scripts/install-test.sh
+# The install test runs beside the Python step: each builds the library
+# once (cargo cinstall; the wheel) and then runs checks that are mostly
+# single-threaded, so the two share the cores. Its output goes to a log,
+# printed when it ends; its own process group, as for cargo-c above.
+install_log=$root/target/install-test.log
+step "install: cargo cinstall, pkg-config, CMake, Go module outside the checkout (beside the Python step; log: target/install-test.log)"
+set -m
+bash scripts/install-test.sh > "$install_log" 2>&1 &
+install_pid=$!
+set +m
 
 if [ -d bindings/python ]; then
   step "python: the wheel built from the sdist, tested on every Python; lint"
@@ -194,6 +201,16 @@ if [ -d bindings/python ]; then
   # with the binding it measures (it times the trampoline's body).
   (cd bindings/python && env -u SICORE_LIBRARY "$venv/bin/python" benchmarks/bench_scheduling.py \
     --nodes 20 --allocations 200 --runs 1 --passes 1 --predicates > /dev/null)
+fi
+
+step "install: the install test's output"
+install_status=0
+wait "$install_pid" || install_status=$?
+install_pid=
+cat "$install_log"
+if [ "$install_status" != 0 ]; then
+  echo "the install test failed (exit status $install_status; output above)" >&2
+  exit 1
 fi
 
 step "all tests passed"
