@@ -186,7 +186,9 @@ set +m
 if [ -d bindings/python ]; then
   step "python: the wheel built from the sdist, tested on every Python; lint"
   # Builds the sdist and from it the wheel (the Rust library compiled by
-  # setuptools-rust, sharing target/release's dependencies), and runs the
+  # setuptools-rust in target/; the sdist's crate alone selects fewer
+  # features than the workspace, so about half the dependencies are built
+  # again), and runs the
   # test suite against the installed wheel on each Python in
   # requires-python; the wheel is kept in target/pydist.
   SICORE_PYDIST_OUT="$root/target/pydist" bash scripts/python-dist-test.sh
