@@ -18,18 +18,16 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:dete
 # through its C ABI, where the unsafe code is), built with the fuzz
 # targets in one go, so that the library is built once for both. The unit
 # tests test safe code through safe calls, and run in the release stage;
-# doc tests would need rustdoc flags too. The two memory tests
-# (tests/memory) are built but skipped here: they count heap bytes and run
-# natively with the system allocator (scripts/test.sh, after valgrind),
-# where they take seconds, not minutes.
+# doc tests would need rustdoc flags too. The memory tests (tests/memory)
+# are not selected: they count heap bytes and run natively with the system
+# allocator (scripts/test.sh, after valgrind), where they take seconds, not
+# minutes.
 # shellcheck disable=SC2086  # ASAN_PACKAGES is a list of arguments
 cargo +nightly build --release --target "$ASAN_TRIPLE" --target-dir "$ASAN_TARGET_DIR" \
-  --no-default-features $ASAN_PACKAGES --test '*' --bins
+  --no-default-features $ASAN_PACKAGES --test it --bins
 # shellcheck disable=SC2086
 cargo +nightly test --release --target "$ASAN_TRIPLE" --target-dir "$ASAN_TARGET_DIR" \
-  --no-default-features $ASAN_PACKAGES --test '*' --no-fail-fast -- \
-  --skip dynamic_queue_churn_keeps_memory_flat \
-  --skip memory_stays_flat_under_queue_application_and_node_churn
+  --no-default-features $ASAN_PACKAGES --test it --no-fail-fast
 
 # C: the test program, built with -fsanitize=address, against the
 # instrumented library.
