@@ -244,6 +244,13 @@ impl Cluster {
     /// `decisions` decisions, each for a new request of `ask_app` in a
     /// full cluster of `allocs` allocations: each one's wall time and the
     /// core thread's CPU time over it.
+    ///
+    /// A decision is timed from the wake-up that follows the request's 1 ms
+    /// delay. On a slow run (under valgrind, a loaded machine) the
+    /// request's own pass can reach the ask after its delay and decide
+    /// there, before the wake-up; that decision is timed from the request
+    /// instead (its decoding and the pass over it included), and the count
+    /// of such decisions is printed.
     pub fn decisions(
         &self,
         ask_app: &str,
@@ -252,24 +259,40 @@ impl Cluster {
     ) -> Vec<(Duration, Duration)> {
         let state = &self.state;
         let mut times = Vec::with_capacity(decisions);
+        let mut early = 0;
         for i in 0..decisions {
+            let asked_cpu = core_cpu();
+            let asked = Instant::now();
             self.request(vec![Self::ask(ask_app, format!("b-{i}"), 1)], vec![]);
             // Past the 1 ms delay; then one pass.
             std::thread::sleep(Duration::from_millis(5));
-            let cpu = core_cpu();
-            let start = Instant::now();
+            let woken_cpu = core_cpu();
+            let woken = Instant::now();
             self.request(vec![], vec![]);
             wait("a victim", || state.victims.lock().unwrap().len() > i);
-            let cpu = core_cpu().saturating_sub(cpu);
+            let cpu = core_cpu();
             let at = state.victims.lock().unwrap()[i].2;
-            assert!(at >= start, "the victim came before the wake-up");
-            times.push((at - start, cpu));
+            if at >= woken {
+                times.push((at - woken, cpu.saturating_sub(woken_cpu)));
+            } else {
+                early += 1;
+                times.push((
+                    at.saturating_duration_since(asked),
+                    cpu.saturating_sub(asked_cpu),
+                ));
+            }
             self.confirm(i);
             wait("the preemptor's allocation", || {
                 get(&state.counters.allocations) == allocs + i + 1
             });
         }
         assert_eq!(state.victims.lock().unwrap().len(), decisions);
+        if early > 0 {
+            eprintln!(
+                "{early} of {decisions} decisions were made in their request's own pass, \
+                 before the wake-up (a slow run): timed from the request"
+            );
+        }
         times
     }
 }
