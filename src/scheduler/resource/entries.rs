@@ -133,6 +133,34 @@ impl Entries {
         }
     }
 
+    /// The first position of `self` where `stop` holds for its quantity
+    /// and `other`'s quantity of the same type (`None` when `other` does
+    /// not list it). One walk over both sorted lists, instead of a look-up
+    /// in `other` per type: the fit checks of the node walk and of
+    /// preemption's victims run this for every node and victim they see.
+    #[inline]
+    pub(super) fn position_with(
+        &self,
+        other: &Entries,
+        mut stop: impl FnMut(i64, Option<i64>) -> bool,
+    ) -> Option<usize> {
+        let (oids, ovals) = (other.ids(), other.vals());
+        let mut j = 0;
+        for (i, (&id, &v)) in self.ids().iter().zip(self.vals()).enumerate() {
+            while oids.get(j).is_some_and(|&o| o < id) {
+                j += 1;
+            }
+            let o = match oids.get(j) {
+                Some(&o) if o == id => ovals.get(j).copied(),
+                _ => None,
+            };
+            if stop(v, o) {
+                return Some(i);
+            }
+        }
+        None
+    }
+
     /// Whether both list the same types in the same order (the hot case
     /// of every sum: an ask against the usage it adds to).
     #[inline]

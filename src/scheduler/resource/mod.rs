@@ -347,8 +347,7 @@ impl Resource {
     #[inline]
     pub fn first_short_index(&self, big: &Resource) -> Option<usize> {
         self.entries
-            .iter()
-            .position(|(id, v)| v > big.get(id).max(0))
+            .position_with(&big.entries, |v, b| v > b.unwrap_or(0).max(0))
     }
 
     /// The type at position `i` of [`Self::iter`]'s order.
@@ -358,8 +357,17 @@ impl Resource {
 
     /// Fit where types missing from `big` are unlimited (quota checks).
     pub fn fits_in_max_undef(&self, big: &Resource) -> bool {
-        self.iter()
-            .all(|(id, v)| big.lookup(id).is_none_or(|b| v <= b.max(0)))
+        self.entries
+            .position_with(&big.entries, |v, b| b.is_some_and(|b| v > b.max(0)))
+            .is_none()
+    }
+
+    /// Whether some type has a quantity above zero both here and in
+    /// `other`: taking `other` away could free something `self` needs.
+    pub fn shares_positive_type(&self, other: &Resource) -> bool {
+        self.entries
+            .position_with(&other.entries, |v, o| v > 0 && o.is_some_and(|o| o > 0))
+            .is_some()
     }
 
     /// Per-type minimum where a missing type counts as zero.

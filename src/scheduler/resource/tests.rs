@@ -264,3 +264,34 @@ fn raise_to_keeps_a_running_maximum_per_type() {
     assert_eq!(m, r(&[("memory", 12), ("vcore", 3)]));
     assert_eq!(m.lookup(super::names::intern("gpu").unwrap()), None);
 }
+
+/// The one-walk fit checks (`Entries::position_with`) against their
+/// definitions by look-up, on seeded random pairs: zero to seven types
+/// (past four the heap form), quantities around zero, types one side
+/// lacks.
+#[test]
+fn one_walk_fit_checks_match_their_definitions() {
+    let names: Vec<String> = (0..7).map(|i| format!("unit/walk-{i}")).collect();
+    let mut rng = fastrand::Rng::with_seed(0x5eed_f17);
+    let random = |rng: &mut fastrand::Rng| {
+        let mut pairs = Vec::new();
+        for n in &names {
+            if rng.u8(..3) > 0 {
+                pairs.push((n.as_str(), rng.i64(-3..=6)));
+            }
+        }
+        Resource::from_pairs(pairs).unwrap()
+    };
+    for _ in 0..5_000 {
+        let (a, b) = (random(&mut rng), random(&mut rng));
+        let short = a.iter().position(|(id, v)| v > b.get(id).max(0));
+        assert_eq!(a.first_short_index(&b), short, "{a:?} in {b:?}");
+        assert_eq!(a.fits_in(&b), short.is_none());
+        let undef = a
+            .iter()
+            .all(|(id, v)| b.lookup(id).is_none_or(|m| v <= m.max(0)));
+        assert_eq!(a.fits_in_max_undef(&b), undef, "{a:?} under {b:?}");
+        let shares = a.iter().any(|(id, v)| v > 0 && b.get(id) > 0);
+        assert_eq!(a.shares_positive_type(&b), shares, "{a:?} with {b:?}");
+    }
+}

@@ -40,8 +40,20 @@ fn shortfall(ask: &Resource, available: &Resource) -> Resource {
     r
 }
 
+/// Spec 10.1's order of the extra victims as one integer: the class
+/// first, then newest first (`born` inverted), then the victim's position,
+/// which makes every key distinct and gives the position back.
+fn heap_key(class: u8, born: u64, position: u32) -> u128 {
+    (u128::from(class) << 96) | (u128::from(u64::MAX - born) << 32) | u128::from(position)
+}
+
+/// The victim's position in a [`heap_key`].
+fn heap_position(key: u128) -> usize {
+    (key & u128::from(u32::MAX)) as usize
+}
+
 pub(in crate::scheduler::partition) fn shares_type(a: &Resource, b: &Resource) -> bool {
-    a.iter().any(|(t, v)| v > 0 && b.get(t) > 0)
+    a.shares_positive_type(b)
 }
 
 impl Partition {
@@ -379,16 +391,19 @@ impl Partition {
         // (`born` is unique). A heap: the walk mostly stops after a few
         // (below), and the classes came with the victims, so building it
         // reads no allocation.
-        // Sized up front: a filtered collect would grow it by copies.
+        // Sized up front: a filtered collect would grow it by copies. The
+        // order is packed in one integer (class, then `born` inverted,
+        // then the position), which heapifies in fewer instructions than
+        // the tuple did.
         let mut order = Vec::with_capacity(victims.len());
         order.extend(
             victims
                 .iter()
                 .enumerate()
                 .filter(|(i, _)| !taken[*i])
-                .map(|(i, v)| Reverse((v.class, Reverse(v.born), i as u32))),
+                .map(|(i, v)| Reverse(heap_key(v.class, v.born, i as u32))),
         );
-        let mut others: BinaryHeap<Reverse<(u8, Reverse<u64>, u32)>> = BinaryHeap::from(order);
+        let mut others: BinaryHeap<Reverse<u128>> = BinaryHeap::from(order);
         let fits = ask.resource.fits_in(self.nodes[node].available());
         let node_id = &self.nodes[node].id;
         let counted = |v: &Victim| fits || self.allocations.at(v.slot).node == *node_id;
@@ -404,8 +419,8 @@ impl Partition {
         // remaining guarantee can have changed.
         let mut refusals = Refusals::default();
         let mut extra = Vec::new();
-        while let Some(Reverse((_, _, i))) = others.pop() {
-            let v = &victims[i as usize];
+        while let Some(Reverse(key)) = others.pop() {
+            let v = &victims[heap_position(key)];
             if refusals.refused(&s, v.leaf) {
                 continue;
             }
@@ -729,5 +744,22 @@ mod tests {
             &r(&[("vcore", 6), ("memory", 1)]),
             &r(&[("vcore", 5), ("memory", 5)])
         ));
+    }
+
+    /// The packed key sorts as spec 10.1's tuple (class, newest first,
+    /// position) and gives the position back.
+    #[test]
+    fn the_packed_heap_key_sorts_as_the_tuple() {
+        let mut rng = fastrand::Rng::with_seed(10);
+        let mut keys: Vec<(u8, u64, u32)> = (0..2_000)
+            .map(|_| (rng.u8(..3), rng.u64(..), rng.u32(..)))
+            .chain([(0, 0, 0), (2, u64::MAX, u32::MAX), (1, u64::MAX, 0)])
+            .collect();
+        keys.sort_unstable_by_key(|&(c, b, p)| (c, Reverse(b), p));
+        let packed: Vec<u128> = keys.iter().map(|&(c, b, p)| heap_key(c, b, p)).collect();
+        assert!(packed.windows(2).all(|w| w[0] <= w[1]));
+        for (k, &(_, _, p)) in packed.iter().zip(&keys) {
+            assert_eq!(heap_position(*k), p as usize);
+        }
     }
 }
