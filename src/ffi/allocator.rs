@@ -6,7 +6,7 @@
 //! cluster's resident memory saws up by ~60-90 MiB between purges at
 //! 100,000 nodes and a million asks. A delay of 100 ms keeps the peak
 //! within ~20 MiB of the live heap at no measurable cost per allocation
-//! (docs/performance.md, "The allocator's purge delay").
+//! (docs/performance-large.md, "The allocator's purge delay").
 //!
 //! Only the C ABI sets it: there the library's mimalloc serves the
 //! library alone. A Rust program linking the crate gets mimalloc as its

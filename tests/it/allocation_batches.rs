@@ -4,7 +4,7 @@
 //! each, in the order they were made. The reference sends one message per
 //! allocation, so an RM already takes any split; one message per pass
 //! cost fresh memory for the encoding and the RM's decode on every large
-//! pass (docs/performance.md, "Bounded batches").
+//! pass (docs/performance-large.md, "Bounded batches").
 
 use std::collections::HashSet;
 

@@ -639,5 +639,5 @@ impl Core {
 }
 
 #[cfg(test)]
-#[path = "v1_tests.rs"]
+#[path = "v1_tests/mod.rs"]
 mod v1_tests;

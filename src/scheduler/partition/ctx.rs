@@ -1,6 +1,6 @@
 //! The allocation records' shared part: one [`AllocCtx`] per application
 //! and task group, so that a record holds one pointer where it held four
-//! strings (docs/performance.md, "100,000 nodes x 1,000,000 asks").
+//! strings (docs/performance-large.md, "100,000 nodes x 1,000,000 asks").
 
 use std::sync::Arc;
 

@@ -247,8 +247,8 @@ impl Partition {
     /// is disarmed; a queue back at or under its max is disarmed; a queue
     /// below one that ran in this pass waits for the next pass, which sees
     /// the victims in flight. Returns the number of runs.
-    // Out of line: rare, and a profile of the run (docs/preemption.md,
-    // "Cost") starts its count here.
+    // Out of line: rare, and a profile of the run (docs/preemption-cost.md)
+    // starts its count here.
     #[inline(never)]
     pub(in crate::scheduler::partition) fn quota_pass(
         &mut self,

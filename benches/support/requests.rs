@@ -1,0 +1,187 @@
+//! What the bench's RM requests: the request shape, the limits and the SI
+//! edition it is run with (`--shape`, `--limits`, `--edition`), and the
+//! encoded allocation requests.
+
+use prost::Message;
+use sicore::proto::si::v1 as si;
+use sicore::proto::si18::v1 as si18;
+
+use super::{res, CONFIG};
+
+/// How the asks are requested.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Shape {
+    /// One ask per allocation (`maxAllocations` 1), in requests of 5,000.
+    Asks,
+    /// The reference's shape: one ask per application whose
+    /// `maxAllocations` covers half of the allocations, one request each.
+    Apps,
+}
+
+/// User/group limits in the bench's configuration (`--limits`).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Limits {
+    /// None configured.
+    None,
+    /// Caps that never bind.
+    Loose,
+    /// 1,000 users with one application each, in 10 groups, under caps.
+    Users,
+    /// The same 1,000 users and applications without any limit (the
+    /// baseline of `Users`).
+    UsersUncapped,
+}
+
+impl Limits {
+    pub fn parse(v: Option<&str>) -> Limits {
+        match v {
+            None | Some("none") => Limits::None,
+            Some("loose") => Limits::Loose,
+            Some("users") => Limits::Users,
+            Some("users-uncapped") => Limits::UsersUncapped,
+            Some(other) => {
+                panic!("--limits takes none, loose, users or users-uncapped, not {other:?}")
+            }
+        }
+    }
+
+    /// The applications (and so users) the run has.
+    pub fn apps(self) -> usize {
+        match self {
+            Limits::Users | Limits::UsersUncapped => 1000,
+            _ => 2,
+        }
+    }
+
+    pub fn config(self) -> String {
+        let (root, a) = match self {
+            Limits::None | Limits::UsersUncapped => return CONFIG.to_string(),
+            Limits::Loose => (
+                "          - {users: ['*'], maxresources: {memory: 1000000000000}}\n",
+                "              - {users: [bench], maxresources: {memory: 1000000000000}}\n",
+            ),
+            Limits::Users => (
+                "          - {groups: [g0, g1, g2, g3, g4], maxresources: {memory: 1000000000000}, maxapplications: 1000}\n          - {groups: ['*'], maxresources: {memory: 1000000000000}, maxapplications: 1000}\n          - {users: ['*'], maxresources: {memory: 1000000000}, maxapplications: 10}\n",
+                "              - {users: ['*'], maxresources: {memory: 100000000}, maxapplications: 5}\n",
+            ),
+        };
+        CONFIG
+            .replace(
+                "        submitacl: '*'\n",
+                &format!("        submitacl: '*'\n        limits:\n{root}"),
+            )
+            .replacen(
+                "          - name: a\n",
+                &format!("          - name: a\n            limits:\n{a}"),
+                1,
+            )
+    }
+}
+
+/// `asks` asks of one allocation each, alternating between the two
+/// applications, encoded in requests of 5,000.
+pub fn single_asks(asks: usize) -> Vec<Vec<u8>> {
+    single_asks_over(asks, 2)
+}
+
+/// `asks` asks of one allocation each, round robin over `apps`
+/// applications, encoded in requests of 5,000.
+pub fn single_asks_over(asks: usize, apps: usize) -> Vec<Vec<u8>> {
+    (0..asks)
+        .step_by(5_000)
+        .map(|first| {
+            si::AllocationRequest {
+                asks: (first..asks.min(first + 5_000))
+                    .map(|i| si::AllocationAsk {
+                        allocation_key: format!("ask-{i}"),
+                        application_id: format!("app-{}", i % apps),
+                        partition_name: "default".into(),
+                        resource_ask: res(10, 1),
+                        max_allocations: 1,
+                        ..Default::default()
+                    })
+                    .collect(),
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
+
+/// YuniKorn's own request shape: one request per application, each with a
+/// single ask (the same key in both) repeated `maxAllocations` times, half
+/// of the allocations for `app-0`, the rest for `app-1`.
+pub fn app_asks(allocations: usize) -> Vec<Vec<u8>> {
+    let first = allocations / 2;
+    [(0, first), (1, allocations - first)]
+        .into_iter()
+        .map(|(app, n)| {
+            si::AllocationRequest {
+                asks: vec![si::AllocationAsk {
+                    allocation_key: "alloc-1".into(),
+                    application_id: format!("app-{app}"),
+                    partition_name: "default".into(),
+                    resource_ask: res(10, 1),
+                    max_allocations: i32::try_from(n).expect("maxAllocations fits an int32"),
+                    ..Default::default()
+                }],
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
+
+/// The SI edition the RM registers through (`--edition v0.12|v1`).
+#[derive(Clone, Copy, PartialEq)]
+pub enum Edition {
+    /// `sicore_register_resource_manager` and the v0.12 messages.
+    V012,
+    /// `sicore_v1_register_resource_manager` and the v1.8 messages: the
+    /// same nodes, applications and requests (a v1 request is one
+    /// allocation: there is no `maxAllocations`).
+    V1,
+}
+
+impl Edition {
+    pub fn parse(v: Option<&str>) -> Edition {
+        match v {
+            None | Some("v0.12") => Edition::V012,
+            Some("v1") => Edition::V1,
+            Some(other) => panic!("--edition takes v0.12 or v1, not {other:?}"),
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Edition::V012 => "SI v0.12",
+            Edition::V1 => "SI v1.x",
+        }
+    }
+}
+
+/// The v1 form of [`single_asks_over`]: the same requests, encoded as SI
+/// v1.8 `AllocationRequest`s.
+pub fn single_asks_v1(asks: usize, apps: usize) -> Vec<Vec<u8>> {
+    (0..asks)
+        .step_by(5_000)
+        .map(|first| {
+            si18::AllocationRequest {
+                allocations: (first..asks.min(first + 5_000))
+                    .map(|i| si18::Allocation {
+                        allocation_key: format!("ask-{i}"),
+                        application_id: format!("app-{}", i % apps),
+                        partition_name: "default".into(),
+                        resource_per_alloc: sicore_c_rm::v1::res(&[("memory", 10), ("vcore", 1)]),
+                        ..Default::default()
+                    })
+                    .collect(),
+                rm_id: "rm".into(),
+                ..Default::default()
+            }
+            .encode_to_vec()
+        })
+        .collect()
+}
