@@ -272,7 +272,7 @@ fn raise_to_keeps_a_running_maximum_per_type() {
 #[test]
 fn one_walk_fit_checks_match_their_definitions() {
     let names: Vec<String> = (0..7).map(|i| format!("unit/walk-{i}")).collect();
-    let mut rng = fastrand::Rng::with_seed(0x5eed_f17);
+    let mut rng = fastrand::Rng::with_seed(0x05ee_df17);
     let random = |rng: &mut fastrand::Rng| {
         let mut pairs = Vec::new();
         for n in &names {
