@@ -144,6 +144,22 @@ impl Entries {
         other: &Entries,
         mut stop: impl FnMut(i64, Option<i64>) -> bool,
     ) -> Option<usize> {
+        // The common case: both inline with the same types (an ask against
+        // a node, a victim against the ask), compared pairwise.
+        if let (
+            Entries::Inline { vals, ids, len },
+            Entries::Inline {
+                vals: ovals,
+                ids: oids,
+                len: olen,
+            },
+        ) = (self, other)
+        {
+            if len == olen && ids == oids {
+                let n = (*len as usize).min(INLINE);
+                return (0..n).find(|&i| stop(vals[i], Some(ovals[i])));
+            }
+        }
         let (oids, ovals) = (other.ids(), other.vals());
         let mut j = 0;
         for (i, (&id, &v)) in self.ids().iter().zip(self.vals()).enumerate() {
