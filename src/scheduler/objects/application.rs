@@ -347,7 +347,7 @@ impl Application {
         let now = self
             .ask_order
             .first_key_value()
-            .map_or(MIN_PRIORITY, |(k, _)| k.priority());
+            .map_or(MIN_PRIORITY, |(k, _)| k.0 .0);
         if now == self.priority {
             return;
         }

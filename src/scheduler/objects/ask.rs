@@ -5,6 +5,7 @@
 //! of the heap (docs/performance.md); boxed, it goes back to the allocator
 //! at placement, in the size class the allocation record takes.
 
+use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -98,37 +99,13 @@ impl Ask {
 
     /// The ask's key in its application's order.
     pub fn order_key(&self) -> AskOrderKey {
-        AskOrderKey::new(self.priority, self.seq)
+        (Reverse(self.priority), self.seq)
     }
 }
 
 /// Priority descending, then arrival order (sequence numbers are unique in
-/// the partition, so the key is too). Packed in one integer: an
-/// application's order is a B-tree walked on every ask taken in and every
-/// last allocation of an ask, where one integer comparison is cheaper than
-/// a tuple's two.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AskOrderKey(u128);
-
-impl AskOrderKey {
-    /// The key of an ask of `priority` that arrived as `seq`.
-    pub fn new(priority: i32, seq: u64) -> Self {
-        // The sign bit flipped keeps i32's order in u32; inverted, higher
-        // priorities come first.
-        let rank = !((priority as u32) ^ (1 << 31));
-        AskOrderKey((u128::from(rank) << 64) | u128::from(seq))
-    }
-
-    /// The ask's priority.
-    pub fn priority(self) -> i32 {
-        ((!((self.0 >> 64) as u32)) ^ (1 << 31)) as i32
-    }
-
-    /// The ask's arrival order.
-    pub fn seq(self) -> u64 {
-        self.0 as u64
-    }
-}
+/// the partition, so the key is too).
+pub type AskOrderKey = (Reverse<i32>, u64);
 
 /// An ask that has made its last allocation, as readers of a stand-in
 /// need it: kept under its key so that a re-sent key replaces it, an SI
@@ -224,7 +201,7 @@ impl AskEntry {
 
     /// [`Ask::order_key`].
     pub fn order_key(&self) -> AskOrderKey {
-        AskOrderKey::new(self.priority(), self.seq())
+        (Reverse(self.priority()), self.seq())
     }
 
     /// [`Ask::pending_repeat`]: none left for a stand-in.
@@ -337,30 +314,5 @@ mod tests {
             "{}",
             std::mem::size_of::<Ask>()
         );
-    }
-
-    /// The packed key sorts as (priority descending, arrival) did and
-    /// gives both back, at the ends of both ranges too.
-    #[test]
-    fn the_packed_order_key_sorts_as_priority_then_arrival() {
-        let mut rng = fastrand::Rng::with_seed(108);
-        let mut pairs: Vec<(i32, u64)> = (0..2_000)
-            .map(|_| {
-                // Near ties, and the whole range.
-                let p = if rng.bool() {
-                    rng.i32(-5..5)
-                } else {
-                    rng.i32(..)
-                };
-                (p, rng.u64(..))
-            })
-            .chain([(i32::MIN, 0), (i32::MAX, u64::MAX), (0, 0), (-1, 1), (1, 1)])
-            .collect();
-        pairs.sort_unstable_by_key(|&(p, s)| (std::cmp::Reverse(p), s));
-        let keys: Vec<AskOrderKey> = pairs.iter().map(|&(p, s)| AskOrderKey::new(p, s)).collect();
-        assert!(keys.windows(2).all(|w| w[0] <= w[1]));
-        for (k, &(p, s)) in keys.iter().zip(&pairs) {
-            assert_eq!((k.priority(), k.seq()), (p, s));
-        }
     }
 }
