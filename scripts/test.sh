@@ -188,9 +188,8 @@ if [ -d bindings/python ]; then
   # Builds the sdist and from it the wheel (the Rust library compiled by
   # setuptools-rust in target/; the sdist's crate alone selects fewer
   # features than the workspace, so about half the dependencies are built
-  # again), and runs the
-  # test suite against the installed wheel on each Python in
-  # requires-python; the wheel is kept in target/pydist.
+  # again), and runs the test suite against the installed wheel on each
+  # Python in requires-python; the wheel is kept in target/pydist.
   SICORE_PYDIST_OUT="$root/target/pydist" bash scripts/python-dist-test.sh
   venv="$root/target/pyvenv"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"

@@ -52,10 +52,6 @@ fn heap_position(key: u128) -> usize {
     (key & u128::from(u32::MAX)) as usize
 }
 
-pub(in crate::scheduler::partition) fn shares_type(a: &Resource, b: &Resource) -> bool {
-    a.shares_positive_type(b)
-}
-
 impl Partition {
     /// Whether guarantee preemption runs in this partition (spec 1.1; an
     /// absent key is off in the v0.12 edition, on in the v1.8 edition).
@@ -697,7 +693,7 @@ impl Partition {
                     // flight.
                     let a = self.allocations.facts(slot);
                     let uuid = || &self.allocations.at(slot).uuid;
-                    if !shares_type(&a.resource, &ask.resource)
+                    if !a.resource.shares_positive_type(&ask.resource)
                         || a.required_node
                         || (a.placeholder && gang.placeholder_leaving(uuid()))
                         || (!self.preempt.victims.is_empty() && self.preempt.is_victim(uuid()))

@@ -6,7 +6,6 @@
 
 use std::time::Instant;
 
-use super::guarantee::shares_type;
 use super::*;
 use crate::scheduler::objects::allocs::AllocSlot;
 use crate::scheduler::policies::{delay_of, PreemptionPolicy, PriorityPolicy};
@@ -706,7 +705,7 @@ impl Partition {
                 };
                 for slot in victim_app.allocations.slots() {
                     let a = self.allocations.at(slot);
-                    if !shares_type(&a.resource, &ask.resource)
+                    if !a.resource.shares_positive_type(&ask.resource)
                         || a.tags
                             .contains_key(crate::scheduler::objects::application::TAG_REQUIRED_NODE)
                         || (a.placeholder && gang.placeholder_leaving(&a.uuid))

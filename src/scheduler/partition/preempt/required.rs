@@ -254,7 +254,7 @@ impl Partition {
                 !a.tags.contains_key(TAG_REQUIRED_NODE)
                     && a.priority <= ask.priority
                     && !self.preempt.is_victim(&a.uuid)
-                    && super::guarantee::shares_type(&a.resource, &ask.resource)
+                    && a.resource.shares_positive_type(&ask.resource)
                     && !(a.placeholder && gang.placeholder_leaving(&a.uuid))
             })
             .collect();
