@@ -1,7 +1,8 @@
 //! `--serve ADDR`: after the workload, keep the scheduler and its REST
 //! service up until Ctrl-C (SIGINT or SIGTERM).
 
-use std::sync::mpsc;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 use sicore::ffi::{sicore_buffer, sicore_rest_address, sicore_scheduler};
 
@@ -21,16 +22,14 @@ pub fn bound_address(sched: *mut sicore_scheduler) -> Result<String, String> {
     Ok(take_string(out))
 }
 
-/// Prints where the service listens and blocks until Ctrl-C.
+/// Prints where the service listens and blocks until Ctrl-C (SIGINT) or
+/// SIGTERM.
 pub fn until_interrupted(sched: *mut sicore_scheduler) -> Result<(), String> {
     let addr = bound_address(sched)?;
-    let (tx, rx) = mpsc::channel();
-    ctrlc::set_handler(move || {
-        let _ = tx.send(());
-    })
-    .map_err(|e| format!("cannot install the Ctrl-C handler: {e}"))?;
+    let mut signals = Signals::new([SIGINT, SIGTERM])
+        .map_err(|e| format!("cannot watch for SIGINT and SIGTERM: {e}"))?;
     println!("\nREST service on http://{addr}/ws/v1/queues (metrics: http://{addr}/metrics); Ctrl-C stops it");
-    let _ = rx.recv();
+    let _ = signals.forever().next();
     eprintln!("sicore-sim: stopping");
     Ok(())
 }

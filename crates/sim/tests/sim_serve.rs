@@ -71,17 +71,32 @@ fn start_serving(args: &[&str]) -> (std::process::Child, String) {
     (child, addr)
 }
 
-fn interrupt(mut child: std::process::Child) {
+fn interrupt(child: std::process::Child) {
+    stop_with(child, "-INT");
+}
+
+/// Sends `signal` (a `kill` option) and expects a clean exit.
+fn stop_with(mut child: std::process::Child, signal: &str) {
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .expect("run kill");
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert!(
         exit.success(),
-        "sicore-sim exits cleanly on Ctrl-C: {exit:?}"
+        "sicore-sim exits cleanly on {signal}: {exit:?}"
     );
+}
+
+/// A service manager stops the simulator with SIGTERM: it stops the
+/// scheduler and exits cleanly, as on Ctrl-C, and the port is closed.
+#[test]
+fn serve_stops_cleanly_on_sigterm() {
+    let (child, addr) = start_serving(&["--nodes", "5", "--asks", "10"]);
+    get_json(&addr, "/ws/v1/partition/default/nodes");
+    stop_with(child, "-TERM");
+    assert!(TcpStream::connect(&addr).is_err(), "the port is closed");
 }
 
 /// The web UI's node list shows `hostName` and `rackName`, and its
@@ -151,15 +166,6 @@ fn serve_keeps_the_rest_service_up_until_interrupted() {
     // Still serving: the process waits for the interrupt.
     assert!(child.try_wait().unwrap().is_none());
 
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success());
-    let exit = child.wait().unwrap();
-    assert!(
-        exit.success(),
-        "sicore-sim exits cleanly on Ctrl-C: {exit:?}"
-    );
+    interrupt(child);
     assert!(TcpStream::connect(&addr).is_err(), "the port is closed");
 }
