@@ -12,6 +12,8 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
 fi
 
 . scripts/asan-env.sh
+# Eight tests at a time: they mostly wait (scripts/test.sh).
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-8}
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1"
 
 # Rust: the integration tests (tests/it: RMs that speak to the library

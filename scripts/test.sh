@@ -61,8 +61,11 @@ if ! command -v cargo-cinstall >/dev/null 2>&1; then
   # trap below ends its rustc processes too; not its own session, which
   # autogroup scheduling would give half the machine (docs/testing.md).
   set -m
+  # Only cargo-cinstall: each of cargo-c's four commands is an 85 MB
+  # binary that links the whole cargo crate.
   CARGO_PROFILE_DEV_DEBUG=0 nice -n 19 cargo install --locked --quiet --debug \
-    --root "$root/target/tools" cargo-c --version 0.10.24 < /dev/null > "$cargo_c_log" 2>&1 &
+    --root "$root/target/tools" cargo-c --version 0.10.24 --bin cargo-cinstall \
+    < /dev/null > "$cargo_c_log" 2>&1 &
   cargo_c_pid=$!
   set +m
 fi
@@ -104,6 +107,11 @@ step "c abi: exported symbols against abi/sicore.abi"
 python3 scripts/test_abi_check.py
 python3 scripts/abi_check.py
 
+# The integration tests mostly wait (for timers, delays and the RM's
+# threads): one run of tests/it took 100 s of wall time and 24 s of CPU
+# with the default of one test per core, 34 s at eight at a time. The
+# sanitizer stage runs them so too (scripts/sanitizers.sh).
+export RUST_TEST_THREADS=${RUST_TEST_THREADS:-8}
 step "rust: tests (release, overflow checks on)"
 cargo test --release
 
@@ -186,10 +194,10 @@ set +m
 if [ -d bindings/python ]; then
   step "python: the wheel built from the sdist, tested on every Python; lint"
   # Builds the sdist and from it the wheel (the Rust library compiled by
-  # setuptools-rust in target/; the sdist's crate alone selects fewer
-  # features than the workspace, so about half the dependencies are built
-  # again), and runs the test suite against the installed wheel on each
-  # Python in requires-python; the wheel is kept in target/pydist.
+  # setuptools-rust in target/, over the dependencies built there: the
+  # crate alone selects the same features as the workspace), and runs the
+  # test suite against the installed wheel on each Python in
+  # requires-python; the wheel is kept in target/pydist.
   SICORE_PYDIST_OUT="$root/target/pydist" bash scripts/python-dist-test.sh
   venv="$root/target/pyvenv"
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
