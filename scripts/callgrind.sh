@@ -18,6 +18,8 @@
 #   bash scripts/callgrind.sh --quota-preemption    # quota-change preemption on too (nothing armed)
 #   bash scripts/callgrind.sh --events REQUEST,NODE,USERGROUP  # events on, these types (default: off)
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
+#   SICORE_VALGRIND_OPTS=--fair-sched=yes bash scripts/callgrind.sh ...
+#                                                   # extra valgrind options (below)
 #
 # --python runs bindings/python/benchmarks/bench_scheduling.py (the binding
 # from the source tree, the library from `cargo build --release`, the
@@ -46,6 +48,16 @@
 # check (the bench's --no-outstanding-check) and the gauge refresh
 # (src/metrics/gauges.rs, once a second, O(nodes); subtracted, its cost per
 # run printed below the table).
+#
+# Valgrind runs one thread at a time, and by default a woken thread waits
+# until the running one blocks or its time slice ends. Work that either
+# thread may do (delivering what is queued for the RM: the dispatcher, or
+# the core thread before its next Predicates call) then lands on the core
+# thread whenever it gets there first. A native run on two cores does the
+# same (SICORE_BENCH_THREADS=1 prints each thread's CPU).
+# `--fair-sched=yes` hands the CPU round-robin, so a woken dispatcher runs
+# sooner. The totals stay the same, and only the split between the
+# threads moves (docs/performance-v1.md, "Which thread delivers").
 #
 # The raw profiles stay in target/callgrind/ (callgrind_annotate
 # --inclusive=yes FILE shows where a thread's instructions go).
@@ -127,7 +139,7 @@ for s in $sizes; do
   for asks in "$lo" "$hi"; do
     echo "callgrind: $nodes nodes, $asks asks ${bench_args[*]}" >&2
     argv_for "$nodes" "$asks"
-    valgrind --tool=callgrind --separate-threads=yes --dump-instr=no \
+    valgrind --tool=callgrind --separate-threads=yes --dump-instr=no ${SICORE_VALGRIND_OPTS:-} \
       --callgrind-out-file="$out/cg.$nodes.$asks" \
       "${argv[@]}" "${bench_args[@]}" >/dev/null 2>"$out/cg.$nodes.$asks.log" \
       || { cat "$out/cg.$nodes.$asks.log" >&2; exit 1; }
