@@ -212,15 +212,21 @@ fn q19_5_arming_at_a_reload(v: &str) {
         let res = max.map_or("{}".to_string(), max_mem);
         leaf_with(&res, &format!("quota.preemption.delay: {delay}"))
     };
+    // `pods` pods of 10 placed under a max of 200, then max `first` (arms
+    // it when below the usage) and `then` at a delay of 1s: past the
+    // delay, nothing was released and no run was reported.
+    let disarmed = |pods_n: usize, first: Option<i64>, then: Option<i64>, why: &str| {
+        let rm = rm_at(v, &cfg(Some(200), "1s"), "root.a");
+        place(&rm, pods("p", pods_n, 10));
+        reload(&rm, &cfg(first, "1s"));
+        reload(&rm, &cfg(then, "1s"));
+        std::thread::sleep(Duration::from_millis(1300));
+        let s = quiet(&rm);
+        assert!(victims(&s).is_empty(), "{v}: {why}");
+        assert!(summaries(&s).is_empty(), "{v}: {why}");
+    };
     // 100 -> unset while armed: disarmed, nothing ever released.
-    let rm = rm_at(v, &cfg(Some(200), "1s"), "root.a");
-    place(&rm, pods("p", 11, 10));
-    reload(&rm, &cfg(Some(100), "1s"));
-    reload(&rm, &cfg(None, "1s"));
-    std::thread::sleep(Duration::from_millis(1300));
-    let s = quiet(&rm);
-    assert!(victims(&s).is_empty(), "{v}: unset max disarms");
-    assert!(summaries(&s).is_empty());
+    disarmed(11, Some(100), None, "unset max disarms");
 
     // 10 -> 100 while armed, usage 110: kept; the run takes 10.
     let rm = rm_at(v, &cfg(Some(200), "300ms"), "root.a");
@@ -234,14 +240,7 @@ fn q19_5_arming_at_a_reload(v: &str) {
     check_summary(v, &s, "root.a", &want);
 
     // 10 -> 100 while armed, usage 90: disarmed.
-    let rm = rm_at(v, &cfg(Some(200), "1s"), "root.a");
-    place(&rm, pods("p", 9, 10));
-    reload(&rm, &cfg(Some(10), "1s"));
-    reload(&rm, &cfg(Some(100), "1s"));
-    std::thread::sleep(Duration::from_millis(1300));
-    let s = quiet(&rm);
-    assert!(victims(&s).is_empty(), "{v}: raised above the usage");
-    assert!(summaries(&s).is_empty());
+    disarmed(9, Some(10), Some(100), "raised above the usage");
 
     // Max unchanged, delay 0 -> 300ms, usage above: armed now.
     let rm = rm_at(v, &cfg(Some(100), "0s"), "root.a");
