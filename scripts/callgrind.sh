@@ -139,6 +139,8 @@ for s in $sizes; do
   for asks in "$lo" "$hi"; do
     echo "callgrind: $nodes nodes, $asks asks ${bench_args[*]}" >&2
     argv_for "$nodes" "$asks"
+    # SICORE_VALGRIND_OPTS unquoted on purpose: one word per option.
+    # shellcheck disable=SC2086
     valgrind --tool=callgrind --separate-threads=yes --dump-instr=no ${SICORE_VALGRIND_OPTS:-} \
       --callgrind-out-file="$out/cg.$nodes.$asks" \
       "${argv[@]}" "${bench_args[@]}" >/dev/null 2>"$out/cg.$nodes.$asks.log" \
