@@ -295,7 +295,7 @@ impl Core {
                 }
                 Ok((_, Some(p))) => {
                     let before = p.waiting_asks() as u64;
-                    let added = p.add_ask(ask, &mut out);
+                    let added = p.take_ask(ask, &mut out);
                     waiting = (waiting + p.waiting_asks() as u64).saturating_sub(before);
                     added
                 }
@@ -307,6 +307,10 @@ impl Core {
                     reason,
                 });
             }
+        }
+        // Each queue taken asks re-filed once (take_ask).
+        for p in self.partitions.values_mut() {
+            p.settle_queues();
         }
         // SI v1.x: allocations with a node, then foreign ones (both empty
         // from v0.12).

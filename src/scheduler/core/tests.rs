@@ -565,3 +565,34 @@ fn a_pass_with_no_check_after_its_decision_leaves_it_to_the_delivery() {
     core.deliver_outbound();
     assert_eq!(*rm.assumed.lock().unwrap(), ["k1", "k2"]);
 }
+
+#[test]
+fn a_request_files_its_queues_before_the_pass() {
+    // One request's asks re-file their queues once, when the request is in
+    // (queue/unfiled.rs): the pass finds both queues, and the larger demand
+    // (root.b, its asks last in the request) wins the tie between two
+    // queues with nothing allocated. The node fits one.
+    let (mut core, _clock) = core_with_node(options(TWO_QUEUES));
+    add_app(&mut core, "app-a", "root.a");
+    add_app(&mut core, "app-b", "root.b");
+    let one = |app: &str, key: &str| si::AllocationAsk {
+        allocation_key: key.into(),
+        application_id: app.into(),
+        resource_ask: resource(600, 1),
+        max_allocations: 1,
+        ..Default::default()
+    };
+    allocation(
+        &mut core,
+        si::AllocationRequest {
+            rm_id: RM.into(),
+            asks: vec![one("app-a", "a1"), one("app-b", "b1"), one("app-b", "b2")],
+            ..Default::default()
+        },
+    );
+    core.take_outbound();
+    assert_eq!(core.schedule_pass(), 1);
+    let allocs = new_allocations(&core.take_outbound());
+    assert_eq!(allocs.len(), 1, "{allocs:?}");
+    assert_eq!(allocs[0].0, "b1", "the queue with the larger demand first");
+}

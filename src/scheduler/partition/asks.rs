@@ -11,6 +11,15 @@ impl Partition {
     /// In SI v1.x the key is merged instead when it is allocated (see
     /// `merge.rs`), and a request asks for exactly one allocation.
     pub fn add_ask(&mut self, ask: &AskRequest, out: &mut Outcomes) -> Result<(), String> {
+        let added = self.take_ask(ask, out);
+        self.settle_queues();
+        added
+    }
+
+    /// [`Self::add_ask`], leaving the queues' re-filing to
+    /// [`Self::settle_queues`], which must come before the next pass: a
+    /// request's asks then re-file each queue once (queue/unfiled.rs).
+    pub fn take_ask(&mut self, ask: &AskRequest, out: &mut Outcomes) -> Result<(), String> {
         let app_id = &*ask.app;
         let key = &*ask.key;
         // The id is resolved once; the rest goes by slot.
@@ -106,7 +115,7 @@ impl Partition {
         app.sync_priority(&mut self.queues);
         app.pending.add_assign(&demand);
         let q = app.queue;
-        self.queues.add_pending(q, &demand);
+        self.queues.add_pending_unfiled(q, &demand);
         let watch = match app.held_watch {
             None => !app.counted_active || member,
             Some(gang) => member && !gang,
@@ -120,6 +129,11 @@ impl Partition {
             self.watch_held(&id, member);
         }
         Ok(())
+    }
+
+    /// Re-files the queues whose demand grew through [`Self::take_ask`].
+    pub fn settle_queues(&mut self) {
+        self.queues.settle_unfiled();
     }
 
     /// Removes one ask and its outstanding demand. Returns whether it existed.

@@ -60,7 +60,9 @@ impl Partition {
         }
         // Allocated, but as the real allocation of a swap not yet
         // confirmed: it joins the application on confirmation.
-        let taken = app.asks.get(key).is_some_and(|a| a.pending_repeat() <= 0);
+        // With no swap in flight (nearly always), no look-up.
+        let taken = !self.gang.swaps.is_empty()
+            && app.asks.get(key).is_some_and(|a| a.pending_repeat() <= 0);
         if taken && self.gang.swaps.values().any(|s| *s.real.key == *key) {
             log::debug!(
                 "allocation {key} of {}: replacing a placeholder, unchanged",

@@ -44,6 +44,7 @@ impl QueueTree {
             by_path: Default::default(),
             journal_on: false,
             journal: Vec::new(),
+            unfiled: Vec::new(),
         };
         tree.add_managed(None, root)?;
         Ok(tree)

@@ -13,6 +13,7 @@ use crate::security::{Acl, UserGroup};
 
 mod config;
 mod priority;
+mod unfiled;
 use priority::inherited;
 pub(crate) use priority::quietly;
 pub use priority::{PrioritySettings, MIN_PRIORITY};
@@ -262,6 +263,8 @@ pub struct QueueTree {
     journal_on: bool,
     /// Changes not yet turned into records.
     journal: Vec<QueueChange>,
+    /// Leaves whose chain's demand grew without re-filing (unfiled.rs).
+    unfiled: Vec<QueueId>,
 }
 
 /// The root's id.
@@ -763,6 +766,7 @@ impl QueueTree {
     /// pending demand, then by name (see [`ChildKey`]). Kept up to
     /// date as usage changes, never sorted on the scheduling path.
     pub fn sorted_children(&self, id: QueueId) -> impl Iterator<Item = QueueId> + '_ {
+        debug_assert!(self.is_settled(), "a queue order read before its settle");
         self.get(id).child_order.iter().copied()
     }
 }

@@ -62,6 +62,78 @@ fn child_order_tracks_every_change() {
     }
 }
 
+/// Demand added unfiled gives, once settled, the tree that filing every
+/// change at once gives (the same totals, the same order, which is the full
+/// sort), whatever changed in between.
+#[test]
+fn unfiled_demand_is_filed_by_the_settle() {
+    let root = QueueConfig {
+        name: "root".into(),
+        parent: true,
+        queues: vec![
+            leaf("a", Some(100)),
+            leaf("b", Some(300)),
+            leaf("c", None),
+            leaf("e", None),
+        ],
+        ..Default::default()
+    };
+    let mut tree = QueueTree::from_config(&root).unwrap();
+    let mut filed = tree.clone();
+    let kids: Vec<QueueId> = tree.get(ROOT).children.values().copied().collect();
+    let mut rng = fastrand::Rng::with_seed(11);
+    let r = |m: i64| Resource::from_pairs([("memory", m)]).unwrap();
+    let mut settles = 0;
+    for _ in 0..3000 {
+        let q = kids[rng.usize(..kids.len())];
+        let amount = r(rng.i64(1..50));
+        match rng.u8(0..8) {
+            0..=4 => {
+                tree.add_pending_unfiled(q, &amount);
+                filed.add_pending(q, &amount);
+                // The totals are exact at once, up the chain.
+                assert_eq!(tree.get(q).pending, filed.get(q).pending);
+                assert_eq!(tree.get(ROOT).pending, filed.get(ROOT).pending);
+            }
+            5 => {
+                tree.sub_pending(q, &amount);
+                filed.sub_pending(q, &amount);
+            }
+            6 => {
+                tree.add_allocated(q, &amount);
+                filed.add_allocated(q, &amount);
+            }
+            _ => {
+                tree.sub_allocated(q, &amount);
+                filed.sub_allocated(q, &amount);
+            }
+        }
+        if rng.u8(0..5) == 0 {
+            tree.settle_unfiled();
+            settles += 1;
+            assert!(tree.is_settled());
+            let order: Vec<QueueId> = tree.sorted_children(ROOT).collect();
+            assert_eq!(order, filed.sorted_children(ROOT).collect::<Vec<_>>());
+            let mut want: Vec<(ShareKey, std::cmp::Reverse<i128>, Arc<str>, QueueId)> = kids
+                .iter()
+                .map(|k| tree.get(*k))
+                .filter(|c| c.pending.is_strictly_positive())
+                .map(|c| {
+                    (
+                        ShareKey::of(&c.allocated, c.guaranteed.as_ref()),
+                        std::cmp::Reverse(pending_weight(&c.pending)),
+                        c.path.clone(),
+                        tree.lookup(&c.path).unwrap(),
+                    )
+                })
+                .collect();
+            want.sort();
+            assert_eq!(order, want.into_iter().map(|w| w.3).collect::<Vec<_>>());
+        }
+    }
+    assert!(settles > 400);
+}
+
 #[test]
 fn a_dominating_pending_demand_has_the_larger_tie_weight() {
     // The tie-break agrees with the reference wherever the reference
