@@ -32,13 +32,16 @@ func appendAllocationRequest(b []byte, m *si.AllocationRequest) ([]byte, error) 
 		return b, errFallback
 	}
 	var err error
-	for _, a := range m.Asks {
+	for i, a := range m.Asks {
 		var start int
 		b, start = openField(b, 1)
 		if b, err = appendAsk(b, a); err != nil {
 			return b, err
 		}
 		b = closeField(b, start)
+		if i == 0 {
+			b = roomForAlike(b, len(b)-start+2, len(m.Asks)-1)
+		}
 	}
 	if r := m.Releases; r != nil {
 		var start int

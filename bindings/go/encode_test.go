@@ -124,3 +124,46 @@ func BenchmarkEncodeAllocationRequest(b *testing.B) {
 		}
 	})
 }
+
+// A request of many alike asks is encoded into a buffer sized once from
+// its first ask, not doubled step by step; the bytes are proto's.
+func TestEncodeAlikeAsksSizesTheBufferOnce(t *testing.T) {
+	req := &si.AllocationRequest{RmID: "rm"}
+	for j := 0; j < 3000; j++ {
+		req.Asks = append(req.Asks, &si.AllocationAsk{
+			AllocationKey: fmt.Sprintf("pod-%d", j), ApplicationID: "app", MaxAllocations: 1,
+			ResourceAsk: &si.Resource{Resources: map[string]*si.Quantity{"memory": {Value: 1 << 30}, "vcore": {Value: 1000}}}})
+	}
+	got, err := encodeAllocationRequest(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := new(si.AllocationRequest)
+	if err := proto.Unmarshal(got, back); err != nil || !proto.Equal(back, req) {
+		t.Fatalf("decoded back: %v; equal: %v", err, proto.Equal(back, req))
+	}
+	if cap(got) > len(got)*5/4 {
+		t.Errorf("buffer of %d bytes for %d", cap(got), len(got))
+	}
+	if n := testing.AllocsPerRun(3, func() { _, _ = encodeAllocationRequest(nil, req) }); n > 8 {
+		t.Errorf("%v allocations to encode %d alike asks", n, len(req.Asks))
+	}
+}
+
+// roomForAlike reserves for the rest of a request, with slack for keys
+// that grow, but never past maxAlikeRoom however large the first entry.
+func TestRoomForAlikeIsBounded(t *testing.T) {
+	if b := roomForAlike(nil, 100, 0); b != nil {
+		t.Errorf("nothing more to come: %d bytes reserved", cap(b))
+	}
+	if b := roomForAlike(nil, 100, 1000); cap(b) < 100*1000 || cap(b) > 120*1000 {
+		t.Errorf("1000 more of 100 bytes: %d reserved", cap(b))
+	}
+	if b := roomForAlike(nil, 1<<20, 1<<20); cap(b) > maxAlikeRoom*9/8 {
+		t.Errorf("a huge first entry reserved %d bytes", cap(b))
+	}
+	b := make([]byte, 3, 1<<20)
+	if got := roomForAlike(b, 10, 10); &got[0] != &b[0] {
+		t.Error("a buffer with room was reallocated")
+	}
+}

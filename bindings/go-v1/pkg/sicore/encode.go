@@ -49,13 +49,16 @@ func appendAllocationRequest(b []byte, m *si.AllocationRequest) ([]byte, error) 
 	if b, err = appendString(b, 3, m.RmID); err != nil {
 		return b, err
 	}
-	for _, a := range m.Allocations {
+	for i, a := range m.Allocations {
 		var start int
 		b, start = openField(b, 4)
 		if b, err = appendAllocation(b, a); err != nil {
 			return b, err
 		}
 		b = closeField(b, start)
+		if i == 0 {
+			b = roomForAlike(b, len(b)-start+2, len(m.Allocations)-1)
+		}
 	}
 	return b, nil
 }

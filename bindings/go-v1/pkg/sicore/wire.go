@@ -10,6 +10,7 @@ package sicore
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -271,6 +272,31 @@ var requestBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledRequest is the largest buffer kept for reuse.
 const maxPooledRequest = 4 << 20
+
+// maxAlikeRoom bounds what roomForAlike reserves: past it the buffer
+// grows by doubling, as append does.
+const maxAlikeRoom = 16 << 20
+
+// roomForAlike makes room in b for more entries of about each bytes (a
+// request's asks are alike, so the first one's size stands for the rest,
+// with an eighth more for keys that grow longer, "pod-9" to "pod-10000"):
+// one allocation instead of a doubling every time the buffer fills, each
+// copying what is there. A first entry larger than the rest reserves more
+// than needed, at most maxAlikeRoom.
+func roomForAlike(b []byte, each, more int) []byte {
+	if more <= 0 || each <= 0 {
+		return b
+	}
+	each += each/8 + 1
+	room := maxAlikeRoom
+	if more <= room/each {
+		room = more * each
+	}
+	if cap(b)-len(b) >= room {
+		return b
+	}
+	return slices.Grow(b, room)
+}
 
 // openField starts a nested message field: its tag and a one-byte length to be
 // set by closeField.
