@@ -628,16 +628,25 @@ impl QueueTree {
             .pending
             .is_strictly_positive()
             .then(|| Reverse(pending_weight(&q.pending)));
-        // Demand alone changed, and some is left: the filed key keeps its
-        // shares and path, so it is changed where it is and moved, with no
-        // new key built (what every ask taken in does).
-        if let (Usage::Unchanged, Some(old), Some(pending)) = (usage, &q.order_key, pending) {
-            if (old.first, old.then, old.pending) == (first, then, pending) {
+        // Filed and still with demand: the key's path and id stay, so it is
+        // changed where it is and moved, with no new key built (what every
+        // ask taken in and every allocation does); a change of demand alone
+        // keeps its shares too.
+        if let (Some(old), Some(pending)) = (&q.order_key, pending) {
+            let shares = match usage {
+                Usage::Changed => Some(ShareKey::of(&q.allocated, q.guaranteed.as_ref())),
+                Usage::Unchanged => None,
+            };
+            let same_shares = shares.as_ref().is_none_or(|s| *s == old.shares);
+            if same_shares && (old.first, old.then, old.pending) == (first, then, pending) {
                 return;
             }
             let at = self.child_position(parent, id, old);
             let key = self.get_mut(id).order_key.as_mut().expect("matched above");
             (key.first, key.then, key.pending) = (first, then, pending);
+            if let Some(shares) = shares {
+                key.shares = shares;
+            }
             let mut order = std::mem::take(&mut self.get_mut(parent).child_order);
             self.refile(&mut order, at);
             self.get_mut(parent).child_order = order;

@@ -12,9 +12,28 @@ fn leaf(name: &str, guaranteed: Option<i64>) -> QueueConfig {
     }
 }
 
-/// The incrementally kept child order always equals a full sort.
-#[test]
-fn child_order_tracks_every_change() {
+/// `kids` with pending demand, sorted from scratch by the order's key
+/// (no priorities configured here).
+fn full_sort(tree: &QueueTree, kids: &[QueueId]) -> Vec<QueueId> {
+    let mut want: Vec<(ShareKey, std::cmp::Reverse<i128>, Arc<str>, QueueId)> = kids
+        .iter()
+        .map(|k| tree.get(*k))
+        .filter(|c| c.pending.is_strictly_positive())
+        .map(|c| {
+            (
+                ShareKey::of(&c.allocated, c.guaranteed.as_ref()),
+                std::cmp::Reverse(pending_weight(&c.pending)),
+                c.path.clone(),
+                tree.lookup(&c.path).unwrap(),
+            )
+        })
+        .collect();
+    want.sort();
+    want.into_iter().map(|w| w.3).collect()
+}
+
+/// A root over six leaves, four with guarantees, and the leaves.
+fn six_leaves() -> (QueueTree, Vec<QueueId>) {
     let root = QueueConfig {
         name: "root".into(),
         parent: true,
@@ -29,8 +48,15 @@ fn child_order_tracks_every_change() {
         ],
         ..Default::default()
     };
-    let mut tree = QueueTree::from_config(&root).unwrap();
-    let kids: Vec<QueueId> = tree.get(ROOT).children.values().copied().collect();
+    let tree = QueueTree::from_config(&root).unwrap();
+    let kids = tree.get(ROOT).children.values().copied().collect();
+    (tree, kids)
+}
+
+/// The incrementally kept child order always equals a full sort.
+#[test]
+fn child_order_tracks_every_change() {
+    let (mut tree, kids) = six_leaves();
     let mut rng = fastrand::Rng::with_seed(3);
     let r = |m: i64| Resource::from_pairs([("memory", m)]).unwrap();
     for _ in 0..2000 {
@@ -43,22 +69,10 @@ fn child_order_tracks_every_change() {
             4 => tree.add_allocated(q, &amount),
             _ => tree.sub_allocated(q, &amount),
         }
-        let mut want: Vec<(ShareKey, std::cmp::Reverse<i128>, Arc<str>, QueueId)> = kids
-            .iter()
-            .map(|k| tree.get(*k))
-            .filter(|c| c.pending.is_strictly_positive())
-            .map(|c| {
-                (
-                    ShareKey::of(&c.allocated, c.guaranteed.as_ref()),
-                    std::cmp::Reverse(pending_weight(&c.pending)),
-                    c.path.clone(),
-                    tree.lookup(&c.path).unwrap(),
-                )
-            })
-            .collect();
-        want.sort();
-        let want: Vec<QueueId> = want.into_iter().map(|w| w.3).collect();
-        assert_eq!(tree.sorted_children(ROOT).collect::<Vec<_>>(), want);
+        assert_eq!(
+            tree.sorted_children(ROOT).collect::<Vec<_>>(),
+            full_sort(&tree, &kids)
+        );
     }
 }
 
@@ -67,20 +81,8 @@ fn child_order_tracks_every_change() {
 /// sort), whatever changed in between.
 #[test]
 fn unfiled_demand_is_filed_by_the_settle() {
-    let root = QueueConfig {
-        name: "root".into(),
-        parent: true,
-        queues: vec![
-            leaf("a", Some(100)),
-            leaf("b", Some(300)),
-            leaf("c", None),
-            leaf("e", None),
-        ],
-        ..Default::default()
-    };
-    let mut tree = QueueTree::from_config(&root).unwrap();
+    let (mut tree, kids) = six_leaves();
     let mut filed = tree.clone();
-    let kids: Vec<QueueId> = tree.get(ROOT).children.values().copied().collect();
     let mut rng = fastrand::Rng::with_seed(11);
     let r = |m: i64| Resource::from_pairs([("memory", m)]).unwrap();
     let mut settles = 0;
@@ -114,21 +116,7 @@ fn unfiled_demand_is_filed_by_the_settle() {
             assert!(tree.is_settled());
             let order: Vec<QueueId> = tree.sorted_children(ROOT).collect();
             assert_eq!(order, filed.sorted_children(ROOT).collect::<Vec<_>>());
-            let mut want: Vec<(ShareKey, std::cmp::Reverse<i128>, Arc<str>, QueueId)> = kids
-                .iter()
-                .map(|k| tree.get(*k))
-                .filter(|c| c.pending.is_strictly_positive())
-                .map(|c| {
-                    (
-                        ShareKey::of(&c.allocated, c.guaranteed.as_ref()),
-                        std::cmp::Reverse(pending_weight(&c.pending)),
-                        c.path.clone(),
-                        tree.lookup(&c.path).unwrap(),
-                    )
-                })
-                .collect();
-            want.sort();
-            assert_eq!(order, want.into_iter().map(|w| w.3).collect::<Vec<_>>());
+            assert_eq!(order, full_sort(&tree, &kids));
         }
     }
     assert!(settles > 400);
