@@ -292,10 +292,7 @@ func roomForAlike(b []byte, each, more int) []byte {
 	if more <= room/each {
 		room = more * each
 	}
-	if cap(b)-len(b) >= room {
-		return b
-	}
-	return slices.Grow(b, room)
+	return slices.Grow(b, room) // a no-op when b has the room
 }
 
 // openField starts a nested message field: its tag and a one-byte length to be

@@ -36,17 +36,11 @@ impl QueueTree {
         unfiled.sort_unstable();
         unfiled.dedup();
         for &leaf in &unfiled {
-            let mut cur = Some(leaf);
-            while let Some(c) = cur {
-                // A queue removed meanwhile has no place to keep.
-                let Some(q) = self.slots.get(c).and_then(Option::as_ref) else {
-                    break;
-                };
-                cur = q.parent;
-                self.rekey_after(c, Usage::Unchanged);
-            }
+            // Nothing to change, only to re-file: what add_pending does.
+            self.update_chain(leaf, Usage::Unchanged, |_| {});
         }
         unfiled.clear();
+        // The buffer is kept for the next request.
         self.unfiled = unfiled;
     }
 
