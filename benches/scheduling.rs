@@ -28,6 +28,11 @@
 //! requests through the SI v1.x family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
 //!
+//! `--rounds N` runs each size N times in one process and prints every
+//! round's rate (the default is five for the standard sizes, once for a
+//! custom or the large one). With `SICORE_BENCH_THREADS` set, each run
+//! prints every thread's CPU and the part the kernel spent for it.
+//!
 //! `--max-asks-per-rm N` sets `SchedulerOptions.max_asks_per_rm` (default
 //! 500,000): a run of more asks needs it raised. A run whose asks the
 //! scheduler rejects stops at once with the reason.
@@ -394,10 +399,12 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
     let cpu_ns = process_cpu_ns().saturating_sub(process_before) as f64 / asks as f64;
     if std::env::var_os("SICORE_BENCH_THREADS").is_some() {
         let after = thread_cpu_ms();
-        for (name, ms) in &after {
-            let used = ms - cpu_before.get(name).copied().unwrap_or(0.0);
+        for (name, (user, sys)) in &after {
+            let (user0, sys0) = cpu_before.get(name).copied().unwrap_or((0.0, 0.0));
+            let (user, sys) = (user - user0, sys - sys0);
             eprintln!(
-                "  thread {name:<20} {used:>8.0} ms CPU of {:.0} ms",
+                "  thread {name:<20} {:>8.0} ms CPU ({sys:.0} system) of {:.0} ms",
+                user + sys,
                 secs * 1000.0
             );
         }
@@ -422,6 +429,14 @@ fn main() {
             .and_then(|v| v.parse::<u64>().ok())
             .filter(|v| *v > 0)
             .unwrap_or_else(|| panic!("--max-asks-per-rm takes a positive number"))
+    });
+    // `--rounds N`: runs each size N times in this process (default: five
+    // for the small sizes, once for a custom or the large one).
+    let rounds = all.iter().position(|a| a == "--rounds").map(|i| {
+        all.get(i + 1)
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|v| *v > 0)
+            .unwrap_or_else(|| panic!("--rounds takes a positive number"))
     });
     if let Some(i) = all.iter().position(|a| a == "--preemption-queues") {
         let size: Vec<usize> = all[i + 1..]
@@ -515,7 +530,8 @@ fn main() {
             | "--preemption"
             | "--no-preemption"
             | "--quota-preemption" => {}
-            "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm" => skip = true,
+            "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm"
+            | "--rounds" => skip = true,
             _ => args.push(a),
         }
     }
@@ -582,7 +598,7 @@ fn main() {
             // Wall clock on a small shared machine varies from run to run:
             // the small sizes run five times and report the median and the
             // best; the large one (and a custom size) runs once.
-            let runs = if asks > 100_000 || custom { 1 } else { 5 };
+            let runs = rounds.unwrap_or(if asks > 100_000 || custom { 1 } else { 5 });
             let mut results: Vec<(f64, f64, f64)> = (0..runs)
                 .map(|_| {
                     let flags = Flags {
@@ -596,7 +612,11 @@ fn main() {
                         outstanding_check,
                         max_asks_per_rm,
                     };
-                    run(nodes, asks, flags)
+                    let r = run(nodes, asks, flags);
+                    if runs > 1 {
+                        eprintln!("  round: {:.0} allocations/s", r.0);
+                    }
+                    r
                 })
                 .collect();
             results.sort_by(|a, b| a.0.total_cmp(&b.0));

@@ -1,8 +1,10 @@
 //! What the bench reads of its own process from /proc: CPU time per
 //! thread and in all, and the peak resident memory.
 
-/// CPU time (ms) per thread name, from /proc: shows which thread bounds a run.
-pub fn thread_cpu_ms() -> std::collections::BTreeMap<String, f64> {
+/// CPU time (ms) per thread name, from /proc, as (user, system): shows
+/// which thread bounds a run, and how much of it the kernel spent for it
+/// (mostly clearing fresh pages: docs/performance.md).
+pub fn thread_cpu_ms() -> std::collections::BTreeMap<String, (f64, f64)> {
     let mut out = std::collections::BTreeMap::new();
     let tick = 100.0; // USER_HZ on Linux
     if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
@@ -21,9 +23,10 @@ pub fn thread_cpu_ms() -> std::collections::BTreeMap<String, f64> {
                 .split_whitespace()
                 .collect();
             if rest.len() > 13 {
-                let ticks =
-                    rest[11].parse::<f64>().unwrap_or(0.0) + rest[12].parse::<f64>().unwrap_or(0.0);
-                *out.entry(name).or_insert(0.0) += ticks * 1000.0 / tick;
+                let ms = |v: &str| v.parse::<f64>().unwrap_or(0.0) * 1000.0 / tick;
+                let e = out.entry(name).or_insert((0.0, 0.0));
+                e.0 += ms(rest[11]);
+                e.1 += ms(rest[12]);
             }
         }
     }
