@@ -414,6 +414,22 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
 }
 
 fn main() {
+    // A C host's first call into the library comes before the library's
+    // allocator maps its first arena, and the entry points turn mimalloc's
+    // huge-page advice off before that (src/ffi/allocator.rs). Here Rust's
+    // runtime allocates before `main`, so the arena is mapped already: the
+    // bench starts itself again with the advice off from the start
+    // (mimalloc reads the variable when the process starts), unless the
+    // variable is set.
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
+        let exe = std::env::current_exe().expect("the bench's own path");
+        let status = std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .env("MIMALLOC_ALLOW_THP", "0")
+            .status()
+            .expect("start the bench again");
+        std::process::exit(status.code().unwrap_or(1));
+    }
     let all: Vec<String> = std::env::args().skip(1).collect();
     // `--predicates` registers a Predicates callback (the path a Kubernetes
     // RM takes).

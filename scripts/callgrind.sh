@@ -140,8 +140,10 @@ for s in $sizes; do
     echo "callgrind: $nodes nodes, $asks asks ${bench_args[*]}" >&2
     argv_for "$nodes" "$asks"
     # SICORE_VALGRIND_OPTS unquoted on purpose: one word per option.
+    # MIMALLOC_ALLOW_THP set: the bench runs as is, without starting itself
+    # again (benches/scheduling.rs), which valgrind would not follow.
     # shellcheck disable=SC2086
-    valgrind --tool=callgrind --separate-threads=yes --dump-instr=no ${SICORE_VALGRIND_OPTS:-} \
+    MIMALLOC_ALLOW_THP="${MIMALLOC_ALLOW_THP:-0}" valgrind --tool=callgrind --separate-threads=yes --dump-instr=no ${SICORE_VALGRIND_OPTS:-} \
       --callgrind-out-file="$out/cg.$nodes.$asks" \
       "${argv[@]}" "${bench_args[@]}" >/dev/null 2>"$out/cg.$nodes.$asks.log" \
       || { cat "$out/cg.$nodes.$asks.log" >&2; exit 1; }

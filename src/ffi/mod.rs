@@ -122,6 +122,7 @@ pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 /// to report a failure with): a panic is caught and logged as an error
 /// naming `entry`, and the call returns as if it had done nothing more.
 pub(crate) fn void_boundary(entry: &str, body: impl FnOnce()) {
+    allocator::tune_once();
     if let Err(p) = catch_unwind(AssertUnwindSafe(body)) {
         // Logging runs under its own catch: a panic while logging must not
         // cross the boundary either.
@@ -138,6 +139,8 @@ pub(crate) fn boundary(
     error_out: *mut sicore_buffer,
     body: impl FnOnce() -> Result<(), Error>,
 ) -> sicore_status {
+    // Before anything the library allocates (allocator.rs).
+    allocator::tune_once();
     // SAFETY: the caller passes either null or a pointer to writable
     // storage for one sicore_buffer, as every entry point documents.
     let error_out = unsafe { error_out.as_mut() };

@@ -57,7 +57,6 @@ pub extern "C" fn sicore_new(
         };
         let opts = Options::from_proto(opts)?;
         super::logger::set_library_level(opts.log_level);
-        super::allocator::tune_once();
         let boxed = Box::new(sicore_scheduler {
             inner: Scheduler::new(opts)?,
         });
