@@ -26,11 +26,10 @@ use std::collections::BTreeMap;
 
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message;
-use smallvec::SmallVec;
 
 use super::super::wire::{
-    decode_error, decode_resource, decode_tag_entry, depth, expect, merge_field, merge_string,
-    peek_rm_id, read_len, skip, Names, Result,
+    decode_error, decode_tag_entry, depth, expect, merge_field, merge_string, peek_rm_id, read_len,
+    skip, AskResource, Names, Result,
 };
 use super::convert::{self, Builder, Fields, TAG_FOREIGN};
 use crate::error::Error;
@@ -294,7 +293,7 @@ fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Build
         preempt_self: false,
         preempt_other: false,
     };
-    let mut resource: SmallVec<[(&str, i64); 4]> = SmallVec::new();
+    let mut resource = AskResource::default();
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
         match tag {
@@ -314,7 +313,7 @@ fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Build
             5 => {
                 expect(wt, WireType::LengthDelimited, "Allocation.resourcePerAlloc")?;
                 let body = read_len(&mut buf, "Allocation.resourcePerAlloc")?;
-                decode_resource(body, &mut resource)?;
+                resource.field(body, names)?;
             }
             6 => f.priority = varint(wt, &mut buf, "Allocation.priority")? as i32,
             8 => f.node = merge_string(wt, &mut buf, "Allocation.nodeID")?,
@@ -331,7 +330,7 @@ fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Build
             _ => skip(wt, tag, &mut buf, depth::ASK)?,
         }
     }
-    b.push(f, || names.resource(&mut resource));
+    b.push(f, || resource.finish(names));
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use prost::encoding::{encode_key, encode_varint, WireType};
 use prost::Message;
 
-use super::super::super::wire::test_bytes::{corrupt, groups, len_field};
+use super::super::super::wire::test_bytes::{alike_resource_fields, corrupt, groups, len_field};
 use super::*;
 use crate::error::Status;
 use crate::scheduler::objects::application::TAG_REQUIRED_NODE;
@@ -189,6 +189,29 @@ fn decoded(bytes: &[u8]) -> AllocationUpdate {
     let (direct, prost) = both(bytes);
     assert_eq!(direct, prost);
     direct.expect("a valid request")
+}
+
+#[test]
+fn alike_resources_decode_as_through_prost() {
+    let mut rng = fastrand::Rng::with_seed(23);
+    for _ in 0..2000 {
+        let allocations: Vec<Vec<u8>> = (0..rng.usize(1..8))
+            .map(|i| {
+                let mut a = [
+                    len_field(1, format!("pod-{i}").as_bytes()),
+                    len_field(9, b"app"),
+                ]
+                .concat();
+                for body in alike_resource_fields(&mut rng) {
+                    a.extend(len_field(5, &body));
+                }
+                a
+            })
+            .collect();
+        let bytes = request(&allocations);
+        let (direct, prost) = both(&bytes);
+        assert_eq!(direct, prost, "bytes {bytes:?}");
+    }
 }
 
 #[test]
