@@ -66,16 +66,7 @@ const BUNDLED_DEFAULT_MS: std::ffi::c_long = 1000;
 /// delay in force afterwards.
 #[cfg(feature = "mimalloc")]
 fn set_purge_delay(ms: std::ffi::c_long) -> std::ffi::c_long {
-    // SAFETY: mimalloc's option calls take any option number in range
-    // (15 is below `_mi_option_last`) and are safe from any thread.
-    let now = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-    if now != BUNDLED_DEFAULT_MS {
-        return now;
-    }
-    // SAFETY: as above; the value is a plain number of milliseconds.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms) };
-    // SAFETY: as above.
-    unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) }
+    set_if_bundled(MI_OPTION_PURGE_DELAY, BUNDLED_DEFAULT_MS, ms)
 }
 
 /// `mi_option_allow_thp`: its place in `mi_option_t` (mimalloc v3's
@@ -93,15 +84,29 @@ const BUNDLED_ALLOW_THP: std::ffi::c_long = 1;
 /// afterwards.
 #[cfg(feature = "mimalloc")]
 fn set_allow_thp(allow: std::ffi::c_long) -> std::ffi::c_long {
-    // SAFETY: as in `set_purge_delay` (43 is below `_mi_option_last`).
-    let now = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) };
-    if now != BUNDLED_ALLOW_THP {
+    set_if_bundled(MI_OPTION_ALLOW_THP, BUNDLED_ALLOW_THP, allow)
+}
+
+/// Sets `option` to `value` if it reads `bundled` (mimalloc's own
+/// default, so neither the operator nor a differently numbered build is
+/// overridden); returns the value in force afterwards.
+#[cfg(feature = "mimalloc")]
+fn set_if_bundled(
+    option: libmimalloc_sys::mi_option_t,
+    bundled: std::ffi::c_long,
+    value: std::ffi::c_long,
+) -> std::ffi::c_long {
+    // SAFETY: mimalloc's option calls take any option number below
+    // `_mi_option_last` (the callers' 15 and 43 are) and are safe from
+    // any thread.
+    let now = unsafe { libmimalloc_sys::mi_option_get(option) };
+    if now != bundled {
         return now;
     }
-    // SAFETY: as above; 0 and 1 are the option's plain values.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, allow) };
+    // SAFETY: as above; the values are plain numbers (milliseconds, 0/1).
+    unsafe { libmimalloc_sys::mi_option_set(option, value) };
     // SAFETY: as above.
-    unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) }
+    unsafe { libmimalloc_sys::mi_option_get(option) }
 }
 
 #[cfg(all(test, feature = "mimalloc"))]
@@ -118,21 +123,31 @@ mod tests {
         assert_eq!(set_purge_delay(PURGE_DELAY_MS), 4321);
     }
 
-    #[test]
-    fn the_option_number_is_mimallocs_purge_delay_and_the_operators_value_wins() {
+    /// Runs the ignored test `probe` of this module in a child process
+    /// with `var=value` set when it starts, and requires it to pass.
+    fn probe_in_child(probe: &str, var: &str, value: &str) {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "ffi::allocator::tests::probe_the_option_number_reads_mimallocs_variable",
+                &format!("ffi::allocator::tests::{probe}"),
                 "--ignored",
                 "--test-threads=1",
             ])
-            .env("MIMALLOC_PURGE_DELAY", "4321")
+            .env(var, value)
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{text}");
         assert!(text.contains("1 passed"), "{text}");
+    }
+
+    #[test]
+    fn the_option_number_is_mimallocs_purge_delay_and_the_operators_value_wins() {
+        probe_in_child(
+            "probe_the_option_number_reads_mimallocs_variable",
+            "MIMALLOC_PURGE_DELAY",
+            "4321",
+        );
         // In this process (no variable set by the test runner), the delay
         // is the library's once a scheduler is made. This half checks what
         // `tune_once` does; only the child above checks the option number
@@ -159,19 +174,11 @@ mod tests {
 
     #[test]
     fn the_option_number_is_mimallocs_allow_thp_and_the_operators_value_wins() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "ffi::allocator::tests::probe_the_huge_page_option_number_reads_mimallocs_variable",
-                "--ignored",
-                "--test-threads=1",
-            ])
-            .env("MIMALLOC_ALLOW_THP", "2")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{text}");
-        assert!(text.contains("1 passed"), "{text}");
+        probe_in_child(
+            "probe_the_huge_page_option_number_reads_mimallocs_variable",
+            "MIMALLOC_ALLOW_THP",
+            "2",
+        );
         // Here (no variable set), the first entry point turns the advice
         // off.
         if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
