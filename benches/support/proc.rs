@@ -3,7 +3,7 @@
 
 /// CPU time (ms) per thread name, from /proc, as (user, system): shows
 /// which thread bounds a run, and how much of it the kernel spent for it
-/// (mostly clearing fresh pages: docs/performance.md).
+/// (mostly clearing fresh pages: docs/performance-large.md, "Huge pages").
 pub fn thread_cpu_ms() -> std::collections::BTreeMap<String, (f64, f64)> {
     let mut out = std::collections::BTreeMap::new();
     let tick = 100.0; // USER_HZ on Linux
