@@ -101,6 +101,11 @@ impl AllocUuid {
         AllocUuid(Repr::Bits(uuid::Uuid::new_v4().into_bytes()))
     }
 
+    /// The UUID with these 16 bytes (one the core minted).
+    pub(crate) fn from_bits(bits: [u8; 16]) -> Self {
+        AllocUuid(Repr::Bits(bits))
+    }
+
     /// The UUID an RM gave as `s`: its bytes when canonical, else a copy
     /// of the string.
     pub fn from_rm(s: &str) -> Self {

@@ -34,6 +34,7 @@ mod limits_reload;
 mod limits_v1;
 mod logger_reentry;
 mod metrics_labels;
+mod minted_uuids;
 mod node_capacity_v1;
 mod nodes_actions;
 mod outstanding_bounded;

@@ -5,6 +5,10 @@
 //! UUID once (the index: lookups by UUID and the duplicate check when a
 //! node registers with existing allocations).
 //!
+//! A UUID the table minted itself names its slot ([`SlotUuids`]): a
+//! lookup reads that slot, and the hash index holds only the others (an
+//! RM's UUIDs and SI v1.x keys).
+//!
 //! The index holds slots ([`SlotIndex`]): a probe compares the UUID in the
 //! slot's record, and a hash is taken of the UUID as held ([`UuidRef`]: a
 //! canonical UUID's bytes, any other string as given). Keys of 16 bytes or
@@ -20,6 +24,7 @@ use std::sync::Arc;
 
 use super::queue::QueueId;
 use super::slot_index::SlotIndex;
+use super::slot_uuid::SlotUuids;
 use crate::scheduler::alloc_uuid::{AllocUuid, AsUuidRef, UuidRef};
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::resource::Resource;
@@ -131,9 +136,19 @@ struct Entry {
     app_pos: u32,
     /// Position in the node's list, `NOWHERE` when in none.
     node_pos: u32,
-    /// Whether the UUID index finds it (not so for a swap's real
-    /// allocation in flight).
-    indexed: bool,
+    /// How a lookup by UUID finds it.
+    found: Found,
+}
+
+/// How a lookup by UUID finds an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// Through the hash index.
+    Hashed,
+    /// Through the slot its UUID names (minted here).
+    BySlot,
+    /// Not at all: a swap's real allocation in flight.
+    Not,
 }
 
 impl Entry {
@@ -160,6 +175,10 @@ pub struct AllocTable {
     /// The UUID index: the slots of the indexed entries, found by the
     /// hash of their record's UUID (module docs).
     index: SlotIndex,
+    /// Mints the UUIDs that name their slot, and reads it back.
+    minted: SlotUuids,
+    /// How many entries are found by their slot (outside the index).
+    by_slot: usize,
     /// The next entry's `born`.
     next_born: u64,
     /// The next entry's `hour`.
@@ -181,14 +200,24 @@ fn uuid_at(slab: &slab::Slab<Entry>, slot: AllocSlot) -> UuidRef<'_> {
 }
 
 impl AllocTable {
-    /// How many live allocations the index holds (swaps in flight aside).
+    /// How many live allocations a UUID finds (swaps in flight aside).
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.index.len() + self.by_slot
     }
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.len() == 0
+    }
+
+    /// A new UUID for the next allocation to be inserted (SI v0.12 mints
+    /// one per allocation): it names the slot that allocation will take,
+    /// so no index entry is made for it. Inserted elsewhere, it is indexed
+    /// as any other UUID; never inserted, it is never minted again.
+    pub fn mint_uuid(&mut self) -> AllocUuid {
+        let slot =
+            AllocSlot::try_from(self.slab.vacant_key()).expect("fewer than 2^32 live allocations");
+        AllocUuid::from_bits(self.minted.mint(slot))
     }
 
     /// The slot of allocation `uuid` (an RM's text: a canonical UUID finds
@@ -199,6 +228,14 @@ impl AllocTable {
 
     fn slot_by(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
         let slab = &self.slab;
+        if let UuidRef::Bits(bits) = uuid {
+            if let Some(slot) = self.minted.slot_of(&bits) {
+                let held = slab.get(slot as usize).filter(|e| e.found == Found::BySlot);
+                if held.is_some_and(|e| e.alloc.record.uuid.as_ref() == uuid) {
+                    return Some(slot);
+                }
+            }
+        }
         self.index
             .find(self.index.hash(&uuid), |s| uuid_at(slab, s) == uuid)
     }
@@ -227,10 +264,10 @@ impl AllocTable {
         &self.slab[slot as usize].alloc
     }
 
-    /// Whether the allocation in `slot` is in the UUID index (false for a
-    /// swap's real allocation in flight).
+    /// Whether a lookup by UUID finds the allocation in `slot` (false for
+    /// a swap's real allocation in flight).
     pub fn is_indexed(&self, slot: AllocSlot) -> bool {
-        self.slab[slot as usize].indexed
+        self.slab[slot as usize].found != Found::Not
     }
 
     /// The UUIDs of the allocations `list` holds.
@@ -242,7 +279,7 @@ impl AllocTable {
     pub fn iter(&self) -> impl Iterator<Item = (&AllocUuid, &Allocation)> {
         self.slab
             .iter()
-            .filter(|(_, e)| e.indexed)
+            .filter(|(_, e)| e.found != Found::Not)
             .map(|(_, e)| (&e.alloc.record.uuid, &e.alloc))
     }
 
@@ -251,20 +288,37 @@ impl AllocTable {
         self.iter().map(|(_, a)| a)
     }
 
-    /// Indexes `slot` under the UUID of its record; returns the slot that
-    /// held that UUID before, if any (no longer indexed).
+    /// Makes `slot` found by the UUID of its record: by the slot itself
+    /// when the UUID names it, else through the index. Returns the slot
+    /// the index held that UUID in before, if any (no longer indexed).
     fn index(&mut self, slot: AllocSlot) -> Option<AllocSlot> {
+        let slab = &mut self.slab;
+        let uuid = uuid_at(slab, slot);
+        if let UuidRef::Bits(bits) = uuid {
+            if self.minted.slot_of(&bits) == Some(slot) {
+                slab[slot as usize].found = Found::BySlot;
+                self.by_slot += 1;
+                return None;
+            }
+        }
+        slab[slot as usize].found = Found::Hashed;
         let slab = &self.slab;
         let uuid = uuid_at(slab, slot);
         let h = self.index.hash(&uuid);
         self.index.replace(h, slot, |s| uuid_at(slab, s) == uuid)
     }
 
-    /// Takes `slot` out of the index; its record still holds the UUID it
-    /// is indexed under.
+    /// Makes `slot` found by no UUID; its record still holds the UUID it
+    /// was found by.
     fn unindex(&mut self, slot: AllocSlot) {
-        let h = self.index.hash(&uuid_at(&self.slab, slot));
-        self.index.remove(h, |s| s == slot);
+        match std::mem::replace(&mut self.slab[slot as usize].found, Found::Not) {
+            Found::BySlot => self.by_slot -= 1,
+            Found::Hashed => {
+                let h = self.index.hash(&uuid_at(&self.slab, slot));
+                self.index.remove(h, |s| s == slot);
+            }
+            Found::Not => {}
+        }
     }
 
     /// Adds an allocation to the index, its application's and its node's
@@ -275,7 +329,7 @@ impl AllocTable {
         app: &mut AllocList,
         node: &mut AllocList,
     ) -> AllocSlot {
-        let slot = self.add(alloc, true);
+        let slot = self.add(alloc);
         self.push(Side::App, app, slot);
         self.push(Side::Node, node, slot);
         let old = self.index(slot);
@@ -285,7 +339,7 @@ impl AllocTable {
 
     /// Adds a swap's real allocation in flight: on its node only.
     pub fn insert_in_flight(&mut self, alloc: Allocation, node: &mut AllocList) -> AllocSlot {
-        let slot = self.add(alloc, false);
+        let slot = self.add(alloc);
         self.push(Side::Node, node, slot);
         slot
     }
@@ -294,8 +348,7 @@ impl AllocTable {
     /// indexed and listed by its application.
     pub fn adopt(&mut self, slot: AllocSlot, alloc: Allocation, app: &mut AllocList) {
         let e = &mut self.slab[slot as usize];
-        debug_assert!(!e.indexed);
-        e.indexed = true;
+        debug_assert_eq!(e.found, Found::Not);
         e.set(alloc);
         self.push(Side::App, app, slot);
         self.index(slot);
@@ -324,9 +377,7 @@ impl AllocTable {
         if let Some(list) = node {
             self.unlink(Side::Node, list, slot);
         }
-        if self.slab[slot as usize].indexed {
-            self.unindex(slot);
-        }
+        self.unindex(slot);
         self.slab.remove(slot as usize).alloc
     }
 
@@ -351,14 +402,15 @@ impl AllocTable {
         self.hour = hour;
     }
 
-    fn add(&mut self, alloc: Allocation, indexed: bool) -> AllocSlot {
+    /// Stores `alloc`, found by no UUID yet.
+    fn add(&mut self, alloc: Allocation) -> AllocSlot {
         self.next_born += 1;
         let slot = self.slab.insert(Entry {
             facts: VictimFacts::of(&alloc.record, self.next_born, self.hour),
             alloc,
             app_pos: NOWHERE,
             node_pos: NOWHERE,
-            indexed,
+            found: Found::Not,
         });
         AllocSlot::try_from(slot).expect("fewer than 2^32 live allocations")
     }
@@ -392,220 +444,4 @@ impl<Q: AsUuidRef + ?Sized> std::ops::Index<&Q> for AllocTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-
-    fn alloc(uuid: &str) -> Allocation {
-        Allocation {
-            record: Arc::new(NewAllocation {
-                key: Arc::from("k"),
-                uuid: uuid.into(),
-                node: Arc::from("n"),
-                ctx: crate::scheduler::outcome::AllocCtx::new("a", "root.a", "default", ""),
-                resource: Default::default(),
-                priority: 0,
-                tags: Default::default(),
-                placeholder: false,
-                preempt_self: true,
-                preempt_other: true,
-                originator: false,
-            }),
-            queue: 0,
-        }
-    }
-
-    fn listed(t: &AllocTable, l: &AllocList) -> Vec<String> {
-        let mut v: Vec<String> = t.uuids(l).map(|u| u.to_string()).collect();
-        v.sort();
-        v
-    }
-
-    #[test]
-    fn lists_stay_in_step_through_removals_from_the_middle() {
-        let mut t = AllocTable::default();
-        let (mut app, mut n1, mut n2) = (
-            AllocList::default(),
-            AllocList::default(),
-            AllocList::default(),
-        );
-        let s: Vec<AllocSlot> = (0..6)
-            .map(|i| {
-                let node = if i % 2 == 0 { &mut n1 } else { &mut n2 };
-                t.insert(alloc(&format!("u{i}")), &mut app, node)
-            })
-            .collect();
-        assert_eq!(t.len(), 6);
-        t.remove(s[0], Some(&mut app), Some(&mut n1));
-        t.remove(s[3], Some(&mut app), Some(&mut n2));
-        assert_eq!(listed(&t, &app), ["u1", "u2", "u4", "u5"]);
-        assert_eq!(listed(&t, &n1), ["u2", "u4"]);
-        assert_eq!(listed(&t, &n2), ["u1", "u5"]);
-        assert!(t.get("u0").is_none() && t.get("u3").is_none());
-        assert_eq!(t.get("u5").unwrap().uuid, "u5");
-        // Every remaining one can still be removed by its slot.
-        for i in [5, 1, 4, 2] {
-            let node = if i % 2 == 0 { &mut n1 } else { &mut n2 };
-            t.remove(s[i], Some(&mut app), Some(node));
-        }
-        assert!(app.is_empty() && n1.is_empty() && n2.is_empty() && t.is_empty());
-    }
-
-    #[test]
-    fn the_index_finds_a_uuid_by_the_rms_text_in_either_form() {
-        let canon = "6f1c9a52-2a0b-4a39-9d7e-0c1f3b8b7a11";
-        let minted = AllocUuid::new_v4();
-        let mut t = AllocTable::default();
-        let (mut app, mut node) = (AllocList::default(), AllocList::default());
-        let mut with = |u: AllocUuid| {
-            let mut a = alloc("x");
-            Arc::make_mut(&mut a.record).uuid = u;
-            t.insert(a, &mut app, &mut node)
-        };
-        let s_canon = with(AllocUuid::from_rm(canon));
-        let s_minted = with(minted.clone());
-        let s_key = with(AllocUuid::from_shared(&Arc::from("ask-1")));
-        assert_eq!(t.len(), 3);
-        // By the RM's text, by a copy of it, by the held UUID.
-        assert_eq!(t.slot_of(canon), Some(s_canon));
-        assert_eq!(t.slot_of(&canon.to_string()), Some(s_canon));
-        assert_eq!(t.slot_of(&minted.to_string()), Some(s_minted));
-        assert_eq!(t.slot_of(&minted), Some(s_minted));
-        assert_eq!(t.slot_of("ask-1"), Some(s_key));
-        // Another text is another UUID, whatever it looks like.
-        assert_eq!(t.slot_of(&canon.to_uppercase()), None);
-        assert_eq!(t.slot_of("ask-1 "), None);
-        assert_eq!(t.slot_of(&"a".repeat(1 << 16)), None);
-        let (k, a) = t.get_key_value(canon).unwrap();
-        assert_eq!(
-            (k.to_string(), a.uuid.to_string()),
-            (canon.to_string(), canon.to_string())
-        );
-        let mut seen: Vec<String> = t.iter().map(|(u, _)| u.to_string()).collect();
-        seen.sort();
-        let mut want = vec![canon.to_string(), minted.to_string(), "ask-1".to_string()];
-        want.sort();
-        assert_eq!(seen, want);
-        t.remove(s_canon, Some(&mut app), Some(&mut node));
-        t.remove(s_key, Some(&mut app), Some(&mut node));
-        assert_eq!((t.slot_of(canon), t.slot_of("ask-1")), (None, None));
-        assert_eq!(t.len(), 1);
-    }
-
-    /// The facts of `slot` are those of its record, its age kept.
-    fn facts_follow(t: &AllocTable, slot: AllocSlot, born: u64) {
-        let (f, a) = (t.facts(slot), t.at(slot));
-        assert_eq!(f.resource, a.resource);
-        assert_eq!(f.priority, a.priority);
-        assert_eq!(
-            (f.placeholder, f.preempt_self, f.originator),
-            (a.placeholder, a.preempt_self, a.originator)
-        );
-        assert_eq!(f.required_node, a.tags.contains_key(TAG_REQUIRED_NODE));
-        assert_eq!((f.born, f.hour), (born, t.hour(slot)));
-    }
-
-    #[test]
-    fn facts_follow_the_record_through_replace_and_adopt() {
-        let mut t = AllocTable::default();
-        let (mut app, mut node) = (AllocList::default(), AllocList::default());
-        t.set_hour(7);
-        let s = t.insert(alloc("a"), &mut app, &mut node);
-        let born = t.born(s);
-        facts_follow(&t, s, born);
-        assert_eq!(t.hour(s), 7);
-        // A resize or swap puts another record in the slot: the facts are
-        // its, the age stays.
-        t.set_hour(8);
-        let mut other = (*alloc("b").record).clone();
-        other.resource = crate::scheduler::resource::Resource::from_pairs([("vcore", 3)]).unwrap();
-        other.priority = -4;
-        other.placeholder = true;
-        other.preempt_self = false;
-        other.originator = true;
-        other.tags = Arc::new(BTreeMap::from([(TAG_REQUIRED_NODE.into(), "n".into())]));
-        t.replace(
-            s,
-            Allocation {
-                record: Arc::new(other.clone()),
-                queue: 0,
-            },
-        );
-        facts_follow(&t, s, born);
-        assert!(t.facts(s).required_node && t.facts(s).placeholder);
-        assert_eq!(t.hour(s), 7);
-        let real = t.insert_in_flight(alloc("c"), &mut node);
-        let born = t.born(real);
-        other.uuid = "c".into();
-        t.adopt(
-            real,
-            Allocation {
-                record: Arc::new(other),
-                queue: 0,
-            },
-            &mut app,
-        );
-        facts_follow(&t, real, born);
-        assert_eq!((t.facts(real).priority, t.hour(real)), (-4, 8));
-    }
-
-    #[test]
-    fn the_index_follows_growth_and_removals_in_both_forms() {
-        // Enough entries to regrow the table several times: every probe
-        // and rehash reads the UUID from the slot's record.
-        let mut t = AllocTable::default();
-        let (mut app, mut node) = (AllocList::default(), AllocList::default());
-        let uuids: Vec<AllocUuid> = (0..5_000)
-            .map(|i| {
-                if i % 2 == 0 {
-                    AllocUuid::new_v4()
-                } else {
-                    AllocUuid::from_rm(&format!("key-{i}"))
-                }
-            })
-            .collect();
-        let slots: Vec<AllocSlot> = uuids
-            .iter()
-            .map(|u| {
-                let mut a = alloc("x");
-                Arc::make_mut(&mut a.record).uuid = u.clone();
-                t.insert(a, &mut app, &mut node)
-            })
-            .collect();
-        for (i, u) in uuids.iter().enumerate() {
-            assert_eq!(t.slot_of(&u.to_string()), Some(slots[i]));
-        }
-        for i in (0..5_000).step_by(3) {
-            t.remove(slots[i], Some(&mut app), Some(&mut node));
-        }
-        for (i, u) in uuids.iter().enumerate() {
-            let want = (i % 3 != 0).then_some(slots[i]);
-            assert_eq!(t.slot_of(u), want, "{u}");
-        }
-        assert_eq!(t.len(), 5_000 - 1_667);
-    }
-
-    #[test]
-    fn in_flight_entries_join_the_index_when_adopted() {
-        let mut t = AllocTable::default();
-        let (mut app, mut node) = (AllocList::default(), AllocList::default());
-        let ph = t.insert(alloc("ph"), &mut app, &mut node);
-        let real = t.insert_in_flight(alloc("real"), &mut node);
-        assert!(t.get("real").is_none() && !t.is_indexed(real));
-        assert_eq!(t.len(), 1);
-        assert_eq!(listed(&t, &node), ["ph", "real"]);
-        t.adopt(real, alloc("real"), &mut app);
-        assert_eq!(t.slot_of("real"), Some(real));
-        assert_eq!(listed(&t, &app), ["ph", "real"]);
-        // Same-node replacement keeps the slot and the positions.
-        let old = t.replace(ph, alloc("ph2"));
-        assert_eq!(old.uuid, "ph");
-        assert!(t.get("ph").is_none());
-        assert_eq!(t.slot_of("ph2"), Some(ph));
-        assert_eq!(listed(&t, &node), ["ph2", "real"]);
-        t.remove(ph, Some(&mut app), Some(&mut node));
-        assert_eq!(listed(&t, &app), ["real"]);
-        assert_eq!(listed(&t, &node), ["real"]);
-    }
-}
+mod tests;

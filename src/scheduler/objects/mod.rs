@@ -11,3 +11,4 @@ pub mod pending;
 pub mod queue;
 pub mod reservation;
 pub mod slot_index;
+pub mod slot_uuid;

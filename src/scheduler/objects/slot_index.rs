@@ -46,11 +46,6 @@ impl SlotIndex {
         self.table.len()
     }
 
-    /// Whether none are.
-    pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
-    }
-
     /// The hash of `key` (the same key always gives the same one).
     pub fn hash<K: Hash + ?Sized>(&self, key: &K) -> KeyHash {
         let h = self.hasher.hash_one(key);

@@ -274,7 +274,7 @@ impl Partition {
         let uuid = if self.edition == crate::scheduler::edition::Edition::V1 {
             crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key)
         } else {
-            crate::scheduler::alloc_uuid::AllocUuid::new_v4()
+            self.allocations.mint_uuid()
         };
         let record = Arc::new(NewAllocation {
             key: ask.key.clone(),
