@@ -9,12 +9,14 @@
 //! slot").
 //!
 //! Each UUID keeps the version-4 layout an RM expects: the version nibble
-//! and the RFC 4122 variant bits are set. The high 64 bits are random per
-//! table (the salt). The low 62 bits are the slot and a per-slot
-//! generation, mixed with a random key by a bijection, so consecutive
-//! UUIDs share no visible pattern. The generation grows with each UUID
-//! minted for a slot, so a slot that is reused gets a UUID never minted
-//! before (until 2^30 UUIDs for one slot).
+//! and the RFC 4122 variant bits are set, and no two share a visible
+//! pattern. The low 62 bits are the slot and a per-slot generation, mixed
+//! with a random key by a bijection. The high 64 bits are a hash of the
+//! low ones under a second random key (the salt): a UUID whose high half
+//! does not match was not minted here (a foreign one passes with odds of
+//! 2^-60). The generation grows with each UUID minted for a slot, so a
+//! slot that is reused gets a UUID never minted before (until 2^30 UUIDs
+//! for one slot).
 
 /// The bits below the variant.
 const LOW62: u64 = (1 << 62) - 1;
@@ -48,6 +50,16 @@ fn scramble(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// The high half of the UUID whose low half is `low`: splitmix64's
+/// finalizer of `low` and `salt`, with the version-4 nibble.
+fn high(low: u64, salt: u64) -> u64 {
+    let mut x = low ^ salt;
+    x = (x ^ (x >> 30)).wrapping_mul(K2);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    (x & !0xf000) | 0x4000
+}
+
 /// The inverse of [`scramble`]: a shift of at least half the width undoes
 /// itself.
 fn unscramble(mut y: u64) -> u64 {
@@ -60,7 +72,7 @@ fn unscramble(mut y: u64) -> u64 {
 /// Mints UUIDs that name a slot, and reads the slot back from one.
 #[derive(Debug)]
 pub struct SlotUuids {
-    /// The high 64 bits of every UUID minted here, version nibble set.
+    /// The key of the high half's hash.
     salt: u64,
     /// Mixed into the slot and generation before scrambling.
     key: u64,
@@ -72,7 +84,7 @@ impl Default for SlotUuids {
     fn default() -> Self {
         let random = uuid::Uuid::new_v4().as_u128();
         SlotUuids {
-            salt: ((random >> 64) as u64 & !0xf000) | 0x4000,
+            salt: (random >> 64) as u64,
             key: random as u64 & LOW62,
             generations: Vec::new(),
         }
@@ -95,15 +107,15 @@ impl SlotUuids {
     fn encode(&self, slot: u32, generation: u32) -> [u8; 16] {
         let mixed = ((u64::from(slot) << GEN_BITS) | u64::from(generation)) ^ self.key;
         let low = (0b10 << 62) | scramble(mixed);
-        ((u128::from(self.salt) << 64) | u128::from(low)).to_be_bytes()
+        ((u128::from(high(low, self.salt)) << 64) | u128::from(low)).to_be_bytes()
     }
 
-    /// The slot `bits` names, when it has this table's salt and variant
-    /// (whether that slot holds it is the caller's to check).
+    /// The slot `bits` names, when it was minted here (whether that slot
+    /// holds it still is the caller's to check).
     pub fn slot_of(&self, bits: &[u8; 16]) -> Option<u32> {
         let v = u128::from_be_bytes(*bits);
         let low = v as u64;
-        if (v >> 64) as u64 != self.salt || low >> 62 != 0b10 {
+        if low >> 62 != 0b10 || (v >> 64) as u64 != high(low, self.salt) {
             return None;
         }
         let mixed = unscramble(low & LOW62) ^ self.key;
@@ -166,20 +178,22 @@ mod tests {
     }
 
     #[test]
-    fn consecutive_slots_share_no_low_bits_pattern() {
+    fn consecutive_uuids_share_no_pattern() {
         let mut t = SlotUuids::default();
-        let lows: Vec<u64> = (0..64)
-            .map(|s| u128::from_be_bytes(t.mint(s)) as u64 & LOW62)
-            .collect();
-        // A counter would differ from its neighbour in a few low bits.
-        let close = lows
-            .windows(2)
-            .filter(|w| (w[0] ^ w[1]).count_ones() < 16)
-            .count();
-        assert!(
-            close < 4,
-            "{close} of 63 neighbours differ in under 16 bits"
-        );
+        let minted: Vec<u128> = (0..64).map(|s| u128::from_be_bytes(t.mint(s))).collect();
+        // A counter, or a prefix kept, would leave neighbours differing
+        // in a few bits of either half.
+        for half in [64, 0] {
+            let bits: Vec<u64> = minted.iter().map(|v| (v >> half) as u64).collect();
+            let close = bits
+                .windows(2)
+                .filter(|w| (w[0] ^ w[1]).count_ones() < 16)
+                .count();
+            assert!(
+                close < 4,
+                "{close} of 63 neighbours differ in under 16 bits"
+            );
+        }
     }
 
     #[test]
@@ -190,9 +204,10 @@ mod tests {
         for _ in 0..1000 {
             assert_eq!(a.slot_of(uuid::Uuid::new_v4().as_bytes()), None);
         }
-        // The salt alone is not enough: the variant bits must be there.
-        let mut wrong = bits;
-        wrong[8] &= 0x3f;
-        assert_eq!(a.slot_of(&wrong), None);
+        // Any bit changed in either half makes it foreign.
+        for bit in [0, 60, 64, 100, 127] {
+            let v = u128::from_be_bytes(bits) ^ (1 << bit);
+            assert_eq!(a.slot_of(&v.to_be_bytes()), None, "bit {bit}");
+        }
     }
 }
