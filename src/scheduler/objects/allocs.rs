@@ -190,6 +190,7 @@ impl std::fmt::Debug for AllocTable {
         f.debug_struct("AllocTable")
             .field("slab", &self.slab)
             .field("indexed", &self.index.len())
+            .field("by_slot", &self.by_slot)
             .finish()
     }
 }
