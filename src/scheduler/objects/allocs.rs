@@ -9,6 +9,12 @@
 //! lookup reads that slot, and the hash index holds only the others (an
 //! RM's UUIDs and SI v1.x keys).
 //!
+//! Past 65,536 entries, an allocation made joins the index with the others
+//! of its pass, in bucket order ([`SlotIndex::insert_batch`]), and is
+//! found until then by a scan of the few waiting: at a million
+//! allocations one random insert each was a fifth of the core thread
+//! (docs/performance-large.md, "Batched index inserts").
+//!
 //! The index holds slots ([`SlotIndex`]): a probe compares the UUID in the
 //! slot's record, and a hash is taken of the UUID as held ([`UuidRef`]: a
 //! canonical UUID's bytes, any other string as given). Keys of 16 bytes or
@@ -23,7 +29,7 @@
 use std::sync::Arc;
 
 use super::queue::QueueId;
-use super::slot_index::SlotIndex;
+use super::slot_index::{KeyHash, SlotIndex};
 use super::slot_uuid::SlotUuids;
 use crate::scheduler::alloc_uuid::{AllocUuid, AsUuidRef, UuidRef};
 use crate::scheduler::outcome::NewAllocation;
@@ -37,6 +43,14 @@ pub const TAG_REQUIRED_NODE: &str = "yunikorn.apache.org/requiredNode";
 pub type AllocSlot = u32;
 
 const NOWHERE: u32 = u32::MAX;
+
+/// Allocations made that wait for the index at most: a lookup scans them.
+const UNFILED_MAX: usize = 4096;
+
+/// The size from which the index takes new allocations in batches: a
+/// smaller one stays in cache, where the order gains nothing (the unit
+/// tests batch early, to run both ways).
+const BATCH_FROM: usize = if cfg!(test) { 64 } else { 1 << 16 };
 
 /// An allocation: an ask placed on a node. The record is the one reported
 /// to the RM, shared rather than copied: the partition's entry stays small
@@ -179,6 +193,8 @@ pub struct AllocTable {
     minted: SlotUuids,
     /// How many entries are found by their slot (outside the index).
     by_slot: usize,
+    /// Entries to be indexed, with their hash ([`Self::file_unfiled`]).
+    unfiled: Vec<(KeyHash, AllocSlot)>,
     /// The next entry's `born`.
     next_born: u64,
     /// The next entry's `hour`.
@@ -191,6 +207,7 @@ impl std::fmt::Debug for AllocTable {
             .field("slab", &self.slab)
             .field("indexed", &self.index.len())
             .field("by_slot", &self.by_slot)
+            .field("unfiled", &self.unfiled.len())
             .finish()
     }
 }
@@ -203,7 +220,7 @@ fn uuid_at(slab: &slab::Slab<Entry>, slot: AllocSlot) -> UuidRef<'_> {
 impl AllocTable {
     /// How many live allocations a UUID finds (swaps in flight aside).
     pub fn len(&self) -> usize {
-        self.index.len() + self.by_slot
+        self.index.len() + self.by_slot + self.unfiled.len()
     }
 
     /// Whether there are none.
@@ -237,8 +254,23 @@ impl AllocTable {
                 }
             }
         }
-        self.index
-            .find(self.index.hash(&uuid), |s| uuid_at(slab, s) == uuid)
+        let h = self.index.hash(&uuid);
+        let found = self.index.find(h, |s| uuid_at(slab, s) == uuid);
+        found.or_else(|| {
+            self.unfiled
+                .iter()
+                .find(|&&(u, s)| u.same(h) && uuid_at(slab, s) == uuid)
+                .map(|&(_, s)| s)
+        })
+    }
+
+    /// Indexes the allocations made since the last call (at the end of a
+    /// pass, and whenever enough wait).
+    pub fn file_unfiled(&mut self) {
+        if !self.unfiled.is_empty() {
+            self.index.insert_batch(&mut self.unfiled);
+            self.unfiled.clear();
+        }
     }
 
     /// Whether allocation `uuid` exists.
@@ -289,20 +321,26 @@ impl AllocTable {
         self.iter().map(|(_, a)| a)
     }
 
+    /// Makes `slot` found by the slot itself when its UUID names it.
+    fn file_by_slot(&mut self, slot: AllocSlot) -> bool {
+        if let UuidRef::Bits(bits) = uuid_at(&self.slab, slot) {
+            if self.minted.slot_of(&bits) == Some(slot) {
+                self.slab[slot as usize].found = Found::BySlot;
+                self.by_slot += 1;
+                return true;
+            }
+        }
+        false
+    }
+
     /// Makes `slot` found by the UUID of its record: by the slot itself
     /// when the UUID names it, else through the index. Returns the slot
     /// the index held that UUID in before, if any (no longer indexed).
     fn index(&mut self, slot: AllocSlot) -> Option<AllocSlot> {
-        let slab = &mut self.slab;
-        let uuid = uuid_at(slab, slot);
-        if let UuidRef::Bits(bits) = uuid {
-            if self.minted.slot_of(&bits) == Some(slot) {
-                slab[slot as usize].found = Found::BySlot;
-                self.by_slot += 1;
-                return None;
-            }
+        if self.file_by_slot(slot) {
+            return None;
         }
-        slab[slot as usize].found = Found::Hashed;
+        self.slab[slot as usize].found = Found::Hashed;
         let slab = &self.slab;
         let uuid = uuid_at(slab, slot);
         let h = self.index.hash(&uuid);
@@ -315,6 +353,9 @@ impl AllocTable {
         match std::mem::replace(&mut self.slab[slot as usize].found, Found::Not) {
             Found::BySlot => self.by_slot -= 1,
             Found::Hashed => {
+                // Rare (a release, a swap): the waiting join the index
+                // first, so that the slot is where removal looks.
+                self.file_unfiled();
                 let h = self.index.hash(&uuid_at(&self.slab, slot));
                 self.index.remove(h, |s| s == slot);
             }
@@ -333,8 +374,20 @@ impl AllocTable {
         let slot = self.add(alloc);
         self.push(Side::App, app, slot);
         self.push(Side::Node, node, slot);
-        let old = self.index(slot);
-        debug_assert!(old.is_none(), "duplicate allocation UUID");
+        if !self.file_by_slot(slot) {
+            let uuid = uuid_at(&self.slab, slot);
+            debug_assert!(self.slot_by(uuid).is_none(), "duplicate allocation UUID");
+            let h = self.index.hash(&uuid);
+            self.slab[slot as usize].found = Found::Hashed;
+            if self.index.len() < BATCH_FROM {
+                self.index.insert_unique(h, slot);
+            } else {
+                self.unfiled.push((h, slot));
+                if self.unfiled.len() >= UNFILED_MAX {
+                    self.file_unfiled();
+                }
+            }
+        }
         slot
     }
 

@@ -98,6 +98,7 @@ impl Partition {
             .map(ResyncBarrier::new);
         let made = self.run_pass(cb, barrier.as_ref(), preempt_on, budget, out);
         self.compact_placed();
+        self.allocations.file_unfiled();
         // What the pass decided after its last check goes with its
         // announcement, from the dispatcher.
         if let Some(b) = barrier {

@@ -216,6 +216,11 @@ fn in_flight_entries_join_the_index_when_adopted() {
     assert_eq!(listed(&t, &node), ["real"]);
 }
 
+/// Entries found through the index, or waiting to join it.
+fn hashed(t: &AllocTable) -> usize {
+    t.index.len() + t.unfiled.len()
+}
+
 /// `alloc` with UUID `u`.
 fn with_uuid(u: &AllocUuid) -> Allocation {
     let mut a = alloc("x");
@@ -230,7 +235,7 @@ fn a_minted_uuid_is_found_by_its_slot_without_the_index() {
     let u = t.mint_uuid();
     let s = t.insert(with_uuid(&u), &mut app, &mut node);
     let rm = t.insert(alloc("rm-1"), &mut app, &mut node);
-    assert_eq!((t.len(), t.index.len(), t.by_slot), (2, 1, 1));
+    assert_eq!((t.len(), hashed(&t), t.by_slot), (2, 1, 1));
     assert_eq!(t.slot_of(&u.to_string()), Some(s));
     assert_eq!(t.slot_of(&u), Some(s));
     assert_eq!(t.slot_of("rm-1"), Some(rm));
@@ -255,7 +260,7 @@ fn a_minted_uuid_elsewhere_than_its_slot_goes_through_the_index() {
     let other = t.insert(alloc("rm-1"), &mut app, &mut node);
     let s = t.insert(with_uuid(&stale), &mut app, &mut node);
     assert_ne!(s, other);
-    assert_eq!((t.index.len(), t.by_slot), (2, 0));
+    assert_eq!((hashed(&t), t.by_slot), (2, 0));
     assert_eq!(t.slot_of(&stale), Some(s));
     // An RM sends back a released allocation's UUID (a node registering
     // again with it) while its slot holds a newer one.
@@ -268,7 +273,7 @@ fn a_minted_uuid_elsewhere_than_its_slot_goes_through_the_index() {
     assert_eq!(t.slot_of(&old), None);
     let back = t.insert(with_uuid(&old), &mut app, &mut node);
     assert_eq!((t.slot_of(&old), t.slot_of(&newer)), (Some(back), Some(s0)));
-    assert_eq!((t.len(), t.index.len(), t.by_slot), (2, 1, 1));
+    assert_eq!((t.len(), hashed(&t), t.by_slot), (2, 1, 1));
     // A mint that was never inserted is never minted again.
     let dropped = t.mint_uuid();
     assert_ne!(t.mint_uuid(), dropped);
@@ -284,7 +289,7 @@ fn replace_and_adopt_move_between_slot_and_index() {
     let old = t.replace(s, alloc("real"));
     assert_eq!(old.uuid, u);
     assert_eq!((t.slot_of(&u), t.slot_of("real")), (None, Some(s)));
-    assert_eq!((t.len(), t.index.len(), t.by_slot), (1, 1, 0));
+    assert_eq!((t.len(), hashed(&t), t.by_slot), (1, 1, 0));
     // A swap's real allocation in flight is found once adopted, by the
     // slot its minted UUID names.
     let v = t.mint_uuid();
@@ -292,8 +297,81 @@ fn replace_and_adopt_move_between_slot_and_index() {
     assert_eq!((t.slot_of(&v), t.len()), (None, 1));
     t.adopt(real, with_uuid(&v), &mut app);
     assert_eq!(t.slot_of(&v), Some(real));
-    assert_eq!((t.len(), t.index.len(), t.by_slot), (2, 1, 1));
+    assert_eq!((t.len(), hashed(&t), t.by_slot), (2, 1, 1));
     t.remove(real, Some(&mut app), Some(&mut node));
     t.remove(s, Some(&mut app), Some(&mut node));
     assert!(t.is_empty());
+}
+
+#[test]
+fn allocations_waiting_for_the_index_are_found_and_join_it_in_batches() {
+    let mut t = AllocTable::default();
+    let (mut app, mut node) = (AllocList::default(), AllocList::default());
+    let n = BATCH_FROM + UNFILED_MAX + 10;
+    let slots: Vec<AllocSlot> = (0..n)
+        .map(|i| t.insert(alloc(&format!("key-{i}")), &mut app, &mut node))
+        .collect();
+    // The first BATCH_FROM joined one by one, the next UNFILED_MAX as one
+    // batch; the rest wait, found all the same.
+    assert_eq!(
+        (t.index.len(), t.unfiled.len(), t.len()),
+        (BATCH_FROM + UNFILED_MAX, 10, n)
+    );
+    for (i, &s) in slots.iter().enumerate() {
+        assert_eq!(t.slot_of(&format!("key-{i}")), Some(s));
+    }
+    assert_eq!(t.slot_of("key-x"), None);
+    // Removing one makes the waiting join first.
+    t.remove(slots[n - 1], Some(&mut app), Some(&mut node));
+    assert_eq!((t.index.len(), t.unfiled.len()), (n - 1, 0));
+    assert_eq!(t.slot_of(&format!("key-{}", n - 1)), None);
+    t.insert(alloc("late"), &mut app, &mut node);
+    assert_eq!(t.unfiled.len(), 1);
+    t.file_unfiled();
+    assert_eq!((t.index.len(), t.unfiled.len(), t.len()), (n, 0, n));
+    assert!(t.get("late").is_some());
+}
+
+#[test]
+fn the_table_agrees_with_a_map_through_random_steps() {
+    // Inserts of the table's own and of RM UUIDs, removals, batches filed
+    // at random points: every UUID ever used is looked up after each step.
+    let mut rng = fastrand::Rng::with_seed(33);
+    let mut t = AllocTable::default();
+    let (mut app, mut node) = (AllocList::default(), AllocList::default());
+    let mut model: BTreeMap<String, AllocSlot> = BTreeMap::new();
+    let mut used: Vec<String> = Vec::new();
+    for step in 0..6_000 {
+        match rng.u8(0..10) {
+            0..=5 => {
+                let u = if rng.bool() {
+                    t.mint_uuid()
+                } else {
+                    AllocUuid::from_rm(&format!("rm-{step}"))
+                };
+                let s = t.insert(with_uuid(&u), &mut app, &mut node);
+                model.insert(u.to_string(), s);
+                used.push(u.to_string());
+            }
+            6..=8 if !model.is_empty() => {
+                let k = model.keys().nth(rng.usize(..model.len())).unwrap().clone();
+                let s = model.remove(&k).unwrap();
+                t.remove(s, Some(&mut app), Some(&mut node));
+            }
+            _ => t.file_unfiled(),
+        }
+        assert_eq!(t.len(), model.len(), "step {step}");
+        if step % 97 == 0 {
+            for u in &used {
+                assert_eq!(
+                    t.slot_of(u.as_str()),
+                    model.get(u).copied(),
+                    "{u} at {step}"
+                );
+            }
+        }
+    }
+    for u in &used {
+        assert_eq!(t.slot_of(u.as_str()), model.get(u).copied(), "{u}");
+    }
 }
