@@ -13,7 +13,7 @@
 //! of its pass, in bucket order ([`SlotIndex::insert_batch`]), and is
 //! found until then by a scan of the few waiting: at a million
 //! allocations one random insert each was a fifth of the core thread
-//! (docs/performance-large.md, "Batched index inserts").
+//! (docs/performance-index.md, "Batched index inserts").
 //!
 //! The index holds slots ([`SlotIndex`]): a probe compares the UUID in the
 //! slot's record, and a hash is taken of the UUID as held ([`UuidRef`]: a

@@ -5,7 +5,7 @@
 //! held there: no hash index entry is made for it. Inserting into a hash
 //! index of a million allocations touches a random cache line and page
 //! each time, and was a third of the core thread's time at 100,000 nodes
-//! and 1,000,000 asks (docs/performance-large.md, "UUIDs that name their
+//! and 1,000,000 asks (docs/performance-index.md, "UUIDs that name their
 //! slot").
 //!
 //! Each UUID keeps the version-4 layout an RM expects: the version nibble
