@@ -9,11 +9,13 @@
 //! lookup reads that slot, and the hash index holds only the others (an
 //! RM's UUIDs and SI v1.x keys).
 //!
-//! Past 65,536 entries, an allocation made joins the index with the others
-//! of its pass, in bucket order ([`SlotIndex::insert_batch`]), and is
-//! found until then by a scan of the few waiting: at a million
+//! Past 65,536 entries, an allocation a pass makes joins the index with
+//! the others of its pass, in bucket order ([`SlotIndex::insert_batch`]),
+//! and is found until then by a scan of the few waiting: at a million
 //! allocations one random insert each was a fifth of the core thread
-//! (docs/performance-index.md, "Batched index inserts").
+//! (docs/performance-index.md, "Batched index inserts"). Outside a pass
+//! (a node registering with its allocations checks each for a duplicate
+//! first) every insert is made at once.
 //!
 //! The index holds slots ([`SlotIndex`]): a probe compares the UUID in the
 //! slot's record, and a hash is taken of the UUID as held ([`UuidRef`]: a
@@ -195,6 +197,8 @@ pub struct AllocTable {
     by_slot: usize,
     /// Entries to be indexed, with their hash ([`Self::file_unfiled`]).
     unfiled: Vec<(KeyHash, AllocSlot)>,
+    /// Whether inserts wait in `unfiled` (during a pass).
+    batching: bool,
     /// The next entry's `born`.
     next_born: u64,
     /// The next entry's `hour`.
@@ -264,9 +268,19 @@ impl AllocTable {
         })
     }
 
-    /// Indexes the allocations made since the last call (at the end of a
-    /// pass, and whenever enough wait).
+    /// From now until [`Self::file_unfiled`], a large index takes new
+    /// allocations in batches (a pass).
+    pub fn batch_inserts(&mut self) {
+        self.batching = true;
+    }
+
+    /// Indexes the allocations waiting, and makes the next inserts at once.
     pub fn file_unfiled(&mut self) {
+        self.flush_unfiled();
+        self.batching = false;
+    }
+
+    fn flush_unfiled(&mut self) {
         if !self.unfiled.is_empty() {
             self.index.insert_batch(&mut self.unfiled);
             self.unfiled.clear();
@@ -355,7 +369,7 @@ impl AllocTable {
             Found::Hashed => {
                 // Rare (a release, a swap): the waiting join the index
                 // first, so that the slot is where removal looks.
-                self.file_unfiled();
+                self.flush_unfiled();
                 let h = self.index.hash(&uuid_at(&self.slab, slot));
                 self.index.remove(h, |s| s == slot);
             }
@@ -379,12 +393,12 @@ impl AllocTable {
             debug_assert!(self.slot_by(uuid).is_none(), "duplicate allocation UUID");
             let h = self.index.hash(&uuid);
             self.slab[slot as usize].found = Found::Hashed;
-            if self.index.len() < BATCH_FROM {
+            if !self.batching || self.index.len() < BATCH_FROM {
                 self.index.insert_unique(h, slot);
             } else {
                 self.unfiled.push((h, slot));
                 if self.unfiled.len() >= UNFILED_MAX {
-                    self.file_unfiled();
+                    self.flush_unfiled();
                 }
             }
         }

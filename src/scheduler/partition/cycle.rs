@@ -96,6 +96,7 @@ impl Partition {
         let barrier = cb
             .filter(|c| c.has_predicates() || (preempt_on && c.has_preemption_predicates()))
             .map(ResyncBarrier::new);
+        self.allocations.batch_inserts();
         let made = self.run_pass(cb, barrier.as_ref(), preempt_on, budget, out);
         self.compact_placed();
         self.allocations.file_unfiled();

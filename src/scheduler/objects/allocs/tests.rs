@@ -307,29 +307,36 @@ fn replace_and_adopt_move_between_slot_and_index() {
 fn allocations_waiting_for_the_index_are_found_and_join_it_in_batches() {
     let mut t = AllocTable::default();
     let (mut app, mut node) = (AllocList::default(), AllocList::default());
+    // Outside a pass, inserts are made at once.
+    t.insert(alloc("early"), &mut app, &mut node);
+    assert_eq!((t.index.len(), t.unfiled.len()), (1, 0));
+    t.batch_inserts();
     let n = BATCH_FROM + UNFILED_MAX + 10;
     let slots: Vec<AllocSlot> = (0..n)
         .map(|i| t.insert(alloc(&format!("key-{i}")), &mut app, &mut node))
         .collect();
-    // The first BATCH_FROM joined one by one, the next UNFILED_MAX as one
+    // Up to BATCH_FROM they joined one by one, the next UNFILED_MAX as one
     // batch; the rest wait, found all the same.
     assert_eq!(
         (t.index.len(), t.unfiled.len(), t.len()),
-        (BATCH_FROM + UNFILED_MAX, 10, n)
+        (BATCH_FROM + UNFILED_MAX, 11, n + 1)
     );
     for (i, &s) in slots.iter().enumerate() {
         assert_eq!(t.slot_of(&format!("key-{i}")), Some(s));
     }
     assert_eq!(t.slot_of("key-x"), None);
-    // Removing one makes the waiting join first.
+    // Removing one makes the waiting join first, the pass going on.
     t.remove(slots[n - 1], Some(&mut app), Some(&mut node));
-    assert_eq!((t.index.len(), t.unfiled.len()), (n - 1, 0));
+    assert_eq!((t.index.len(), t.unfiled.len()), (n, 0));
     assert_eq!(t.slot_of(&format!("key-{}", n - 1)), None);
     t.insert(alloc("late"), &mut app, &mut node);
     assert_eq!(t.unfiled.len(), 1);
+    // The pass ends: all in the index, and the next insert at once.
     t.file_unfiled();
-    assert_eq!((t.index.len(), t.unfiled.len(), t.len()), (n, 0, n));
+    assert_eq!((t.index.len(), t.unfiled.len(), t.len()), (n + 1, 0, n + 1));
     assert!(t.get("late").is_some());
+    t.insert(alloc("after"), &mut app, &mut node);
+    assert_eq!((t.index.len(), t.unfiled.len()), (n + 2, 0));
 }
 
 #[test]
@@ -358,7 +365,8 @@ fn the_table_agrees_with_a_map_through_random_steps() {
                 let s = model.remove(&k).unwrap();
                 t.remove(s, Some(&mut app), Some(&mut node));
             }
-            _ => t.file_unfiled(),
+            _ if rng.bool() => t.file_unfiled(),
+            _ => t.batch_inserts(),
         }
         assert_eq!(t.len(), model.len(), "step {step}");
         if step % 97 == 0 {
