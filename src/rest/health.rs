@@ -339,22 +339,8 @@ mod tests {
 
     fn partition(node_alloc: i64, queue_alloc: i64, orphan: bool) -> PartitionSnap {
         let rec = Arc::new(NewAllocation {
-            key: "k".into(),
-            uuid: "u1".into(),
-            node: "n1".into(),
-            ctx: crate::scheduler::outcome::AllocCtx::new(
-                if orphan { "gone" } else { "app" },
-                "root.a",
-                "default",
-                "",
-            ),
             resource: Resource::from_pairs([("memory", 10)]).unwrap(),
-            priority: 0,
-            tags: Default::default(),
-            placeholder: false,
-            preempt_self: true,
-            preempt_other: true,
-            originator: false,
+            ..NewAllocation::for_test("k", "u1", "n1", if orphan { "gone" } else { "app" })
         });
         PartitionSnap {
             name: "default".into(),

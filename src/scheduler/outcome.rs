@@ -71,6 +71,25 @@ impl AllocCtx {
 }
 
 impl NewAllocation {
+    /// A record of application `app` in `root.a` with no resource, as the
+    /// unit tests build one (they set the fields they need after).
+    #[cfg(test)]
+    pub fn for_test(key: &str, uuid: &str, node: &str, app: &str) -> NewAllocation {
+        NewAllocation {
+            key: key.into(),
+            uuid: uuid.into(),
+            node: node.into(),
+            ctx: AllocCtx::new(app, "root.a", "default", ""),
+            resource: Default::default(),
+            priority: 0,
+            tags: Default::default(),
+            placeholder: false,
+            preempt_self: true,
+            preempt_other: true,
+            originator: false,
+        }
+    }
+
     /// Owning application.
     pub fn app(&self) -> &Arc<str> {
         &self.ctx.app

@@ -326,19 +326,12 @@ mod tests {
     }
 
     fn alloc(key: &str) -> Arc<NewAllocation> {
-        Arc::new(NewAllocation {
-            key: key.into(),
-            uuid: format!("uuid-{key}").into(),
-            node: "n1".into(),
-            ctx: crate::scheduler::outcome::AllocCtx::new("app", "root.a", "default", ""),
-            resource: Default::default(),
-            priority: 0,
-            tags: Default::default(),
-            placeholder: false,
-            preempt_self: true,
-            preempt_other: true,
-            originator: false,
-        })
+        Arc::new(NewAllocation::for_test(
+            key,
+            &format!("uuid-{key}"),
+            "n1",
+            "app",
+        ))
     }
 
     fn ask(key: &str) -> PredicateCheck<'_> {

@@ -348,17 +348,25 @@ impl AllocTable {
     }
 
     /// Makes `slot` found by the UUID of its record: by the slot itself
-    /// when the UUID names it, else through the index. Returns the slot
-    /// the index held that UUID in before, if any (no longer indexed).
-    fn index(&mut self, slot: AllocSlot) -> Option<AllocSlot> {
+    /// when the UUID names it, else through the index (during a pass on a
+    /// large index, once the pass's others join it). No other entry holds
+    /// that UUID: callers check before an allocation is added.
+    fn index(&mut self, slot: AllocSlot) {
         if self.file_by_slot(slot) {
-            return None;
+            return;
         }
-        self.slab[slot as usize].found = Found::Hashed;
-        let slab = &self.slab;
-        let uuid = uuid_at(slab, slot);
+        let uuid = uuid_at(&self.slab, slot);
+        debug_assert!(self.slot_by(uuid).is_none(), "duplicate allocation UUID");
         let h = self.index.hash(&uuid);
-        self.index.replace(h, slot, |s| uuid_at(slab, s) == uuid)
+        self.slab[slot as usize].found = Found::Hashed;
+        if !self.batching || self.index.len() < BATCH_FROM {
+            self.index.insert_unique(h, slot);
+        } else {
+            self.unfiled.push((h, slot));
+            if self.unfiled.len() >= UNFILED_MAX {
+                self.flush_unfiled();
+            }
+        }
     }
 
     /// Makes `slot` found by no UUID; its record still holds the UUID it
@@ -388,20 +396,7 @@ impl AllocTable {
         let slot = self.add(alloc);
         self.push(Side::App, app, slot);
         self.push(Side::Node, node, slot);
-        if !self.file_by_slot(slot) {
-            let uuid = uuid_at(&self.slab, slot);
-            debug_assert!(self.slot_by(uuid).is_none(), "duplicate allocation UUID");
-            let h = self.index.hash(&uuid);
-            self.slab[slot as usize].found = Found::Hashed;
-            if !self.batching || self.index.len() < BATCH_FROM {
-                self.index.insert_unique(h, slot);
-            } else {
-                self.unfiled.push((h, slot));
-                if self.unfiled.len() >= UNFILED_MAX {
-                    self.flush_unfiled();
-                }
-            }
-        }
+        self.index(slot);
         slot
     }
 

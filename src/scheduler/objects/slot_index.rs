@@ -95,29 +95,6 @@ impl SlotIndex {
         }
     }
 
-    /// Indexes `slot` under `h`, in place of the slot whose key `eq`
-    /// accepts, if any: returns that slot.
-    pub fn replace(
-        &mut self,
-        h: KeyHash,
-        slot: u32,
-        mut eq: impl FnMut(u32) -> bool,
-    ) -> Option<u32> {
-        match self.table.entry(
-            h.full(),
-            |&(s, bits)| bits == h.0 && eq(s),
-            |&(_, bits)| KeyHash(bits).full(),
-        ) {
-            hashbrown::hash_table::Entry::Occupied(mut e) => {
-                Some(std::mem::replace(&mut e.get_mut().0, slot))
-            }
-            hashbrown::hash_table::Entry::Vacant(e) => {
-                e.insert((slot, h.0));
-                None
-            }
-        }
-    }
-
     /// Takes out the slot `eq` accepts among those with hash `h`.
     pub fn remove(&mut self, h: KeyHash, mut eq: impl FnMut(u32) -> bool) -> Option<u32> {
         let e = self
@@ -133,20 +110,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn slots_are_found_replaced_and_removed_through_growth() {
+    fn slots_are_found_and_removed_through_growth_one_by_one_or_in_batches() {
         let keys: Vec<String> = (0..10_000).map(|i| format!("k{i}")).collect();
         let mut ix = SlotIndex::default();
-        for (i, k) in keys.iter().enumerate() {
+        for (i, k) in keys.iter().enumerate().take(3_000) {
             ix.insert_unique(ix.hash(k.as_str()), i as u32);
         }
+        // The rest in batches, each regrowing the table.
+        for chunk in (3_000..10_000u32).collect::<Vec<_>>().chunks(2_500) {
+            let mut batch: Vec<(KeyHash, u32)> = chunk
+                .iter()
+                .map(|&i| (ix.hash(keys[i as usize].as_str()), i))
+                .collect();
+            ix.insert_batch(&mut batch);
+        }
+        assert_eq!(ix.len(), 10_000);
         let at = |s: u32| keys[s as usize].as_str();
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(ix.find(ix.hash(k.as_str()), |s| at(s) == k), Some(i as u32));
         }
         assert_eq!(ix.find(ix.hash("nope"), |s| at(s) == "nope"), None);
-        // A key indexed again takes the old slot's place.
-        let h = ix.hash("k7");
-        assert_eq!(ix.replace(h, 7, |s| at(s) == "k7"), Some(7));
         for k in keys.iter().step_by(2) {
             assert!(ix.remove(ix.hash(k.as_str()), |s| at(s) == k).is_some());
         }

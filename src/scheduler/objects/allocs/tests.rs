@@ -6,19 +6,7 @@ use super::*;
 
 fn alloc(uuid: &str) -> Allocation {
     Allocation {
-        record: Arc::new(NewAllocation {
-            key: Arc::from("k"),
-            uuid: uuid.into(),
-            node: Arc::from("n"),
-            ctx: crate::scheduler::outcome::AllocCtx::new("a", "root.a", "default", ""),
-            resource: Default::default(),
-            priority: 0,
-            tags: Default::default(),
-            placeholder: false,
-            preempt_self: true,
-            preempt_other: true,
-            originator: false,
-        }),
+        record: Arc::new(NewAllocation::for_test("k", uuid, "n", "a")),
         queue: 0,
     }
 }
