@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/api"
 	"github.com/apache/incubator-yunikorn-scheduler-interface/lib/go/si"
@@ -284,6 +285,41 @@ func TestRegistrationsReleased(t *testing.T) {
 	}
 	if n := unreleased.Load() - orphansBefore; n != 0 {
 		t.Errorf("the library did not call release for %d callback tables", n)
+	}
+}
+
+// TestHandlesPastTheGoHeap: a process may register any number of times.
+// A handle is the user_data of a callback table that goes through a cgo
+// call, and the 192nd registration's handle once read as an address in
+// Go's first heap arena, so cgo's pointer check panicked in
+// RegisterResourceManager. The registrations here take the sequence past
+// that point, and the last one still schedules.
+func TestHandlesPastTheGoHeap(t *testing.T) {
+	handles.mu.Lock()
+	handles.seq = max(handles.seq, 0xbd) // earlier tests may have gone past it
+	handles.mu.Unlock()
+	s := newTestScheduler(t)
+	rm := newFakeRM()
+	for i := 0; i < 6; i++ {
+		register(t, s, "rm-many", rm) // each replaces the one before
+	}
+	setUp(t, s, "rm-many", rm, "app-1", "root.a", "node-1")
+	err := s.UpdateAllocation(&si.AllocationRequest{RmID: "rm-many",
+		Asks: []*si.AllocationAsk{ask("app-1", "ask-1", 10, 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the allocation", func() bool { return rm.allocationCount() == 1 })
+	// Whatever the sequence, a 64-bit handle lies above every user-space
+	// address (at most 57 bits, with five-level paging).
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		for i := 0; i < 300; i++ {
+			h := newHandle(&registration{})
+			h.delete()
+			if uint64(h) < 1<<57 {
+				t.Fatalf("handle %#x could be an address", uint64(h))
+			}
+		}
 	}
 }
 

@@ -33,9 +33,17 @@ var unreleased atomic.Int64
 
 // handle is the user_data of a callback table: which registration the
 // library calls back. The low 32 bits are the registration's slot in
-// handles plus one, the high bits a sequence number, so a stale value
-// never finds the slot's next occupant.
+// handles plus one, the bits above a sequence number, so a stale value
+// never finds the slot's next occupant. On 64-bit platforms the top bit is
+// always set: user_data is a pointer field of a table that goes through a
+// cgo call, and cgo's pointer check panics on a value inside Go's heap.
+// Without that bit the 192nd registration's handle, 0xc0_0000_0001, is an
+// address in the first heap arena.
 type handle uintptr
+
+// handleTag is the top bit of every 64-bit handle; no user-space address
+// has it.
+const handleTag = uint64(1) << 63
 
 // handles holds the live registrations by slot. Callbacks only read it: a
 // copy-on-write slice behind an atomic pointer, where runtime/cgo.Handle
@@ -63,9 +71,11 @@ func newHandle(r *registration) handle {
 		slots = append(slots, nil)
 	}
 	slots[i] = r
-	handles.seq++
+	handles.seq = (handles.seq + 1) &^ (1 << 31)
 	handles.slots.Store(&slots)
-	return handle(uint64(handles.seq)<<32 | uint64(i+1))
+	// On a 32-bit platform the conversion keeps only the slot, never an
+	// address either (Go's heap does not start in the first pages).
+	return handle(handleTag | uint64(handles.seq)<<32 | uint64(i+1))
 }
 
 func (h handle) delete() {

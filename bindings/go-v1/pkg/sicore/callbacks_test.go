@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/api"
 	"github.com/apache/yunikorn-scheduler-interface/lib/go/si"
@@ -437,6 +438,42 @@ func TestRegistrationsReleased(t *testing.T) {
 	}
 	if n := unreleased.Load(); n != 0 {
 		t.Errorf("%d registrations never released by the library", n)
+	}
+}
+
+// TestHandlesPastTheGoHeap: a process may register any number of times.
+// A handle is the user_data of a callback table that goes through a cgo
+// call, and the 192nd registration's handle once read as an address in
+// Go's first heap arena, so cgo's pointer check panicked in
+// RegisterResourceManager. The registrations here take the sequence past
+// that point, and the last one still schedules.
+func TestHandlesPastTheGoHeap(t *testing.T) {
+	handles.mu.Lock()
+	handles.seq = max(handles.seq, 0xbd) // earlier tests may have gone past it
+	handles.mu.Unlock()
+	s := newTestScheduler(t)
+	for i := 0; i < 5; i++ {
+		if err := newShimRM(t, s, "rm-many", 0).register(""); err != nil {
+			t.Fatalf("registration %d: %v", i, err)
+		}
+	}
+	rm := startShim(t, s, "rm-many", 0, 1000, []string{"node-0"})
+	rm.addApp("app-1", "root.a", nil)
+	if ok, reason := rm.waitApp("app-1"); !ok {
+		t.Fatalf("app-1 rejected: %s", reason)
+	}
+	rm.submit(&shimPod{key: "pod-0", app: "app-1", memory: 100})
+	waitFor(t, "pod-0 placed", func() bool { return rm.placedCount("pod-0") == 1 })
+	// Whatever the sequence, a 64-bit handle lies above every user-space
+	// address (at most 57 bits, with five-level paging).
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		for i := 0; i < 300; i++ {
+			h := newHandle(&registration{})
+			h.delete()
+			if uint64(h) < 1<<57 {
+				t.Fatalf("handle %#x could be an address", uint64(h))
+			}
+		}
 	}
 }
 

@@ -44,21 +44,28 @@ func (rm *shimRM) UpdateAllocation(r *si.AllocationResponse) error {
 		}
 	}
 	rm.cacheLock.Unlock()
+	// The confirmations are counted before the releases are recorded: a
+	// test that has seen a release then waits for its confirmation, and a
+	// WaitGroup's Add must happen before the Wait that should see it.
+	var confirm []*si.AllocationRelease
+	for _, rel := range r.Released {
+		if rel.TerminationType != si.TerminationType_STOPPED_BY_RM {
+			confirm = append(confirm, rel)
+		}
+	}
+	rm.confirmations.Add(len(confirm))
 	rm.mu.Lock()
 	rm.newAllocs = append(rm.newAllocs, r.New...)
 	rm.released = append(rm.released, r.Released...)
 	rm.rejected = append(rm.rejected, r.RejectedAllocations...)
 	rm.mu.Unlock()
-	for _, rel := range r.Released {
-		if rel.TerminationType != si.TerminationType_STOPPED_BY_RM {
-			// The k8shim deletes the pod and confirms later, from its
-			// dispatcher, never inside this callback.
-			rm.confirmations.Add(1)
-			go func(key string, tt si.TerminationType) {
-				defer rm.confirmations.Done()
-				rm.deletePod(key, tt)
-			}(rel.AllocationKey, rel.TerminationType)
-		}
+	for _, rel := range confirm {
+		// The k8shim deletes the pod and confirms later, from its
+		// dispatcher, never inside this callback.
+		go func(key string, tt si.TerminationType) {
+			defer rm.confirmations.Done()
+			rm.deletePod(key, tt)
+		}(rel.AllocationKey, rel.TerminationType)
 	}
 	return nil
 }
