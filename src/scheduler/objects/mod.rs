@@ -7,6 +7,7 @@ pub mod application;
 pub mod ask;
 pub mod keyed;
 pub mod node;
+mod node_order;
 pub mod pending;
 pub mod queue;
 pub mod reservation;

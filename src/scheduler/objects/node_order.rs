@@ -1,0 +1,340 @@
+//! The partition's node order: each node's [`NodeKey`](super::node::NodeKey)
+//! (score, then id label) with its slot, kept as a short list of sorted
+//! blocks.
+//!
+//! Every allocation and release moves one node, since its score changes:
+//! one removal and one insertion. `std`'s `BTreeMap` spent ~1,300
+//! instructions per move at 5,000 nodes (callgrind), walking and
+//! rebalancing its nodes; here a move is a binary search over the blocks'
+//! last keys, one within a block, and a short copy inside that block. A
+//! block is a ring buffer, so the copy moves the shorter side: a node
+//! leaving the front of the order (the fair policy, over equal nodes) or
+//! joining it (binpacking) moves nothing else. The pass walks the order
+//! front to back, block by block.
+
+use std::collections::VecDeque;
+
+/// A node's slot in its table (`node::NodeSlot`; named here so that the
+/// order does not import the table that holds it).
+type NodeSlot = u32;
+
+/// Most entries a block holds; one more splits it in two.
+const BLOCK_MAX: usize = 128;
+/// A block left with fewer entries joins a neighbour when both fit in one,
+/// so removals never leave a long tail of tiny blocks.
+const BLOCK_MIN: usize = BLOCK_MAX / 4;
+
+/// Keys with their slots, in key order. Keys are unique.
+#[derive(Debug, Default, Clone)]
+pub struct NodeOrder {
+    /// The last (largest) key of each block, in block order: the search
+    /// for a key's block reads only this.
+    lasts: Vec<u128>,
+    /// Sorted, non-empty blocks of at most [`BLOCK_MAX`] entries; every key
+    /// of a block is below every key of the next.
+    blocks: Vec<VecDeque<(u128, NodeSlot)>>,
+    len: usize,
+}
+
+impl NodeOrder {
+    /// How many keys the order holds.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Adds `key` (not in the order yet) with its slot.
+    pub fn insert(&mut self, key: u128, slot: NodeSlot) {
+        self.len += 1;
+        // Over equal nodes the fair policy sends each node it allocated on
+        // to the back, and binpacking keeps it at the front: both ends are
+        // found without a search.
+        if let (Some(last), Some(block)) = (self.lasts.last_mut(), self.blocks.last_mut()) {
+            if key > *last && block.len() < BLOCK_MAX {
+                block.push_back((key, slot));
+                *last = key;
+                return;
+            }
+        }
+        if let Some(block) = self.blocks.first_mut() {
+            if block.front().is_some_and(|e| key < e.0) && block.len() < BLOCK_MAX {
+                block.push_front((key, slot));
+                return;
+            }
+        }
+        // The first block whose last key is above `key`, or the last block
+        // when `key` is above all.
+        let b = self.lasts.partition_point(|&l| l < key);
+        let b = match b.checked_sub(usize::from(b == self.blocks.len())) {
+            Some(b) => b,
+            None => {
+                // No blocks at all.
+                self.blocks.push(VecDeque::from([(key, slot)]));
+                self.lasts.push(key);
+                return;
+            }
+        };
+        let block = &mut self.blocks[b];
+        let i = block.partition_point(|e| e.0 < key);
+        debug_assert!(
+            block.get(i).is_none_or(|e| e.0 != key),
+            "key already in the order"
+        );
+        block.insert(i, (key, slot));
+        if i + 1 == block.len() {
+            self.lasts[b] = key;
+        }
+        if block.len() > BLOCK_MAX {
+            let tail = block.split_off(block.len() / 2);
+            self.lasts[b] = block[block.len() - 1].0;
+            self.lasts.insert(b + 1, tail[tail.len() - 1].0);
+            self.blocks.insert(b + 1, tail);
+        }
+    }
+
+    /// Removes `key`; returns its slot, or `None` when it is not in the
+    /// order.
+    pub fn remove(&mut self, key: u128) -> Option<NodeSlot> {
+        // The front is where the fair policy takes its next node from.
+        let (b, i) = match self.blocks.first() {
+            Some(block) if block.front().is_some_and(|e| e.0 == key) => (0, 0),
+            _ => {
+                let b = self.lasts.partition_point(|&l| l < key);
+                let block = self.blocks.get(b)?;
+                let i = block.partition_point(|e| e.0 < key);
+                if block.get(i)?.0 != key {
+                    return None;
+                }
+                (b, i)
+            }
+        };
+        let block = &mut self.blocks[b];
+        let (_, slot) = block.remove(i)?;
+        self.len -= 1;
+        if block.is_empty() {
+            self.blocks.remove(b);
+            self.lasts.remove(b);
+        } else {
+            if i == block.len() {
+                self.lasts[b] = block[i - 1].0;
+            }
+            if block.len() < BLOCK_MIN {
+                self.join(b);
+            }
+        }
+        Some(slot)
+    }
+
+    /// Joins the short block `b` with a neighbour they both fit in, the
+    /// next one first.
+    fn join(&mut self, b: usize) {
+        let fits = |o: usize| self.blocks[b].len() + self.blocks[o].len() <= BLOCK_MAX;
+        let (into, from) = if b + 1 < self.blocks.len() && fits(b + 1) {
+            (b, b + 1)
+        } else if b > 0 && fits(b - 1) {
+            (b - 1, b)
+        } else {
+            return;
+        };
+        let moved = self.blocks.remove(from);
+        self.blocks[into].extend(moved);
+        self.lasts.remove(into);
+    }
+
+    /// The slots in key order.
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            blocks: self.blocks.iter(),
+            block: Default::default(),
+            left: self.len,
+        }
+    }
+}
+
+impl FromIterator<(u128, NodeSlot)> for NodeOrder {
+    /// The order of `entries`, in any order, whose keys are unique.
+    fn from_iter<I: IntoIterator<Item = (u128, NodeSlot)>>(entries: I) -> Self {
+        let mut all: Vec<(u128, NodeSlot)> = entries.into_iter().collect();
+        all.sort_unstable_by_key(|e| e.0);
+        debug_assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "duplicate keys");
+        // Blocks start three-quarters full, with room to grow either way.
+        let per = BLOCK_MAX * 3 / 4;
+        let blocks: Vec<VecDeque<_>> = all
+            .chunks(per)
+            .map(|c| c.iter().copied().collect())
+            .collect();
+        NodeOrder {
+            lasts: blocks.iter().map(|b| b[b.len() - 1].0).collect(),
+            blocks,
+            len: all.len(),
+        }
+    }
+}
+
+/// [`NodeOrder::iter`]: the slots in key order.
+#[derive(Debug, Clone)]
+pub struct Iter<'a> {
+    blocks: std::slice::Iter<'a, VecDeque<(u128, NodeSlot)>>,
+    block: std::collections::vec_deque::Iter<'a, (u128, NodeSlot)>,
+    left: usize,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = NodeSlot;
+
+    #[inline]
+    fn next(&mut self) -> Option<NodeSlot> {
+        loop {
+            if let Some(e) = self.block.next() {
+                self.left -= 1;
+                return Some(e.1);
+            }
+            self.block = self.blocks.next()?.iter();
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// Checks the order's invariants and returns its entries.
+    fn entries(o: &NodeOrder) -> Vec<(u128, NodeSlot)> {
+        assert_eq!(o.lasts.len(), o.blocks.len());
+        for (b, block) in o.blocks.iter().enumerate() {
+            assert!(
+                !block.is_empty() && block.len() <= BLOCK_MAX,
+                "block {b}: {} entries",
+                block.len()
+            );
+            assert_eq!(o.lasts[b], block[block.len() - 1].0, "block {b}'s last key");
+        }
+        // A block that fell short joined a neighbour if one had room, so two
+        // short blocks are never neighbours (and blocks stay few).
+        for w in o.blocks.windows(2) {
+            assert!(
+                w[0].len() >= BLOCK_MIN || w[1].len() >= BLOCK_MIN,
+                "two short neighbours"
+            );
+        }
+        let all: Vec<_> = o.blocks.iter().flatten().copied().collect();
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "keys out of order");
+        assert_eq!(all.len(), o.len());
+        let it = o.iter();
+        assert_eq!(it.len(), o.len());
+        assert_eq!(
+            it.collect::<Vec<_>>(),
+            all.iter().map(|e| e.1).collect::<Vec<_>>()
+        );
+        all
+    }
+
+    /// A small deterministic generator (xorshift), so a failure replays.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+    }
+
+    /// Random moves, inserts and removals, against a BTreeMap, in the
+    /// patterns the scheduler makes: a node leaving the front for the back
+    /// (the fair policy over equal nodes), for the front (binpacking), or
+    /// for anywhere. Keys are drawn from narrow ranges so that they collide
+    /// with the ones present, and blocks split and join often.
+    #[test]
+    fn the_order_agrees_with_a_btreemap_through_random_moves() {
+        for (seed, spread) in [(1u64, 600u64), (7, 5_000), (42, 200_000)] {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut order = NodeOrder::default();
+            let mut model: BTreeMap<u128, NodeSlot> = BTreeMap::new();
+            for step in 0..20_000u32 {
+                // Scores 1..=spread; moves go to 0 (the front) or past
+                // spread (the back).
+                let key = u128::from(rng.next() % spread + 1) << 64 | u128::from(rng.next() % 64);
+                match rng.next() % 6 {
+                    0 | 1 if !model.contains_key(&key) => {
+                        order.insert(key, step);
+                        model.insert(key, step);
+                    }
+                    2 => assert_eq!(order.remove(key), model.remove(&key), "step {step}"),
+                    3 | 4 if !model.is_empty() => {
+                        // Move the first entry to the back (or the last to
+                        // the front), as allocations do.
+                        // In runs, so that an end block fills up.
+                        let back = (step / 600) % 2 == 0;
+                        let (old, slot) = if back {
+                            model.pop_first().unwrap()
+                        } else {
+                            model.pop_last().unwrap()
+                        };
+                        assert_eq!(order.remove(old), Some(slot));
+                        let score = if back { u128::from(spread) + 1 } else { 0 };
+                        let new = score << 64 | u128::from(step + 64);
+                        if let std::collections::btree_map::Entry::Vacant(v) = model.entry(new) {
+                            v.insert(slot);
+                            order.insert(new, slot);
+                        }
+                    }
+                    _ => {}
+                }
+                assert!(
+                    order.blocks.iter().all(|b| b.len() <= BLOCK_MAX),
+                    "step {step}"
+                );
+                if step % 997 == 0 {
+                    assert_eq!(
+                        entries(&order),
+                        model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>()
+                    );
+                }
+            }
+            assert_eq!(
+                entries(&order),
+                model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>()
+            );
+            // Thinned out at random (blocks fall short all over and join),
+            // then emptied, then refilled from an unsorted list.
+            let mut keys: Vec<u128> = model.keys().copied().collect();
+            for n in 0..keys.len() * 7 / 8 {
+                let k = keys.swap_remove((rng.next() % keys.len() as u64) as usize);
+                assert_eq!(order.remove(k), model.remove(&k));
+                if n % 97 == 0 {
+                    entries(&order);
+                }
+            }
+            for k in model.keys() {
+                assert!(order.remove(*k).is_some());
+            }
+            assert_eq!(order.len(), 0);
+            assert!(order.blocks.is_empty() && order.iter().next().is_none());
+            let rebuilt: NodeOrder = model.iter().rev().map(|(k, v)| (*k, *v)).collect();
+            assert_eq!(
+                entries(&rebuilt),
+                model.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_key_removes_nothing() {
+        let mut o: NodeOrder = [(5u128, 1), (9, 2)].into_iter().collect();
+        assert_eq!(o.remove(7), None);
+        assert_eq!(o.remove(10), None);
+        assert_eq!(o.remove(0), None);
+        assert_eq!(entries(&o), [(5, 1), (9, 2)]);
+        assert_eq!(o.remove(9), Some(2));
+        assert_eq!(o.remove(9), None);
+        assert_eq!(entries(&o), [(5, 1)]);
+    }
+}
