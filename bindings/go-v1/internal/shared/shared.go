@@ -22,7 +22,7 @@ import (
 
 // Files are the names of the shared files, the same in both directories.
 var Files = []string{
-	"callbacks_common.go", "decode_common.go", "errors.go", "handles.go", "lifecycle.go", "logger.go",
+	"callbacks_common.go", "decode_common.go", "errors.go", "handles.go", "handles_test.go", "lifecycle.go", "logger.go",
 	"options.go", "options_more_test.go", "pending.go", "scheduler_common.go", "shim_common.h", "wire.go",
 }
 
