@@ -7,6 +7,10 @@
 #   The instrumented test binaries get the coverage callbacks' empty
 #   defaults from the ASan runtime; the fuzz targets get libFuzzer's.
 # - Integer overflow checks: overflow is a finding too.
+# - Debug assertions: the core's invariant checks (`debug_assert!`: no
+#   duplicate UUID, node or order key, lists in step) run under the
+#   integration tests and every fuzz input; the shipped release build, and
+#   the release test stage that shares it, leave them out.
 # - Line tables only for debug info, as `cargo fuzz build` has it: reports
 #   keep their file:line frames, and the build writes less.
 # - An explicit --target, so that build scripts and proc macros are built
@@ -25,6 +29,7 @@ RUSTFLAGS="-Zsanitizer=address -Cpasses=sancov-module \
 -Cllvm-args=-sanitizer-coverage-trace-compares \
 -Cllvm-args=-sanitizer-coverage-stack-depth"
 CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
+CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only
 export ASAN_PACKAGES ASAN_TRIPLE ASAN_TARGET_DIR RUSTFLAGS CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS \
-  CARGO_PROFILE_RELEASE_DEBUG
+  CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS CARGO_PROFILE_RELEASE_DEBUG
