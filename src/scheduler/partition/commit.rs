@@ -61,8 +61,11 @@ impl Partition {
         }
 
         match barrier {
-            Some(b) => b.record(record.clone(), out),
-            None => out.new_allocation(record.clone()),
+            // A dormant barrier records as a pass without one (see
+            // `ResyncBarrier::record`); checked here, so that the pass
+            // makes no call for it.
+            Some(b) if !b.is_dormant() => b.record(record.clone(), out),
+            _ => out.new_allocation(record.clone()),
         }
         if self.tracing_allocations() {
             self.trace_allocated(&record, out);
