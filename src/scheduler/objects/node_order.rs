@@ -3,7 +3,7 @@
 //! blocks.
 //!
 //! Every allocation and release moves one node, since its score changes:
-//! one removal and one insertion. `std`'s `BTreeMap` spent ~1,300
+//! one removal and one insertion. `std`'s `BTreeMap` spent ~1,040
 //! instructions per move at 5,000 nodes (callgrind), walking and
 //! rebalancing its nodes; here a move is a binary search over the blocks'
 //! last keys, one within a block, and a short copy inside that block. A
