@@ -7,22 +7,77 @@
 //! instructions per move at 5,000 nodes (callgrind), walking and
 //! rebalancing its nodes; here a move is a binary search over the blocks'
 //! last keys, one within a block, and a short copy inside that block. A
-//! block is a ring buffer, so the copy moves the shorter side: a node
-//! leaving the front of the order (the fair policy, over equal nodes) or
-//! joining it (binpacking) moves nothing else. The pass walks the order
-//! front to back, block by block.
-
-use std::collections::VecDeque;
+//! block's entries start at an offset into its buffer, so that taking its
+//! first entry, or putting one back there, copies nothing: the fair
+//! policy over equal nodes takes every node from the front of the order,
+//! and binpacking puts it back there. The pass walks the order front to
+//! back, one slice per block.
 
 /// A node's slot in its table (`node::NodeSlot`; named here so that the
 /// order does not import the table that holds it).
 type NodeSlot = u32;
+
+type Entry = (u128, NodeSlot);
 
 /// Most entries a block holds; one more splits it in two.
 const BLOCK_MAX: usize = 128;
 /// A block left with fewer entries joins a neighbour when both fit in one,
 /// so removals never leave a long tail of tiny blocks.
 const BLOCK_MIN: usize = BLOCK_MAX / 4;
+
+/// A sorted run of entries, `buf[head..]`. Entries taken from the front
+/// leave a gap before `head` that a front insertion reuses; the gap is
+/// dropped once it is as long as a block, so a buffer never holds more
+/// than twice the entries of a full block.
+#[derive(Debug, Clone, Default)]
+struct Block {
+    head: usize,
+    buf: Vec<Entry>,
+}
+
+impl Block {
+    fn entries(&self) -> &[Entry] {
+        &self.buf[self.head..]
+    }
+
+    fn len(&self) -> usize {
+        self.buf.len() - self.head
+    }
+
+    fn last_key(&self) -> u128 {
+        self.buf[self.buf.len() - 1].0
+    }
+
+    fn insert(&mut self, i: usize, e: Entry) {
+        if i == 0 && self.head > 0 {
+            self.head -= 1;
+            self.buf[self.head] = e;
+        } else {
+            self.buf.insert(self.head + i, e);
+        }
+    }
+
+    fn remove(&mut self, i: usize) -> Entry {
+        if i > 0 {
+            return self.buf.remove(self.head + i);
+        }
+        let e = self.buf[self.head];
+        self.head += 1;
+        if self.head >= BLOCK_MAX || self.head == self.buf.len() {
+            self.buf.drain(..self.head);
+            self.head = 0;
+        }
+        e
+    }
+
+    /// The entries from position `at` on, as a block of their own.
+    fn split_off(&mut self, at: usize) -> Block {
+        Block {
+            head: 0,
+            buf: self.buf.split_off(self.head + at),
+        }
+    }
+}
 
 /// Keys with their slots, in key order. Keys are unique.
 #[derive(Debug, Default, Clone)]
@@ -32,7 +87,7 @@ pub struct NodeOrder {
     lasts: Vec<u128>,
     /// Sorted, non-empty blocks of at most [`BLOCK_MAX`] entries; every key
     /// of a block is below every key of the next.
-    blocks: Vec<VecDeque<(u128, NodeSlot)>>,
+    blocks: Vec<Block>,
     len: usize,
 }
 
@@ -51,14 +106,14 @@ impl NodeOrder {
         // found without a search.
         if let (Some(last), Some(block)) = (self.lasts.last_mut(), self.blocks.last_mut()) {
             if key > *last && block.len() < BLOCK_MAX {
-                block.push_back((key, slot));
+                block.buf.push((key, slot));
                 *last = key;
                 return;
             }
         }
         if let Some(block) = self.blocks.first_mut() {
-            if block.front().is_some_and(|e| key < e.0) && block.len() < BLOCK_MAX {
-                block.push_front((key, slot));
+            if block.entries()[0].0 > key && block.len() < BLOCK_MAX {
+                block.insert(0, (key, slot));
                 return;
             }
         }
@@ -69,15 +124,18 @@ impl NodeOrder {
             Some(b) => b,
             None => {
                 // No blocks at all.
-                self.blocks.push(VecDeque::from([(key, slot)]));
+                self.blocks.push(Block {
+                    head: 0,
+                    buf: vec![(key, slot)],
+                });
                 self.lasts.push(key);
                 return;
             }
         };
         let block = &mut self.blocks[b];
-        let i = block.partition_point(|e| e.0 < key);
+        let i = block.entries().partition_point(|e| e.0 < key);
         debug_assert!(
-            block.get(i).is_none_or(|e| e.0 != key),
+            block.entries().get(i).is_none_or(|e| e.0 != key),
             "key already in the order"
         );
         block.insert(i, (key, slot));
@@ -86,8 +144,8 @@ impl NodeOrder {
         }
         if block.len() > BLOCK_MAX {
             let tail = block.split_off(block.len() / 2);
-            self.lasts[b] = block[block.len() - 1].0;
-            self.lasts.insert(b + 1, tail[tail.len() - 1].0);
+            self.lasts[b] = block.last_key();
+            self.lasts.insert(b + 1, tail.last_key());
             self.blocks.insert(b + 1, tail);
         }
     }
@@ -97,26 +155,26 @@ impl NodeOrder {
     pub fn remove(&mut self, key: u128) -> Option<NodeSlot> {
         // The front is where the fair policy takes its next node from.
         let (b, i) = match self.blocks.first() {
-            Some(block) if block.front().is_some_and(|e| e.0 == key) => (0, 0),
+            Some(block) if block.entries()[0].0 == key => (0, 0),
             _ => {
                 let b = self.lasts.partition_point(|&l| l < key);
                 let block = self.blocks.get(b)?;
-                let i = block.partition_point(|e| e.0 < key);
-                if block.get(i)?.0 != key {
+                let i = block.entries().partition_point(|e| e.0 < key);
+                if block.entries().get(i)?.0 != key {
                     return None;
                 }
                 (b, i)
             }
         };
         let block = &mut self.blocks[b];
-        let (_, slot) = block.remove(i)?;
+        let (_, slot) = block.remove(i);
         self.len -= 1;
-        if block.is_empty() {
+        if block.len() == 0 {
             self.blocks.remove(b);
             self.lasts.remove(b);
         } else {
             if i == block.len() {
-                self.lasts[b] = block[i - 1].0;
+                self.lasts[b] = block.last_key();
             }
             if block.len() < BLOCK_MIN {
                 self.join(b);
@@ -137,7 +195,7 @@ impl NodeOrder {
             return;
         };
         let moved = self.blocks.remove(from);
-        self.blocks[into].extend(moved);
+        self.blocks[into].buf.extend_from_slice(moved.entries());
         self.lasts.remove(into);
     }
 
@@ -145,7 +203,7 @@ impl NodeOrder {
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             blocks: self.blocks.iter(),
-            block: Default::default(),
+            block: [].iter(),
             left: self.len,
         }
     }
@@ -154,17 +212,20 @@ impl NodeOrder {
 impl FromIterator<(u128, NodeSlot)> for NodeOrder {
     /// The order of `entries`, in any order, whose keys are unique.
     fn from_iter<I: IntoIterator<Item = (u128, NodeSlot)>>(entries: I) -> Self {
-        let mut all: Vec<(u128, NodeSlot)> = entries.into_iter().collect();
+        let mut all: Vec<Entry> = entries.into_iter().collect();
         all.sort_unstable_by_key(|e| e.0);
         debug_assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "duplicate keys");
         // Blocks start three-quarters full, with room to grow either way.
         let per = BLOCK_MAX * 3 / 4;
-        let blocks: Vec<VecDeque<_>> = all
+        let blocks: Vec<Block> = all
             .chunks(per)
-            .map(|c| c.iter().copied().collect())
+            .map(|c| Block {
+                head: 0,
+                buf: c.to_vec(),
+            })
             .collect();
         NodeOrder {
-            lasts: blocks.iter().map(|b| b[b.len() - 1].0).collect(),
+            lasts: blocks.iter().map(Block::last_key).collect(),
             blocks,
             len: all.len(),
         }
@@ -174,8 +235,8 @@ impl FromIterator<(u128, NodeSlot)> for NodeOrder {
 /// [`NodeOrder::iter`]: the slots in key order.
 #[derive(Debug, Clone)]
 pub struct Iter<'a> {
-    blocks: std::slice::Iter<'a, VecDeque<(u128, NodeSlot)>>,
-    block: std::collections::vec_deque::Iter<'a, (u128, NodeSlot)>,
+    blocks: std::slice::Iter<'a, Block>,
+    block: std::slice::Iter<'a, Entry>,
     left: usize,
 }
 
@@ -189,7 +250,7 @@ impl Iterator for Iter<'_> {
                 self.left -= 1;
                 return Some(e.1);
             }
-            self.block = self.blocks.next()?.iter();
+            self.block = self.blocks.next()?.entries().iter();
         }
     }
 
@@ -210,11 +271,15 @@ mod tests {
         assert_eq!(o.lasts.len(), o.blocks.len());
         for (b, block) in o.blocks.iter().enumerate() {
             assert!(
-                !block.is_empty() && block.len() <= BLOCK_MAX,
+                block.len() > 0 && block.len() <= BLOCK_MAX,
                 "block {b}: {} entries",
                 block.len()
             );
-            assert_eq!(o.lasts[b], block[block.len() - 1].0, "block {b}'s last key");
+            assert_eq!(o.lasts[b], block.last_key(), "block {b}'s last key");
+            assert!(
+                block.head < BLOCK_MAX && block.buf.len() <= 2 * BLOCK_MAX,
+                "block {b}'s gap"
+            );
         }
         // A block that fell short joined a neighbour if one had room, so two
         // short blocks are never neighbours (and blocks stay few).
@@ -224,7 +289,7 @@ mod tests {
                 "two short neighbours"
             );
         }
-        let all: Vec<_> = o.blocks.iter().flatten().copied().collect();
+        let all: Vec<_> = o.blocks.iter().flat_map(|b| b.entries()).copied().collect();
         assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "keys out of order");
         assert_eq!(all.len(), o.len());
         let it = o.iter();
