@@ -112,11 +112,20 @@ impl<'a> ResyncBarrier<'a> {
     /// (this barrier, or the [`OutMsg::Assume`] of [`Self::finish`], does).
     /// Messages made since the last allocation it recorded reach the RM
     /// first, so that this allocation's ReSync cannot overtake them.
+    ///
+    /// Dormant, it records as a pass without a barrier does; that check is
+    /// inlined into the commit, which then makes no call.
+    #[inline]
     pub fn record(&self, allocation: Arc<NewAllocation>, out: &mut Outcomes) {
         if self.dormant.get() {
             out.new_allocation(allocation);
-            return;
+        } else {
+            self.record_awake(allocation, out);
         }
+    }
+
+    /// [`Self::record`] on a barrier that works.
+    fn record_awake(&self, allocation: Arc<NewAllocation>, out: &mut Outcomes) {
         if self.made_since(out) {
             self.deliver_earlier(out);
         }

@@ -61,11 +61,8 @@ impl Partition {
         }
 
         match barrier {
-            // A dormant barrier records as a pass without one (see
-            // `ResyncBarrier::record`); checked here, so that the pass
-            // makes no call for it.
-            Some(b) if !b.is_dormant() => b.record(record.clone(), out),
-            _ => out.new_allocation(record.clone()),
+            Some(b) => b.record(record.clone(), out),
+            None => out.new_allocation(record.clone()),
         }
         if self.tracing_allocations() {
             self.trace_allocated(&record, out);
