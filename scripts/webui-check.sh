@@ -85,4 +85,9 @@ done
 # An archived tag has no git metadata: YUNIKORN_WEB_TAG names it.
 tag=${YUNIKORN_WEB_TAG:-$(git -C "$WEB" describe --tags 2>/dev/null || echo "tag unknown")}
 echo "yunikorn-web: $WEB ($tag)"
-python3 "$ROOT/tests/webui/check_webui.py" "http://127.0.0.1:$WEB_PORT" "$OUT" default root.tenants.prod
+# The checker drives Chromium with websocket-client, from the virtualenv
+# the Python binding's tests and the simulator report check use.
+venv="$ROOT/target/pyvenv"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install -q "websocket-client>=1.6"
+"$venv/bin/python" "$ROOT/tests/webui/check_webui.py" "http://127.0.0.1:$WEB_PORT" "$OUT" default root.tenants.prod
