@@ -291,7 +291,8 @@ func TestCloseFromTheLogHandler(t *testing.T) {
 	h := &closingHandler{target: b, match: "rm-log-a registered", result: make(chan error, 1)}
 	SetLogger(slog.New(h), slog.LevelInfo)
 	defer SetLogger(nil, slog.LevelInfo)
-	a := newTestScheduler(t)
+	// The registration record is at info, whatever level earlier tests left.
+	a := newTestScheduler(t, WithLogLevel(slog.LevelInfo))
 	register(t, a, "rm-log-a", newFakeRM())
 	var got error
 	select {

@@ -14,7 +14,9 @@ import (
 // record), with their "target" attribute.
 func TestLibraryLogsGoToSlogDefault(t *testing.T) {
 	SetLogger(nil, slog.LevelInfo) // the default, whatever earlier tests chose
-	s := newTestScheduler(t)
+	// The library's level is process-wide and an earlier test may have
+	// raised it (WithLogLevel): the registration record is at info.
+	s := newTestScheduler(t, WithLogLevel(slog.LevelInfo))
 	capture := &captureHandler{}
 	prev := slog.Default()
 	slog.SetDefault(slog.New(capture))
