@@ -164,7 +164,7 @@ pub struct Application {
     /// allocated (ask.rs).
     pub asks: super::keyed::KeyedSlab<super::ask::AskEntry>,
     /// Asks with repeats left, in scheduling order.
-    pub ask_order: BTreeMap<AskOrderKey, super::keyed::Slot>,
+    pub ask_order: super::slot_order::SlotOrder<AskOrderKey>,
     /// Outstanding demand.
     pub pending: Resource,
     /// Sum of the application's real (non-placeholder) allocations: the
@@ -236,7 +236,7 @@ impl Application {
             submitted_ns: 0,
             state_log: Vec::new(),
             asks: Default::default(),
-            ask_order: BTreeMap::new(),
+            ask_order: Default::default(),
             pending: Resource::new(),
             allocated: Resource::new(),
             max_used: Resource::new(),
@@ -344,10 +344,7 @@ impl Application {
     /// after `ask_order` changed: the maximum is the order's first key, so
     /// no scan. A change re-files it in its leaf and goes up the queues.
     pub fn sync_priority(&mut self, queues: &mut QueueTree) {
-        let now = self
-            .ask_order
-            .first_key_value()
-            .map_or(MIN_PRIORITY, |(k, _)| k.0 .0);
+        let now = self.ask_order.first().map_or(MIN_PRIORITY, |(k, _)| k.0 .0);
         if now == self.priority {
             return;
         }

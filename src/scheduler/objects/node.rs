@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::node_order::NodeOrder;
+use super::slot_order::SlotOrder;
 use crate::scheduler::policies::NodeSortPolicy;
 use crate::scheduler::resource::{ResId, Resource};
 
@@ -229,7 +229,7 @@ pub struct NodeTable {
     /// Ids in byte order: the neighbours a new node's label goes between.
     id_order: BTreeMap<Arc<str>, NodeSlot>,
     /// Policy order: [`NodeKey::packed`] to slot.
-    order: NodeOrder,
+    order: SlotOrder<u128>,
     /// SI v1.x: the node of each foreign allocation, by key (a release
     /// names the key only).
     foreign_nodes: crate::scheduler::FastMap<Arc<str>, NodeSlot>,
@@ -408,7 +408,7 @@ impl NodeTable {
 
     /// Every node in policy order.
     pub fn ordered(&self) -> impl ExactSizeIterator<Item = &Node> {
-        self.order.iter().map(|s| &self.slab[s as usize])
+        self.order.values().map(|s| &self.slab[s as usize])
     }
 
     /// Adds a node whose id is not registered yet; returns its slot.
@@ -471,7 +471,7 @@ impl NodeTable {
         for k in node.foreign.keys() {
             self.foreign_nodes.remove(k);
         }
-        self.order.remove(node.key.packed());
+        self.order.remove(&node.key.packed());
         Some(node)
     }
 
@@ -482,7 +482,7 @@ impl NodeTable {
         let old = n.key;
         n.refresh(&self.policy);
         if n.key != old {
-            self.order.remove(old.packed());
+            self.order.remove(&old.packed());
             self.order.insert(n.key.packed(), slot);
         }
     }

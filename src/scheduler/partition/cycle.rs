@@ -343,17 +343,17 @@ impl Partition {
         now: Instant,
     ) -> Option<Decision> {
         let limits = self.ugm.active();
-        let start = match pass.ask_cursor.get(&app.seq) {
-            Some(k) => Bound::Excluded(*k),
-            None => Bound::Unbounded,
+        let asks = match pass.ask_cursor.get(&app.seq) {
+            Some(k) => app.ask_order.iter_after(k),
+            None => app.ask_order.iter(),
         };
-        for (okey, ask_slot) in app.ask_order.range((start, Bound::Unbounded)) {
-            let Some(ask) = app.asks.whole_at(*ask_slot) else {
+        for (okey, ask_slot) in asks {
+            let Some(ask) = app.asks.whole_at(ask_slot) else {
                 continue; // an ask of the order is whole
             };
-            let at = (app_slot, app.seq, *ask_slot, ask.seq);
+            let at = (app_slot, app.seq, ask_slot, ask.seq);
             if Self::served_by_replacement(app, ask) {
-                pass.ask_cursor.insert(app.seq, *okey);
+                pass.ask_cursor.insert(app.seq, okey);
                 continue;
             }
             // User and group headroom first (limits.md 4.2): an ask over it
@@ -365,7 +365,7 @@ impl Partition {
                     Fit::Over => {
                         let counts = self.reservations.is_empty();
                         pass.note_cause(ask, at, self.limit_cause(app, ask), None, counts);
-                        pass.ask_cursor.insert(app.seq, *okey);
+                        pass.ask_cursor.insert(app.seq, okey);
                         continue;
                     }
                     // Back here once the pass's allocations are flushed.
@@ -378,10 +378,10 @@ impl Partition {
             if fits_queue && pass.preempt_on && ask.required_node.is_some() {
                 // Required-node preemption's path (preempt/required.rs).
                 let step =
-                    self.required_node_step(app_slot, app, *ask_slot, ask, cb, &mut pass.events);
+                    self.required_node_step(app_slot, app, ask_slot, ask, cb, &mut pass.events);
                 if let Some(step) = step {
                     if !step.allocates() {
-                        pass.ask_cursor.insert(app.seq, *okey);
+                        pass.ask_cursor.insert(app.seq, okey);
                         if pass.track_tried {
                             pass.tried.push((app.id.clone(), ask.key.clone()));
                         }
@@ -394,12 +394,12 @@ impl Partition {
                     NodeChoice::Allocate(node) => {
                         return Some(Decision::Allocate {
                             app: app_slot,
-                            ask: *ask_slot,
+                            ask: ask_slot,
                             node,
                         })
                     }
                     NodeChoice::Reserve(node) => {
-                        pass.ask_cursor.insert(app.seq, *okey);
+                        pass.ask_cursor.insert(app.seq, okey);
                         if pass.track_tried {
                             // Holds a node, still waits for room on it.
                             pass.tried.push((app.id.clone(), ask.key.clone()));
@@ -437,7 +437,7 @@ impl Partition {
                             }
                         }
                         if let Some(plan) = plan {
-                            pass.ask_cursor.insert(app.seq, *okey);
+                            pass.ask_cursor.insert(app.seq, okey);
                             return Some(Decision::Preempt(plan));
                         }
                     }
@@ -458,7 +458,7 @@ impl Partition {
                     may_count,
                 );
                 if let Some(plan) = plan {
-                    pass.ask_cursor.insert(app.seq, *okey);
+                    pass.ask_cursor.insert(app.seq, okey);
                     return Some(Decision::Preempt(plan));
                 }
                 // Skipped for queue headroom: a REQUEST event (spec 13.2).
@@ -469,7 +469,7 @@ impl Partition {
             if pass.track_tried {
                 pass.tried.push((app.id.clone(), ask.key.clone()));
             }
-            pass.ask_cursor.insert(app.seq, *okey);
+            pass.ask_cursor.insert(app.seq, okey);
         }
         None
     }

@@ -85,7 +85,7 @@ impl Partition {
             };
             let mut member = false;
             for slot in app.ask_order.values() {
-                let Some(ask) = app.asks.whole_at(*slot) else {
+                let Some(ask) = app.asks.whole_at(slot) else {
                     continue; // an ask of the order is whole
                 };
                 member |= is_gang_member(ask);
@@ -95,7 +95,7 @@ impl Partition {
                     None => self.held_cause(app, ask, &waiting, tried),
                 };
                 if let Some(c) = cause {
-                    causes.push((*slot, c));
+                    causes.push((slot, c));
                 }
             }
             if !member && !maybe_held {

@@ -26,7 +26,6 @@ mod trace; // allocations got and lost, preemptions: the REST history's trace
 mod views; // read-only views for readers outside the partition
 
 use std::collections::VecDeque;
-use std::ops::Bound;
 use std::sync::Arc;
 
 use super::clock::SharedClock;

@@ -130,7 +130,7 @@ fn app_snaps(p: &Partition, now: Instant, now_unix: i64) -> Vec<AppSnap> {
                 .values()
                 .take(MAX_LISTED_ASKS)
                 // The asks of the order are whole (never a stand-in).
-                .filter_map(|k| a.asks.whole_at(*k))
+                .filter_map(|k| a.asks.whole_at(k))
                 .map(|ask| AskSnap {
                     allocation_key: ask.key.to_string(),
                     resource: named(&ask.resource),

@@ -200,7 +200,7 @@ fn ask_order_by_priority_then_age() {
         let a = &h.p.apps()["app"];
         a.ask_order
             .values()
-            .map(|s| a.asks.whole_at(*s).expect("whole").key.to_string())
+            .map(|s| a.asks.whole_at(s).expect("whole").key.to_string())
             .collect()
     };
     h.ask(prio_ask("app", "p10", 10, 10));
@@ -617,7 +617,7 @@ fn expected_priority(h: &Harness, id: QueueId) -> i32 {
             .map(|a| {
                 a.ask_order
                     .values()
-                    .map(|s| a.asks[*s].priority())
+                    .map(|s| a.asks[s].priority())
                     .max()
                     .unwrap_or(MIN_PRIORITY)
             })

@@ -45,7 +45,7 @@ impl Partition {
             .filter(|a| {
                 a.ask_order
                     .values()
-                    .any(|k| a.asks.whole_at(*k).is_some_and(is_real_member))
+                    .any(|k| a.asks.whole_at(k).is_some_and(is_real_member))
             })
             .map(|a| (a.seq, a.id.clone()))
             .collect();
@@ -104,7 +104,7 @@ impl Partition {
         }
         let mut first: Option<(&Ask, &AllocUuid)> = None;
         for key in app.ask_order.values() {
-            let Some(ask) = app.asks.whole_at(*key) else {
+            let Some(ask) = app.asks.whole_at(key) else {
                 continue;
             };
             if !is_real_member(ask) {
