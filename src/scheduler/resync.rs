@@ -225,8 +225,20 @@ impl<'a> ResyncBarrier<'a> {
     /// Sends the pending allocations in one `ReSyncSchedulerCache` call on
     /// this (the core) thread, after what is queued for the RM.
     fn deliver(&self) {
-        let batch = std::mem::take(&mut *self.pending.borrow_mut());
+        let mut batch = std::mem::take(&mut *self.pending.borrow_mut());
+        if batch.is_empty() {
+            return;
+        }
         self.order.assume_now(&batch);
+        // The buffer goes back for the next decisions: a pass that asks
+        // `Predicates` delivers after each one, and would otherwise
+        // allocate a buffer per allocation. (Taken out first, so that a
+        // callback that panics leaves nothing to deliver twice.)
+        batch.clear();
+        let mut pending = self.pending.borrow_mut();
+        if pending.is_empty() {
+            *pending = batch;
+        }
     }
 
     /// Ends the pass: what is still pending needs no barrier, since nothing
