@@ -163,16 +163,45 @@ impl<K: Ord + Copy> SlotOrder<K> {
             return Some(std::mem::replace(&mut held.1, slot));
         }
         self.len += 1;
-        block.insert(i, (key, slot));
-        if i + 1 == block.len() {
-            self.lasts[b] = key;
+        if block.len() < BLOCK_MAX {
+            block.insert(i, (key, slot));
+            if i + 1 == block.len() {
+                self.lasts[b] = key;
+            }
+            return None;
         }
-        if block.len() > BLOCK_MAX {
-            let tail = block.split_off(block.len() / 2);
-            self.lasts[b] = block.last_key();
-            self.lasts.insert(b + 1, tail.last_key());
-            self.blocks.insert(b + 1, tail);
+        // A full block. Past the end of the last block, or before the start
+        // of the first, the key starts a block of its own, so that keys
+        // arriving in order (asks; nodes moved to an end) fill whole
+        // blocks, each in a buffer of a block's size.
+        let fresh = || {
+            let mut buf = Vec::with_capacity(BLOCK_MAX);
+            buf.push((key, slot));
+            Block { head: 0, buf }
+        };
+        if i == BLOCK_MAX {
+            // Only the last block has a key below every one of its own.
+            self.blocks.push(fresh());
+            self.lasts.push(key);
+            return None;
         }
+        if i == 0 && b == 0 {
+            self.blocks.insert(0, fresh());
+            self.lasts.insert(0, key);
+            return None;
+        }
+        // Elsewhere the block splits in halves first, so that no buffer
+        // grows past a block's size.
+        let half = BLOCK_MAX / 2;
+        let mut tail = block.split_off(half);
+        if i < half {
+            block.insert(i, (key, slot));
+        } else {
+            tail.insert(i - half, (key, slot));
+        }
+        self.lasts[b] = block.last_key();
+        self.lasts.insert(b + 1, tail.last_key());
+        self.blocks.insert(b + 1, tail);
         None
     }
 
@@ -500,5 +529,27 @@ mod tests {
         assert_eq!(after, [2, 3]);
         assert_eq!(o.remove(&(Reverse(5), 2)), Some(1));
         assert_eq!(o.first(), Some(((Reverse(5), 5), 4)));
+    }
+
+    /// Keys that arrive in order (asks at the back, nodes moved to either
+    /// end) fill whole blocks whose buffers hold one block: the order of
+    /// 500,000 asks is then 24 bytes an ask.
+    #[test]
+    fn keys_in_order_fill_whole_blocks() {
+        for back in [true, false] {
+            let mut o: SlotOrder<u128> = SlotOrder::default();
+            let n = BLOCK_MAX as u32 * 10 + 5;
+            for k in 0..n {
+                let key = if back { k } else { n - k };
+                assert_eq!(o.insert(u128::from(key), k), None);
+            }
+            entries(&o);
+            let full = o.blocks.iter().filter(|b| b.len() == BLOCK_MAX).count();
+            assert_eq!(full, 10, "back {back}");
+            assert!(
+                o.blocks.iter().all(|b| b.buf.capacity() <= BLOCK_MAX),
+                "back {back}"
+            );
+        }
     }
 }
