@@ -259,12 +259,15 @@ impl Partition {
             pass.exhausted_queues.insert(q);
             return None;
         }
-        let headroom = self.queues.headroom(q);
+        // Out of the pass state while the leaf is searched (the search
+        // borrows the state), and back after.
+        let mut buf = std::mem::take(&mut pass.headroom);
+        let headroom = self.queues.headroom_into(q, &mut buf).then_some(&buf);
         let try_app = |(slot, app): (Slot, &Application), pass: &mut PassState| {
             if pass.exhausted_apps.contains(&app.seq) {
                 return None;
             }
-            let found = self.find_for_app(slot, app, headroom.as_ref(), cb, pass, now);
+            let found = self.find_for_app(slot, app, headroom, cb, pass, now);
             if found.is_none() {
                 pass.exhausted_apps.insert(app.seq);
             }
@@ -288,6 +291,7 @@ impl Partition {
         } else {
             self.pick_in_leaf(q, pass, |_| true, try_app)
         };
+        pass.headroom = buf;
         if found.is_none() {
             pass.exhausted_queues.insert(q);
         }

@@ -123,6 +123,9 @@ struct PassState {
     /// Per application: every ask up to and including this key has failed.
     /// Keyed by application sequence number: integers hash faster than ids.
     ask_cursor: FastMap<u64, AskOrderKey>,
+    /// The headroom of the leaf being searched, kept so that its buffers
+    /// serve every visit (`QueueTree::headroom_into`).
+    headroom: Resource,
     exhausted_apps: FastSet<u64>,
     exhausted_queues: FastSet<QueueId>,
     /// Ask shapes that found no node and no reservation candidate (only

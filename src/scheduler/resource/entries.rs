@@ -15,7 +15,6 @@ const INLINE: usize = 4;
 
 /// Invariant: an inline form's ids and quantities past `len` are zero, so
 /// that two inline listings compare as whole arrays.
-#[derive(Clone)]
 pub(super) enum Entries {
     Inline {
         vals: [i64; INLINE],
@@ -30,6 +29,33 @@ pub(super) enum Entries {
 pub(super) struct HeapEntries {
     ids: Vec<ResId>,
     vals: Vec<i64>,
+}
+
+impl Clone for Entries {
+    fn clone(&self) -> Self {
+        match self {
+            Entries::Inline { vals, ids, len } => Entries::Inline {
+                vals: *vals,
+                ids: *ids,
+                len: *len,
+            },
+            Entries::Heap(h) => Entries::Heap(h.clone()),
+        }
+    }
+
+    /// Copies into a heap form's own buffers: a node's available resource
+    /// is recomputed from its capacity on every allocation, and a node of
+    /// more than four types is on the heap, where a fresh clone costs
+    /// three allocations.
+    fn clone_from(&mut self, source: &Self) {
+        match (self, source) {
+            (Entries::Heap(mine), Entries::Heap(theirs)) => {
+                mine.ids.clone_from(&theirs.ids);
+                mine.vals.clone_from(&theirs.vals);
+            }
+            (me, _) => *me = source.clone(),
+        }
+    }
 }
 
 impl Default for Entries {
@@ -89,6 +115,18 @@ impl Entries {
         match self {
             Entries::Inline { vals, len, .. } => &mut vals[..*len as usize],
             Entries::Heap(h) => &mut h.vals,
+        }
+    }
+
+    /// The ids with the quantities to change.
+    #[inline]
+    pub(super) fn ids_vals_mut(&mut self) -> (&[ResId], &mut [i64]) {
+        match self {
+            Entries::Inline { ids, vals, len } => {
+                let n = *len as usize;
+                (&ids[..n], &mut vals[..n])
+            }
+            Entries::Heap(h) => (&h.ids, &mut h.vals),
         }
     }
 
@@ -254,6 +292,17 @@ impl Entries {
             Entries::Heap(h) => {
                 h.ids.truncate(kept);
                 h.vals.truncate(kept);
+                // Back inline when the rest fits: a node registered with
+                // six types, two of them zero (the k8shim's huge pages),
+                // then works on the inline form, as what it is compared
+                // with and subtracted from does.
+                if kept <= INLINE {
+                    let mut inline = Entries::default();
+                    for (i, (&id, &v)) in h.ids.iter().zip(&h.vals).enumerate() {
+                        inline.insert(i, id, v);
+                    }
+                    *self = inline;
+                }
             }
         }
     }
@@ -311,6 +360,8 @@ mod tests {
         e.retain_vals(|v| v < 40);
         assert_eq!(e.ids(), &[1, 3]);
         assert!(e == inline);
+        // What fits inline again goes back inline.
+        assert!(matches!(e, Entries::Inline { .. }));
         // Inline listings compare as whole arrays: what leaves is zeroed.
         let mut three = Entries::default();
         for (id, v) in [(1, 10), (2, 0), (3, 30)] {
@@ -329,5 +380,26 @@ mod tests {
         heap.push(3, 30);
         assert!(matches!(heap, Entries::Heap(_)));
         assert!(heap == inline);
+    }
+
+    #[test]
+    fn clone_from_keeps_a_heap_form_and_copies_any() {
+        let listing = |pairs: &[(ResId, i64)]| {
+            let mut e = Entries::with_capacity(pairs.len());
+            for &(id, v) in pairs {
+                e.push(id, v);
+            }
+            e
+        };
+        let six = listing(&[(1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)]);
+        let seven = listing(&[(1, 7), (2, 7), (3, 7), (4, 7), (5, 7), (6, 7), (8, 7)]);
+        let two = listing(&[(1, 10), (9, 90)]);
+        let mut e = seven.clone();
+        e.clone_from(&six);
+        assert!(matches!(e, Entries::Heap(_)) && e == six);
+        e.clone_from(&two);
+        assert!(matches!(e, Entries::Inline { .. }) && e == two);
+        e.clone_from(&seven);
+        assert!(e == seven && e.vals() == [7; 7]);
     }
 }

@@ -42,9 +42,22 @@ use entries::Entries;
 pub use names::*;
 
 /// A sparse resource: a missing type is a zero quantity.
-#[derive(Clone, Default, PartialEq, Eq, Hash)]
+#[derive(Default, PartialEq, Eq, Hash)]
 pub struct Resource {
     entries: Entries,
+}
+
+impl Clone for Resource {
+    fn clone(&self) -> Self {
+        Resource {
+            entries: self.entries.clone(),
+        }
+    }
+
+    /// Reuses a heap form's buffers ([`Entries`]' `clone_from`).
+    fn clone_from(&mut self, source: &Self) {
+        self.entries.clone_from(&source.entries);
+    }
 }
 
 impl fmt::Debug for Resource {
@@ -263,19 +276,28 @@ impl Resource {
     /// that the common case inlines small.
     #[inline(never)]
     fn merge_assign_slow(&mut self, other: &Resource, f: impl Fn(i64, i64) -> i64) {
-        let covered = other
-            .entries
-            .ids()
-            .iter()
-            .all(|id| self.lookup(*id).is_some());
+        // Both id lists are sorted: one walk tells whether `other`'s types
+        // are all here (an allocation's three against a node's six, as the
+        // k8shim reports them), a second changes them in place.
+        let mine = self.entries.ids();
+        let mut i = 0;
+        let covered = other.entries.ids().iter().all(|id| {
+            while i < mine.len() && mine[i] < *id {
+                i += 1;
+            }
+            i < mine.len() && mine[i] == *id
+        });
         if !covered {
             *self = self.merge(other, f);
             return;
         }
+        let (mine, vals) = self.entries.ids_vals_mut();
+        let mut i = 0;
         for (id, v) in other.iter() {
-            let i = self.entries.search(id).expect("covered");
-            let mine = &mut self.entries.vals_mut()[i];
-            *mine = f(*mine, v);
+            while mine[i] < id {
+                i += 1;
+            }
+            vals[i] = f(vals[i], v);
         }
     }
 

@@ -184,7 +184,29 @@ fn arithmetic_over_the_union_of_types() {
     assert_eq!(c, r(&[("memory", 10), ("vcore", 2), ("gpu", 0)]));
     // In place, over the same types (the zipped fast path), over a
     // subset, and over types self lacks: all as the copying forms.
-    for (x, y) in [(&a, &a), (&a, &r(&[("vcore", 5)])), (&a, &b), (&b, &a)] {
+    // A node of six types (on the heap) against a pod's three, a subset
+    // or not.
+    let node = r(&[
+        ("memory", 100),
+        ("vcore", 10),
+        ("pods", 110),
+        ("ephemeral-storage", 1000),
+        ("hugepages-1Gi", 0),
+        ("hugepages-2Mi", 0),
+    ]);
+    let pod = r(&[("memory", 10), ("vcore", 1), ("pods", 1)]);
+    let gpu_pod = r(&[("memory", 10), ("nvidia.com/gpu", 1)]);
+    let pairs = [
+        (&a, &a),
+        (&a, &r(&[("vcore", 5)])),
+        (&a, &b),
+        (&b, &a),
+        (&node, &pod),
+        (&node, &gpu_pod),
+        (&pod, &node),
+        (&node, &r(&[])),
+    ];
+    for (x, y) in pairs {
         let mut v = x.clone();
         v.sub_clamped_assign(y);
         assert_eq!(v, x.sub_clamped(y));

@@ -3,7 +3,6 @@
 //! Queues live in an arena indexed by [`QueueId`]; a removed queue leaves an
 //! empty slot so ids held elsewhere never point at another queue.
 
-use smallvec::SmallVec;
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,6 +11,7 @@ use crate::scheduler::resource::{Resource, ShareKey};
 use crate::security::{Acl, UserGroup};
 
 mod config;
+mod headroom;
 mod priority;
 mod unfiled;
 use priority::inherited;
@@ -541,57 +541,6 @@ impl QueueTree {
             }
         }
         removable
-    }
-
-    /// How much more the queue may allocate (spec 3.3); `None` = unlimited.
-    pub fn headroom(&self, id: QueueId) -> Option<Resource> {
-        // Root first, then down to `id`: a loop, so depth costs no stack
-        // (and, for the usual depths, no allocation on every decision).
-        let mut chain: SmallVec<[QueueId; 8]> = SmallVec::new();
-        let mut cur = Some(id);
-        while let Some(c) = cur {
-            chain.push(c);
-            cur = self.get(c).parent;
-        }
-        let mut above: Option<Option<Resource>> = None;
-        for &c in chain.iter().rev() {
-            let q = self.get(c);
-            let own = q.max.as_ref().map(|m| m.sub(&q.allocated));
-            above = Some(match (own, above) {
-                // root, or no max and unlimited parent.
-                (own, None) => own,
-                (None, Some(ph)) => ph,
-                (Some(own), Some(None)) => Some(own),
-                (Some(mut own), Some(Some(ph))) => {
-                    // Types the own max does not define come from the parent
-                    // (decided on the max, not on `own`: the subtraction above
-                    // adds every allocated type to `own`).
-                    let max = q.max.as_ref().expect("own max is set");
-                    for (t, v) in ph.iter() {
-                        if max.lookup(t).is_none() {
-                            own.set(t, v);
-                        }
-                    }
-                    Some(own.min(&ph))
-                }
-            });
-        }
-        above.flatten()
-    }
-
-    /// Whether adding `res` keeps every queue from `id` to root within its max.
-    pub fn fits_max_chain(&self, id: QueueId, res: &Resource) -> bool {
-        let mut cur = Some(id);
-        while let Some(c) = cur {
-            let q = self.get(c);
-            if let Some(max) = &q.max {
-                if !q.allocated.add(res).fits_in_max_undef(max) {
-                    return false;
-                }
-            }
-            cur = q.parent;
-        }
-        true
     }
 
     /// Applies `change` to every queue from `id` up to root, keeping each
