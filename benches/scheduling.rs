@@ -24,6 +24,10 @@
 //! group caps, `--limits users-uncapped` the same without limits
 //! (docs/limits.md has the figures).
 //!
+//! `--resources k8s` gives the nodes the six resource types the k8shim
+//! reports for a Kubernetes node (two of them zero) and the asks a pod's
+//! three, where the default (`two`) is the reference's memory and vcore.
+//!
 //! `--edition v1` runs the same nodes, applications and one-allocation
 //! requests through the SI v1.x family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
@@ -106,10 +110,6 @@ fn wait(what: &str, done: impl Fn() -> bool) {
 fn call(s: *mut sicore_scheduler, f: UpdateFn, m: &impl Message) {
     let (st, msg) = sicore_c_rm::call(s, f, m);
     assert_eq!(st, sicore_status::SICORE_OK, "{msg}");
-}
-
-fn res(memory: i64, vcore: i64) -> Option<si::Resource> {
-    sicore_c_rm::res(&[("memory", memory), ("vcore", vcore)])
 }
 
 /// `--events TYPES` (comma-separated `SchedulerOptions.event_types`):
@@ -265,7 +265,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
                 .map(|i| si18::NodeInfo {
                     node_id: format!("node-{i:06}"),
                     action: si18::node_info::ActionFromRm::Create as i32,
-                    schedulable_resource: sicore_c_rm::v1::res(&[("memory", 10 * k), ("vcore", k)]),
+                    schedulable_resource: sicore_c_rm::v1::res(&requests::node_resource(k)),
                     ..Default::default()
                 })
                 .collect();
@@ -284,7 +284,7 @@ fn run(nodes: usize, asks: usize, flags: Flags) -> (f64, f64, f64) {
             .map(|i| si::NodeInfo {
                 node_id: format!("node-{i:06}"),
                 action: si::node_info::ActionFromRm::Create as i32,
-                schedulable_resource: res(10 * k, k),
+                schedulable_resource: sicore_c_rm::res(&requests::node_resource(k)),
                 ..Default::default()
             })
             .collect();
@@ -524,6 +524,19 @@ fn main() {
     {
         let _ = EVENTS.set(types.split(',').map(str::to_string).collect());
     }
+    // `--resources k8s` (default `two`): the types a Kubernetes node and pod
+    // have (support/requests.rs).
+    match all
+        .iter()
+        .position(|a| a == "--resources")
+        .map(|i| all.get(i + 1).map(String::as_str))
+    {
+        None | Some(Some("two")) => {}
+        Some(Some("k8s")) => {
+            requests::K8S_RESOURCES.store(true, std::sync::atomic::Ordering::Relaxed)
+        }
+        Some(other) => panic!("--resources takes two or k8s, not {other:?}"),
+    }
     // `--shape asks|apps` runs one request shape only (default: both).
     let shape_arg =
         all.iter()
@@ -547,7 +560,7 @@ fn main() {
             | "--no-preemption"
             | "--quota-preemption" => {}
             "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm"
-            | "--rounds" => skip = true,
+            | "--rounds" | "--resources" => skip = true,
             _ => args.push(a),
         }
     }

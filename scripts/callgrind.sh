@@ -17,6 +17,7 @@
 #   bash scripts/callgrind.sh --no-preemption       # preemption off (SI v1.x has it on by default)
 #   bash scripts/callgrind.sh --quota-preemption    # quota-change preemption on too (nothing armed)
 #   bash scripts/callgrind.sh --events REQUEST,NODE,USERGROUP  # events on, these types (default: off)
+#   bash scripts/callgrind.sh --resources k8s       # a Kubernetes node's six types, a pod's three
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
 #   SICORE_VALGRIND_OPTS=--fair-sched=yes bash scripts/callgrind.sh ...
 #                                                   # extra valgrind options (below)
@@ -81,6 +82,7 @@ while [ $# -gt 0 ]; do
     --no-preemption) bench_args+=(--no-preemption) ;;
     --quota-preemption) bench_args+=(--quota-preemption) ;;
     --events) bench_args+=(--events "$2"); shift ;;
+    --resources) bench_args+=(--resources "$2"); shift ;;
     --python) python=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;

@@ -1,12 +1,47 @@
-//! What the bench's RM requests: the request shape, the limits and the SI
-//! edition it is run with (`--shape`, `--limits`, `--edition`), and the
-//! encoded allocation requests.
+//! What the bench's RM requests: the request shape, the limits, the SI
+//! edition and the resource types it is run with (`--shape`, `--limits`,
+//! `--edition`, `--resources`), and the encoded allocation requests.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use prost::Message;
 use sicore::proto::si::v1 as si;
 use sicore::proto::si18::v1 as si18;
 
-use super::{res, CONFIG};
+use super::CONFIG;
+
+/// `--resources k8s`: nodes of the six types the k8shim reports for a
+/// Kubernetes node (cpu as vcore, memory, pods, ephemeral storage and two
+/// huge-page sizes, these zero), and asks of a pod's three (vcore, memory,
+/// pods). The default is the reference benchmark's two types.
+pub static K8S_RESOURCES: AtomicBool = AtomicBool::new(false);
+
+/// A node's resource with room for `k` asks.
+pub fn node_resource(k: i64) -> Vec<(&'static str, i64)> {
+    let mut r = vec![("memory", 10 * k), ("vcore", k)];
+    if K8S_RESOURCES.load(Ordering::Relaxed) {
+        r.extend([
+            ("pods", 110 + k),
+            ("ephemeral-storage", 100 << 30),
+            ("hugepages-1Gi", 0),
+            ("hugepages-2Mi", 0),
+        ]);
+    }
+    r
+}
+
+/// An ask's resource.
+pub fn ask_resource() -> Vec<(&'static str, i64)> {
+    let mut r = vec![("memory", 10), ("vcore", 1)];
+    if K8S_RESOURCES.load(Ordering::Relaxed) {
+        r.push(("pods", 1));
+    }
+    r
+}
+
+fn res() -> Option<si::Resource> {
+    sicore_c_rm::res(&ask_resource())
+}
 
 /// How the asks are requested.
 #[derive(Clone, Copy, PartialEq)]
@@ -96,7 +131,7 @@ pub fn single_asks_over(asks: usize, apps: usize) -> Vec<Vec<u8>> {
                         allocation_key: format!("ask-{i}"),
                         application_id: format!("app-{}", i % apps),
                         partition_name: "default".into(),
-                        resource_ask: res(10, 1),
+                        resource_ask: res(),
                         max_allocations: 1,
                         ..Default::default()
                     })
@@ -122,7 +157,7 @@ pub fn app_asks(allocations: usize) -> Vec<Vec<u8>> {
                     allocation_key: "alloc-1".into(),
                     application_id: format!("app-{app}"),
                     partition_name: "default".into(),
-                    resource_ask: res(10, 1),
+                    resource_ask: res(),
                     max_allocations: i32::try_from(n).expect("maxAllocations fits an int32"),
                     ..Default::default()
                 }],
@@ -174,7 +209,7 @@ pub fn single_asks_v1(asks: usize, apps: usize) -> Vec<Vec<u8>> {
                         allocation_key: format!("ask-{i}"),
                         application_id: format!("app-{}", i % apps),
                         partition_name: "default".into(),
-                        resource_per_alloc: sicore_c_rm::v1::res(&[("memory", 10), ("vcore", 1)]),
+                        resource_per_alloc: sicore_c_rm::v1::res(&ask_resource()),
                         ..Default::default()
                     })
                     .collect(),
