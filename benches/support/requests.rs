@@ -30,17 +30,18 @@ pub fn node_resource(k: i64) -> Vec<(&'static str, i64)> {
     r
 }
 
-/// An ask's resource.
-pub fn ask_resource() -> Vec<(&'static str, i64)> {
-    let mut r = vec![("memory", 10), ("vcore", 1)];
+/// An ask's resource (a constant: the requests are built within the
+/// measured work, as the RM's).
+pub fn ask_resource() -> &'static [(&'static str, i64)] {
     if K8S_RESOURCES.load(Ordering::Relaxed) {
-        r.push(("pods", 1));
+        &[("memory", 10), ("vcore", 1), ("pods", 1)]
+    } else {
+        &[("memory", 10), ("vcore", 1)]
     }
-    r
 }
 
 fn res() -> Option<si::Resource> {
-    sicore_c_rm::res(&ask_resource())
+    sicore_c_rm::res(ask_resource())
 }
 
 /// How the asks are requested.
@@ -209,7 +210,7 @@ pub fn single_asks_v1(asks: usize, apps: usize) -> Vec<Vec<u8>> {
                         allocation_key: format!("ask-{i}"),
                         application_id: format!("app-{}", i % apps),
                         partition_name: "default".into(),
-                        resource_per_alloc: sicore_c_rm::v1::res(&ask_resource()),
+                        resource_per_alloc: sicore_c_rm::v1::res(ask_resource()),
                         ..Default::default()
                     })
                     .collect(),
