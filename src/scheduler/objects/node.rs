@@ -483,7 +483,9 @@ impl NodeTable {
         n.refresh(&self.policy);
         if n.key != old {
             self.order.remove(&old.packed());
-            self.order.insert(n.key.packed(), slot);
+            let held = self.order.insert(n.key.packed(), slot);
+            // A key names its node (its label is unique).
+            debug_assert!(held.is_none(), "node key already in the order");
         }
     }
 }
