@@ -602,8 +602,12 @@ mod tests {
                 {"allocation_key": "k2", "pending_reason": {"cause": "queueHeadroom"}},
                 {"allocation_key": "k3"}]}]}]});
         rec.sample_waiting(false, || Ok(waits));
-        // A sample after the timeline's end would fall in its last bucket,
-        // where the final dump (no ask waiting) has the last word.
+        // A sample in the timeline's last bucket is overruled there by the
+        // final dump (no ask waiting), and the chart would be empty. The
+        // buckets divide the time up to the last milestone: marked at once,
+        // the sample's few microseconds before it were a bucket or less on
+        // a fast run (CI failed so), so the milestone comes well after it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
         rec.mark("after the sample");
         let page = crate::html::render(&rec.finish(&dump(30), vec![]));
         assert!(page.contains(r#"aria-label="waiting asks by cause over time""#));
