@@ -28,6 +28,10 @@
 //! reports for a Kubernetes node (two of them zero) and the asks a pod's
 //! three, where the default (`two`) is the reference's memory and vcore.
 //!
+//! `--asks k8s` keys the single asks by a pod UID and gives them the tags
+//! the k8shim makes from a pod (namespace, name, labels, creation time),
+//! where the default is the reference's short keys and no tags.
+//!
 //! `--edition v1` runs the same nodes, applications and one-allocation
 //! requests through the SI v1.x family (`sicore_v1_*`; nodes `CREATE`,
 //! the queues in the registration); the default is `--edition v0.12`.
@@ -537,6 +541,17 @@ fn main() {
         }
         Some(other) => panic!("--resources takes two or k8s, not {other:?}"),
     }
+    // `--asks k8s` (default `short`): asks keyed and tagged as the k8shim's
+    // pods (support/requests.rs).
+    match all
+        .iter()
+        .position(|a| a == "--asks")
+        .map(|i| all.get(i + 1).map(String::as_str))
+    {
+        None | Some(Some("short")) => {}
+        Some(Some("k8s")) => requests::K8S_ASKS.store(true, std::sync::atomic::Ordering::Relaxed),
+        Some(other) => panic!("--asks takes short or k8s, not {other:?}"),
+    }
     // `--shape asks|apps` runs one request shape only (default: both).
     let shape_arg =
         all.iter()
@@ -560,7 +575,7 @@ fn main() {
             | "--no-preemption"
             | "--quota-preemption" => {}
             "--shape" | "--limits" | "--edition" | "--events" | "--max-asks-per-rm"
-            | "--rounds" | "--resources" => skip = true,
+            | "--rounds" | "--resources" | "--asks" => skip = true,
             _ => args.push(a),
         }
     }

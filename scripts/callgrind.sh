@@ -18,6 +18,7 @@
 #   bash scripts/callgrind.sh --quota-preemption    # quota-change preemption on too (nothing armed)
 #   bash scripts/callgrind.sh --events REQUEST,NODE,USERGROUP  # events on, these types (default: off)
 #   bash scripts/callgrind.sh --resources k8s       # a Kubernetes node's six types, a pod's three
+#   bash scripts/callgrind.sh --asks k8s            # asks keyed by a pod UID, with the k8shim's tags
 #   bash scripts/callgrind.sh --python              # the same through the Python binding
 #   SICORE_VALGRIND_OPTS=--fair-sched=yes bash scripts/callgrind.sh ...
 #                                                   # extra valgrind options (below)
@@ -83,6 +84,7 @@ while [ $# -gt 0 ]; do
     --quota-preemption) bench_args+=(--quota-preemption) ;;
     --events) bench_args+=(--events "$2"); shift ;;
     --resources) bench_args+=(--resources "$2"); shift ;;
+    --asks) bench_args+=(--asks "$2"); shift ;;
     --python) python=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;

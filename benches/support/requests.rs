@@ -1,7 +1,9 @@
 //! What the bench's RM requests: the request shape, the limits, the SI
-//! edition and the resource types it is run with (`--shape`, `--limits`,
-//! `--edition`, `--resources`), and the encoded allocation requests.
+//! edition, the resource types and the asks' identity it is run with
+//! (`--shape`, `--limits`, `--edition`, `--resources`, `--asks`), and the
+//! encoded allocation requests.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use prost::Message;
@@ -38,6 +40,50 @@ pub fn ask_resource() -> &'static [(&'static str, i64)] {
     } else {
         &[("memory", 10), ("vcore", 1)]
     }
+}
+
+/// `--asks k8s`: single asks as the k8shim sends a pod: keyed by a pod
+/// UID, with the tags it makes from the pod (namespace, name, two labels
+/// of a Deployment's pod; SI v1.x also its creation time). The default is
+/// the reference benchmark's short keys without tags.
+pub static K8S_ASKS: AtomicBool = AtomicBool::new(false);
+
+/// The key of single ask `i`: a pod UID with `--asks k8s`.
+fn ask_key(i: usize) -> String {
+    if K8S_ASKS.load(Ordering::Relaxed) {
+        format!("6f1c2a9e-{:04x}-4c1d-9a7b-{:012x}", i >> 16 & 0xffff, i)
+    } else {
+        format!("ask-{i}")
+    }
+}
+
+/// The tags of single ask `i` (none unless `--asks k8s`).
+fn ask_tags(i: usize, edition: Edition) -> BTreeMap<String, String> {
+    if !K8S_ASKS.load(Ordering::Relaxed) {
+        return BTreeMap::new();
+    }
+    let mut tags = BTreeMap::from([
+        (
+            "kubernetes.io/meta/namespace".to_string(),
+            "bench".to_string(),
+        ),
+        (
+            "kubernetes.io/meta/podName".to_string(),
+            format!("bench-web-7d9f8c6b5-{i:05}"),
+        ),
+        (
+            "kubernetes.io/label/app".to_string(),
+            "bench-web".to_string(),
+        ),
+        (
+            "kubernetes.io/label/pod-template-hash".to_string(),
+            "7d9f8c6b5".to_string(),
+        ),
+    ]);
+    if edition == Edition::V1 {
+        tags.insert("creationTime".to_string(), "1764979200".to_string());
+    }
+    tags
 }
 
 fn res() -> Option<si::Resource> {
@@ -129,11 +175,12 @@ pub fn single_asks_over(asks: usize, apps: usize) -> Vec<Vec<u8>> {
             si::AllocationRequest {
                 asks: (first..asks.min(first + 5_000))
                     .map(|i| si::AllocationAsk {
-                        allocation_key: format!("ask-{i}"),
+                        allocation_key: ask_key(i),
                         application_id: format!("app-{}", i % apps),
                         partition_name: "default".into(),
                         resource_ask: res(),
                         max_allocations: 1,
+                        tags: ask_tags(i, Edition::V012),
                         ..Default::default()
                     })
                     .collect(),
@@ -207,10 +254,11 @@ pub fn single_asks_v1(asks: usize, apps: usize) -> Vec<Vec<u8>> {
             si18::AllocationRequest {
                 allocations: (first..asks.min(first + 5_000))
                     .map(|i| si18::Allocation {
-                        allocation_key: format!("ask-{i}"),
+                        allocation_key: ask_key(i),
                         application_id: format!("app-{}", i % apps),
                         partition_name: "default".into(),
                         resource_per_alloc: sicore_c_rm::v1::res(ask_resource()),
+                        allocation_tags: ask_tags(i, Edition::V1),
                         ..Default::default()
                     })
                     .collect(),
