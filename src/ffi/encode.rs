@@ -175,7 +175,7 @@ fn put_allocation(
     buf: &mut Vec<u8>,
 ) {
     put_string(1, &a.key, buf);
-    // Map entries in key order (a B-tree's), so the bytes are stable.
+    // Map entries in key order (Tags keeps them sorted), so the bytes are stable.
     for (k, v) in a.tags.iter() {
         put_len(2, tags_entry_len(k, v), buf);
         put_string(1, k, buf);
@@ -288,7 +288,7 @@ mod tests {
             ])
             .unwrap(),
             priority: i - 2,
-            tags: Arc::new(
+            tags: crate::scheduler::tags::Tags::from(
                 tags.iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect::<BTreeMap<_, _>>(),

@@ -164,7 +164,7 @@ pub fn cluster_utilization(snap: &Snapshot) -> Value {
 fn allocation(a: &NewAllocation, preempted: bool) -> Value {
     let mut v = json!({
         "allocationKey": &*a.key,
-        "allocationTags": &*a.tags,
+        "allocationTags": &a.tags,
         "uuid": &a.uuid,
         "resource": res_str(Some(&super::snapshot::named(&a.resource))),
         "priority": a.priority.to_string(),

@@ -66,7 +66,7 @@ pub fn allocation(a: &NewAllocation, preempted: bool) -> Value {
     let mut m = Map::new();
     m.insert("allocationKey".into(), json!(&*a.key));
     if !a.tags.is_empty() {
-        m.insert("allocationTags".into(), json!(&*a.tags));
+        m.insert("allocationTags".into(), json!(&a.tags));
     }
     put(
         &mut m,
@@ -88,7 +88,7 @@ fn ask(app_id: &str, a: &AskSnap) -> Value {
     let mut m = Map::new();
     m.insert("allocationKey".into(), json!(a.allocation_key));
     if !a.tags.is_empty() {
-        m.insert("allocationTags".into(), json!(&*a.tags));
+        m.insert("allocationTags".into(), json!(&a.tags));
     }
     if a.created_ns > 0 {
         m.insert("requestTime".into(), json!(a.created_ns));

@@ -13,7 +13,6 @@
 //! prost's recursion limit allows at that depth of the message. The tests
 //! compare the two paths on random and corrupted messages.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use prost::encoding::WireType;
@@ -22,9 +21,10 @@ use prost::Message;
 use smallvec::SmallVec;
 
 use crate::proto::si::v1 as si;
-use crate::scheduler::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
+use crate::scheduler::objects::application::{shared_str, TAG_REQUIRED_NODE};
 use crate::scheduler::request::{priority_of, AllocationUpdate, AskRequest};
 use crate::scheduler::resource::{intern, ResId, Resource};
+use crate::scheduler::tags::TagsBuilder;
 
 pub(crate) type Result<T> = std::result::Result<T, String>;
 
@@ -55,8 +55,12 @@ pub(crate) fn read_len<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a [u8]> 
 }
 
 pub(crate) fn read_str<'a>(buf: &mut &'a [u8], field: &str) -> Result<&'a str> {
-    std::str::from_utf8(read_len(buf, field)?)
-        .map_err(|_| format!("invalid string value: data is not UTF-8 encoded ({field})"))
+    std::str::from_utf8(read_len(buf, field)?).map_err(|_| not_utf8(field))
+}
+
+/// A string field's bytes are not UTF-8.
+pub(crate) fn not_utf8(field: &str) -> String {
+    format!("invalid string value: data is not UTF-8 encoded ({field})")
 }
 
 /// prost's recursion budget (`prost::RECURSION_LIMIT`, 100) left for the
@@ -129,13 +133,34 @@ fn decode_priority(mut buf: &[u8], slot: &mut Option<si::Priority>) -> Result<()
     Ok(())
 }
 
+/// The key and value of a map entry in the form every encoder writes for
+/// short strings: key (1), then value (2), each with a one-byte length,
+/// and nothing else. `None` for any other form (the general reader's).
+#[inline]
+pub(crate) fn short_entry(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+    let [0x0a, kl, rest @ ..] = buf else {
+        return None;
+    };
+    let kl = usize::from(*kl);
+    if kl >= 0x80 || rest.len() < kl + 2 || rest[kl] != 0x12 {
+        return None;
+    }
+    let vl = usize::from(rest[kl + 1]);
+    (vl < 0x80 && rest.len() == kl + 2 + vl).then(|| (&rest[..kl], &rest[kl + 2..]))
+}
+
 /// One entry of a `map<string, string>` (`fields`: its key's and its
-/// value's names, for errors), merged into `tags`.
-pub(crate) fn decode_tag_entry(
-    mut buf: &[u8],
-    tags: &mut BTreeMap<String, String>,
+/// value's names, for errors), merged into `tags`. The usual entry's
+/// strings are checked to be UTF-8 when the tags are built.
+pub(crate) fn decode_tag_entry<'a>(
+    mut buf: &'a [u8],
+    tags: &mut TagsBuilder<'a>,
     fields: (&str, &str),
 ) -> Result<()> {
+    if let Some((key, value)) = short_entry(buf) {
+        tags.push_bytes(key, value);
+        return Ok(());
+    }
     let (mut key, mut value) = ("", "");
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
@@ -145,7 +170,7 @@ pub(crate) fn decode_tag_entry(
             _ => skip(wt, tag, &mut buf, depth::TAG_ENTRY)?,
         }
     }
-    tags.insert(key.to_string(), value.to_string());
+    tags.push(key, value);
     Ok(())
 }
 
@@ -327,7 +352,7 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
     let mut resource = AskResource::default();
     let mut max_allocations = 0i32;
     let mut priority: Option<si::Priority> = None;
-    let mut tags: BTreeMap<String, String> = BTreeMap::new();
+    let mut tags = TagsBuilder::new();
     let mut placeholder = false;
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
@@ -386,6 +411,7 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
             _ => skip(wt, tag, &mut buf, depth::ASK)?,
         }
     }
+    let tags = tags.build().map_err(|_| not_utf8("AllocationAsk.tags"))?;
     Ok(AskRequest {
         key: Arc::from(key),
         app: share(&mut shared.app, app),
@@ -393,12 +419,12 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
         resource: resource.finish(&mut shared.names),
         max_allocations,
         priority: priority_of(priority.as_ref()),
-        required_node: tags.get(TAG_REQUIRED_NODE).cloned(),
-        tags: shared_tags(&tags),
+        required_node: tags.get(TAG_REQUIRED_NODE).map(str::to_string),
         task_group: shared_str(task_group),
         placeholder,
         preempt_other: true,
         preempt_self: crate::scheduler::request::allow_preemption_tag(&tags),
+        tags,
         originator: false,
     })
 }

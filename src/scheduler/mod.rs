@@ -27,6 +27,7 @@ pub mod request;
 pub mod resource;
 pub mod resync;
 pub mod snapshot;
+pub mod tags;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod ugm;

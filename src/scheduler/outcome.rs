@@ -1,6 +1,5 @@
 //! What the core tells a resource manager, collected in production order.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,7 +28,7 @@ pub struct NewAllocation {
     /// The ask's priority.
     pub priority: i32,
     /// The ask's tags (shared with the ask).
-    pub tags: Arc<BTreeMap<String, String>>,
+    pub tags: crate::scheduler::tags::Tags,
     /// Gang placeholder.
     pub placeholder: bool,
     /// SI v1.x `preemptionPolicy.allowPreemptSelf`: `false` makes the
@@ -114,7 +113,7 @@ impl NewAllocation {
     pub fn to_proto(&self) -> si::Allocation {
         si::Allocation {
             allocation_key: self.key.to_string(),
-            allocation_tags: (*self.tags).clone(),
+            allocation_tags: self.tags.to_map(),
             uuid: self.uuid.to_string(),
             resource_per_alloc: Some(self.resource.to_proto()),
             priority: Some(si::Priority {

@@ -35,11 +35,11 @@
 //!   is empty for a foreign allocation), which the edge maps to
 //!   `rejectedAllocations`.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
+use super::objects::application::{shared_str, TAG_REQUIRED_NODE};
 use super::resource::Resource;
+use super::tags::Tags;
 use crate::proto::si::v1 as si;
 
 /// SI v0.12 ask tag opting an allocation out of being a preferred
@@ -51,16 +51,13 @@ pub const TAG_ALLOW_PREEMPTION_LABEL: &str =
 
 /// `allowPreemptSelf` of a v0.12 ask: true unless either allow-preemption
 /// tag says `false` (any case).
-pub fn allow_preemption_tag(tags: &BTreeMap<String, String>) -> bool {
+pub fn allow_preemption_tag(tags: &Tags) -> bool {
     if tags.is_empty() {
         return true;
     }
     ![TAG_ALLOW_PREEMPTION, TAG_ALLOW_PREEMPTION_LABEL]
         .iter()
-        .any(|k| {
-            tags.get(*k)
-                .is_some_and(|v| v.eq_ignore_ascii_case("false"))
-        })
+        .any(|k| tags.get(k).is_some_and(|v| v.eq_ignore_ascii_case("false")))
 }
 
 /// The priority value of an ask: only `priorityValue` counts; a priority
@@ -89,7 +86,7 @@ pub struct AskRequest {
     /// Priority value.
     pub priority: i32,
     /// Tags, shared with the ask and its allocations.
-    pub tags: Arc<BTreeMap<String, String>>,
+    pub tags: Tags,
     /// Node the ask is pinned to.
     pub required_node: Option<String>,
     /// Gang task group.
@@ -113,6 +110,7 @@ pub struct AskRequest {
 impl AskRequest {
     /// Converts a wire ask.
     pub fn from_proto(a: si::AllocationAsk) -> Self {
+        let tags = Tags::from(&a.tags);
         AskRequest {
             key: Arc::from(a.allocation_key),
             app: Arc::from(a.application_id),
@@ -122,11 +120,11 @@ impl AskRequest {
             max_allocations: a.max_allocations,
             priority: priority_of(a.priority.as_ref()),
             required_node: a.tags.get(TAG_REQUIRED_NODE).cloned(),
-            tags: shared_tags(&a.tags),
+            preempt_self: allow_preemption_tag(&tags),
+            tags,
             task_group: shared_str(&a.task_group_name),
             placeholder: a.placeholder,
             preempt_other: true,
-            preempt_self: allow_preemption_tag(&a.tags),
             originator: false,
         }
     }

@@ -52,7 +52,7 @@ pub fn ask(app: &str, key: &str, memory: i64, repeat: i32) -> AskRequest {
         resource: Ok(res(&[("memory", memory)])),
         max_allocations: repeat,
         priority: 0,
-        tags: Arc::new(BTreeMap::new()),
+        tags: crate::scheduler::tags::Tags::from(BTreeMap::new()),
         required_node: None,
         task_group: Arc::from(""),
         placeholder: false,

@@ -10,20 +10,20 @@
 //!   whose `uuid` is that key (in a v1 partition every uuid is the key);
 //! - `NodeInfo` keeps its raw action value (`CREATE_DRAIN` is 6).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::super::wire::share;
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
-use crate::scheduler::objects::application::{shared_str, shared_tags, TAG_REQUIRED_NODE};
+use crate::scheduler::objects::application::{shared_str, TAG_REQUIRED_NODE};
 use crate::scheduler::outcome::NewAllocation;
 use crate::scheduler::partition_key::check_partition_owner;
 use crate::scheduler::request::{
     AllocationUpdate, AskRequest, ForeignAllocation, PlacedAllocation,
 };
 use crate::scheduler::resource::Resource;
+use crate::scheduler::tags::Tags;
 
 /// The allocation tag that marks an allocation the core did not schedule.
 pub const TAG_FOREIGN: &str = "foreign";
@@ -147,7 +147,7 @@ pub(super) struct Fields<'a> {
     pub partition: &'a str,
     pub node: &'a str,
     pub task_group: &'a str,
-    pub tags: BTreeMap<String, String>,
+    pub tags: Tags,
     pub priority: i32,
     pub placeholder: bool,
     pub originator: bool,
@@ -213,12 +213,8 @@ impl Builder {
             resource: resource(),
             max_allocations: 1,
             priority: a.priority,
-            required_node: a.tags.get(TAG_REQUIRED_NODE).cloned(),
-            tags: if a.tags.is_empty() {
-                shared_tags(&a.tags)
-            } else {
-                Arc::new(a.tags)
-            },
+            required_node: a.tags.get(TAG_REQUIRED_NODE).map(str::to_string),
+            tags: a.tags,
             task_group: if a.task_group.is_empty() {
                 shared_str("")
             } else {
@@ -258,7 +254,7 @@ pub fn allocation_update(r: si18::AllocationRequest) -> AllocationUpdate {
             partition: &a.partition_name,
             node: &a.node_id,
             task_group: &a.task_group_name,
-            tags: std::mem::take(&mut a.allocation_tags),
+            tags: Tags::from(&a.allocation_tags),
             priority: a.priority,
             placeholder: a.placeholder,
             originator: a.originator,
@@ -343,7 +339,7 @@ pub fn application_request(r: si18::ApplicationRequest) -> si::ApplicationReques
 pub fn new_allocation(a: &NewAllocation) -> si18::Allocation {
     si18::Allocation {
         allocation_key: a.key.to_string(),
-        allocation_tags: (*a.tags).clone(),
+        allocation_tags: a.tags.to_map(),
         resource_per_alloc: Some(resource_to_v1(a.resource.to_proto())),
         priority: a.priority,
         node_id: a.node.to_string(),

@@ -63,7 +63,10 @@ fn pinned() -> Harness {
     h.app("app-ds", "root.ds");
     h.ask(AskRequest {
         required_node: Some("n1".into()),
-        tags: Arc::new(BTreeMap::from([(TAG_REQUIRED_NODE.into(), "n1".into())])),
+        tags: crate::scheduler::tags::Tags::from(BTreeMap::from([(
+            TAG_REQUIRED_NODE.into(),
+            "n1".into(),
+        )])),
         ..ask("app-ds", "ds", 250, 1)
     });
     h

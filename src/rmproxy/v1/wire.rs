@@ -22,19 +22,18 @@
 //! caller sees the same error as through prost; the tests and the fuzz
 //! target compare the two paths on random and corrupted requests.
 
-use std::collections::BTreeMap;
-
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message;
 
 use super::super::wire::{
-    decode_error, decode_tag_entry, depth, expect, merge_field, merge_string, peek_rm_id, read_len,
-    skip, AskResource, Names, Result,
+    decode_error, decode_tag_entry, depth, expect, merge_field, merge_string, not_utf8, peek_rm_id,
+    read_len, short_entry, skip, AskResource, Names, Result,
 };
 use super::convert::{self, Builder, Fields, TAG_FOREIGN};
 use crate::error::Error;
 use crate::proto::si18::v1 as si18;
 use crate::scheduler::request::AllocationUpdate;
+use crate::scheduler::tags::{Tags, TagsBuilder};
 
 /// The argument's name in errors, as the C ABI's entry point names it.
 pub const WHAT: &str = "request (SI v1.x AllocationRequest)";
@@ -191,6 +190,9 @@ fn scan_allocation(
 
 /// The key of one map entry (the last one sent; empty when absent).
 fn tag_key(mut buf: &[u8]) -> Option<&[u8]> {
+    if let Some((key, _)) = short_entry(buf) {
+        return Some(key);
+    }
     let mut key: &[u8] = &[];
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).ok()?;
@@ -286,7 +288,7 @@ fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Build
         partition: "",
         node: "",
         task_group: "",
-        tags: BTreeMap::new(),
+        tags: Tags::new(),
         priority: 0,
         placeholder: false,
         originator: false,
@@ -294,6 +296,7 @@ fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Build
         preempt_other: false,
     };
     let mut resource = AskResource::default();
+    let mut tags = TagsBuilder::new();
     while !buf.is_empty() {
         let (tag, wt) = decode_key(&mut buf).map_err(decode_error)?;
         match tag {
@@ -303,7 +306,7 @@ fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Build
                 let entry = read_len(&mut buf, "Allocation.allocationTags")?;
                 decode_tag_entry(
                     entry,
-                    &mut f.tags,
+                    &mut tags,
                     (
                         "Allocation.allocationTags key",
                         "Allocation.allocationTags value",
@@ -330,6 +333,9 @@ fn decode_allocation<'a>(mut buf: &'a [u8], names: &mut Names<'a>, b: &mut Build
             _ => skip(wt, tag, &mut buf, depth::ASK)?,
         }
     }
+    f.tags = tags
+        .build()
+        .map_err(|_| not_utf8("Allocation.allocationTags"))?;
     b.push(f, || resource.finish(names));
     Ok(())
 }

@@ -3,6 +3,7 @@
 
 use super::test_bytes::{alike_resource_fields, groups, len_field};
 use super::*;
+use std::collections::BTreeMap;
 
 fn random_request(rng: &mut fastrand::Rng) -> si::AllocationRequest {
     let names = ["memory", "vcore", "nvidia.com/gpu", "", "ephemeral-storage"];

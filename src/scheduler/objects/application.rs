@@ -111,19 +111,8 @@ pub fn transition(from: AppState, event: AppEvent) -> Option<AppState> {
     }
 }
 
-/// Shared tags and task group of asks that have none (most asks), so that
-/// adding such an ask allocates nothing for them.
-pub fn shared_tags(tags: &BTreeMap<String, String>) -> Arc<BTreeMap<String, String>> {
-    use std::sync::OnceLock;
-    static EMPTY: OnceLock<Arc<BTreeMap<String, String>>> = OnceLock::new();
-    if tags.is_empty() {
-        EMPTY.get_or_init(Default::default).clone()
-    } else {
-        Arc::new(tags.clone())
-    }
-}
-
-/// See [`shared_tags`].
+/// The shared empty string for the task group of asks that have none
+/// (most asks), so that adding such an ask allocates nothing for it.
 pub fn shared_str(s: &str) -> Arc<str> {
     use std::sync::OnceLock;
     static EMPTY: OnceLock<Arc<str>> = OnceLock::new();

@@ -6,7 +6,6 @@
 //! at placement, in the size class the allocation record takes.
 
 use std::cmp::Reverse;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,7 +28,7 @@ pub struct Ask {
     /// Arrival time.
     pub created: Instant,
     /// Tags, copied into allocations.
-    pub tags: Arc<BTreeMap<String, String>>,
+    pub tags: crate::scheduler::tags::Tags,
     /// Gang task group.
     pub task_group: Arc<str>,
     /// Whether this is a gang placeholder.

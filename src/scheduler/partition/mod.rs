@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use super::clock::SharedClock;
 use super::objects::application::{
-    shared_str, shared_tags, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
+    shared_str, transition, AppEvent, AppState, Application, Ask, AskOrderKey,
 };
 use super::objects::ask::AskEntry;
 use super::objects::keyed::{KeyedSlab, Slot};

@@ -21,7 +21,7 @@ pub(crate) struct Adopted<'a> {
     /// Priority value.
     pub priority: i32,
     /// Tags.
-    pub tags: Arc<std::collections::BTreeMap<String, String>>,
+    pub tags: crate::scheduler::tags::Tags,
     /// Gang task group.
     pub task_group: Arc<str>,
     /// Gang placeholder.
@@ -225,7 +225,7 @@ impl Partition {
                 app: &a.application_id,
                 resource,
                 priority: priority_of(a.priority.as_ref()),
-                tags: shared_tags(&a.allocation_tags),
+                tags: (&a.allocation_tags).into(),
                 task_group: shared_str(&a.task_group_name),
                 placeholder: a.placeholder,
                 preempt_self: true,

@@ -369,7 +369,7 @@ pub struct AskSnap {
     pub priority: i32,
     /// Tags as sent (REST only).
     #[serde(skip)]
-    pub tags: Arc<BTreeMap<String, String>>,
+    pub tags: crate::scheduler::tags::Tags,
     /// A gang placeholder ask.
     #[serde(skip)]
     pub placeholder: bool,

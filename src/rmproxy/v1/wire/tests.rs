@@ -258,13 +258,51 @@ fn fields_merge_as_in_prost() {
     assert_eq!(a.priority, -1);
     let resource = a.resource.as_ref().unwrap().to_named();
     assert_eq!(resource, [("memory".into(), 3), ("vcore".into(), 2)].into());
-    let tags: Vec<_> = a
-        .tags
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
+    let tags: Vec<_> = a.tags.iter().collect();
     assert_eq!(tags, [("", "no key"), ("a", "2"), ("no value", "")]);
     assert!(!a.placeholder && a.originator && a.preempt_self && a.preempt_other);
+}
+
+#[test]
+fn tags_are_utf8_checked_as_prost_checks_them() {
+    let tag = |k: &[u8], v: &[u8]| len_field(2, &[len_field(1, k), len_field(2, v)].concat());
+    let alloc = |tags: &[Vec<u8>]| {
+        [len_field(1, b"pod"), len_field(9, b"app")]
+            .into_iter()
+            .chain(tags.iter().cloned())
+            .collect::<Vec<_>>()
+            .concat()
+    };
+    let e = "é".as_bytes();
+    let long = vec![b'x'; 200];
+    let refused: [&[Vec<u8>]; 5] = [
+        &[tag(b"k", &[0xff])],
+        &[tag(&[0xff], b"v")],
+        // Half a character as the key, the other half as its value.
+        &[tag(&e[..1], &e[1..])],
+        // A bad value replaced by a later one with its key.
+        &[tag(b"k", &[0xc3]), tag(b"k", b"ok")],
+        // A long value (a two-byte length: the general reader).
+        &[tag(b"k", &[long.as_slice(), &[0xff]].concat())],
+    ];
+    for tags in refused {
+        let (direct, prost) = both(&request(&[alloc(tags)]));
+        assert_eq!(direct, prost, "{tags:?}");
+        assert_eq!(direct.unwrap_err().status, Status::DecodeError, "{tags:?}");
+    }
+    let taken = [
+        tag("é".as_bytes(), "ü€😀".as_bytes()),
+        tag(&long, &long),
+        tag(b"", b""),
+        tag(b"k", b"1"),
+        tag(b"k", b"2"),
+    ];
+    let (direct, prost) = both(&request(&[alloc(&taken)]));
+    assert_eq!(direct, prost);
+    let u = direct.unwrap();
+    let tags: Vec<_> = u.asks[0].tags.iter().collect();
+    let long = std::str::from_utf8(&long).unwrap();
+    assert_eq!(tags, [("", ""), ("k", "2"), (long, long), ("é", "ü€😀")]);
 }
 
 #[test]

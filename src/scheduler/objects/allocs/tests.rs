@@ -119,7 +119,10 @@ fn facts_follow_the_record_through_replace_and_adopt() {
     other.placeholder = true;
     other.preempt_self = false;
     other.originator = true;
-    other.tags = Arc::new(BTreeMap::from([(TAG_REQUIRED_NODE.into(), "n".into())]));
+    other.tags = crate::scheduler::tags::Tags::from(BTreeMap::from([(
+        TAG_REQUIRED_NODE.into(),
+        "n".into(),
+    )]));
     t.replace(
         s,
         Allocation {

@@ -162,7 +162,7 @@ fn the_ranked_walk_matches_the_full_sort() {
                     preempt_self: rng.u8(0..3) != 0,
                     originator: rng.u8(0..4) == 0,
                     required_node: pinned.then(|| "n1".to_string()),
-                    tags: Arc::new(if pinned {
+                    tags: crate::scheduler::tags::Tags::from(if pinned {
                         BTreeMap::from([(TAG_REQUIRED_NODE.to_string(), "n1".to_string())])
                     } else {
                         BTreeMap::new()

@@ -235,7 +235,7 @@ fn lower_priority_goes_first_and_required_node_allocations_are_exempt() {
     h.app("app-1", "root.p.a");
     let mut pinned = ask("app-1", "pinned", 10, 1);
     pinned.required_node = Some("n1".into());
-    pinned.tags = Arc::new(BTreeMap::from([(
+    pinned.tags = crate::scheduler::tags::Tags::from(BTreeMap::from([(
         TAG_REQUIRED_NODE.to_string(),
         "n1".to_string(),
     )]));

@@ -42,7 +42,7 @@ fn config(enabled: Option<bool>) -> String {
 fn pinned(app: &str, key: &str, memory: i64, node: &str) -> AskRequest {
     AskRequest {
         required_node: Some(node.to_string()),
-        tags: Arc::new(BTreeMap::from([(
+        tags: crate::scheduler::tags::Tags::from(BTreeMap::from([(
             TAG_REQUIRED_NODE.to_string(),
             node.to_string(),
         )])),
