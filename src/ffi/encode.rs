@@ -50,8 +50,7 @@ fn put_string(tag: u32, s: &str, buf: &mut Vec<u8>) {
 
 fn put_bytes(tag: u32, s: &[u8], buf: &mut Vec<u8>) {
     if !s.is_empty() {
-        encode_key(tag, WireType::LengthDelimited, buf);
-        encode_varint(s.len() as u64, buf);
+        put_len(tag, s.len(), buf);
         buf.extend_from_slice(s);
     }
 }
@@ -67,7 +66,14 @@ pub fn predicates_args_into(q: &PredicateCheck<'_>, buf: &mut Vec<u8>) {
     }
 }
 
+#[inline]
 fn put_len(tag: u32, len: usize, buf: &mut Vec<u8>) {
+    // Nearly every field here has a one-byte key and a one-byte length
+    // (tags 1-15, under 128 bytes): two bytes, without the varint loops.
+    if tag < 16 && len < 0x80 {
+        buf.extend_from_slice(&[(tag << 3 | 2) as u8, len as u8]);
+        return;
+    }
     encode_key(tag, WireType::LengthDelimited, buf);
     encode_varint(len as u64, buf);
 }
@@ -302,6 +308,7 @@ mod tests {
 
     #[test]
     fn allocation_response_decodes_to_the_same_message() {
+        let (long, mid) = ("x".repeat(300), "m".repeat(100));
         let v = vec![
             sample(0, &[], false),
             sample(1, &[("k", "v"), ("", "empty-key"), ("z", "")], true),
@@ -310,6 +317,9 @@ mod tests {
                 &[("yunikorn.apache.org/requiredNode", "node-00017")],
                 false,
             ),
+            // Two-byte lengths: a long value, and an entry of two short
+            // strings that is long together.
+            sample(5, &[("long", &long), (&mid, &mid)], false),
         ];
         let got = si::AllocationResponse::decode(allocation_response(&v).as_slice()).unwrap();
         let want = si::AllocationResponse {
@@ -321,11 +331,13 @@ mod tests {
 
     #[test]
     fn v1_allocation_response_decodes_to_the_adapters_message() {
+        let (long, mid) = ("x".repeat(300), "m".repeat(100));
         use crate::proto::si18::v1 as si18;
         let mut v = vec![
             sample(0, &[], false),
             sample(1, &[("k", "v"), ("", "empty-key"), ("z", "")], true),
             sample(-300, &[("a", "b")], false),
+            sample(5, &[("long", &long), (&mid, &mid)], false),
         ];
         // Priority 0 is left out of the v1 encoding; 2 - 2 = 0.
         v.push(sample(2, &[], false));
