@@ -21,6 +21,10 @@ use smallvec::SmallVec;
 pub struct Tags(Option<Arc<Held>>);
 
 struct Held {
+    /// Bit `n % 64` is set when some key is `n` bytes long: the usual
+    /// look-up, of a key that is not there (`requiredNode`, `foreign`),
+    /// is one test.
+    key_lens: u64,
     /// Where each key and its value end in `text`: pair `i` is
     /// `text[ends[i-1].1..ends[i].0]` and `text[ends[i].0..ends[i].1]`.
     ends: SmallVec<[(usize, usize); 6]>,
@@ -66,6 +70,9 @@ impl Tags {
     #[inline]
     pub fn get(&self, key: &str) -> Option<&str> {
         let held = self.0.as_deref()?;
+        if held.key_lens & key_len_bit(key.len()) == 0 {
+            return None;
+        }
         let ends = &held.ends[..];
         // A pod's few tags: comparing lengths first rejects most of them
         // at once (the usual look-up is of a key that is not there).
@@ -113,6 +120,12 @@ impl Tags {
     pub fn text_len(&self) -> usize {
         self.0.as_ref().map_or(0, |h| h.text.len())
     }
+}
+
+/// A key length's bit in [`Held::key_lens`].
+#[inline]
+fn key_len_bit(len: usize) -> u64 {
+    1 << (len % 64)
 }
 
 /// The pairs of [`Tags`] in key order.
@@ -193,8 +206,10 @@ impl<'a> TagsBuilder<'a> {
             .sum();
         let mut text = Vec::with_capacity(len);
         let mut ends: SmallVec<[(usize, usize); 6]> = SmallVec::new();
+        let mut key_lens = 0;
         for (i, (k, v)) in pairs.iter().enumerate() {
             if kept(i) {
+                key_lens |= key_len_bit(k.len());
                 text.extend_from_slice(k);
                 let key_end = text.len();
                 text.extend_from_slice(v);
@@ -214,6 +229,7 @@ impl<'a> TagsBuilder<'a> {
             return Err(NotUtf8);
         }
         Ok(Tags(Some(Arc::new(Held {
+            key_lens,
             ends,
             text: text.into_boxed_str(),
         }))))
@@ -347,6 +363,17 @@ mod tests {
         b.push_bytes(b"k", &[0xff]);
         b.push_bytes(b"k", b"ok");
         assert_eq!(b.build(), Err(NotUtf8));
+    }
+
+    #[test]
+    fn key_lengths_that_share_a_bit_are_told_apart() {
+        let long = "x".repeat(65);
+        let t: Tags = [(long.as_str(), "65"), ("ab", "2")].into_iter().collect();
+        assert_eq!(t.get(&long), Some("65"));
+        assert_eq!(t.get("y"), None); // 1 = 65 % 64
+        assert_eq!(t.get("ab"), Some("2"));
+        assert_eq!(t.get("abc"), None);
+        assert_eq!(t.get(&"y".repeat(66)), None); // 66 % 64 = 2, as "ab"
     }
 
     #[test]
