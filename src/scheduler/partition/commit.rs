@@ -17,7 +17,7 @@ impl Partition {
         out: &mut Outcomes,
     ) {
         let node_id = self.nodes[node_slot].id.clone();
-        let (record, remaining) = self.mint(app_slot, ask_slot, node_id);
+        let (record, remaining, hash) = self.mint(app_slot, ask_slot, node_id);
         let placeholder = record.placeholder;
         let app = self.apps.at_mut(app_slot);
         if remaining <= 0 && !placeholder {
@@ -75,10 +75,11 @@ impl Partition {
                 record.resource.clone(),
             )
         });
-        self.allocations.insert(
+        self.allocations.insert_hashed(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
             &mut self.nodes.at_mut(node_slot).allocations,
+            hash,
         );
         // After the insert: whether it counts as running depends on it.
         let app = self.apps.at_mut(app_slot);

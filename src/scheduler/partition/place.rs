@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::*;
 use crate::scheduler::objects::pending::NodeCounts;
+use crate::scheduler::objects::slot_index::KeyHash;
 use crate::scheduler::port::PredicateCheck;
 use crate::scheduler::resync::ResyncBarrier;
 
@@ -241,13 +242,14 @@ impl Partition {
     /// left, the application's demand shrinks, and the allocation is minted
     /// with a new UUID (SI v1.x: its key). Usage (application, node, queue) is the caller's:
     /// a gang swap counts it differently from a plain allocation. Returns
-    /// the allocation and the repeats the ask has left.
+    /// the allocation, the repeats the ask has left and the hash of its
+    /// UUID in the allocation index when known ([`Ask::alloc_hash`]).
     pub(crate) fn mint(
         &mut self,
         app_slot: Slot,
         ask_slot: Slot,
         node: Arc<str>,
-    ) -> (Arc<NewAllocation>, i32) {
+    ) -> (Arc<NewAllocation>, i32, Option<KeyHash>) {
         // Minted only for an ask of the order: whole.
         const WHOLE: &str = "an ask of the order is whole";
         let group = self.apps[app_slot]
@@ -271,10 +273,11 @@ impl Partition {
         app.pending.sub_clamped_assign(&ask.resource);
         // SI v1.x: the allocation key is the allocation's identity (one
         // request, one allocation); v0.12 mints a UUID per allocation.
-        let uuid = if self.edition == crate::scheduler::edition::Edition::V1 {
-            crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key)
+        let (uuid, hash) = if self.edition == crate::scheduler::edition::Edition::V1 {
+            let uuid = crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key);
+            (uuid, ask.alloc_hash.map(KeyHash::from))
         } else {
-            self.allocations.mint_uuid()
+            (self.allocations.mint_uuid(), None)
         };
         let record = Arc::new(NewAllocation {
             key: ask.key.clone(),
@@ -289,7 +292,7 @@ impl Partition {
             preempt_other: ask.preempt_other,
             originator: ask.originator,
         });
-        (record, remaining)
+        (record, remaining, hash)
     }
 }
 
