@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use super::*;
 use crate::scheduler::objects::pending::NodeCounts;
-use crate::scheduler::objects::slot_index::KeyHash;
 use crate::scheduler::port::PredicateCheck;
 use crate::scheduler::resync::ResyncBarrier;
 
@@ -242,14 +241,13 @@ impl Partition {
     /// left, the application's demand shrinks, and the allocation is minted
     /// with a new UUID (SI v1.x: its key). Usage (application, node, queue) is the caller's:
     /// a gang swap counts it differently from a plain allocation. Returns
-    /// the allocation, the repeats the ask has left and the hash of its
-    /// UUID in the allocation index when known ([`Ask::alloc_hash`]).
+    /// the allocation and the repeats the ask has left.
     pub(crate) fn mint(
         &mut self,
         app_slot: Slot,
         ask_slot: Slot,
         node: Arc<str>,
-    ) -> (Arc<NewAllocation>, i32, Option<KeyHash>) {
+    ) -> (Arc<NewAllocation>, i32) {
         // Minted only for an ask of the order: whole.
         const WHOLE: &str = "an ask of the order is whole";
         let group = self.apps[app_slot]
@@ -273,11 +271,10 @@ impl Partition {
         app.pending.sub_clamped_assign(&ask.resource);
         // SI v1.x: the allocation key is the allocation's identity (one
         // request, one allocation); v0.12 mints a UUID per allocation.
-        let (uuid, hash) = if self.edition == crate::scheduler::edition::Edition::V1 {
-            let uuid = crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key);
-            (uuid, ask.alloc_hash.map(KeyHash::from))
+        let uuid = if self.edition == crate::scheduler::edition::Edition::V1 {
+            crate::scheduler::alloc_uuid::AllocUuid::from_shared(&ask.key)
         } else {
-            (self.allocations.mint_uuid(), None)
+            self.allocations.mint_uuid()
         };
         let record = Arc::new(NewAllocation {
             key: ask.key.clone(),
@@ -292,7 +289,7 @@ impl Partition {
             preempt_other: ask.preempt_other,
             originator: ask.originator,
         });
-        (record, remaining, hash)
+        (record, remaining)
     }
 }
 

@@ -191,7 +191,7 @@ impl Partition {
         let ask_slot = ask_slot.expect("found by the search");
         let ask_seq = self.apps[app_slot].asks[ask_slot].seq();
         // A real member is no placeholder: `real` is a real allocation.
-        let (real, remaining, _) = self.mint(app_slot, ask_slot, plan.node.clone());
+        let (real, remaining) = self.mint(app_slot, ask_slot, plan.node.clone());
         let uuid = real.uuid.clone();
         let app = self.apps.at_mut(app_slot);
         app.gang.take_free(real.task_group(), &plan.placeholder);
