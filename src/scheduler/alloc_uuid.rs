@@ -83,8 +83,18 @@ impl<T: AsUuidRef + ?Sized> AsUuidRef for &T {
 /// The bytes of `s` if it is a canonical lowercase hyphenated UUID (the
 /// only 36-character form the `uuid` crate reads; an uppercase text is
 /// kept as given, so that it reads back as the RM sent it).
+#[inline]
 fn parse_canonical(s: &str) -> Option<[u8; 16]> {
-    if s.len() != TEXT_LEN || s.bytes().any(|c| c.is_ascii_uppercase()) {
+    // Inline: most RMs' keys are not 36 bytes long, and return here.
+    if s.len() != TEXT_LEN {
+        return None;
+    }
+    parse_36(s)
+}
+
+/// [`parse_canonical`] of a text of the canonical length.
+fn parse_36(s: &str) -> Option<[u8; 16]> {
+    if s.bytes().any(|c| c.is_ascii_uppercase()) {
         return None;
     }
     uuid::Uuid::try_parse(s).ok().map(uuid::Uuid::into_bytes)

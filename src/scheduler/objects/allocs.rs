@@ -248,17 +248,42 @@ impl AllocTable {
         self.slot_by(uuid.uuid_ref())
     }
 
-    fn slot_by(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
-        let slab = &self.slab;
-        if let UuidRef::Bits(bits) = uuid {
-            if let Some(slot) = self.minted.slot_of(&bits) {
-                let held = slab.get(slot as usize).filter(|e| e.found == Found::BySlot);
-                if held.is_some_and(|e| e.alloc.record.uuid.as_ref() == uuid) {
-                    return Some(slot);
-                }
-            }
-        }
+    /// [`Self::slot_of`], with the hash the index files `uuid` under: a
+    /// caller that inserts it when absent hands that hash to
+    /// [`Self::insert_hashed`] rather than hashing it again (SI v1.x: an
+    /// ask's key is looked up when it arrives and filed when placed).
+    #[inline]
+    pub fn probe<Q: AsUuidRef + ?Sized>(&self, uuid: &Q) -> (Option<AllocSlot>, KeyHash) {
+        let uuid = uuid.uuid_ref();
         let h = self.index.hash(&uuid);
+        let slot = self.slot_minted(uuid);
+        (slot.or_else(|| self.slot_hashed(uuid, h)), h)
+    }
+
+    fn slot_by(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
+        self.slot_minted(uuid)
+            .or_else(|| self.slot_hashed(uuid, self.index.hash(&uuid)))
+    }
+
+    /// The slot `uuid` names, when minted here and held there.
+    #[inline]
+    fn slot_minted(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
+        let UuidRef::Bits(bits) = uuid else {
+            return None;
+        };
+        let slot = self.minted.slot_of(&bits)?;
+        let held = self
+            .slab
+            .get(slot as usize)
+            .filter(|e| e.found == Found::BySlot);
+        held.is_some_and(|e| e.alloc.record.uuid.as_ref() == uuid)
+            .then_some(slot)
+    }
+
+    /// The slot of `uuid` among the hashed ones (`h`: its hash).
+    #[inline]
+    fn slot_hashed(&self, uuid: UuidRef<'_>, h: KeyHash) -> Option<AllocSlot> {
+        let slab = &self.slab;
         let found = self.index.find(h, |s| uuid_at(slab, s) == uuid);
         found.or_else(|| {
             self.unfiled
@@ -350,14 +375,21 @@ impl AllocTable {
     /// Makes `slot` found by the UUID of its record: by the slot itself
     /// when the UUID names it, else through the index (during a pass on a
     /// large index, once the pass's others join it). No other entry holds
-    /// that UUID: callers check before an allocation is added.
-    fn index(&mut self, slot: AllocSlot) {
+    /// that UUID: callers check before an allocation is added. `known`:
+    /// its hash, when the caller has it from [`Self::probe`].
+    fn index(&mut self, slot: AllocSlot, known: Option<KeyHash>) {
         if self.file_by_slot(slot) {
             return;
         }
         let uuid = uuid_at(&self.slab, slot);
         debug_assert!(self.slot_by(uuid).is_none(), "duplicate allocation UUID");
-        let h = self.index.hash(&uuid);
+        let h = match known {
+            Some(h) => {
+                debug_assert_eq!(h, self.index.hash(&uuid), "a hash of another UUID or table");
+                h
+            }
+            None => self.index.hash(&uuid),
+        };
         self.slab[slot as usize].found = Found::Hashed;
         if !self.batching || self.index.len() < BATCH_FROM {
             self.index.insert_unique(h, slot);
@@ -393,10 +425,22 @@ impl AllocTable {
         app: &mut AllocList,
         node: &mut AllocList,
     ) -> AllocSlot {
+        self.insert_hashed(alloc, app, node, None)
+    }
+
+    /// [`Self::insert`], with the hash of the allocation's UUID when
+    /// [`Self::probe`] of this table gave it.
+    pub fn insert_hashed(
+        &mut self,
+        alloc: Allocation,
+        app: &mut AllocList,
+        node: &mut AllocList,
+        hash: Option<KeyHash>,
+    ) -> AllocSlot {
         let slot = self.add(alloc);
         self.push(Side::App, app, slot);
         self.push(Side::Node, node, slot);
-        self.index(slot);
+        self.index(slot, hash);
         slot
     }
 
@@ -414,7 +458,7 @@ impl AllocTable {
         debug_assert_eq!(e.found, Found::Not);
         e.set(alloc);
         self.push(Side::App, app, slot);
-        self.index(slot);
+        self.index(slot, None);
     }
 
     /// Puts `alloc` in the place of the indexed allocation in `slot` (same
@@ -422,7 +466,7 @@ impl AllocTable {
     pub fn replace(&mut self, slot: AllocSlot, alloc: Allocation) -> Allocation {
         self.unindex(slot);
         let old = self.slab[slot as usize].set(alloc);
-        self.index(slot);
+        self.index(slot, None);
         old
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::keyed::{KeyedSlab, Slot};
+use super::slot_index::KeptHash;
 use crate::scheduler::resource::Resource;
 
 /// An allocation ask.
@@ -43,6 +44,11 @@ pub struct Ask {
     pub preempt_self: bool,
     /// The application's first task (SI v1.x `originator`).
     pub originator: bool,
+    /// SI v1.x: the hash of the key in the partition's allocation index,
+    /// taken when the ask arrived (the check that the key is not
+    /// allocated), so that its allocation is filed without hashing the
+    /// key again. `None` in v0.12, whose allocations get new UUIDs.
+    pub alloc_hash: Option<KeptHash>,
     /// Why it waits, as the last pass that tried it found, with its stamp
     /// (boxed: most asks are placed at their first try and never need
     /// one; and an `Ask` of at most 160 bytes boxes in the size class of

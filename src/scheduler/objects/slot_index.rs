@@ -9,12 +9,20 @@
 //! three cache misses each per regrowth otherwise).
 
 use std::hash::{BuildHasher, Hash};
+use std::num::NonZeroU32;
 
 use hashbrown::HashTable;
 
-/// A key's hash as the index uses it.
-#[derive(Clone, Copy, Debug)]
+/// A key's hash as the index uses it (of one index: each has its own
+/// random seed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyHash(u32);
+
+/// A [`KeyHash`] kept for later, never zero: an `Option` of one takes
+/// no more room than the hash (an ask keeps one, and its box must stay
+/// in its size class).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptHash(NonZeroU32);
 
 impl KeyHash {
     /// Whether two hashes are the same (a key's candidates share it).
@@ -22,11 +30,22 @@ impl KeyHash {
         self.0 == other.0
     }
 
+    /// The hash to keep; `None` for zero (one key in 2^32 is hashed again).
+    pub fn kept(self) -> Option<KeptHash> {
+        NonZeroU32::new(self.0).map(KeptHash)
+    }
+
     /// The table's 64-bit hash: the 32 bits twice. hashbrown takes the
     /// bucket from the low bits and its 7-bit tag from the top ones, which
     /// stay independent up to 2^25 buckets.
     fn full(self) -> u64 {
         (u64::from(self.0) << 32) | u64::from(self.0)
+    }
+}
+
+impl From<KeptHash> for KeyHash {
+    fn from(k: KeptHash) -> Self {
+        KeyHash(k.0.get())
     }
 }
 
@@ -136,5 +155,16 @@ mod tests {
         assert_eq!(ix.len(), 5_000);
         assert_eq!(ix.find(ix.hash("k2"), |s| at(s) == "k2"), None);
         assert_eq!(ix.find(ix.hash("k3"), |s| at(s) == "k3"), Some(3));
+    }
+
+    #[test]
+    fn a_kept_hash_is_the_hash_and_only_zero_is_not_kept() {
+        let ix = SlotIndex::default();
+        for k in (0..1_000).map(|i| format!("k{i}")) {
+            let h = ix.hash(k.as_str());
+            assert_eq!(h.kept().map(KeyHash::from), Some(h));
+        }
+        assert_eq!(KeyHash(0).kept(), None);
+        assert_eq!(std::mem::size_of::<Option<KeptHash>>(), 4);
     }
 }

@@ -1,5 +1,6 @@
 //! Asks: adding, replacing and releasing (spec 7).
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::*;
@@ -47,6 +48,7 @@ impl Partition {
             ));
         }
         // SI v1.x: one request, one allocation, merged by key.
+        let mut alloc_hash = None;
         if self.edition == Edition::V1 {
             if ask.max_allocations != 1 {
                 return Err(format!(
@@ -54,8 +56,9 @@ impl Partition {
                     ask.max_allocations
                 ));
             }
-            if let Some(done) = self.merge_known_key(slot, ask, &resource) {
-                return done;
+            match self.merge_known_key(slot, ask, &resource) {
+                ControlFlow::Break(done) => return done,
+                ControlFlow::Continue(h) => alloc_hash = h.kept(),
             }
         }
         // Pending totals are subtracted from later: refuse what they
@@ -102,6 +105,7 @@ impl Partition {
             preempt_other: ask.preempt_other,
             preempt_self: ask.preempt_self,
             originator: ask.originator,
+            alloc_hash,
             pending: None,
         };
         let app = self.apps.at_mut(slot);

@@ -2,6 +2,8 @@
 //! allocations to the user and group levels.
 
 use super::*;
+use crate::scheduler::edition::Edition;
+use crate::scheduler::objects::slot_index::KeyHash;
 use crate::scheduler::resync::ResyncBarrier;
 
 impl Partition {
@@ -17,6 +19,13 @@ impl Partition {
         out: &mut Outcomes,
     ) {
         let node_id = self.nodes[node_slot].id.clone();
+        // SI v1.x: the key's hash in the allocation index, taken at intake
+        // (v0.12 mints a UUID that names its slot: no hash).
+        let hash = match self.edition {
+            Edition::V1 => self.apps[app_slot].asks.whole_at(ask_slot),
+            Edition::V012 => None,
+        };
+        let hash = hash.and_then(|a| a.alloc_hash).map(KeyHash::from);
         let (record, remaining) = self.mint(app_slot, ask_slot, node_id);
         let placeholder = record.placeholder;
         let app = self.apps.at_mut(app_slot);
@@ -75,10 +84,11 @@ impl Partition {
                 record.resource.clone(),
             )
         });
-        self.allocations.insert(
+        self.allocations.insert_hashed(
             Allocation { record, queue },
             &mut self.apps.at_mut(app_slot).allocations,
             &mut self.nodes.at_mut(node_slot).allocations,
+            hash,
         );
         // After the insert: whether it counts as running depends on it.
         let app = self.apps.at_mut(app_slot);

@@ -17,26 +17,54 @@
 //! Failures are the reasons the core answers in `rejected` (the edge's
 //! `rejectedAllocations`). v0.12 partitions never come here.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use super::nodes::Adopted;
 use super::*;
 use crate::scheduler::edition::Edition;
+use crate::scheduler::objects::allocs::AllocSlot;
+use crate::scheduler::objects::slot_index::KeyHash;
 use crate::scheduler::request::{AskRequest, ForeignAllocation, PlacedAllocation};
 
 impl Partition {
     /// SI v1.x: an ask or placed allocation for a key the partition may
-    /// hold already. `Some` when the key is allocated (or is the real
+    /// hold already. `Break` when the key is allocated (or is the real
     /// allocation of a gang swap in flight) and the merge is done: a
-    /// resize, nothing, or a rejection. `None` when the key is new or only
-    /// pending, for the caller to handle.
+    /// resize, nothing, or a rejection. `Continue` when the key is new or
+    /// only pending, for the caller to handle, with the key's hash in the
+    /// allocation index ([`Ask::alloc_hash`]).
+    ///
+    /// Inline: every SI v1.x ask comes here, nearly always with a new key,
+    /// which the probe alone settles.
+    #[inline]
     pub(super) fn merge_known_key(
         &mut self,
         app_slot: Slot,
         ask: &AskRequest,
         resource: &Resource,
-    ) -> Option<Result<(), String>> {
+    ) -> ControlFlow<Result<(), String>, KeyHash> {
         debug_assert_eq!(self.edition, Edition::V1);
+        let key = &*ask.key;
+        let (found, hash) = self.allocations.probe(key);
+        if found.is_none() && self.gang.swaps.is_empty() && self.nodes.foreign_node(key).is_none() {
+            return ControlFlow::Continue(hash);
+        }
+        match self.merge_known_slot(app_slot, ask, resource, found) {
+            Some(done) => ControlFlow::Break(done),
+            None => ControlFlow::Continue(hash),
+        }
+    }
+
+    /// [`Self::merge_known_key`] of a key that names a foreign allocation,
+    /// is allocated (in `found`), or may be a swap's real allocation.
+    fn merge_known_slot(
+        &mut self,
+        app_slot: Slot,
+        ask: &AskRequest,
+        resource: &Resource,
+        found: Option<AllocSlot>,
+    ) -> Option<Result<(), String>> {
         let key = &*ask.key;
         if self.nodes.foreign_node(key).is_some() {
             return Some(Err(format!(
@@ -45,7 +73,7 @@ impl Partition {
             )));
         }
         let app = &self.apps[app_slot];
-        if let Some(a) = self.allocations.get(key) {
+        if let Some(a) = found.map(|s| self.allocations.at(s)) {
             if **a.app() != *app.id {
                 return Some(Err(format!(
                     "allocation {key} of application {}: the key is allocated to application {}",
@@ -60,7 +88,6 @@ impl Partition {
         }
         // Allocated, but as the real allocation of a swap not yet
         // confirmed: it joins the application on confirmation.
-        // With no swap in flight (nearly always), no look-up.
         let taken = !self.gang.swaps.is_empty()
             && app.asks.get(key).is_some_and(|a| a.pending_repeat() <= 0);
         if taken && self.gang.swaps.values().any(|s| *s.real.key == *key) {
@@ -200,7 +227,7 @@ impl Partition {
                 p.node
             ));
         };
-        if let Some(done) = self.merge_known_key(app_slot, ask, &resource) {
+        if let ControlFlow::Break(done) = self.merge_known_key(app_slot, ask, &resource) {
             return done;
         }
         // Usage totals are subtracted from later: they must stay exact.

@@ -271,6 +271,7 @@ impl Partition {
             preempt_other: false,
             preempt_self: a.preempt_self,
             originator: a.originator,
+            alloc_hash: None,
             pending: None,
         };
         // Compact when it may be (place.rs): it is never reopened.

@@ -1,6 +1,6 @@
 //! The allocation table: lists, the UUID index and the UUIDs it mints.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::*;
 
@@ -372,5 +372,56 @@ fn the_table_agrees_with_a_map_through_random_steps() {
     }
     for u in &used {
         assert_eq!(t.slot_of(u.as_str()), model.get(u).copied(), "{u}");
+    }
+}
+
+#[test]
+fn a_probed_hash_files_the_uuid_where_a_fresh_lookup_finds_it() {
+    // SI v1.x: an ask's key is probed when it arrives and filed with that
+    // hash when placed, other inserts and removals in between (filed at
+    // once or in a pass's batch). Keys in both held forms.
+    let mut rng = fastrand::Rng::with_seed(57);
+    let mut t = AllocTable::default();
+    let (mut app, mut node) = (AllocList::default(), AllocList::default());
+    let mut model: HashMap<String, AllocSlot> = HashMap::new();
+    let mut probed: Vec<(AllocUuid, KeyHash)> = Vec::new();
+    for step in 0..6_000 {
+        match rng.u8(0..10) {
+            0..=3 => {
+                let u = if rng.bool() {
+                    AllocUuid::new_v4()
+                } else {
+                    AllocUuid::from_shared(&Arc::from(format!("ask-{step}")))
+                };
+                let text = u.to_string();
+                let (found, h) = t.probe(text.as_str());
+                assert_eq!(found, None);
+                // The same hash whichever form it is looked up by.
+                assert_eq!(t.probe(&u), (None, h));
+                probed.push((u, h));
+            }
+            4..=6 if !probed.is_empty() => {
+                let (u, h) = probed.swap_remove(rng.usize(..probed.len()));
+                let s = t.insert_hashed(with_uuid(&u), &mut app, &mut node, Some(h));
+                assert_eq!(t.probe(&u), (Some(s), h), "step {step}");
+                model.insert(u.to_string(), s);
+            }
+            7 if !model.is_empty() => {
+                let k = model.keys().nth(rng.usize(..model.len())).unwrap().clone();
+                let s = model.remove(&k).unwrap();
+                t.remove(s, Some(&mut app), Some(&mut node));
+            }
+            _ if rng.bool() => t.file_unfiled(),
+            _ => t.batch_inserts(),
+        }
+        assert_eq!(t.len(), model.len(), "step {step}");
+    }
+    t.file_unfiled();
+    for (u, &s) in &model {
+        assert_eq!(t.slot_of(u.as_str()), Some(s), "{u}");
+        assert_eq!(t.probe(u.as_str()).0, Some(s), "{u}");
+    }
+    for (u, _) in &probed {
+        assert_eq!(t.probe(u).0, None, "{u}");
     }
 }
