@@ -7,8 +7,10 @@
 //! those were eleven allocations, made on the RM's thread while decoding
 //! and freed on the core thread when the allocation went (mimalloc's
 //! cross-thread path, dearer than the allocation). Here they are two (the
-//! shared record and its text), and no tags are none. A look-up is a
-//! binary search over the spans; iteration is in key order, as the map's.
+//! shared record and its text), and no tags are none. A look-up tests a
+//! mask of the keys' lengths, then scans the keys comparing lengths first
+//! (a binary search past eight pairs); iteration is in key order, as the
+//! map's.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -114,11 +116,6 @@ impl Tags {
         self.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
-    }
-
-    /// The bytes the pairs hold (keys and values), for memory accounting.
-    pub fn text_len(&self) -> usize {
-        self.0.as_ref().map_or(0, |h| h.text.len())
     }
 }
 
@@ -330,7 +327,6 @@ mod tests {
         assert_eq!(t, Tags::new());
         assert_eq!(t.get(""), None);
         assert_eq!(t.iter().len(), 0);
-        assert_eq!(t.text_len(), 0);
     }
 
     #[test]
