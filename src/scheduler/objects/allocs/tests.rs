@@ -1,6 +1,6 @@
 //! The allocation table: lists, the UUID index and the UUIDs it mints.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::*;
 
@@ -330,6 +330,28 @@ fn allocations_waiting_for_the_index_are_found_and_join_it_in_batches() {
     assert_eq!((t.index.len(), t.unfiled.len()), (n + 2, 0));
 }
 
+/// A random-steps test's removal: one allocation of `model`, at random.
+fn remove_one(
+    rng: &mut fastrand::Rng,
+    t: &mut AllocTable,
+    model: &mut BTreeMap<String, AllocSlot>,
+    app: &mut AllocList,
+    node: &mut AllocList,
+) {
+    let k = model.keys().nth(rng.usize(..model.len())).unwrap().clone();
+    let s = model.remove(&k).unwrap();
+    t.remove(s, Some(app), Some(node));
+}
+
+/// A random-steps test's batching: the waiting filed, or a pass begun.
+fn file_or_batch(rng: &mut fastrand::Rng, t: &mut AllocTable) {
+    if rng.bool() {
+        t.file_unfiled();
+    } else {
+        t.batch_inserts();
+    }
+}
+
 #[test]
 fn the_table_agrees_with_a_map_through_random_steps() {
     // Inserts of the table's own and of RM UUIDs, removals, batches filed
@@ -352,12 +374,9 @@ fn the_table_agrees_with_a_map_through_random_steps() {
                 used.push(u.to_string());
             }
             6..=8 if !model.is_empty() => {
-                let k = model.keys().nth(rng.usize(..model.len())).unwrap().clone();
-                let s = model.remove(&k).unwrap();
-                t.remove(s, Some(&mut app), Some(&mut node));
+                remove_one(&mut rng, &mut t, &mut model, &mut app, &mut node)
             }
-            _ if rng.bool() => t.file_unfiled(),
-            _ => t.batch_inserts(),
+            _ => file_or_batch(&mut rng, &mut t),
         }
         assert_eq!(t.len(), model.len(), "step {step}");
         if step % 97 == 0 {
@@ -383,7 +402,7 @@ fn a_probed_hash_files_the_uuid_where_a_fresh_lookup_finds_it() {
     let mut rng = fastrand::Rng::with_seed(57);
     let mut t = AllocTable::default();
     let (mut app, mut node) = (AllocList::default(), AllocList::default());
-    let mut model: HashMap<String, AllocSlot> = HashMap::new();
+    let mut model: BTreeMap<String, AllocSlot> = BTreeMap::new();
     let mut probed: Vec<(AllocUuid, KeyHash)> = Vec::new();
     for step in 0..6_000 {
         match rng.u8(0..10) {
@@ -406,13 +425,8 @@ fn a_probed_hash_files_the_uuid_where_a_fresh_lookup_finds_it() {
                 assert_eq!(t.probe(&u), (Some(s), h), "step {step}");
                 model.insert(u.to_string(), s);
             }
-            7 if !model.is_empty() => {
-                let k = model.keys().nth(rng.usize(..model.len())).unwrap().clone();
-                let s = model.remove(&k).unwrap();
-                t.remove(s, Some(&mut app), Some(&mut node));
-            }
-            _ if rng.bool() => t.file_unfiled(),
-            _ => t.batch_inserts(),
+            7 if !model.is_empty() => remove_one(&mut rng, &mut t, &mut model, &mut app, &mut node),
+            _ => file_or_batch(&mut rng, &mut t),
         }
         assert_eq!(t.len(), model.len(), "step {step}");
     }
