@@ -9,8 +9,7 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
-/// The length of a canonical UUID's text.
-pub const TEXT_LEN: usize = 36;
+pub use super::uuid_text::TEXT_LEN;
 
 /// An allocation's UUID (SI v1.x: its key).
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -94,17 +93,12 @@ fn parse_canonical(s: &str) -> Option<[u8; 16]> {
 
 /// [`parse_canonical`] of a text of the canonical length.
 fn parse_36(s: &str) -> Option<[u8; 16]> {
-    // Every byte is read anyway (a valid key has none): without the early
-    // exit the check runs on whole vectors rather than a byte at a time.
-    if s.bytes().fold(false, |up, c| up | c.is_ascii_uppercase()) {
-        return None;
-    }
-    uuid::Uuid::try_parse(s).ok().map(uuid::Uuid::into_bytes)
+    super::uuid_text::parse(s.as_bytes().try_into().ok()?)
 }
 
 /// Writes the canonical text of `bits` into `buf`.
 fn write_canonical<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b str {
-    uuid::Uuid::from_bytes(*bits).hyphenated().encode_lower(buf)
+    super::uuid_text::write(bits, buf)
 }
 
 impl AllocUuid {

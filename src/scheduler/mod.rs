@@ -31,6 +31,7 @@ pub mod tags;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod ugm;
+mod uuid_text;
 
 /// Hash map with a fast, randomly seeded hasher for the hot paths (keys
 /// are ids chosen by the RM, so the seed still matters).
