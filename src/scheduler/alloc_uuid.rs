@@ -98,7 +98,7 @@ fn parse_36(s: &str) -> Option<[u8; 16]> {
 
 /// Writes the canonical text of `bits` into `buf`.
 fn write_canonical<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b str {
-    super::uuid_text::write(bits, buf)
+    std::str::from_utf8(super::uuid_text::write(bits, buf)).expect("hex digits and hyphens")
 }
 
 impl AllocUuid {
@@ -159,7 +159,7 @@ impl AllocUuid {
     /// as text: what an encoder copies, without checking it again.
     pub fn as_bytes<'b>(&'b self, buf: &'b mut [u8; TEXT_LEN]) -> &'b [u8] {
         match &self.0 {
-            Repr::Bits(b) => write_canonical(b, buf).as_bytes(),
+            Repr::Bits(b) => super::uuid_text::write(b, buf),
             Repr::Str(s) => s.as_bytes(),
         }
     }

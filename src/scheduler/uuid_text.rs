@@ -3,8 +3,8 @@
 //! compiler vectorises and written eight digits at a time in a `u64`.
 //!
 //! The `uuid` crate reads and writes the same text a character at a time
-//! through lookup tables, ~225 and ~140 instructions; here it is ~90 and
-//! ~115.
+//! through lookup tables: ~155 and ~125 instructions in the bench, where
+//! these take ~80 and ~110.
 //! Every pod a k8shim sends is keyed by its UID, read twice on the core
 //! thread (the key's check and the allocation's record), and every
 //! allocation the v0.12 edition mints is written once when reported.
@@ -31,7 +31,7 @@ pub fn parse(s: &[u8; TEXT_LEN]) -> Option<[u8; 16]> {
     hex[16..20].copy_from_slice(&s[19..23]);
     hex[20..32].copy_from_slice(&s[24..36]);
     // Branch-free over all 32 digits, which the compiler turns into two
-    // 16-byte vectors (~90 instructions in all, against ~170 for the same
+    // 16-byte vectors (~80 instructions in all, against ~170 for the same
     // check done in a u64 eight digits at a time).
     let mut bad = false;
     for c in &mut hex {
@@ -54,23 +54,25 @@ pub fn parse(s: &[u8; TEXT_LEN]) -> Option<[u8; 16]> {
     Some(out)
 }
 
-/// Writes the canonical text of `bits` into `buf`.
-pub fn write<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b str {
-    let mut hex = [0; 32];
-    for (out, chunk) in hex.chunks_exact_mut(8).zip(bits.chunks_exact(4)) {
-        let word = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        out.copy_from_slice(&u32_to_hex(word).to_be_bytes());
-    }
-    buf[0..8].copy_from_slice(&hex[0..8]);
-    buf[9..13].copy_from_slice(&hex[8..12]);
-    buf[14..18].copy_from_slice(&hex[12..16]);
-    buf[19..23].copy_from_slice(&hex[16..20]);
-    buf[24..36].copy_from_slice(&hex[20..32]);
+/// Writes the canonical text of `bits` into `buf`, and returns it: ASCII,
+/// so the bytes of a `str` (an encoder copies them as they are; making a
+/// `str` checks them again, ~60 instructions).
+pub fn write<'b>(bits: &[u8; 16], buf: &'b mut [u8; TEXT_LEN]) -> &'b [u8] {
+    let digits = |at: usize| {
+        let word = u32::from_be_bytes([bits[at], bits[at + 1], bits[at + 2], bits[at + 3]]);
+        u32_to_hex(word).to_be_bytes()
+    };
+    let (a, b, c, d) = (digits(0), digits(4), digits(8), digits(12));
+    buf[0..8].copy_from_slice(&a);
+    buf[9..13].copy_from_slice(&b[..4]);
+    buf[14..18].copy_from_slice(&b[4..]);
+    buf[19..23].copy_from_slice(&c[..4]);
+    buf[24..28].copy_from_slice(&c[4..]);
+    buf[28..36].copy_from_slice(&d);
     for at in [8, 13, 18, 23] {
         buf[at] = b'-';
     }
-    // Hex digits and hyphens only: ASCII, so this cannot fail.
-    std::str::from_utf8(buf).expect("hex digits and hyphens are ASCII")
+    buf
 }
 
 /// The eight lowercase hex digits of `x`, the first in the top byte.
@@ -133,7 +135,7 @@ mod tests {
                     bits[at] = b;
                     let want = text_of(bits);
                     let mut buf = [0; TEXT_LEN];
-                    assert_eq!(write(&bits, &mut buf).as_bytes(), &want);
+                    assert_eq!(write(&bits, &mut buf), &want);
                     assert_eq!(parse(&want), Some(bits));
                 }
             }
