@@ -8,6 +8,7 @@
 
 pub mod dispatch;
 pub mod edge;
+mod recent;
 pub mod v1;
 mod validate;
 pub mod watcher;

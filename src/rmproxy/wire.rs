@@ -272,13 +272,27 @@ impl<'a> Names<'a> {
 }
 
 /// The string in `slot` when it equals `s`, else a new one left in `slot`:
-/// consecutive messages of a request mostly name the same application and
-/// partition.
+/// consecutive messages of a request mostly name the same task group or
+/// node.
 pub(crate) fn share(slot: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
     match slot {
         Some(a) if &**a == s => a.clone(),
         _ => {
             let a: Arc<str> = Arc::from(s);
+            *slot = Some(a.clone());
+            a
+        }
+    }
+}
+
+/// [`share`] for an application id or a partition name, which earlier
+/// requests from this thread have mostly sent already
+/// ([`super::recent`]).
+pub(crate) fn share_recent(slot: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
+    match slot {
+        Some(a) if &**a == s => a.clone(),
+        _ => {
+            let a = super::recent::shared(s);
             *slot = Some(a.clone());
             a
         }
@@ -414,8 +428,8 @@ fn decode_ask<'a>(mut buf: &'a [u8], shared: &mut Shared<'a>) -> Result<AskReque
     let tags = tags.build().map_err(|_| not_utf8("AllocationAsk.tags"))?;
     Ok(AskRequest {
         key: Arc::from(key),
-        app: share(&mut shared.app, app),
-        partition: share(&mut shared.partition, partition),
+        app: share_recent(&mut shared.app, app),
+        partition: share_recent(&mut shared.partition, partition),
         resource: resource.finish(&mut shared.names),
         max_allocations,
         priority: priority_of(priority.as_ref()),

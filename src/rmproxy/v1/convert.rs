@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::super::wire::share;
+use super::super::wire::{share, share_recent};
 use crate::error::Error;
 use crate::proto::si::v1 as si;
 use crate::proto::si18::v1 as si18;
@@ -192,7 +192,7 @@ impl Builder {
             self.update.foreign.push(ForeignAllocation {
                 preemptable: kind == FOREIGN_DEFAULT,
                 key: Arc::from(a.key),
-                partition: share(&mut self.partition, a.partition),
+                partition: share_recent(&mut self.partition, a.partition),
                 node: share(&mut self.node, a.node),
                 resource: resource(),
             });
@@ -208,8 +208,8 @@ impl Builder {
         }
         let ask = AskRequest {
             key: Arc::from(a.key),
-            app: share(&mut self.app, a.app),
-            partition: share(&mut self.partition, a.partition),
+            app: share_recent(&mut self.app, a.app),
+            partition: share_recent(&mut self.partition, a.partition),
             resource: resource(),
             max_allocations: 1,
             priority: a.priority,

@@ -123,6 +123,45 @@ fn the_allow_preemption_tag_opts_a_v012_ask_out() {
 }
 
 #[test]
+fn application_and_partition_strings_are_shared_across_requests_and_alternating_asks() {
+    let ask = |key: &str, app: &str| si::AllocationAsk {
+        allocation_key: key.into(),
+        application_id: app.into(),
+        partition_name: "default".into(),
+        max_allocations: 1,
+        ..Default::default()
+    };
+    let request = |asks| {
+        si::AllocationRequest {
+            asks,
+            rm_id: "rm".into(),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    // Two applications in turn, as one request and as the next one.
+    let one = request(vec![
+        ask("a", "app-1"),
+        ask("b", "app-2"),
+        ask("c", "app-1"),
+    ]);
+    let two = request(vec![ask("d", "app-2")]);
+    let u1 = decode_allocation_update(&one).expect("valid message");
+    let u2 = decode_allocation_update(&two).expect("valid message");
+    assert!(Arc::ptr_eq(&u1.asks[0].app, &u1.asks[2].app));
+    assert!(Arc::ptr_eq(&u1.asks[1].app, &u2.asks[0].app));
+    assert!(Arc::ptr_eq(&u1.asks[0].partition, &u2.asks[0].partition));
+    assert_eq!(
+        u1.asks
+            .iter()
+            .chain(&u2.asks)
+            .map(|a| &*a.app)
+            .collect::<Vec<_>>(),
+        ["app-1", "app-2", "app-1", "app-2"]
+    );
+}
+
+#[test]
 fn agrees_with_prost_on_random_requests() {
     let mut rng = fastrand::Rng::with_seed(11);
     for _ in 0..3000 {

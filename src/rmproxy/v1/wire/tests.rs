@@ -192,6 +192,36 @@ fn decoded(bytes: &[u8]) -> AllocationUpdate {
 }
 
 #[test]
+fn application_and_partition_strings_are_shared_across_requests_and_alternating_pods() {
+    let pod = |key: &str, app: &str| {
+        [
+            len_field(1, key.as_bytes()),
+            len_field(9, app.as_bytes()),
+            len_field(10, b"default"),
+        ]
+        .concat()
+    };
+    // Two applications in turn, in one request and in the next.
+    let one = decoded(&request(&[
+        pod("a", "app-1"),
+        pod("b", "app-2"),
+        pod("c", "app-1"),
+    ]));
+    let two = decoded(&request(&[pod("d", "app-2")]));
+    assert!(Arc::ptr_eq(&one.asks[0].app, &one.asks[2].app));
+    assert!(Arc::ptr_eq(&one.asks[1].app, &two.asks[0].app));
+    assert!(Arc::ptr_eq(&one.asks[0].partition, &two.asks[0].partition));
+    assert_eq!(
+        one.asks
+            .iter()
+            .chain(&two.asks)
+            .map(|a| &*a.app)
+            .collect::<Vec<_>>(),
+        ["app-1", "app-2", "app-1", "app-2"]
+    );
+}
+
+#[test]
 fn alike_resources_decode_as_through_prost() {
     let mut rng = fastrand::Rng::with_seed(23);
     for _ in 0..2000 {
