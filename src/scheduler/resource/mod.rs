@@ -401,11 +401,26 @@ impl Resource {
 /// Fairness comparison (spec 14.5): the shares of `usage` relative to
 /// `reference`, largest first.
 pub fn shares(usage: &Resource, reference: Option<&Resource>) -> SmallVec<[f64; 4]> {
-    let mut out: SmallVec<[f64; 4]> = usage
-        .iter()
-        .map(|(id, u)| share_of(u, reference.map(|g| g.get(id))))
-        .collect();
-    out.sort_unstable_by(|a, b| b.total_cmp(a));
+    // Pushed one by one: collected through the iterator adaptors, a call
+    // cost ~300 instructions rather than ~180, and a queue is re-keyed
+    // after every allocation.
+    let mut out: SmallVec<[f64; 4]> = SmallVec::new();
+    match reference {
+        // The same types in the same order: no look-up per type.
+        Some(r) if usage.entries.same_ids(&r.entries) => {
+            for (&u, &of) in usage.entries.vals().iter().zip(r.entries.vals()) {
+                out.push(share_of(u, Some(of)));
+            }
+        }
+        _ => {
+            for (id, u) in usage.iter() {
+                out.push(share_of(u, reference.map(|r| r.get(id))));
+            }
+        }
+    }
+    if out.len() > 1 {
+        out.sort_unstable_by(|a, b| b.total_cmp(a));
+    }
     out
 }
 

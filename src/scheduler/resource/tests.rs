@@ -249,6 +249,50 @@ fn share_comparison_uses_dominant_share() {
 }
 
 #[test]
+fn shares_are_each_types_usage_over_the_reference_largest_first() {
+    // Against the definition: a type's usage over the reference's quantity
+    // of it, or the usage itself where the reference has none or zero.
+    let names = ["memory", "vcore", "pods", "gpu", "disk"];
+    let mut rng = fastrand::Rng::with_seed(5);
+    let pick = |rng: &mut fastrand::Rng| -> Vec<(&str, i64)> {
+        let mut pairs = Vec::new();
+        for n in names {
+            if rng.bool() {
+                pairs.push((n, rng.i64(-3..40)));
+            }
+        }
+        pairs
+    };
+    for _ in 0..2000 {
+        let sent = pick(&mut rng);
+        let usage = r(&sent);
+        // Half the time the same types as the usage (the common case).
+        let reference = if rng.bool() {
+            let same: Vec<(&str, i64)> = sent.iter().map(|&(n, _)| (n, rng.i64(-2..60))).collect();
+            r(&same)
+        } else {
+            r(&pick(&mut rng))
+        };
+        for reference in [None, Some(&reference)] {
+            let mut want: Vec<f64> = usage
+                .iter()
+                .map(|(id, u)| match reference.map(|g| g.get(id)) {
+                    _ if u == 0 => 0.0,
+                    Some(g) if g != 0 => u as f64 / g as f64,
+                    _ => u as f64,
+                })
+                .collect();
+            want.sort_by(|a, b| b.total_cmp(a));
+            assert_eq!(
+                shares(&usage, reference).to_vec(),
+                want,
+                "{usage} over {reference:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn display_sorts_by_name() {
     assert_eq!(
         r(&[("vcore", 1), ("memory", 2)]).to_string(),
