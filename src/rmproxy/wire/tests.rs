@@ -162,6 +162,32 @@ fn application_and_partition_strings_are_shared_across_requests_and_alternating_
 }
 
 #[test]
+fn a_length_is_read_whatever_its_varints_size_and_refused_past_the_end() {
+    for len in [0usize, 1, 5, 126, 127, 128, 129, 300, 16_384] {
+        for have in [len.saturating_sub(1), len, len + 3] {
+            let mut bytes = Vec::new();
+            prost::encoding::encode_varint(len as u64, &mut bytes);
+            bytes.extend(std::iter::repeat_n(7u8, have));
+            let mut buf = &bytes[..];
+            match read_len(&mut buf, "f") {
+                Ok(body) => {
+                    assert!(have >= len, "{len} of {have}");
+                    assert_eq!(body.len(), len);
+                    assert_eq!(buf.len(), have - len);
+                }
+                Err(e) => {
+                    assert!(have < len, "{len} of {have}: {e}");
+                    assert_eq!(e, "buffer underflow in f");
+                }
+            }
+        }
+    }
+    // No length at all, and one cut short.
+    assert!(read_len(&mut &[][..], "f").is_err());
+    assert!(read_len(&mut &[0x80][..], "f").is_err());
+}
+
+#[test]
 fn agrees_with_prost_on_random_requests() {
     let mut rng = fastrand::Rng::with_seed(11);
     for _ in 0..3000 {
