@@ -397,7 +397,8 @@ fn in_place_arithmetic_matches_merge() {
             pairs
         };
         let (a, b) = (r(&pairs_a), r(&pairs_b));
-        let ops: [(fn(&mut Resource, &Resource), fn(i64, i64) -> i64); 3] = [
+        type Op = (fn(&mut Resource, &Resource), fn(i64, i64) -> i64);
+        let ops: [Op; 3] = [
             (Resource::add_assign, i64::saturating_add),
             (Resource::sub_assign, i64::saturating_sub),
             (Resource::sub_clamped_assign, |x, y| {
