@@ -237,6 +237,30 @@ impl Entries {
         }
     }
 
+    /// Both quantity arrays whole, when both listings are inline with the
+    /// same types (their unused places are zero in both).
+    #[inline]
+    pub(super) fn same_inline<'a>(
+        &'a self,
+        other: &'a Entries,
+    ) -> Option<(&'a [i64; INLINE], &'a [i64; INLINE])> {
+        match (self, other) {
+            (
+                Entries::Inline {
+                    vals: a,
+                    ids: ia,
+                    len: la,
+                },
+                Entries::Inline {
+                    vals: b,
+                    ids: ib,
+                    len: lb,
+                },
+            ) if la == lb && ia == ib => Some((a, b)),
+            _ => None,
+        }
+    }
+
     /// Sets each quantity to `f` of it and `other`'s quantity of the same
     /// type, when both list the same types in the same order; `false`, and
     /// nothing changed, when they do not. `f(0, 0)` must be 0: two inline

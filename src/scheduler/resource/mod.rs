@@ -216,6 +216,14 @@ impl Resource {
     /// Whether `self + other` fits an i64 for every type: one merged walk
     /// over both (sorted) entry lists, building nothing.
     pub fn can_add(&self, other: &Resource) -> bool {
+        // Same types, inline: every place at once, with no branch per type
+        // (a sum overflows when its sign differs from both terms').
+        if let Some((x, y)) = self.entries.same_inline(&other.entries) {
+            let overflow = x.iter().zip(y).fold(0, |acc, (&p, &q)| {
+                acc | ((p ^ p.wrapping_add(q)) & (q ^ p.wrapping_add(q)))
+            });
+            return overflow >= 0;
+        }
         let (a, av) = (self.entries.ids(), self.entries.vals());
         let (b, bv) = (other.entries.ids(), other.entries.vals());
         let (mut i, mut j) = (0, 0);

@@ -363,6 +363,7 @@ fn one_walk_fit_checks_match_their_definitions() {
 }
 
 /// The in-place sums and differences against `merge`, their definition,
+/// and the overflow check of a sum against its own,
 /// on seeded random pairs: half of them of the same types (combined whole,
 /// inline), the others of differing ones; zero to seven types, so both
 /// forms; quantities near the ends of i64, where they saturate.
@@ -397,6 +398,10 @@ fn in_place_arithmetic_matches_merge() {
             pairs
         };
         let (a, b) = (r(&pairs_a), r(&pairs_b));
+        let fits = a
+            .iter()
+            .all(|(id, v)| b.lookup(id).is_none_or(|w| v.checked_add(w).is_some()));
+        assert_eq!(a.can_add(&b), fits, "{a:?} + {b:?}");
         type Op = (fn(&mut Resource, &Resource), fn(i64, i64) -> i64);
         let ops: [Op; 3] = [
             (Resource::add_assign, i64::saturating_add),
