@@ -270,37 +270,21 @@ impl Entries {
     #[inline]
     pub(super) fn zip_same_ids(&mut self, other: &Entries, f: impl Fn(i64, i64) -> i64) -> bool {
         debug_assert_eq!(f(0, 0), 0, "the zeroed tails would change");
-        match (&mut *self, other) {
-            (
-                Entries::Inline {
-                    vals: a,
-                    ids: ia,
-                    len: la,
-                },
-                Entries::Inline {
-                    vals: b,
-                    ids: ib,
-                    len: lb,
-                },
-            ) => {
-                if la != lb || ia != ib {
-                    return false;
-                }
+        if let Some(b) = self.same_inline(other).map(|(_, b)| *b) {
+            if let Entries::Inline { vals: a, .. } = self {
                 for (x, y) in a.iter_mut().zip(b) {
-                    *x = f(*x, *y);
+                    *x = f(*x, y);
                 }
-                true
             }
-            _ => {
-                if !self.same_ids(other) {
-                    return false;
-                }
-                for (x, y) in self.vals_mut().iter_mut().zip(other.vals()) {
-                    *x = f(*x, *y);
-                }
-                true
-            }
+            return true;
         }
+        if !self.same_ids(other) {
+            return false;
+        }
+        for (x, y) in self.vals_mut().iter_mut().zip(other.vals()) {
+            *x = f(*x, *y);
+        }
+        true
     }
 
     /// Inserts `(id, v)` at position `i` (the caller keeps the order).
