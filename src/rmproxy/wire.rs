@@ -540,6 +540,20 @@ pub fn decode_allocation_update(mut buf: &[u8]) -> Result<AllocationUpdate> {
 pub(crate) mod test_bytes {
     use prost::encoding::{encode_key, encode_varint, WireType};
 
+    use crate::scheduler::request::AllocationUpdate;
+
+    /// The asks of two requests decoded in turn on one thread, for
+    /// applications `app-1`, `app-2`, `app-1`, then `app-2`, all in one
+    /// partition: each string is shared, within a request and across.
+    pub fn assert_app_and_partition_shared(one: &AllocationUpdate, two: &AllocationUpdate) {
+        use std::sync::Arc;
+        assert!(Arc::ptr_eq(&one.asks[0].app, &one.asks[2].app));
+        assert!(Arc::ptr_eq(&one.asks[1].app, &two.asks[0].app));
+        assert!(Arc::ptr_eq(&one.asks[0].partition, &two.asks[0].partition));
+        let apps: Vec<&str> = one.asks.iter().chain(&two.asks).map(|a| &*a.app).collect();
+        assert_eq!(apps, ["app-1", "app-2", "app-1", "app-2"]);
+    }
+
     /// `levels` nested empty groups of an unknown field.
     pub fn groups(levels: usize) -> Vec<u8> {
         let mut b = Vec::new();

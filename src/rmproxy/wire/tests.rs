@@ -148,17 +148,7 @@ fn application_and_partition_strings_are_shared_across_requests_and_alternating_
     let two = request(vec![ask("d", "app-2")]);
     let u1 = decode_allocation_update(&one).expect("valid message");
     let u2 = decode_allocation_update(&two).expect("valid message");
-    assert!(Arc::ptr_eq(&u1.asks[0].app, &u1.asks[2].app));
-    assert!(Arc::ptr_eq(&u1.asks[1].app, &u2.asks[0].app));
-    assert!(Arc::ptr_eq(&u1.asks[0].partition, &u2.asks[0].partition));
-    assert_eq!(
-        u1.asks
-            .iter()
-            .chain(&u2.asks)
-            .map(|a| &*a.app)
-            .collect::<Vec<_>>(),
-        ["app-1", "app-2", "app-1", "app-2"]
-    );
+    super::test_bytes::assert_app_and_partition_shared(&u1, &u2);
 }
 
 #[test]

@@ -208,17 +208,7 @@ fn application_and_partition_strings_are_shared_across_requests_and_alternating_
         pod("c", "app-1"),
     ]));
     let two = decoded(&request(&[pod("d", "app-2")]));
-    assert!(Arc::ptr_eq(&one.asks[0].app, &one.asks[2].app));
-    assert!(Arc::ptr_eq(&one.asks[1].app, &two.asks[0].app));
-    assert!(Arc::ptr_eq(&one.asks[0].partition, &two.asks[0].partition));
-    assert_eq!(
-        one.asks
-            .iter()
-            .chain(&two.asks)
-            .map(|a| &*a.app)
-            .collect::<Vec<_>>(),
-        ["app-1", "app-2", "app-1", "app-2"]
-    );
+    super::super::super::wire::test_bytes::assert_app_and_partition_shared(&one, &two);
 }
 
 #[test]
