@@ -261,26 +261,20 @@ fn response_into(new: &[Arc<NewAllocation>], v1: bool, buf: &mut Vec<u8>) {
     // and encoding it took ~350 instructions, and the name table's lock.
     let mut last: Option<(&Resource, usize, std::ops::Range<usize>)> = None;
     for (i, a) in new.iter().enumerate() {
-        let (written, r) = match last.take() {
-            Some((res, r, range)) if *res == a.resource => {
-                let l = allocation_len(a, r, v1);
-                put_len(1, l, buf);
-                (put_allocation(a, ResourceBytes::Copy(range), r, v1, buf), r)
-            }
+        let named;
+        let (bytes, r) = match last.take() {
+            Some((res, r, range)) if *res == a.resource => (ResourceBytes::Copy(range), r),
             _ => {
-                let named = a.resource.named();
-                let r = resource_len(&named);
-                let l = allocation_len(a, r, v1);
-                if i == 0 {
-                    buf.reserve((key_len(1) + encoded_len_varint(l as u64) + l) * new.len());
-                }
-                put_len(1, l, buf);
-                (
-                    put_allocation(a, ResourceBytes::Fresh(&named), r, v1, buf),
-                    r,
-                )
+                named = a.resource.named();
+                (ResourceBytes::Fresh(&named), resource_len(&named))
             }
         };
+        let l = allocation_len(a, r, v1);
+        if i == 0 {
+            buf.reserve((key_len(1) + encoded_len_varint(l as u64) + l) * new.len());
+        }
+        put_len(1, l, buf);
+        let written = put_allocation(a, bytes, r, v1, buf);
         last = Some((&a.resource, r, written));
     }
 }

@@ -292,24 +292,23 @@ impl<'a> Names<'a> {
 /// consecutive messages of a request mostly name the same task group or
 /// node.
 pub(crate) fn share(slot: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
-    match slot {
-        Some(a) if &**a == s => a.clone(),
-        _ => {
-            let a: Arc<str> = Arc::from(s);
-            *slot = Some(a.clone());
-            a
-        }
-    }
+    share_by(slot, s, |s| Arc::from(s))
 }
 
 /// [`share`] for an application id or a partition name, which earlier
 /// requests from this thread have mostly sent already
 /// ([`super::recent`]).
 pub(crate) fn share_recent(slot: &mut Option<Arc<str>>, s: &str) -> Arc<str> {
+    share_by(slot, s, super::recent::shared)
+}
+
+/// The string in `slot` when it equals `s`, else `make(s)`, left in `slot`.
+#[inline]
+fn share_by(slot: &mut Option<Arc<str>>, s: &str, make: fn(&str) -> Arc<str>) -> Arc<str> {
     match slot {
         Some(a) if &**a == s => a.clone(),
         _ => {
-            let a = super::recent::shared(s);
+            let a = make(s);
             *slot = Some(a.clone());
             a
         }

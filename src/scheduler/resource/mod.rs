@@ -220,7 +220,8 @@ impl Resource {
         // (a sum overflows when its sign differs from both terms').
         if let Some((x, y)) = self.entries.same_inline(&other.entries) {
             let overflow = x.iter().zip(y).fold(0, |acc, (&p, &q)| {
-                acc | ((p ^ p.wrapping_add(q)) & (q ^ p.wrapping_add(q)))
+                let sum = p.wrapping_add(q);
+                acc | ((p ^ sum) & (q ^ sum))
             });
             return overflow >= 0;
         }
