@@ -297,13 +297,13 @@ impl Resource {
             *self = self.merge(other, f);
             return;
         }
+        // Every type here takes `f`, with zero for those `other` lacks:
+        // the same as `merge` (a clamped difference clamps them too).
         let (mine, vals) = self.entries.ids_vals_mut();
-        let mut i = 0;
-        for (id, v) in other.iter() {
-            while mine[i] < id {
-                i += 1;
-            }
-            vals[i] = f(vals[i], v);
+        let mut theirs = other.iter().peekable();
+        for (id, v) in mine.iter().zip(vals.iter_mut()) {
+            let q = theirs.next_if(|&(o, _)| o == *id).map_or(0, |(_, q)| q);
+            *v = f(*v, q);
         }
     }
 

@@ -410,18 +410,32 @@ fn in_place_arithmetic_matches_merge() {
                 x.saturating_sub(y).max(0)
             }),
         ];
-        // The clamped difference leaves a negative quantity of a type `b`
-        // lacks as it is when `a` lists every type of `b`'s (and others),
-        // where `merge` clamps it: that case is left out for it.
-        let covered_not_same =
-            b.iter().all(|(id, _)| a.lookup(id).is_some()) && !b.lists_types_of(&a);
         for (i, (in_place, f)) in ops.into_iter().enumerate() {
-            if i == 2 && covered_not_same {
-                continue;
-            }
             let mut got = a.clone();
             in_place(&mut got, &b);
             assert_eq!(got, a.merge(&b, f), "op {i}: {a:?} with {b:?}");
         }
     }
+}
+
+/// A clamped difference clamps every type, also one the subtrahend lacks,
+/// whether it is computed anew or in place (spec 14.2: negative results
+/// become zero over the union of types).
+#[test]
+fn clamped_difference_clamps_types_the_subtrahend_lacks() {
+    let a = r(&[
+        ("unit/clamp-a", 5),
+        ("unit/clamp-b", -3),
+        ("unit/clamp-c", 2),
+    ]);
+    let b = r(&[("unit/clamp-a", 1), ("unit/clamp-c", 4)]);
+    let want = r(&[
+        ("unit/clamp-a", 4),
+        ("unit/clamp-b", 0),
+        ("unit/clamp-c", 0),
+    ]);
+    assert_eq!(a.sub_clamped(&b), want);
+    let mut in_place = a.clone();
+    in_place.sub_clamped_assign(&b);
+    assert_eq!(in_place, want);
 }
