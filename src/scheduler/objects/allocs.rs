@@ -30,6 +30,7 @@
 
 use std::sync::Arc;
 
+use super::chunked_slab::ChunkedSlab;
 use super::queue::QueueId;
 use super::slot_index::{KeyHash, SlotIndex};
 use super::slot_uuid::SlotUuids;
@@ -187,7 +188,7 @@ impl Entry {
 /// Live allocations by slot, with the UUID index.
 #[derive(Default)]
 pub struct AllocTable {
-    slab: slab::Slab<Entry>,
+    slab: ChunkedSlab<Entry>,
     /// The UUID index: the slots of the indexed entries, found by the
     /// hash of their record's UUID (module docs).
     index: SlotIndex,
@@ -217,7 +218,7 @@ impl std::fmt::Debug for AllocTable {
 }
 
 /// The UUID of the record in `slot`, as the index compares it.
-fn uuid_at(slab: &slab::Slab<Entry>, slot: AllocSlot) -> UuidRef<'_> {
+fn uuid_at(slab: &ChunkedSlab<Entry>, slot: AllocSlot) -> UuidRef<'_> {
     slab[slot as usize].alloc.record.uuid.as_ref()
 }
 

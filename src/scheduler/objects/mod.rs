@@ -5,6 +5,7 @@
 pub mod allocs;
 pub mod application;
 pub mod ask;
+mod chunked_slab;
 pub mod keyed;
 pub mod node;
 pub mod pending;
