@@ -100,6 +100,7 @@ impl<T> ChunkedSlab<T> {
     }
 
     /// Stores `value`; returns its slot ([`Self::vacant_key`] before).
+    #[inline]
     pub fn insert(&mut self, value: T) -> usize {
         let slot = self.next;
         if slot == self.made {
@@ -116,7 +117,9 @@ impl<T> ChunkedSlab<T> {
         slot
     }
 
-    /// A new slot at the end, in the last chunk or a new one.
+    /// A new slot at the end, in the last chunk or a new one (inline: the
+    /// value is moved once, into its place).
+    #[inline(always)]
     fn push_new(&mut self, value: T) {
         let place = self.made & MASK;
         if place == 0 {

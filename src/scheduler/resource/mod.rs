@@ -299,10 +299,17 @@ impl Resource {
         }
         // Every type here takes `f`, with zero for those `other` lacks:
         // the same as `merge` (a clamped difference clamps them too).
+        let (theirs, their_vals) = (other.entries.ids(), other.entries.vals());
         let (mine, vals) = self.entries.ids_vals_mut();
-        let mut theirs = other.iter().peekable();
+        let mut j = 0;
         for (id, v) in mine.iter().zip(vals.iter_mut()) {
-            let q = theirs.next_if(|&(o, _)| o == *id).map_or(0, |(_, q)| q);
+            let q = match theirs.get(j) {
+                Some(t) if t == id => {
+                    j += 1;
+                    their_vals[j - 1]
+                }
+                _ => 0,
+            };
             *v = f(*v, q);
         }
     }
