@@ -123,7 +123,10 @@ impl Node {
     fn refresh(&mut self, policy: &NodeSortPolicy) {
         self.available.clone_from(&self.capacity);
         self.available.sub_assign(&self.allocated);
-        self.available.sub_assign(&self.occupied);
+        // Most nodes run nothing foreign: nothing to take off.
+        if !self.occupied.is_empty() {
+            self.available.sub_assign(&self.occupied);
+        }
         self.key.score_bits = ordered_bits(policy.score(&self.capacity, &self.available));
     }
 

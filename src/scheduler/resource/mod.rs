@@ -170,6 +170,11 @@ impl Resource {
         }
     }
 
+    /// True when it lists no type at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.len() == 0
+    }
+
     /// True when every quantity is zero (or there are none).
     pub fn is_zero(&self) -> bool {
         self.entries.vals().iter().all(|v| *v == 0)
