@@ -34,6 +34,16 @@ pub enum UuidRef<'a> {
 }
 
 impl<'a> UuidRef<'a> {
+    /// What the index hashes: a canonical UUID's 16 bytes or the string's
+    /// own. The two forms never name one UUID, so bytes alike in both only
+    /// share a hash, which the comparison then tells apart.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            UuidRef::Bits(b) => b,
+            UuidRef::Str(s) => s.as_bytes(),
+        }
+    }
+
     /// The form `s` is held in.
     pub fn of(s: &'a str) -> Self {
         match parse_canonical(s) {

@@ -256,14 +256,14 @@ impl AllocTable {
     #[inline]
     pub fn probe<Q: AsUuidRef + ?Sized>(&self, uuid: &Q) -> (Option<AllocSlot>, KeyHash) {
         let uuid = uuid.uuid_ref();
-        let h = self.index.hash(&uuid);
+        let h = self.index.hash(uuid.as_bytes());
         let slot = self.slot_minted(uuid);
         (slot.or_else(|| self.slot_hashed(uuid, h)), h)
     }
 
     fn slot_by(&self, uuid: UuidRef<'_>) -> Option<AllocSlot> {
         self.slot_minted(uuid)
-            .or_else(|| self.slot_hashed(uuid, self.index.hash(&uuid)))
+            .or_else(|| self.slot_hashed(uuid, self.index.hash(uuid.as_bytes())))
     }
 
     /// The slot `uuid` names, when minted here and held there.
@@ -386,10 +386,14 @@ impl AllocTable {
         debug_assert!(self.slot_by(uuid).is_none(), "duplicate allocation UUID");
         let h = match known {
             Some(h) => {
-                debug_assert_eq!(h, self.index.hash(&uuid), "a hash of another UUID or table");
+                debug_assert_eq!(
+                    h,
+                    self.index.hash(uuid.as_bytes()),
+                    "a hash of another UUID or table"
+                );
                 h
             }
-            None => self.index.hash(&uuid),
+            None => self.index.hash(uuid.as_bytes()),
         };
         self.slab[slot as usize].found = Found::Hashed;
         if !self.batching || self.index.len() < BATCH_FROM {
@@ -411,7 +415,7 @@ impl AllocTable {
                 // Rare (a release, a swap): the waiting join the index
                 // first, so that the slot is where removal looks.
                 self.flush_unfiled();
-                let h = self.index.hash(&uuid_at(&self.slab, slot));
+                let h = self.index.hash(uuid_at(&self.slab, slot).as_bytes());
                 self.index.remove(h, |s| s == slot);
             }
             Found::Not => {}

@@ -57,7 +57,7 @@ impl<T> KeyedSlab<T> {
     pub fn slot_of(&self, key: &str) -> Option<Slot> {
         let slab = &self.slab;
         self.index
-            .find(self.index.hash(key), |s| key_at(slab, s) == key)
+            .find(self.index.hash(key.as_bytes()), |s| key_at(slab, s) == key)
     }
 
     /// Whether record `key` exists.
@@ -95,7 +95,7 @@ impl<T> KeyedSlab<T> {
     /// the record replaced.
     pub fn insert(&mut self, key: Arc<str>, value: T) -> (Slot, Option<T>) {
         // One hash of the key serves the probe and the insert.
-        let h = self.index.hash(&*key);
+        let h = self.index.hash(key.as_bytes());
         let slab = &self.slab;
         if let Some(s) = self.index.find(h, |s| key_at(slab, s) == &*key) {
             let old = std::mem::replace(&mut self.slab[s as usize].1, value);
@@ -116,7 +116,7 @@ impl<T> KeyedSlab<T> {
         let slab = &self.slab;
         let s = self
             .index
-            .remove(self.index.hash(key), |s| key_at(slab, s) == key)?;
+            .remove(self.index.hash(key.as_bytes()), |s| key_at(slab, s) == key)?;
         Some(self.slab.remove(s as usize))
     }
 

@@ -8,7 +8,7 @@
 //! no key's pointer (with a million allocations keyed by RM strings,
 //! three cache misses each per regrowth otherwise).
 
-use std::hash::{BuildHasher, Hash};
+use std::hash::{BuildHasher, Hasher};
 use std::num::NonZeroU32;
 
 use hashbrown::HashTable;
@@ -70,9 +70,14 @@ impl SlotIndex {
         self.table.len()
     }
 
-    /// The hash of `key` (the same key always gives the same one).
-    pub fn hash<K: Hash + ?Sized>(&self, key: &K) -> KeyHash {
-        let h = self.hasher.hash_one(key);
+    /// The hash of a key's bytes (the same bytes always give the same
+    /// one). The bytes alone: foldhash's `write` folds their length in, and
+    /// one call is one fold, where hashing a `str` or an enum through
+    /// `Hash` adds a terminator or a discriminant, each a fold of its own.
+    pub fn hash(&self, key: &[u8]) -> KeyHash {
+        let mut state = self.hasher.build_hasher();
+        state.write(key);
+        let h = state.finish();
         KeyHash((h ^ (h >> 32)) as u32)
     }
 
@@ -133,35 +138,38 @@ mod tests {
         let keys: Vec<String> = (0..10_000).map(|i| format!("k{i}")).collect();
         let mut ix = SlotIndex::default();
         for (i, k) in keys.iter().enumerate().take(3_000) {
-            ix.insert_unique(ix.hash(k.as_str()), i as u32);
+            ix.insert_unique(ix.hash(k.as_bytes()), i as u32);
         }
         // The rest in batches, each regrowing the table.
         for chunk in (3_000..10_000u32).collect::<Vec<_>>().chunks(2_500) {
             let mut batch: Vec<(KeyHash, u32)> = chunk
                 .iter()
-                .map(|&i| (ix.hash(keys[i as usize].as_str()), i))
+                .map(|&i| (ix.hash(keys[i as usize].as_bytes()), i))
                 .collect();
             ix.insert_batch(&mut batch);
         }
         assert_eq!(ix.len(), 10_000);
         let at = |s: u32| keys[s as usize].as_str();
         for (i, k) in keys.iter().enumerate() {
-            assert_eq!(ix.find(ix.hash(k.as_str()), |s| at(s) == k), Some(i as u32));
+            assert_eq!(
+                ix.find(ix.hash(k.as_bytes()), |s| at(s) == k),
+                Some(i as u32)
+            );
         }
-        assert_eq!(ix.find(ix.hash("nope"), |s| at(s) == "nope"), None);
+        assert_eq!(ix.find(ix.hash(b"nope"), |s| at(s) == "nope"), None);
         for k in keys.iter().step_by(2) {
-            assert!(ix.remove(ix.hash(k.as_str()), |s| at(s) == k).is_some());
+            assert!(ix.remove(ix.hash(k.as_bytes()), |s| at(s) == k).is_some());
         }
         assert_eq!(ix.len(), 5_000);
-        assert_eq!(ix.find(ix.hash("k2"), |s| at(s) == "k2"), None);
-        assert_eq!(ix.find(ix.hash("k3"), |s| at(s) == "k3"), Some(3));
+        assert_eq!(ix.find(ix.hash(b"k2"), |s| at(s) == "k2"), None);
+        assert_eq!(ix.find(ix.hash(b"k3"), |s| at(s) == "k3"), Some(3));
     }
 
     #[test]
     fn a_kept_hash_is_the_hash_and_only_zero_is_not_kept() {
         let ix = SlotIndex::default();
         for k in (0..1_000).map(|i| format!("k{i}")) {
-            let h = ix.hash(k.as_str());
+            let h = ix.hash(k.as_bytes());
             assert_eq!(h.kept().map(KeyHash::from), Some(h));
         }
         assert_eq!(KeyHash(0).kept(), None);
