@@ -347,8 +347,13 @@ impl NodeTable {
         Some((slot, res))
     }
 
-    /// SI v1.x: the node holding foreign allocation `key`.
+    /// SI v1.x: the node holding foreign allocation `key`. Inline, with
+    /// the empty case first: every SI v1.x ask is checked here.
+    #[inline]
     pub fn foreign_node(&self, key: &str) -> Option<NodeSlot> {
+        if self.foreign_nodes.is_empty() {
+            return None;
+        }
         self.foreign_nodes.get(key).copied()
     }
 
