@@ -423,10 +423,10 @@ impl Partition {
 /// equal, only existing"): with shared types, none above `big`; `small`
 /// empty: every type of `big` positive; no shared type: true.
 fn greater_or_equal_existing(big: &Resource, small: &Resource) -> bool {
-    if big.iter().next().is_none() {
+    if big.is_empty() {
         return false;
     }
-    if small.iter().next().is_none() {
+    if small.is_empty() {
         return big.iter().all(|(_, v)| v > 0);
     }
     big.iter()
