@@ -43,6 +43,8 @@
 #             its requests, the library decoding them in sicore_update_*
 #   main:lib  of which inside the library's sicore_* calls
 #   lib       everything in the library: total minus the RM's parts
+#   rm        the RM's own work: building and encoding its requests, and
+#             its callbacks (total minus lib; the bench RM's, so prost's)
 #   total     all threads
 #
 # Work driven by the clock rather than by allocations is left out, since a
@@ -221,7 +223,7 @@ def measure(nodes, asks):
     return acc
 
 
-cols = ["pass", "core", "core:rm", "disp", "disp:rm", "main", "main:lib", "lib", "total"]
+cols = ["pass", "core", "core:rm", "disp", "disp:rm", "main", "main:lib", "lib", "rm", "total"]
 print(f"Instructions per allocation (callgrind; {args})")
 print(f"{'nodes':>7} {'asks':>13} " + " ".join(f"{c:>8}" for c in cols))
 notes = []
@@ -239,7 +241,7 @@ for r in runs:
     other = d("other", 0)
     total = core + disp + main + other
     lib = core - core_rm + disp - disp_rm + main_lib + other
-    vals = [sched, core, core_rm, disp, disp_rm, main, main_lib, lib, total]
+    vals = [sched, core, core_rm, disp, disp_rm, main, main_lib, lib, total - lib, total]
     print(f"{nodes:>7} {f'{hi}-{lo}':>13} " + " ".join(f"{round(v):>8d}" for v in vals))
     periodic = [m.get("core", [0] * 5)[3] for m in (a, b)]
     notes.append(f"{nodes} nodes: gauge refresh left out, {periodic[0]:,} and {periodic[1]:,} "
