@@ -308,12 +308,11 @@ impl Resource {
         let (mine, vals) = self.entries.ids_vals_mut();
         let mut j = 0;
         for (id, v) in mine.iter().zip(vals.iter_mut()) {
-            let q = match theirs.get(j) {
-                Some(t) if t == id => {
-                    j += 1;
-                    their_vals[j - 1]
-                }
-                _ => 0,
+            let q = if theirs.get(j) == Some(id) {
+                j += 1;
+                their_vals[j - 1]
+            } else {
+                0
             };
             *v = f(*v, q);
         }
